@@ -1,0 +1,1 @@
+//! Shared input options: `--network`, `--devices`, `--config`.

@@ -1,0 +1,20 @@
+//! One module per subcommand: `Args` (clap) and `run`.
+
+pub mod apply;
+pub mod bench;
+pub mod check;
+pub mod diff;
+pub mod gen;
+pub mod inputs;
+pub mod plan;
+pub mod show;
+pub mod verify;
+
+/// Success.
+#[allow(dead_code)]
+pub const EXIT_OK: u8 = 0;
+/// Warnings under `--strict`, or drift found by `verify`.
+#[allow(dead_code)]
+pub const EXIT_WARN: u8 = 1;
+/// Bad input or a failed operation.
+pub const EXIT_ERROR: u8 = 2;

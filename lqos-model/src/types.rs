@@ -1,0 +1,75 @@
+//! Nodes, circuits and devices as LibreQoS describes them.
+
+use ipnet::{Ipv4Net, Ipv6Net};
+use serde::{Deserialize, Serialize};
+
+use crate::Rate;
+
+/// A node of the hierarchy (site, AP, PoP...) from `network.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Node {
+    /// Unique node name (the JSON key).
+    pub name: String,
+    /// Optional stable id (`"id"` in `network.json`).
+    pub id: Option<String>,
+    /// Optional free-form type (`"site"`, `"ap"`, ...).
+    pub node_type: Option<String>,
+    /// Download capacity.
+    pub download: Rate,
+    /// Upload capacity.
+    pub upload: Rate,
+    /// A virtual node is kept for grouping but gets no HTB class of its own;
+    /// its children attach to its nearest non-virtual ancestor.
+    pub virtual_node: bool,
+}
+
+/// One subscriber device (one CSV row).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Device {
+    /// Device ID column.
+    pub id: String,
+    /// Device Name column.
+    pub name: String,
+    /// MAC column, as written (may be empty).
+    pub mac: String,
+    /// IPv4 addresses and ranges.
+    pub ipv4: Vec<Ipv4Net>,
+    /// IPv6 addresses and ranges.
+    pub ipv6: Vec<Ipv6Net>,
+    /// 1-based line of the CSV row this device came from (0 if not from a file).
+    pub line: usize,
+}
+
+/// A per-circuit leaf-qdisc override (the optional `sqm` CSV column).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SqmOverride {
+    /// Leaf qdisc spec for the download direction (e.g. `cake`, `fq_codel`, `none`).
+    pub download: String,
+    /// Leaf qdisc spec for the upload direction.
+    pub upload: String,
+}
+
+/// A subscriber circuit: one shaped class per direction, one or more devices.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Circuit {
+    /// Circuit ID column (unique).
+    pub id: String,
+    /// Circuit Name column.
+    pub name: String,
+    /// Parent Node name; `None` when empty (flat network or generated parent).
+    pub parent: Option<String>,
+    /// Guaranteed download rate.
+    pub download_min: Rate,
+    /// Guaranteed upload rate.
+    pub upload_min: Rate,
+    /// Download ceiling.
+    pub download_max: Rate,
+    /// Upload ceiling.
+    pub upload_max: Rate,
+    /// Comment column (untrusted free text).
+    pub comment: String,
+    /// Optional `sqm` column override.
+    pub sqm: Option<SqmOverride>,
+    /// The circuit's devices, in file order.
+    pub devices: Vec<Device>,
+}
