@@ -4,3 +4,5 @@
 //! through rtnetlink or `tc -b`, serially or one worker per interface, reads
 //! live trees back into [`lqos_tc::TcTree`], verifies them against a plan and
 //! reloads incrementally.
+
+pub mod netlink;

@@ -18,10 +18,12 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod config;
 mod network;
 mod rate;
 mod types;
 
+pub use config::{BridgeConfig, LqosConfig, QueuesConfig, SingleInterfaceConfig};
 pub use network::{Network, NetworkError, NodeIdx};
 pub use rate::{Rate, RateError};
 pub use types::{Circuit, Device, Node, SqmOverride};

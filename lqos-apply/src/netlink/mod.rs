@@ -1,0 +1,1 @@
+//! rtnetlink backend: message encoding (pure), the socket, and readback.
