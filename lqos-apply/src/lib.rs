@@ -5,4 +5,5 @@
 //! live trees back into [`lqos_tc::TcTree`], verifies them against a plan and
 //! reloads incrementally.
 
+pub mod bench;
 pub mod netlink;
