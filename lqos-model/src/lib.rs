@@ -43,6 +43,7 @@
 mod config;
 mod error;
 pub mod fuzzing;
+mod generate;
 mod load;
 mod network;
 mod network_json;
@@ -51,9 +52,11 @@ mod report;
 mod shaped_devices;
 mod types;
 mod validate;
+mod write;
 
 pub use config::{parse_config, BridgeConfig, LqosConfig, QueuesConfig, SingleInterfaceConfig};
 pub use error::ModelError;
+pub use generate::{generate, GenParams, Generated};
 pub use load::{load, load_with_config, summarize, Loaded, Summary};
 pub use network::{Network, NetworkError, NodeIdx};
 pub use network_json::{parse_network_json, parse_network_json_with_report};
@@ -64,3 +67,4 @@ pub use shaped_devices::{
 };
 pub use types::{Circuit, Device, Node, SqmOverride};
 pub use validate::{validate, MAX_NODE_DEPTH, MAX_RATE};
+pub use write::{write_config, write_network_json, write_shaped_devices};

@@ -169,17 +169,17 @@ fn check_circuits(net: &Network, file: &str, check_parents: bool, report: &mut R
 }
 
 /// One address range owned by a device of a circuit.
-struct Span<T> {
+struct Span<T, N> {
     start: T,
     end: T,
     circuit: usize,
     line: usize,
-    text: String,
+    net: N,
 }
 
 fn check_overlaps(net: &Network, file: &str, report: &mut Report) {
-    let mut v4: Vec<Span<u32>> = Vec::new();
-    let mut v6: Vec<Span<u128>> = Vec::new();
+    let mut v4: Vec<Span<u32, ipnet::Ipv4Net>> = Vec::new();
+    let mut v6: Vec<Span<u128, ipnet::Ipv6Net>> = Vec::new();
     for (ci, c) in net.circuits().iter().enumerate() {
         for d in &c.devices {
             for n in &d.ipv4 {
@@ -188,7 +188,7 @@ fn check_overlaps(net: &Network, file: &str, report: &mut Report) {
                     end: u32::from(n.broadcast()),
                     circuit: ci,
                     line: d.line,
-                    text: n.to_string(),
+                    net: *n,
                 });
             }
             for n in &d.ipv6 {
@@ -197,7 +197,7 @@ fn check_overlaps(net: &Network, file: &str, report: &mut Report) {
                     end: u128::from(n.broadcast()),
                     circuit: ci,
                     line: d.line,
-                    text: n.to_string(),
+                    net: *n,
                 });
             }
         }
@@ -208,11 +208,11 @@ fn check_overlaps(net: &Network, file: &str, report: &mut Report) {
 
 /// Sorted-interval sweep: O(n log n). Each range that starts inside the
 /// widest range seen so far is reported against that range's owner.
-fn sweep<T: Ord + Copy>(
+fn sweep<T: Ord + Copy, N: std::fmt::Display>(
     net: &Network,
     file: &str,
     label: &str,
-    mut spans: Vec<Span<T>>,
+    mut spans: Vec<Span<T, N>>,
     report: &mut Report,
 ) {
     spans.sort_by(|a, b| {
@@ -236,12 +236,12 @@ fn sweep<T: Ord + Copy>(
                 let msg = if a.circuit == b.circuit {
                     format!(
                         "{label} {} overlaps {} of the same circuit{at}",
-                        b.text, a.text
+                        b.net, a.net
                     )
                 } else {
                     format!(
                         "{label} {} overlaps {} of circuit {:?}{at}",
-                        b.text, a.text, ca.id
+                        b.net, a.net, ca.id
                     )
                 };
                 let p = if a.circuit == b.circuit {
