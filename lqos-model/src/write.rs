@@ -37,7 +37,7 @@ fn write_nodes(net: &Network, nodes: &[NodeIdx], indent: usize, out: &mut String
     out.push_str("{\n");
     for (i, &idx) in nodes.iter().enumerate() {
         let n = net.node(idx);
-        let _ = write!(out, "{pad}{}: {{\n", json_str(&n.name));
+        let _ = writeln!(out, "{pad}{}: {{", json_str(&n.name));
         let fpad = format!("{pad}\t");
         let _ = write!(
             out,
