@@ -11,6 +11,8 @@
 //! ```
 
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use crate::error::{ApplyError, Result};
 
@@ -21,8 +23,8 @@ pub struct ScratchNetns {
     name: String,
 }
 
-/// `PREFIX-PID-TAG`: unique per process and per caller tag. Keep `tag`
-/// distinct per test (e.g. the test name) when tests run in threads.
+/// `PREFIX-PID-SEQ-TAG`: unique per process and call (SEQ is a process-wide
+/// counter); `tag` (e.g. the test name) makes leftovers recognisable.
 pub fn unique_name(prefix: &str, tag: &str) -> String {
     let tag: String = tag
         .chars()
@@ -34,7 +36,9 @@ pub fn unique_name(prefix: &str, tag: &str) -> String {
             }
         })
         .collect();
-    format!("{prefix}-{}-{tag}", std::process::id())
+    static SEQ: AtomicUsize = AtomicUsize::new(0);
+    let n = SEQ.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}-{}-{n}-{tag}", std::process::id())
 }
 
 /// Runs a command, returning stdout, or an error with its stderr.
@@ -178,19 +182,21 @@ pub fn cleanup_stale(prefix: &str) -> Result<Vec<String>> {
 }
 
 /// True when this process can create network namespaces (root, `ip`
-/// present, namespaces usable): creates and deletes a probe namespace.
+/// present, namespaces usable): creates and deletes a probe namespace, once
+/// per process.
 pub fn netns_available() -> std::result::Result<(), String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Err("not running as root".into());
-    }
-    let name = unique_name("lqos-probe", "avail");
-    match ScratchNetns::create(&name) {
-        Ok(ns) => {
-            drop(ns);
-            Ok(())
-        }
-        Err(e) => Err(e.to_string()),
-    }
+    static AVAILABLE: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    AVAILABLE
+        .get_or_init(|| {
+            if !nix::unistd::geteuid().is_root() {
+                return Err("not running as root".into());
+            }
+            let name = unique_name("lqos-probe", "avail");
+            ScratchNetns::create(&name)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        })
+        .clone()
 }
 
 /// For tests that need root and namespaces: returns `true` when they can
