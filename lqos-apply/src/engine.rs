@@ -331,3 +331,243 @@ pub fn apply_targets(
     }
     Ok(report)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{NoProgress, Recording};
+    use lqos_model::Rate;
+    use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc};
+
+    fn class(parent: TcHandle, classid: TcHandle, mbps: u64) -> Class {
+        Class {
+            parent,
+            classid,
+            htb: HtbClass {
+                rate: Rate::from_mbps(mbps),
+                ceil: Rate::from_mbps(mbps),
+                quantum: 1522,
+                prio: 3,
+                burst: None,
+                cburst: None,
+            },
+        }
+    }
+
+    /// mq + `queues` htbs + `n` circuits with `leaf` leaves.
+    fn target(
+        dev: &str,
+        queues: u16,
+        n: usize,
+        rate: impl Fn(usize) -> u64,
+        leaf: QdiscKind,
+    ) -> Target {
+        let root = TcHandle::new(0x7fff, 0);
+        let mut ops = vec![TcOp::ReplaceQdisc(Qdisc {
+            parent: TcHandle::ROOT,
+            handle: root,
+            kind: QdiscKind::Mq,
+        })];
+        for q in 1..=queues {
+            ops.push(TcOp::AddQdisc(Qdisc {
+                parent: TcHandle::new(0x7fff, q),
+                handle: TcHandle::new(q, 0),
+                kind: QdiscKind::Htb(HtbQdisc {
+                    default_minor: 2,
+                    r2q: None,
+                    direct_qlen: None,
+                }),
+            }));
+            ops.push(TcOp::AddClass(class(
+                TcHandle::new(q, 0),
+                TcHandle::new(q, 1),
+                1000,
+            )));
+        }
+        let mut labels = BTreeMap::new();
+        for i in 0..n {
+            let q = (i % queues as usize) as u16 + 1;
+            let id = TcHandle::new(q, 3 + (i / queues as usize) as u16);
+            labels.insert(id, format!("Circuit {i}"));
+            ops.push(TcOp::AddClass(class(TcHandle::new(q, 1), id, rate(i))));
+            ops.push(TcOp::AddQdisc(Qdisc {
+                parent: id,
+                handle: TcHandle::new(0x100 + i as u16, 0),
+                kind: leaf.clone(),
+            }));
+        }
+        Target {
+            dev: dev.into(),
+            ops,
+            labels,
+        }
+    }
+
+    fn pfifo() -> QdiscKind {
+        QdiscKind::Pfifo { limit: None }
+    }
+
+    fn run(targets: &[Target], rec: &Recording, full: bool) -> ApplyReport {
+        let opts = ApplyOptions {
+            full,
+            dry_run: false,
+            verify_after: true,
+        };
+        apply_targets(targets, rec, rec, opts, &NoProgress).unwrap()
+    }
+
+    #[test]
+    fn first_load_is_full_then_no_change_sends_nothing() {
+        let rec = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
+        let t = [
+            target("ens19", 4, 40, |_| 10, pfifo()),
+            target("ens20", 4, 40, |_| 5, pfifo()),
+        ];
+        let r = run(&t, &rec, false);
+        assert!(matches!(r.changes[0].kind, LoadKind::Full { .. }));
+        // Empty device: no root delete before the build.
+        assert_eq!(rec.sent_for("ens19"), t[0].ops);
+        assert!(r.verify.unwrap().is_clean());
+        rec.clear_sent();
+        let r = run(&t, &rec, false);
+        assert_eq!(r.changes[0].kind, LoadKind::Incremental);
+        assert_eq!(r.ops_total(), 0);
+        assert!(rec.sent().is_empty());
+    }
+
+    #[test]
+    fn rate_change_is_a_change_in_place_and_full_forces_rebuild() {
+        let rec = Recording::new().with_link("ens19", 4);
+        run(&[target("ens19", 4, 40, |_| 10, pfifo())], &rec, false);
+        rec.clear_sent();
+        let t = [target(
+            "ens19",
+            4,
+            40,
+            |i| if i == 7 { 20 } else { 10 },
+            pfifo(),
+        )];
+        let r = run(&t, &rec, false);
+        let sent = rec.sent_for("ens19");
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert!(matches!(&sent[0], TcOp::ChangeClass(c) if c.htb.rate == Rate::from_mbps(20)));
+        assert!(r.verify.unwrap().is_clean());
+        rec.clear_sent();
+        run(&t, &rec, true);
+        let sent = rec.sent_for("ens19");
+        assert_eq!(sent[0], TcOp::delete_root());
+        assert_eq!(&sent[1..], &t[0].ops[..]);
+    }
+
+    #[test]
+    fn a_failed_op_is_reported_and_the_next_apply_converges() {
+        let rec = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
+        let t = [
+            target("ens19", 4, 40, |_| 10, pfifo()),
+            target("ens20", 4, 40, |_| 5, pfifo()),
+        ];
+        rec.fail_at("ens20", 30, "Error: boom.");
+        let r = run(&t, &rec, false);
+        let load = r.load.unwrap();
+        assert!(load.interfaces[0].error.is_none());
+        let err = load.into_result().unwrap_err();
+        match &err {
+            ApplyError::OpFailed {
+                dev,
+                index,
+                op_text,
+                message,
+                ..
+            } => {
+                assert_eq!((dev.as_str(), *index), ("ens20", 30));
+                assert_eq!(op_text, &crate::compat::render_line("ens20", &t[1].ops[30]));
+                assert_eq!(message, "Error: boom.");
+            }
+            e => panic!("{e}"),
+        }
+        assert!(err.to_string().contains("ens20: op #30"), "{err}");
+        // Partial tree: the next run converges.
+        let r = run(&t, &rec, false);
+        assert!(r.load.unwrap().is_ok());
+        assert!(r.verify.unwrap().is_clean());
+        assert_eq!(rec.tree("ens20").unwrap(), t[1].tree());
+    }
+
+    #[test]
+    fn preflight_failures_change_nothing_and_say_what_is_missing() {
+        let rec = Recording::new()
+            .with_link("ens19", 2)
+            .without_qdisc_kind("cake");
+        let opts = ApplyOptions::default();
+        let e = apply_targets(
+            &[target("eth9", 2, 4, |_| 10, pfifo())],
+            &rec,
+            &rec,
+            opts,
+            &NoProgress,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("interface eth9 does not exist"),
+            "{e}"
+        );
+        let e = apply_targets(
+            &[target("ens19", 4, 4, |_| 10, pfifo())],
+            &rec,
+            &rec,
+            opts,
+            &NoProgress,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("uses 4 TX queues but the interface has 2"),
+            "{e}"
+        );
+        let cake = QdiscKind::Cake(Default::default());
+        let e = apply_targets(
+            &[target("ens19", 2, 4, |_| 10, cake)],
+            &rec,
+            &rec,
+            opts,
+            &NoProgress,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("this kernel has no sch_cake")
+                && e.to_string().contains("use --sqm fq_codel or pfifo"),
+            "{e}"
+        );
+        assert!(rec.sent().is_empty());
+    }
+
+    #[test]
+    fn dry_run_returns_ops_without_sending() {
+        let rec = Recording::new().with_link("ens19", 4);
+        let t = [target("ens19", 4, 8, |_| 10, pfifo())];
+        let opts = ApplyOptions {
+            dry_run: true,
+            ..Default::default()
+        };
+        let r = apply_targets(&t, &rec, &rec, opts, &NoProgress).unwrap();
+        assert_eq!(r.changes[0].ops, t[0].ops);
+        assert!(r.load.is_none());
+        assert!(rec.sent().is_empty());
+    }
+
+    #[test]
+    fn wrong_layout_triggers_full_rebuild() {
+        let rec = Recording::new().with_link("ens19", 8);
+        run(&[target("ens19", 4, 8, |_| 10, pfifo())], &rec, false);
+        rec.clear_sent();
+        // Now 8 queues: queue qdiscs 5..8 are missing -> full rebuild.
+        let t = [target("ens19", 8, 8, |_| 10, pfifo())];
+        let r = run(&t, &rec, false);
+        match &r.changes[0].kind {
+            LoadKind::Full { reason } => assert!(reason.contains("5: is missing"), "{reason}"),
+            k => panic!("{k:?}"),
+        }
+        assert_eq!(rec.sent_for("ens19")[0], TcOp::delete_root());
+        assert!(r.verify.unwrap().is_clean());
+    }
+}

@@ -271,10 +271,12 @@ pub fn verify_tree(
     labels: &BTreeMap<TcHandle, String>,
 ) -> IfaceVerify {
     let mut drift = Vec::new();
+    // Kernel defaults (handle 0) are filed under their parent by the
+    // readback; they are not part of any plan.
     let live_qdiscs: BTreeMap<&TcHandle, &Qdisc> = live
         .qdiscs
         .iter()
-        .filter(|(h, _)| **h != TcHandle::UNSPEC)
+        .filter(|(_, q)| q.handle != TcHandle::UNSPEC)
         .collect();
     for (h, p) in &planned.qdiscs {
         match live_qdiscs.get(h) {
@@ -373,7 +375,7 @@ mod tests {
         }
         l.classes.get_mut(&TcHandle::new(1, 3)).unwrap().htb.burst = Some(1600);
         l.qdiscs.insert(
-            TcHandle::UNSPEC,
+            TcHandle::ROOT,
             Qdisc {
                 parent: TcHandle::ROOT,
                 handle: TcHandle::UNSPEC,
