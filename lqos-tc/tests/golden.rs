@@ -30,8 +30,12 @@ fn check(name: &str, network: &str, devices: &str) {
         std::fs::write(&golden, &text).unwrap();
         return;
     }
-    let want = std::fs::read_to_string(&golden)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with LQOS_BLESS=1 to create it)", golden.display()));
+    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with LQOS_BLESS=1 to create it)",
+            golden.display()
+        )
+    });
     if want != text {
         let first = want
             .lines()
@@ -50,12 +54,20 @@ fn check(name: &str, network: &str, devices: &str) {
 
 #[test]
 fn libreqos_example() {
-    check("example", "network.example.json", "ShapedDevices.example.csv");
+    check(
+        "example",
+        "network.example.json",
+        "ShapedDevices.example.csv",
+    );
 }
 
 #[test]
 fn libreqos_v14_legacy() {
-    check("v14-legacy", "network.v14.example.json", "ShapedDevices.v14-legacy.example.csv");
+    check(
+        "v14-legacy",
+        "network.v14.example.json",
+        "ShapedDevices.v14-legacy.example.csv",
+    );
 }
 
 #[test]
