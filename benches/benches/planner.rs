@@ -4,9 +4,13 @@
 //! 100k circuits need more leaf qdisc handles than one interface has
 //! (16-bit majors), so the 100k point runs without leaf qdiscs (`none`);
 //! the cake series stops at 60k.
+//!
+//! Times are the bench thread's CPU time ([`lqos_benches::CpuTime`]): the
+//! machine is shared, and wall time would count other processes' turns.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use lqos_benches::CpuTime;
 use lqos_model::{generate, GenParams, Network, Rate};
 use lqos_tc::{diff, plan, render_combined, render_interface, LeafSpec, PlanConfig};
 
@@ -27,7 +31,7 @@ fn config(sqm: &str) -> PlanConfig {
     cfg
 }
 
-fn plan_render(c: &mut Criterion) {
+fn plan_render(c: &mut Criterion<CpuTime>) {
     for (sqm, sizes) in [
         ("none", [1_000, 10_000, 100_000]),
         ("cake diffserv4", [1_000, 10_000, 60_000]),
@@ -69,7 +73,7 @@ fn plan_render(c: &mut Criterion) {
     }
 }
 
-fn diff_10k(c: &mut Criterion) {
+fn diff_10k(c: &mut Criterion<CpuTime>) {
     let cfg = config("cake diffserv4");
     let net = network(10_000);
     let p1 = plan(&net, &cfg, None).unwrap();
@@ -95,5 +99,9 @@ fn diff_10k(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, plan_render, diff_10k);
+criterion_group! {
+    name = benches;
+    config = Criterion::default().with_measurement(CpuTime);
+    targets = plan_render, diff_10k
+}
 criterion_main!(benches);

@@ -206,8 +206,7 @@ pub struct Allocation {
     pub queues: u32,
     /// Node slots, parents before children.
     pub nodes: Vec<NodeSlot>,
-    /// Circuit slots, in plan order (node by node, each node's circuits in
-    /// input order).
+    /// Circuit slots, in input order.
     pub circuits: Vec<CircuitSlot>,
 }
 
@@ -424,6 +423,21 @@ struct LeafChooser<'c> {
 }
 
 impl LeafChooser<'_> {
+    /// The leaf for a circuit without an override.
+    fn default_for(&self, ceil: Rate) -> Option<QdiscKind> {
+        match &self.cfg.default_sqm {
+            LeafSpec::None => None,
+            LeafSpec::Qdisc(k @ QdiscKind::Cake(_)) => {
+                if self.cfg.fq_codel_threshold.is_some_and(|t| ceil >= t) {
+                    Some(QdiscKind::FqCodel(FqCodelParams::default()))
+                } else {
+                    Some(cake_rtt_fixup(k.clone(), ceil))
+                }
+            }
+            LeafSpec::Qdisc(k) => Some(k.clone()),
+        }
+    }
+
     fn choose(
         &mut self,
         circuit: &Circuit,
@@ -432,17 +446,7 @@ impl LeafChooser<'_> {
     ) -> Result<Option<QdiscKind>, PlanError> {
         let ov = ov.map(str::trim).filter(|s| !s.is_empty());
         let Some(ov) = ov else {
-            return Ok(match &self.cfg.default_sqm {
-                LeafSpec::None => None,
-                LeafSpec::Qdisc(k @ QdiscKind::Cake(_)) => {
-                    if self.cfg.fq_codel_threshold.is_some_and(|t| ceil >= t) {
-                        Some(QdiscKind::FqCodel(FqCodelParams::default()))
-                    } else {
-                        Some(cake_rtt_fixup(k.clone(), ceil))
-                    }
-                }
-                LeafSpec::Qdisc(k) => Some(k.clone()),
-            });
+            return Ok(self.default_for(ceil));
         };
         let lower = ov.to_ascii_lowercase();
         match lower.as_str() {
@@ -618,7 +622,24 @@ pub fn plan(
     }
     let flat = net.node_count() == 0;
     let mut unparented: Vec<u32> = Vec::new();
+    // Compact per-circuit inputs and the slots, in input order (sequential
+    // reads of the circuits; later passes go node by node).
+    let mut cin: Vec<([Rate; 4], bool)> = Vec::with_capacity(circuits.len());
+    let mut slots: Vec<CircuitSlot> = Vec::with_capacity(circuits.len());
     for (ci, c) in circuits.iter().enumerate() {
+        cin.push((
+            [c.download_min, c.download_max, c.upload_min, c.upload_max],
+            c.sqm.is_some(),
+        ));
+        slots.push(CircuitSlot {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            parent: 0,
+            queue: 0,
+            minor: 0,
+            leaf_download: None,
+            leaf_upload: None,
+        });
         if c.download_max.is_zero() || c.upload_max.is_zero() {
             return Err(PlanError::ZeroRate {
                 circuit: c.id.clone(),
@@ -803,7 +824,6 @@ pub fn plan(
         node_ceil_u[e] = cap(ents[e].up, pu);
     }
     let mut cp: Vec<CircPlan> = Vec::with_capacity(order.len());
-    let mut slots: Vec<CircuitSlot> = Vec::with_capacity(order.len());
     let mut kinds: Vec<QdiscKind> = Vec::new();
     let mut chooser = LeafChooser {
         cfg,
@@ -816,34 +836,32 @@ pub fn plan(
     };
     for e in 0..n {
         for &ci in &order[range(e)] {
-            let c = &circuits[ci as usize];
-            let (rate_d, ceil_d) = circuit_rates(c.download_min, c.download_max, node_ceil_d[e]);
-            let (rate_u, ceil_u) = circuit_rates(c.upload_min, c.upload_max, node_ceil_u[e]);
-            let (ov_d, ov_u) = match &c.sqm {
-                Some(s) => (Some(s.download.as_str()), Some(s.upload.as_str())),
-                None => (None, None),
+            let ([dmin, dmax, umin, umax], has_sqm) = cin[ci as usize];
+            let (rate_d, ceil_d) = circuit_rates(dmin, dmax, node_ceil_d[e]);
+            let (rate_u, ceil_u) = circuit_rates(umin, umax, node_ceil_u[e]);
+            let (leaf_d, leaf_u) = if has_sqm {
+                let c = &circuits[ci as usize];
+                let (ov_d, ov_u) = match &c.sqm {
+                    Some(s) => (Some(s.download.as_str()), Some(s.upload.as_str())),
+                    None => (None, None),
+                };
+                (
+                    chooser.choose(c, ov_d, ceil_d)?,
+                    chooser.choose(c, ov_u, ceil_u)?,
+                )
+            } else {
+                (chooser.default_for(ceil_d), chooser.default_for(ceil_u))
             };
-            let leaf_d = kind_index(&mut kinds, chooser.choose(c, ov_d, ceil_d)?);
-            let leaf_u = kind_index(&mut kinds, chooser.choose(c, ov_u, ceil_u)?);
             cp.push(CircPlan {
                 rate_d,
                 ceil_d,
                 rate_u,
                 ceil_u,
                 minor: 0,
-                leaf_d,
-                leaf_u,
+                leaf_d: kind_index(&mut kinds, leaf_d),
+                leaf_u: kind_index(&mut kinds, leaf_u),
                 major_d: 0,
                 major_u: 0,
-            });
-            slots.push(CircuitSlot {
-                id: c.id.clone(),
-                name: c.name.clone(),
-                parent: e as u32,
-                queue: queue[e],
-                minor: 0,
-                leaf_download: None,
-                leaf_upload: None,
             });
         }
     }
@@ -863,10 +881,14 @@ pub fn plan(
                 }
             }
         }
-        for (p, slot) in cp.iter_mut().zip(&slots) {
-            if let Some(s) = prev_circuits.get(slot.id.as_str()) {
-                if s.queue == slot.queue && minors[s.queue as usize].take(u32::from(s.minor)) {
-                    p.minor = s.minor;
+        for e in 0..n {
+            let qe = queue[e];
+            for pos in range(e) {
+                let id = slots[order[pos] as usize].id.as_str();
+                if let Some(s) = prev_circuits.get(id) {
+                    if s.queue == qe && minors[qe as usize].take(u32::from(s.minor)) {
+                        cp[pos].minor = s.minor;
+                    }
                 }
             }
         }
@@ -895,8 +917,8 @@ pub fn plan(
     let mut pools = [new_pool(), new_pool()];
     let up_pool = if stick { 0 } else { 1 };
     if prev.is_some() {
-        for (p, slot) in cp.iter_mut().zip(&slots) {
-            if let Some(s) = prev_circuits.get(slot.id.as_str()) {
+        for (p, &ci) in cp.iter_mut().zip(&order) {
+            if let Some(s) = prev_circuits.get(slots[ci as usize].id.as_str()) {
                 if let (Some(m), true) = (s.leaf_download, p.leaf_d != NO_LEAF) {
                     if pools[0].take(u32::from(m)) {
                         p.major_d = m;
@@ -1082,10 +1104,16 @@ pub fn plan(
             generated: ent.generated,
         })
         .collect();
-    for (slot, p) in slots.iter_mut().zip(&cp) {
-        slot.minor = p.minor;
-        slot.leaf_download = (p.leaf_d != NO_LEAF).then_some(p.major_d);
-        slot.leaf_upload = (p.leaf_u != NO_LEAF).then_some(p.major_u);
+    for e in 0..n {
+        for pos in range(e) {
+            let p = &cp[pos];
+            let slot = &mut slots[order[pos] as usize];
+            slot.parent = e as u32;
+            slot.queue = queue[e];
+            slot.minor = p.minor;
+            slot.leaf_download = (p.leaf_d != NO_LEAF).then_some(p.major_d);
+            slot.leaf_upload = (p.leaf_u != NO_LEAF).then_some(p.major_u);
+        }
     }
 
     let interfaces = if stick {
