@@ -114,8 +114,8 @@ pub struct InterfacePlan {
     pub direction: Direction,
     /// The full build, in order: `qdisc replace` of the mq root, per queue
     /// the HTB qdisc, top class `:1`, default class `:2` and its leaf; then
-    /// sites and circuits parents-first (each circuit class followed by its
-    /// leaf qdisc). No root delete.
+    /// every node class (parents first); then every circuit class, each
+    /// followed by its leaf qdisc, in input order. No root delete.
     pub ops: Vec<TcOp>,
     /// How many leading ops build the queue layout (root, HTBs, `:1`, `:2`).
     pub setup_ops: usize,
@@ -486,7 +486,7 @@ impl LeafChooser<'_> {
 /// No leaf qdisc (index into the leaf kind table).
 const NO_LEAF: u16 = u16::MAX;
 
-/// Per-circuit planned values, in plan order (node by node).
+/// Per-circuit planned values, in input order.
 #[derive(Default, Clone, Copy)]
 struct CircPlan {
     rate_d: Rate,
@@ -579,15 +579,7 @@ pub fn plan(
         prev_circuits.reserve(p.circuits.len());
         prev_circuits.extend(p.circuits.iter().map(|c| (c.id.as_str(), c)));
     }
-    {
-        let mut seen: FxMap<&str, ()> = FxMap::default();
-        seen.reserve(circuits.len());
-        for c in circuits {
-            if seen.insert(c.id.as_str(), ()).is_some() {
-                return Err(PlanError::DuplicateCircuit(c.id.clone()));
-            }
-        }
-    }
+    check_unique_ids(circuits)?;
 
     // 1. Real nodes; virtual ones hand their children to the nearest real
     //    ancestor (or promote them to top level).
@@ -622,24 +614,7 @@ pub fn plan(
     }
     let flat = net.node_count() == 0;
     let mut unparented: Vec<u32> = Vec::new();
-    // Compact per-circuit inputs and the slots, in input order (sequential
-    // reads of the circuits; later passes go node by node).
-    let mut cin: Vec<([Rate; 4], bool)> = Vec::with_capacity(circuits.len());
-    let mut slots: Vec<CircuitSlot> = Vec::with_capacity(circuits.len());
     for (ci, c) in circuits.iter().enumerate() {
-        cin.push((
-            [c.download_min, c.download_max, c.upload_min, c.upload_max],
-            c.sqm.is_some(),
-        ));
-        slots.push(CircuitSlot {
-            id: c.id.clone(),
-            name: c.name.clone(),
-            parent: 0,
-            queue: 0,
-            minor: 0,
-            leaf_download: None,
-            leaf_upload: None,
-        });
         if c.download_max.is_zero() || c.upload_max.is_zero() {
             return Err(PlanError::ZeroRate {
                 circuit: c.id.clone(),
@@ -773,15 +748,17 @@ pub fn plan(
         }
     }
 
-    // Circuits in plan order: node by node (sequential passes from here on).
-    let mut order: Vec<u32> = Vec::with_capacity(circuits.len());
-    let mut ent_start: Vec<usize> = Vec::with_capacity(n + 1);
-    for ent in &mut ents {
-        ent_start.push(order.len());
-        order.append(&mut ent.circuits);
+    // From here on circuits are visited in input order (sequential memory
+    // access); `circ_ent` says which node each hangs under.
+    let mut circ_ent: Vec<u32> = vec![0; circuits.len()];
+    let mut has_circuits = vec![false; n];
+    for (e, ent) in ents.iter_mut().enumerate() {
+        has_circuits[e] = !ent.circuits.is_empty();
+        for &ci in &ent.circuits {
+            circ_ent[ci as usize] = e as u32;
+        }
+        ent.circuits = Vec::new();
     }
-    ent_start.push(order.len());
-    let range = |e: usize| ent_start[e]..ent_start[e + 1];
 
     // 6. HTB depth.
     for (e, ent) in ents.iter().enumerate() {
@@ -792,20 +769,16 @@ pub fn plan(
                 levels: level,
             });
         }
-        if let Some(&ci) = order[range(e)].first() {
-            if level + 1 > HTB_LEVELS {
-                return Err(PlanError::TooDeep {
-                    what: format!(
-                        "circuit {:?} under node {:?}",
-                        circuits[ci as usize].id, ent.name
-                    ),
-                    levels: level + 1,
-                });
-            }
+        if has_circuits[e] && level + 1 > HTB_LEVELS {
+            let ci = circ_ent.iter().position(|&x| x as usize == e).unwrap_or(0);
+            return Err(PlanError::TooDeep {
+                what: format!("circuit {:?} under node {:?}", circuits[ci].id, ent.name),
+                levels: level + 1,
+            });
         }
     }
 
-    // 7. Rates and leaf kinds; the circuit slots.
+    // 7. Rates and leaf kinds.
     let mut node_ceil_d = vec![Rate::ZERO; n];
     let mut node_ceil_u = vec![Rate::ZERO; n];
     for e in 0..n {
@@ -823,7 +796,7 @@ pub fn plan(
         node_ceil_d[e] = cap(ents[e].down, pd);
         node_ceil_u[e] = cap(ents[e].up, pu);
     }
-    let mut cp: Vec<CircPlan> = Vec::with_capacity(order.len());
+    let mut cp: Vec<CircPlan> = Vec::with_capacity(circuits.len());
     let mut kinds: Vec<QdiscKind> = Vec::new();
     let mut chooser = LeafChooser {
         cfg,
@@ -834,39 +807,32 @@ pub fn plan(
         let rate = if min >= ceil { just_below(ceil) } else { min };
         (rate.max(Rate::from_bps(8)), ceil.max(Rate::from_bps(8)))
     };
-    for e in 0..n {
-        for &ci in &order[range(e)] {
-            let ([dmin, dmax, umin, umax], has_sqm) = cin[ci as usize];
-            let (rate_d, ceil_d) = circuit_rates(dmin, dmax, node_ceil_d[e]);
-            let (rate_u, ceil_u) = circuit_rates(umin, umax, node_ceil_u[e]);
-            let (leaf_d, leaf_u) = if has_sqm {
-                let c = &circuits[ci as usize];
-                let (ov_d, ov_u) = match &c.sqm {
-                    Some(s) => (Some(s.download.as_str()), Some(s.upload.as_str())),
-                    None => (None, None),
-                };
-                (
-                    chooser.choose(c, ov_d, ceil_d)?,
-                    chooser.choose(c, ov_u, ceil_u)?,
-                )
-            } else {
-                (chooser.default_for(ceil_d), chooser.default_for(ceil_u))
-            };
-            cp.push(CircPlan {
-                rate_d,
-                ceil_d,
-                rate_u,
-                ceil_u,
-                minor: 0,
-                leaf_d: kind_index(&mut kinds, leaf_d),
-                leaf_u: kind_index(&mut kinds, leaf_u),
-                major_d: 0,
-                major_u: 0,
-            });
-        }
+    for (c, &e) in circuits.iter().zip(&circ_ent) {
+        let e = e as usize;
+        let (rate_d, ceil_d) = circuit_rates(c.download_min, c.download_max, node_ceil_d[e]);
+        let (rate_u, ceil_u) = circuit_rates(c.upload_min, c.upload_max, node_ceil_u[e]);
+        let (leaf_d, leaf_u) = match &c.sqm {
+            Some(s) => (
+                chooser.choose(c, Some(&s.download), ceil_d)?,
+                chooser.choose(c, Some(&s.upload), ceil_u)?,
+            ),
+            None => (chooser.default_for(ceil_d), chooser.default_for(ceil_u)),
+        };
+        cp.push(CircPlan {
+            rate_d,
+            ceil_d,
+            rate_u,
+            ceil_u,
+            minor: 0,
+            leaf_d: kind_index(&mut kinds, leaf_d),
+            leaf_u: kind_index(&mut kinds, leaf_u),
+            major_d: 0,
+            major_u: 0,
+        });
     }
 
-    // 8. Class minors: survivors first, then the lowest free ones.
+    // 8. Class minors: survivors first, then the lowest free ones (nodes
+    //    before circuits).
     let mut minors: Vec<Bits> = (0..q).map(|_| Bits::new([0, 1, 2], 0xffff)).collect();
     let mut node_minor = vec![0u16; n];
     if prev.is_some() {
@@ -881,31 +847,29 @@ pub fn plan(
                 }
             }
         }
-        for e in 0..n {
-            let qe = queue[e];
-            for pos in range(e) {
-                let id = slots[order[pos] as usize].id.as_str();
-                if let Some(s) = prev_circuits.get(id) {
-                    if s.queue == qe && minors[qe as usize].take(u32::from(s.minor)) {
-                        cp[pos].minor = s.minor;
-                    }
+        for ((p, c), &e) in cp.iter_mut().zip(circuits).zip(&circ_ent) {
+            let qe = queue[e as usize];
+            if let Some(s) = prev_circuits.get(c.id.as_str()) {
+                if s.queue == qe && minors[qe as usize].take(u32::from(s.minor)) {
+                    p.minor = s.minor;
                 }
             }
         }
     }
+    let overflow = |qe: usize| PlanError::MinorOverflow {
+        queue: qe as u32 + 1,
+        major: qe as u16 + 1,
+    };
     for e in 0..n {
         let qe = queue[e] as usize;
-        let overflow = || PlanError::MinorOverflow {
-            queue: qe as u32 + 1,
-            major: qe as u16 + 1,
-        };
         if node_minor[e] == 0 {
-            node_minor[e] = minors[qe].alloc().ok_or_else(overflow)? as u16;
+            node_minor[e] = minors[qe].alloc().ok_or_else(|| overflow(qe))? as u16;
         }
-        for p in &mut cp[range(e)] {
-            if p.minor == 0 {
-                p.minor = minors[qe].alloc().ok_or_else(overflow)? as u16;
-            }
+    }
+    for (p, &e) in cp.iter_mut().zip(&circ_ent) {
+        let qe = queue[e as usize] as usize;
+        if p.minor == 0 {
+            p.minor = minors[qe].alloc().ok_or_else(|| overflow(qe))? as u16;
         }
     }
 
@@ -917,8 +881,8 @@ pub fn plan(
     let mut pools = [new_pool(), new_pool()];
     let up_pool = if stick { 0 } else { 1 };
     if prev.is_some() {
-        for (p, &ci) in cp.iter_mut().zip(&order) {
-            if let Some(s) = prev_circuits.get(slots[ci as usize].id.as_str()) {
+        for (p, c) in cp.iter_mut().zip(circuits) {
+            if let Some(s) = prev_circuits.get(c.id.as_str()) {
                 if let (Some(m), true) = (s.leaf_download, p.leaf_d != NO_LEAF) {
                     if pools[0].take(u32::from(m)) {
                         p.major_d = m;
@@ -969,7 +933,8 @@ pub fn plan(
         }
     }
 
-    // 10. Ops.
+    // 10. Ops: the queue layout, then every node (parents first), then
+    //     every circuit (class, then its leaf).
     let r2q = r2q_for(cfg.download_capacity.max(cfg.upload_capacity));
     let up_off = if stick { q as u16 } else { 0 };
     let default_leaf = match &cfg.default_sqm {
@@ -1051,7 +1016,7 @@ pub fn plan(
         };
         let minor = node_minor[e];
         let (cd, cu) = (node_ceil_d[e], node_ceil_u[e]);
-        counts_d[qe as usize] += 1 + range(e).len();
+        counts_d[qe as usize] += 1;
         ops_d.push(htb_class(
             pd,
             TcHandle::new(md, minor),
@@ -1069,26 +1034,33 @@ pub fn plan(
             3,
             r2q,
         ));
-        let (nd, nu) = (TcHandle::new(md, minor), TcHandle::new(mu, minor));
-        for p in &cp[range(e)] {
-            let (cid_d, cid_u) = (TcHandle::new(md, p.minor), TcHandle::new(mu, p.minor));
-            ops_d.push(htb_class(nd, cid_d, p.rate_d, p.ceil_d, 3, r2q));
-            if p.leaf_d != NO_LEAF {
-                ops_d.push(TcOp::AddQdisc(Qdisc {
-                    parent: cid_d,
-                    handle: TcHandle::new(p.major_d, 0),
-                    kind: kinds[p.leaf_d as usize].clone(),
-                }));
-            }
-            let up_ops = if stick { &mut ops_d } else { &mut ops_u };
-            up_ops.push(htb_class(nu, cid_u, p.rate_u, p.ceil_u, 3, r2q));
-            if p.leaf_u != NO_LEAF {
-                up_ops.push(TcOp::AddQdisc(Qdisc {
-                    parent: cid_u,
-                    handle: TcHandle::new(p.major_u, 0),
-                    kind: kinds[p.leaf_u as usize].clone(),
-                }));
-            }
+    }
+    for (p, &e) in cp.iter().zip(&circ_ent) {
+        let e = e as usize;
+        let qe = queue[e] as u16;
+        let (md, mu) = (qe + 1, qe + 1 + up_off);
+        counts_d[qe as usize] += 1;
+        let (nd, nu) = (
+            TcHandle::new(md, node_minor[e]),
+            TcHandle::new(mu, node_minor[e]),
+        );
+        let (cid_d, cid_u) = (TcHandle::new(md, p.minor), TcHandle::new(mu, p.minor));
+        ops_d.push(htb_class(nd, cid_d, p.rate_d, p.ceil_d, 3, r2q));
+        if p.leaf_d != NO_LEAF {
+            ops_d.push(TcOp::AddQdisc(Qdisc {
+                parent: cid_d,
+                handle: TcHandle::new(p.major_d, 0),
+                kind: kinds[p.leaf_d as usize].clone(),
+            }));
+        }
+        let up_ops = if stick { &mut ops_d } else { &mut ops_u };
+        up_ops.push(htb_class(nu, cid_u, p.rate_u, p.ceil_u, 3, r2q));
+        if p.leaf_u != NO_LEAF {
+            up_ops.push(TcOp::AddQdisc(Qdisc {
+                parent: cid_u,
+                handle: TcHandle::new(p.major_u, 0),
+                kind: kinds[p.leaf_u as usize].clone(),
+            }));
         }
     }
 
@@ -1104,17 +1076,20 @@ pub fn plan(
             generated: ent.generated,
         })
         .collect();
-    for e in 0..n {
-        for pos in range(e) {
-            let p = &cp[pos];
-            let slot = &mut slots[order[pos] as usize];
-            slot.parent = e as u32;
-            slot.queue = queue[e];
-            slot.minor = p.minor;
-            slot.leaf_download = (p.leaf_d != NO_LEAF).then_some(p.major_d);
-            slot.leaf_upload = (p.leaf_u != NO_LEAF).then_some(p.major_u);
-        }
-    }
+    let slots: Vec<CircuitSlot> = circuits
+        .iter()
+        .zip(&cp)
+        .zip(&circ_ent)
+        .map(|((c, p), &e)| CircuitSlot {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            parent: e,
+            queue: queue[e as usize],
+            minor: p.minor,
+            leaf_download: (p.leaf_d != NO_LEAF).then_some(p.major_d),
+            leaf_upload: (p.leaf_u != NO_LEAF).then_some(p.major_u),
+        })
+        .collect();
 
     let interfaces = if stick {
         let mut counts = counts_d.clone();
@@ -1153,6 +1128,29 @@ pub fn plan(
             circuits: slots,
         },
     })
+}
+
+/// Rejects two circuits with one ID. Hashes first (cheap); only on a hash
+/// match are the strings compared.
+fn check_unique_ids(circuits: &[Circuit]) -> Result<(), PlanError> {
+    let hash = |id: &str| {
+        let mut h = FxHasher::default();
+        h.write(id.as_bytes());
+        h.finish()
+    };
+    let mut seen: std::collections::HashSet<u64, BuildHasherDefault<FxHasher>> =
+        std::collections::HashSet::default();
+    seen.reserve(circuits.len());
+    if circuits.iter().all(|c| seen.insert(hash(&c.id))) {
+        return Ok(());
+    }
+    let mut exact: FxMap<&str, ()> = FxMap::default();
+    for c in circuits {
+        if exact.insert(c.id.as_str(), ()).is_some() {
+            return Err(PlanError::DuplicateCircuit(c.id.clone()));
+        }
+    }
+    Ok(())
 }
 
 fn argmin(v: &[impl Ord + Copy]) -> usize {

@@ -365,17 +365,19 @@ fn combined_file_interleaves_like_libreqos() {
     let setup = p.interfaces[0].setup_ops;
     assert!(devs[..setup].iter().all(|d| *d == "ens19"));
     assert!(devs[setup..2 * setup].iter().all(|d| *d == "ens20"));
-    // Then: site class on both, AP class on both, then circuit groups (class + leaf).
+    // Then: each node class on both, then circuit groups (class + leaf) on both.
+    let nodes = 2 * setup + 6;
     assert_eq!(
-        &devs[2 * setup..2 * setup + 4],
-        ["ens19", "ens20", "ens19", "ens20"]
+        &devs[2 * setup..nodes],
+        ["ens19", "ens20", "ens19", "ens20", "ens19", "ens20"]
     );
     assert_eq!(
-        &devs[2 * setup + 4..2 * setup + 8],
+        &devs[nodes..nodes + 4],
         ["ens19", "ens19", "ens20", "ens20"]
     );
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[2 * setup + 5].starts_with("qdisc add dev ens19 parent 1:"));
+    assert!(lines[nodes].starts_with("class add dev ens19 parent 1:"));
+    assert!(lines[nodes + 1].starts_with("qdisc add dev ens19 parent 1:"));
 }
 
 #[test]
