@@ -579,8 +579,6 @@ pub fn plan(
         prev_circuits.reserve(p.circuits.len());
         prev_circuits.extend(p.circuits.iter().map(|c| (c.id.as_str(), c)));
     }
-    check_unique_ids(circuits)?;
-
     // 1. Real nodes; virtual ones hand their children to the nearest real
     //    ancestor (or promote them to top level).
     let mut ents: Vec<Ent> = Vec::with_capacity(net.node_count() + q);
@@ -606,7 +604,23 @@ pub fn plan(
         eff[n.index()] = Some((ents.len() - 1) as u32);
     }
 
-    // 2. Circuits onto their nodes.
+    // Node ceilings: the node's own maximum capped by its parent's.
+    let cap = |own: Rate, parent: Rate| if own.is_zero() { parent } else { own.min(parent) };
+    let mut node_ceil_d: Vec<Rate> = Vec::with_capacity(ents.len() + q);
+    let mut node_ceil_u: Vec<Rate> = Vec::with_capacity(ents.len() + q);
+    for ent in &ents {
+        let (pd, pu) = match ent.parent {
+            Some(p) => (node_ceil_d[p as usize], node_ceil_u[p as usize]),
+            None => (cfg.download_capacity, cfg.upload_capacity),
+        };
+        node_ceil_d.push(cap(ent.down, pd));
+        node_ceil_u.push(cap(ent.up, pu));
+    }
+    let gen_ceil_d = cap(cfg.generated_pn_download, cfg.download_capacity);
+    let gen_ceil_u = cap(cfg.generated_pn_upload, cfg.upload_capacity);
+
+    // 2. One sequential pass over the circuits: parent node, rates, leaf
+    //    kinds, slot (the only pass that reads the circuits' memory).
     let mut by_name: FxMap<&str, Option<u32>> = FxMap::default();
     by_name.reserve(preorder.len());
     for &n in &preorder {
@@ -614,7 +628,24 @@ pub fn plan(
     }
     let flat = net.node_count() == 0;
     let mut unparented: Vec<u32> = Vec::new();
+    let mut cp: Vec<CircPlan> = Vec::with_capacity(circuits.len());
+    let mut slots: Vec<CircuitSlot> = Vec::with_capacity(circuits.len());
+    let mut kinds: Vec<QdiscKind> = Vec::new();
+    let mut chooser = LeafChooser {
+        cfg,
+        cache: HashMap::new(),
+    };
+    let circuit_rates = |min: Rate, max: Rate, parent_ceil: Rate| {
+        let ceil = max.min(parent_ceil);
+        let rate = if min >= ceil { just_below(ceil) } else { min };
+        (rate.max(Rate::from_bps(8)), ceil.max(Rate::from_bps(8)))
+    };
+    let mut id_hashes: std::collections::HashSet<u64, BuildHasherDefault<FxHasher>> =
+        std::collections::HashSet::default();
+    id_hashes.reserve(circuits.len());
+    let mut maybe_duplicate = false;
     for (ci, c) in circuits.iter().enumerate() {
+        maybe_duplicate |= !id_hashes.insert(fx_hash(&c.id));
         if c.download_max.is_zero() || c.upload_max.is_zero() {
             return Err(PlanError::ZeroRate {
                 circuit: c.id.clone(),
@@ -625,7 +656,7 @@ pub fn plan(
                 },
             });
         }
-        match (&c.parent, flat) {
+        let parent = match (&c.parent, flat) {
             (Some(p), false) => match by_name.get(p.as_str()) {
                 None => {
                     return Err(PlanError::UnknownParent {
@@ -633,11 +664,52 @@ pub fn plan(
                         parent: p.clone(),
                     })
                 }
-                Some(&Some(e)) => ents[e as usize].circuits.push(ci as u32),
-                Some(&None) => unparented.push(ci as u32),
+                Some(&e) => e,
             },
-            _ => unparented.push(ci as u32),
-        }
+            _ => None,
+        };
+        let (pd, pu) = match parent {
+            Some(e) => {
+                ents[e as usize].circuits.push(ci as u32);
+                (node_ceil_d[e as usize], node_ceil_u[e as usize])
+            }
+            None => {
+                unparented.push(ci as u32);
+                (gen_ceil_d, gen_ceil_u)
+            }
+        };
+        let (rate_d, ceil_d) = circuit_rates(c.download_min, c.download_max, pd);
+        let (rate_u, ceil_u) = circuit_rates(c.upload_min, c.upload_max, pu);
+        let (leaf_d, leaf_u) = match &c.sqm {
+            Some(s) => (
+                chooser.choose(c, Some(&s.download), ceil_d)?,
+                chooser.choose(c, Some(&s.upload), ceil_u)?,
+            ),
+            None => (chooser.default_for(ceil_d), chooser.default_for(ceil_u)),
+        };
+        cp.push(CircPlan {
+            rate_d,
+            ceil_d,
+            rate_u,
+            ceil_u,
+            minor: 0,
+            leaf_d: kind_index(&mut kinds, leaf_d),
+            leaf_u: kind_index(&mut kinds, leaf_u),
+            major_d: 0,
+            major_u: 0,
+        });
+        slots.push(CircuitSlot {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            parent: 0,
+            queue: 0,
+            minor: 0,
+            leaf_download: None,
+            leaf_upload: None,
+        });
+    }
+    if maybe_duplicate {
+        check_unique_ids(circuits)?;
     }
 
     // 3. Generated parent nodes, one pinned to each queue.
@@ -659,12 +731,14 @@ pub fn plan(
                 down: cfg.generated_pn_download,
                 up: cfg.generated_pn_upload,
             });
+            node_ceil_d.push(gen_ceil_d);
+            node_ceil_u.push(gen_ceil_u);
         }
         let mut counts = vec![0usize; q];
         let mut pending = Vec::new();
         for &ci in &unparented {
             let hint = prev_circuits
-                .get(circuits[ci as usize].id.as_str())
+                .get(slots[ci as usize].id.as_str())
                 .filter(|s| {
                     (s.queue as usize) < q
                         && prev
@@ -778,59 +852,6 @@ pub fn plan(
         }
     }
 
-    // 7. Rates and leaf kinds.
-    let mut node_ceil_d = vec![Rate::ZERO; n];
-    let mut node_ceil_u = vec![Rate::ZERO; n];
-    for e in 0..n {
-        let (pd, pu) = match ents[e].parent {
-            Some(p) => (node_ceil_d[p as usize], node_ceil_u[p as usize]),
-            None => (cfg.download_capacity, cfg.upload_capacity),
-        };
-        let cap = |own: Rate, parent: Rate| {
-            if own.is_zero() {
-                parent
-            } else {
-                own.min(parent)
-            }
-        };
-        node_ceil_d[e] = cap(ents[e].down, pd);
-        node_ceil_u[e] = cap(ents[e].up, pu);
-    }
-    let mut cp: Vec<CircPlan> = Vec::with_capacity(circuits.len());
-    let mut kinds: Vec<QdiscKind> = Vec::new();
-    let mut chooser = LeafChooser {
-        cfg,
-        cache: HashMap::new(),
-    };
-    let circuit_rates = |min: Rate, max: Rate, parent_ceil: Rate| {
-        let ceil = max.min(parent_ceil);
-        let rate = if min >= ceil { just_below(ceil) } else { min };
-        (rate.max(Rate::from_bps(8)), ceil.max(Rate::from_bps(8)))
-    };
-    for (c, &e) in circuits.iter().zip(&circ_ent) {
-        let e = e as usize;
-        let (rate_d, ceil_d) = circuit_rates(c.download_min, c.download_max, node_ceil_d[e]);
-        let (rate_u, ceil_u) = circuit_rates(c.upload_min, c.upload_max, node_ceil_u[e]);
-        let (leaf_d, leaf_u) = match &c.sqm {
-            Some(s) => (
-                chooser.choose(c, Some(&s.download), ceil_d)?,
-                chooser.choose(c, Some(&s.upload), ceil_u)?,
-            ),
-            None => (chooser.default_for(ceil_d), chooser.default_for(ceil_u)),
-        };
-        cp.push(CircPlan {
-            rate_d,
-            ceil_d,
-            rate_u,
-            ceil_u,
-            minor: 0,
-            leaf_d: kind_index(&mut kinds, leaf_d),
-            leaf_u: kind_index(&mut kinds, leaf_u),
-            major_d: 0,
-            major_u: 0,
-        });
-    }
-
     // 8. Class minors: survivors first, then the lowest free ones (nodes
     //    before circuits).
     let mut minors: Vec<Bits> = (0..q).map(|_| Bits::new([0, 1, 2], 0xffff)).collect();
@@ -847,9 +868,9 @@ pub fn plan(
                 }
             }
         }
-        for ((p, c), &e) in cp.iter_mut().zip(circuits).zip(&circ_ent) {
+        for ((p, slot), &e) in cp.iter_mut().zip(&slots).zip(&circ_ent) {
             let qe = queue[e as usize];
-            if let Some(s) = prev_circuits.get(c.id.as_str()) {
+            if let Some(s) = prev_circuits.get(slot.id.as_str()) {
                 if s.queue == qe && minors[qe as usize].take(u32::from(s.minor)) {
                     p.minor = s.minor;
                 }
@@ -881,8 +902,8 @@ pub fn plan(
     let mut pools = [new_pool(), new_pool()];
     let up_pool = if stick { 0 } else { 1 };
     if prev.is_some() {
-        for (p, c) in cp.iter_mut().zip(circuits) {
-            if let Some(s) = prev_circuits.get(c.id.as_str()) {
+        for (p, slot) in cp.iter_mut().zip(&slots) {
+            if let Some(s) = prev_circuits.get(slot.id.as_str()) {
                 if let (Some(m), true) = (s.leaf_download, p.leaf_d != NO_LEAF) {
                     if pools[0].take(u32::from(m)) {
                         p.major_d = m;
@@ -1076,20 +1097,13 @@ pub fn plan(
             generated: ent.generated,
         })
         .collect();
-    let slots: Vec<CircuitSlot> = circuits
-        .iter()
-        .zip(&cp)
-        .zip(&circ_ent)
-        .map(|((c, p), &e)| CircuitSlot {
-            id: c.id.clone(),
-            name: c.name.clone(),
-            parent: e,
-            queue: queue[e as usize],
-            minor: p.minor,
-            leaf_download: (p.leaf_d != NO_LEAF).then_some(p.major_d),
-            leaf_upload: (p.leaf_u != NO_LEAF).then_some(p.major_u),
-        })
-        .collect();
+    for ((slot, p), &e) in slots.iter_mut().zip(&cp).zip(&circ_ent) {
+        slot.parent = e;
+        slot.queue = queue[e as usize];
+        slot.minor = p.minor;
+        slot.leaf_download = (p.leaf_d != NO_LEAF).then_some(p.major_d);
+        slot.leaf_upload = (p.leaf_u != NO_LEAF).then_some(p.major_u);
+    }
 
     let interfaces = if stick {
         let mut counts = counts_d.clone();
@@ -1130,20 +1144,15 @@ pub fn plan(
     })
 }
 
-/// Rejects two circuits with one ID. Hashes first (cheap); only on a hash
-/// match are the strings compared.
+fn fx_hash(s: &str) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(s.as_bytes());
+    h.finish()
+}
+
+/// Rejects two circuits with one ID (the exact check, run when the hashes
+/// of two IDs collide).
 fn check_unique_ids(circuits: &[Circuit]) -> Result<(), PlanError> {
-    let hash = |id: &str| {
-        let mut h = FxHasher::default();
-        h.write(id.as_bytes());
-        h.finish()
-    };
-    let mut seen: std::collections::HashSet<u64, BuildHasherDefault<FxHasher>> =
-        std::collections::HashSet::default();
-    seen.reserve(circuits.len());
-    if circuits.iter().all(|c| seen.insert(hash(&c.id))) {
-        return Ok(());
-    }
     let mut exact: FxMap<&str, ()> = FxMap::default();
     for c in circuits {
         if exact.insert(c.id.as_str(), ()).is_some() {
