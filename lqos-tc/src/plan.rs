@@ -605,7 +605,13 @@ pub fn plan(
     }
 
     // Node ceilings: the node's own maximum capped by its parent's.
-    let cap = |own: Rate, parent: Rate| if own.is_zero() { parent } else { own.min(parent) };
+    let cap = |own: Rate, parent: Rate| {
+        if own.is_zero() {
+            parent
+        } else {
+            own.min(parent)
+        }
+    };
     let mut node_ceil_d: Vec<Rate> = Vec::with_capacity(ents.len() + q);
     let mut node_ceil_u: Vec<Rate> = Vec::with_capacity(ents.len() + q);
     for ent in &ents {

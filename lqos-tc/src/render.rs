@@ -25,43 +25,53 @@ use lqos_model::Rate;
 ///     "class add dev ens19 parent 1:1 classid 1:3 htb rate 2500kbit ceil 10500kbit prio 3 quantum 1522");
 /// ```
 pub fn render_line(dev: &str, op: &TcOp) -> String {
-    let mut s = String::with_capacity(112);
-    write_op(&mut s, dev, op);
-    s
+    let mut w = Out::new(dev, 112);
+    w.op(op);
+    w.finish()
 }
 
 /// All ops of one interface, one line each; with `root_delete` the text
 /// starts with `qdisc del dev X root`.
 pub fn render_interface(ip: &InterfacePlan, root_delete: bool) -> String {
-    let mut s = String::with_capacity(ip.ops.len() * 100 + 64);
+    let mut w = Out::new(&ip.dev, ip.ops.len() * 96 + 64);
     if root_delete {
-        write_op(&mut s, &ip.dev, &TcOp::delete_root());
-        s.push('\n');
+        w.op(&TcOp::delete_root());
+        w.nl();
     }
     for op in &ip.ops {
-        write_op(&mut s, &ip.dev, op);
-        s.push('\n');
+        w.op(op);
+        w.nl();
     }
-    s
+    w.finish()
 }
 
 /// The combined file in the order LibreQoS writes `linux_tc.txt`: the queue
-/// setup of every interface, then site and circuit lines interleaved
+/// setup of every interface, then the node and circuit lines interleaved
 /// (download class, its leaf, upload class, its leaf). With `root_delete`
 /// the file starts with one root delete per interface.
 pub fn render_combined(plan: &Plan, root_delete: bool) -> String {
     let total: usize = plan.interfaces.iter().map(|i| i.ops.len()).sum();
-    let mut s = String::with_capacity(total * 100 + 128);
+    let mut outs: Vec<Out> = plan
+        .interfaces
+        .iter()
+        .map(|i| Out::new(&i.dev, 0))
+        .collect();
+    let mut b: Vec<u8> = Vec::with_capacity(total * 96 + 128);
+    // Each Out writes into the shared buffer in turn.
+    let emit = |w: &mut Out, b: &mut Vec<u8>, op: &TcOp| {
+        std::mem::swap(&mut w.b, b);
+        w.op(op);
+        w.nl();
+        std::mem::swap(&mut w.b, b);
+    };
     if root_delete {
-        for ip in &plan.interfaces {
-            write_op(&mut s, &ip.dev, &TcOp::delete_root());
-            s.push('\n');
+        for w in outs.iter_mut() {
+            emit(w, &mut b, &TcOp::delete_root());
         }
     }
-    for ip in &plan.interfaces {
+    for (ip, w) in plan.interfaces.iter().zip(outs.iter_mut()) {
         for op in &ip.ops[..ip.setup_ops.min(ip.ops.len())] {
-            write_op(&mut s, &ip.dev, op);
-            s.push('\n');
+            emit(w, &mut b, op);
         }
     }
     // Interleave the per-entity groups (a class op and the ops after it up
@@ -73,7 +83,12 @@ pub fn render_combined(plan: &Plan, root_delete: bool) -> String {
         .collect();
     loop {
         let mut progressed = false;
-        for (ip, cur) in plan.interfaces.iter().zip(cursors.iter_mut()) {
+        for ((ip, cur), w) in plan
+            .interfaces
+            .iter()
+            .zip(cursors.iter_mut())
+            .zip(outs.iter_mut())
+        {
             if *cur >= ip.ops.len() {
                 continue;
             }
@@ -83,8 +98,7 @@ pub fn render_combined(plan: &Plan, root_delete: bool) -> String {
                 end += 1;
             }
             for op in &ip.ops[*cur..end] {
-                write_op(&mut s, &ip.dev, op);
-                s.push('\n');
+                emit(w, &mut b, op);
             }
             *cur = end;
         }
@@ -92,200 +106,355 @@ pub fn render_combined(plan: &Plan, root_delete: bool) -> String {
             break;
         }
     }
-    s
+    bytes_to_string(b)
 }
 
 /// Appends the line for `op` (no newline) to `out`.
 pub fn write_op(out: &mut String, dev: &str, op: &TcOp) {
-    match op {
-        TcOp::AddQdisc(q) => write_qdisc(out, "add", dev, q),
-        TcOp::ReplaceQdisc(q) => write_qdisc(out, "replace", dev, q),
-        TcOp::DeleteQdisc { parent, handle } => {
-            out.push_str("qdisc del dev ");
-            out.push_str(dev);
-            if *parent == TcHandle::ROOT {
-                out.push_str(" root");
-            } else if *parent != TcHandle::UNSPEC {
-                out.push_str(" parent ");
-                write_handle(out, *parent);
-            }
-            if *handle != TcHandle::UNSPEC {
-                out.push_str(" handle ");
-                write_handle(out, *handle);
-            }
-        }
-        TcOp::AddClass(c) => write_class(out, "add", dev, c),
-        TcOp::ChangeClass(c) => write_class(out, "change", dev, c),
-        TcOp::DeleteClass { parent, classid } => {
-            out.push_str("class del dev ");
-            out.push_str(dev);
-            if *parent != TcHandle::UNSPEC {
-                out.push_str(" parent ");
-                write_handle(out, *parent);
-            }
-            out.push_str(" classid ");
-            write_handle(out, *classid);
-        }
-    }
-}
-
-fn write_qdisc(out: &mut String, verb: &str, dev: &str, q: &Qdisc) {
-    out.push_str("qdisc ");
-    out.push_str(verb);
-    out.push_str(" dev ");
-    out.push_str(dev);
-    if q.parent == TcHandle::ROOT {
-        out.push_str(" root");
-    } else {
-        out.push_str(" parent ");
-        write_handle(out, q.parent);
-    }
-    if q.handle != TcHandle::UNSPEC {
-        out.push_str(" handle ");
-        write_handle(out, q.handle);
-    }
-    out.push(' ');
-    write_kind(out, &q.kind);
-}
-
-fn write_class(out: &mut String, verb: &str, dev: &str, c: &Class) {
-    out.push_str("class ");
-    out.push_str(verb);
-    out.push_str(" dev ");
-    out.push_str(dev);
-    out.push_str(" parent ");
-    write_handle(out, c.parent);
-    out.push_str(" classid ");
-    write_handle(out, c.classid);
-    out.push_str(" htb rate ");
-    write_rate(out, c.htb.rate);
-    out.push_str(" ceil ");
-    write_rate(out, c.htb.ceil);
-    out.push_str(" prio ");
-    write_u64(out, u64::from(c.htb.prio));
-    if c.htb.quantum != 0 {
-        out.push_str(" quantum ");
-        write_u64(out, u64::from(c.htb.quantum));
-    }
-    if let Some(b) = c.htb.burst {
-        out.push_str(" burst ");
-        write_u64(out, u64::from(b));
-    }
-    if let Some(b) = c.htb.cburst {
-        out.push_str(" cburst ");
-        write_u64(out, u64::from(b));
-    }
+    let mut w = Out::new(dev, 112);
+    w.op(op);
+    out.push_str(&w.finish());
 }
 
 /// Appends a qdisc kind and its options (`cake diffserv4 rtt 300ms`).
 pub fn write_kind(out: &mut String, kind: &QdiscKind) {
-    match kind {
-        QdiscKind::Mq => out.push_str("mq"),
-        QdiscKind::Htb(h) => {
-            out.push_str("htb default ");
-            write_hex(out, h.default_minor);
-            if let Some(r) = h.r2q {
-                out.push_str(" r2q ");
-                write_u64(out, u64::from(r));
-            }
-            if let Some(d) = h.direct_qlen {
-                out.push_str(" direct_qlen ");
-                write_u64(out, u64::from(d));
-            }
+    let mut w = Out::new("", 64);
+    w.kind(kind);
+    out.push_str(&w.finish());
+}
+
+/// Appends a rate exactly, in the largest SI unit that divides it.
+pub fn write_rate(out: &mut String, rate: Rate) {
+    let mut w = Out::new("", 24);
+    w.rate(rate);
+    out.push_str(&w.finish());
+}
+
+/// The rate as tc text (`10500kbit`).
+pub fn rate_to_tc(rate: Rate) -> String {
+    let mut s = String::new();
+    write_rate(&mut s, rate);
+    s
+}
+
+fn bytes_to_string(b: Vec<u8>) -> String {
+    // Only `&str` pieces and ASCII digits are ever written.
+    String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// A byte buffer with the hot line prefixes for one device precomputed.
+struct Out<'d> {
+    b: Vec<u8>,
+    dev: &'d str,
+    class_add: Vec<u8>,
+    qdisc_add: Vec<u8>,
+}
+
+impl<'d> Out<'d> {
+    fn new(dev: &'d str, cap: usize) -> Out<'d> {
+        Out {
+            b: Vec::with_capacity(cap),
+            dev,
+            class_add: format!("class add dev {dev} parent ").into_bytes(),
+            qdisc_add: format!("qdisc add dev {dev} parent ").into_bytes(),
         }
-        QdiscKind::Cake(p) => {
-            out.push_str("cake");
-            if let Some(bw) = p.bandwidth {
-                if bw.is_zero() {
-                    out.push_str(" unlimited");
-                } else {
-                    out.push_str(" bandwidth ");
-                    write_rate(out, bw);
+    }
+
+    fn finish(self) -> String {
+        bytes_to_string(self.b)
+    }
+
+    #[inline]
+    fn s(&mut self, x: &str) {
+        self.b.extend_from_slice(x.as_bytes());
+    }
+
+    #[inline]
+    fn nl(&mut self) {
+        self.b.push(b'\n');
+    }
+
+    fn op(&mut self, op: &TcOp) {
+        match op {
+            TcOp::AddQdisc(q) if q.parent != TcHandle::ROOT => {
+                self.b.extend_from_slice(&self.qdisc_add);
+                self.handle(q.parent);
+                self.qdisc_rest(q);
+            }
+            TcOp::AddQdisc(q) => self.qdisc("add", q),
+            TcOp::ReplaceQdisc(q) => self.qdisc("replace", q),
+            TcOp::DeleteQdisc { parent, handle } => {
+                self.s("qdisc del dev ");
+                self.s(self.dev);
+                if *parent == TcHandle::ROOT {
+                    self.s(" root");
+                } else if *parent != TcHandle::UNSPEC {
+                    self.s(" parent ");
+                    self.handle(*parent);
+                }
+                if *handle != TcHandle::UNSPEC {
+                    self.s(" handle ");
+                    self.handle(*handle);
                 }
             }
-            if let Some(d) = p.diffserv {
-                out.push(' ');
-                out.push_str(diffserv_name(d));
+            TcOp::AddClass(c) => {
+                self.b.extend_from_slice(&self.class_add);
+                self.class_rest(c);
             }
-            if let Some(f) = p.flow_mode {
-                out.push(' ');
-                out.push_str(flow_mode_name(f));
+            TcOp::ChangeClass(c) => {
+                self.s("class change dev ");
+                self.s(self.dev);
+                self.s(" parent ");
+                self.class_rest(c);
             }
-            if let Some(nat) = p.nat {
-                out.push_str(if nat { " nat" } else { " nonat" });
-            }
-            if let Some(w) = p.wash {
-                out.push_str(if w { " wash" } else { " nowash" });
-            }
-            if let Some(a) = p.ack_filter {
-                out.push_str(match a {
-                    CakeAckFilter::Off => " no-ack-filter",
-                    CakeAckFilter::On => " ack-filter",
-                    CakeAckFilter::Aggressive => " ack-filter-aggressive",
-                });
-            }
-            if let Some(g) = p.split_gso {
-                out.push_str(if g { " split-gso" } else { " no-split-gso" });
-            }
-            if let Some(rtt) = p.rtt_us {
-                out.push_str(" rtt ");
-                write_time_us(out, rtt);
-            }
-            if let Some(m) = p.memlimit {
-                out.push_str(" memlimit ");
-                write_u64(out, u64::from(m));
+            TcOp::DeleteClass { parent, classid } => {
+                self.s("class del dev ");
+                self.s(self.dev);
+                if *parent != TcHandle::UNSPEC {
+                    self.s(" parent ");
+                    self.handle(*parent);
+                }
+                self.s(" classid ");
+                self.handle(*classid);
             }
         }
-        QdiscKind::FqCodel(p) => {
-            out.push_str("fq_codel");
-            if let Some(v) = p.limit {
-                out.push_str(" limit ");
-                write_u64(out, u64::from(v));
+    }
+
+    fn qdisc(&mut self, verb: &str, q: &Qdisc) {
+        self.s("qdisc ");
+        self.s(verb);
+        self.s(" dev ");
+        self.s(self.dev);
+        if q.parent == TcHandle::ROOT {
+            self.s(" root");
+        } else {
+            self.s(" parent ");
+            self.handle(q.parent);
+        }
+        self.qdisc_rest(q);
+    }
+
+    fn qdisc_rest(&mut self, q: &Qdisc) {
+        if q.handle != TcHandle::UNSPEC {
+            self.s(" handle ");
+            self.handle(q.handle);
+        }
+        self.b.push(b' ');
+        self.kind(&q.kind);
+    }
+
+    /// `PARENT classid C htb ...` (after "... parent ").
+    fn class_rest(&mut self, c: &Class) {
+        self.handle(c.parent);
+        self.s(" classid ");
+        self.handle(c.classid);
+        self.s(" htb rate ");
+        self.rate(c.htb.rate);
+        self.s(" ceil ");
+        self.rate(c.htb.ceil);
+        self.s(" prio ");
+        self.u(u64::from(c.htb.prio));
+        if c.htb.quantum != 0 {
+            self.s(" quantum ");
+            self.u(u64::from(c.htb.quantum));
+        }
+        if let Some(v) = c.htb.burst {
+            self.s(" burst ");
+            self.u(u64::from(v));
+        }
+        if let Some(v) = c.htb.cburst {
+            self.s(" cburst ");
+            self.u(u64::from(v));
+        }
+    }
+
+    fn kind(&mut self, kind: &QdiscKind) {
+        match kind {
+            QdiscKind::Mq => self.s("mq"),
+            QdiscKind::Htb(h) => {
+                self.s("htb default ");
+                self.hex(h.default_minor);
+                if let Some(r) = h.r2q {
+                    self.s(" r2q ");
+                    self.u(u64::from(r));
+                }
+                if let Some(d) = h.direct_qlen {
+                    self.s(" direct_qlen ");
+                    self.u(u64::from(d));
+                }
             }
-            if let Some(v) = p.flows {
-                out.push_str(" flows ");
-                write_u64(out, u64::from(v));
+            QdiscKind::Cake(p) => {
+                self.s("cake");
+                if let Some(bw) = p.bandwidth {
+                    if bw.is_zero() {
+                        self.s(" unlimited");
+                    } else {
+                        self.s(" bandwidth ");
+                        self.rate(bw);
+                    }
+                }
+                if let Some(d) = p.diffserv {
+                    self.b.push(b' ');
+                    self.s(diffserv_name(d));
+                }
+                if let Some(f) = p.flow_mode {
+                    self.b.push(b' ');
+                    self.s(flow_mode_name(f));
+                }
+                if let Some(nat) = p.nat {
+                    self.s(if nat { " nat" } else { " nonat" });
+                }
+                if let Some(w) = p.wash {
+                    self.s(if w { " wash" } else { " nowash" });
+                }
+                if let Some(a) = p.ack_filter {
+                    self.s(match a {
+                        CakeAckFilter::Off => " no-ack-filter",
+                        CakeAckFilter::On => " ack-filter",
+                        CakeAckFilter::Aggressive => " ack-filter-aggressive",
+                    });
+                }
+                if let Some(g) = p.split_gso {
+                    self.s(if g { " split-gso" } else { " no-split-gso" });
+                }
+                if let Some(rtt) = p.rtt_us {
+                    self.s(" rtt ");
+                    self.time_us(rtt);
+                }
+                if let Some(m) = p.memlimit {
+                    self.s(" memlimit ");
+                    self.u(u64::from(m));
+                }
             }
-            if let Some(v) = p.target_us {
-                out.push_str(" target ");
-                write_time_us(out, v);
+            QdiscKind::FqCodel(p) => {
+                self.s("fq_codel");
+                if let Some(v) = p.limit {
+                    self.s(" limit ");
+                    self.u(u64::from(v));
+                }
+                if let Some(v) = p.flows {
+                    self.s(" flows ");
+                    self.u(u64::from(v));
+                }
+                if let Some(v) = p.target_us {
+                    self.s(" target ");
+                    self.time_us(v);
+                }
+                if let Some(v) = p.interval_us {
+                    self.s(" interval ");
+                    self.time_us(v);
+                }
+                if let Some(v) = p.quantum {
+                    self.s(" quantum ");
+                    self.u(u64::from(v));
+                }
+                if let Some(v) = p.memory_limit {
+                    self.s(" memory_limit ");
+                    self.u(u64::from(v));
+                }
+                if let Some(e) = p.ecn {
+                    self.s(if e { " ecn" } else { " noecn" });
+                }
             }
-            if let Some(v) = p.interval_us {
-                out.push_str(" interval ");
-                write_time_us(out, v);
+            QdiscKind::Pfifo { limit } | QdiscKind::Bfifo { limit } => {
+                self.s(kind.name());
+                if let Some(l) = limit {
+                    self.s(" limit ");
+                    self.u(u64::from(*l));
+                }
             }
-            if let Some(v) = p.quantum {
-                out.push_str(" quantum ");
-                write_u64(out, u64::from(v));
-            }
-            if let Some(v) = p.memory_limit {
-                out.push_str(" memory_limit ");
-                write_u64(out, u64::from(v));
-            }
-            if let Some(e) = p.ecn {
-                out.push_str(if e { " ecn" } else { " noecn" });
+            QdiscKind::Other(name) => {
+                // Readback names are kernel strings; keep only safe characters.
+                if name.is_empty() {
+                    self.s("unknown");
+                }
+                for &c in name.as_bytes() {
+                    self.b
+                        .push(if c.is_ascii_alphanumeric() || c == b'_' || c == b'-' {
+                            c
+                        } else {
+                            b'_'
+                        });
+                }
             }
         }
-        QdiscKind::Pfifo { limit } | QdiscKind::Bfifo { limit } => {
-            out.push_str(kind.name());
-            if let Some(l) = limit {
-                out.push_str(" limit ");
-                write_u64(out, u64::from(*l));
+    }
+
+    fn rate(&mut self, rate: Rate) {
+        let bps = rate.bps();
+        let (v, unit) = if bps == 0 {
+            (0, "bit")
+        } else if bps % 1_000_000_000 == 0 {
+            (bps / 1_000_000_000, "gbit")
+        } else if bps % 1_000_000 == 0 {
+            (bps / 1_000_000, "mbit")
+        } else if bps % 1_000 == 0 {
+            (bps / 1_000, "kbit")
+        } else {
+            (bps, "bit")
+        };
+        self.u(v);
+        self.s(unit);
+    }
+
+    fn time_us(&mut self, us: u32) {
+        if us != 0 && us % 1_000_000 == 0 {
+            self.u(u64::from(us / 1_000_000));
+            self.s("s");
+        } else if us != 0 && us % 1000 == 0 {
+            self.u(u64::from(us / 1000));
+            self.s("ms");
+        } else {
+            self.u(u64::from(us));
+            self.s("us");
+        }
+    }
+
+    fn handle(&mut self, h: TcHandle) {
+        match h {
+            TcHandle::ROOT => self.s("root"),
+            TcHandle::UNSPEC => self.s("none"),
+            h => {
+                self.hex(u32::from(h.major()));
+                self.b.push(b':');
+                if h.minor() != 0 {
+                    self.hex(u32::from(h.minor()));
+                }
             }
         }
-        QdiscKind::Other(name) => {
-            // Readback names are kernel strings; keep only safe characters.
-            if name.is_empty() {
-                out.push_str("unknown");
-            }
-            for ch in name.chars() {
-                out.push(if ch.is_ascii_alphanumeric() || ch == '_' || ch == '-' {
-                    ch
-                } else {
-                    '_'
-                });
+    }
+
+    #[inline]
+    fn hex(&mut self, v: u32) {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut buf = [0u8; 8];
+        let mut i = buf.len();
+        let mut v = v;
+        loop {
+            i -= 1;
+            buf[i] = DIGITS[(v & 0xf) as usize];
+            v >>= 4;
+            if v == 0 {
+                break;
             }
         }
+        self.b.extend_from_slice(&buf[i..]);
+    }
+
+    #[inline]
+    fn u(&mut self, v: u64) {
+        let mut buf = [0u8; 20];
+        let mut i = buf.len();
+        let mut v = v;
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        self.b.extend_from_slice(&buf[i..]);
     }
 }
 
@@ -312,91 +481,6 @@ pub(crate) fn flow_mode_name(f: CakeFlowMode) -> &'static str {
     }
 }
 
-/// Appends a rate exactly, in the largest SI unit that divides it.
-pub fn write_rate(out: &mut String, rate: Rate) {
-    let bps = rate.bps();
-    let (v, unit) = if bps == 0 {
-        (0, "bit")
-    } else if bps % 1_000_000_000 == 0 {
-        (bps / 1_000_000_000, "gbit")
-    } else if bps % 1_000_000 == 0 {
-        (bps / 1_000_000, "mbit")
-    } else if bps % 1_000 == 0 {
-        (bps / 1_000, "kbit")
-    } else {
-        (bps, "bit")
-    };
-    write_u64(out, v);
-    out.push_str(unit);
-}
-
-/// The rate as tc text (`10500kbit`).
-pub fn rate_to_tc(rate: Rate) -> String {
-    let mut s = String::new();
-    write_rate(&mut s, rate);
-    s
-}
-
-fn write_time_us(out: &mut String, us: u32) {
-    if us != 0 && us % 1_000_000 == 0 {
-        write_u64(out, u64::from(us / 1_000_000));
-        out.push('s');
-    } else if us != 0 && us % 1000 == 0 {
-        write_u64(out, u64::from(us / 1000));
-        out.push_str("ms");
-    } else {
-        write_u64(out, u64::from(us));
-        out.push_str("us");
-    }
-}
-
-fn write_handle(out: &mut String, h: TcHandle) {
-    match h {
-        TcHandle::ROOT => out.push_str("root"),
-        TcHandle::UNSPEC => out.push_str("none"),
-        h => {
-            write_hex(out, u32::from(h.major()));
-            out.push(':');
-            if h.minor() != 0 {
-                write_hex(out, u32::from(h.minor()));
-            }
-        }
-    }
-}
-
-fn write_hex(out: &mut String, v: u32) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut buf = [0u8; 8];
-    let mut i = buf.len();
-    let mut v = v;
-    loop {
-        i -= 1;
-        buf[i] = DIGITS[(v & 0xf) as usize];
-        v >>= 4;
-        if v == 0 {
-            break;
-        }
-    }
-    // The buffer holds only ASCII hex digits.
-    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
-}
-
-fn write_u64(out: &mut String, v: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let mut v = v;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    // The buffer holds only ASCII digits.
-    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,9 +500,9 @@ mod tests {
     #[test]
     fn times() {
         let t = |us| {
-            let mut s = String::new();
-            write_time_us(&mut s, us);
-            s
+            let mut w = Out::new("x", 8);
+            w.time_us(us);
+            w.finish()
         };
         assert_eq!(t(300_000), "300ms");
         assert_eq!(t(100), "100us");
