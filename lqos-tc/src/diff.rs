@@ -11,7 +11,7 @@
 //! a default, the `qdisc replace` carries the default explicitly, since the
 //! kernel keeps options a change does not send.
 
-use std::collections::{HashMap, HashSet};
+use crate::fx::{FxMap, FxSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -254,6 +254,23 @@ pub fn tree_satisfies(actual: &TcTree, wanted: &TcTree) -> bool {
         })
 }
 
+fn by_parent(t: &TcTree) -> FxMap<TcHandle, &Qdisc> {
+    let mut m = FxMap::default();
+    m.reserve(t.qdiscs.len());
+    for q in t.qdiscs.values().filter(|q| q.handle != TcHandle::UNSPEC) {
+        m.insert(q.parent, q);
+    }
+    m
+}
+
+fn children(t: &TcTree) -> FxMap<TcHandle, Vec<TcHandle>> {
+    let mut m: FxMap<TcHandle, Vec<TcHandle>> = FxMap::default();
+    for c in t.classes.values() {
+        m.entry(c.parent).or_default().push(c.classid);
+    }
+    m
+}
+
 /// The qdiscs that make up the queue layout: the root and the qdiscs on its
 /// classes (the per-queue HTBs under `mq`).
 fn layout(t: &TcTree) -> Vec<&Qdisc> {
@@ -282,8 +299,8 @@ fn layout_same(old: &TcTree, new: &TcTree) -> bool {
 /// class followed by its leaf qdisc). The root qdisc is a replace.
 pub fn build_ops(t: &TcTree) -> Vec<TcOp> {
     let mut ops = Vec::with_capacity(t.qdiscs.len() + t.classes.len());
-    let by_parent = t.qdisc_by_parent();
-    let kids = t.class_children();
+    let by_parent = by_parent(t);
+    let kids = children(t);
     let Some(root) = t.root() else {
         return ops;
     };
@@ -304,8 +321,8 @@ pub fn build_ops(t: &TcTree) -> Vec<TcOp> {
 /// `add_leaf(handle)`.
 fn emit_subtree(
     t: &TcTree,
-    by_parent: &HashMap<TcHandle, &Qdisc>,
-    kids: &HashMap<TcHandle, Vec<TcHandle>>,
+    by_parent: &FxMap<TcHandle, &Qdisc>,
+    kids: &FxMap<TcHandle, Vec<TcHandle>>,
     parent: TcHandle,
     ops: &mut Vec<TcOp>,
     add_class: &dyn Fn(TcHandle) -> bool,
@@ -364,14 +381,14 @@ pub fn diff(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
         ops.extend(build_ops(new));
         return ops;
     }
-    let layout_handles: HashSet<TcHandle> = layout(new).iter().map(|q| q.handle).collect();
-    let old_by_parent = old.qdisc_by_parent();
-    let new_by_parent = new.qdisc_by_parent();
-    let old_kids = old.class_children();
-    let new_kids = new.class_children();
+    let layout_handles: FxSet<TcHandle> = layout(new).iter().map(|q| q.handle).collect();
+    let old_by_parent = by_parent(old);
+    let new_by_parent = by_parent(new);
+    let old_kids = children(old);
+    let new_kids = children(new);
 
     // Classes to delete: gone, moved, or below such a class.
-    let mut doomed: HashSet<TcHandle> = HashSet::new();
+    let mut doomed: FxSet<TcHandle> = FxSet::default();
     let mut doomed_order: Vec<TcHandle> = Vec::new(); // preorder
     for q in layout(old).iter().skip(1) {
         let mut stack: Vec<(TcHandle, bool)> = old_kids
@@ -397,7 +414,7 @@ pub fn diff(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
     let mut deletes = Vec::new();
     let mut changes = Vec::new();
     // Leaf qdiscs of `new` already in place (kept or replaced in place).
-    let mut leaf_done: HashSet<TcHandle> = HashSet::new();
+    let mut leaf_done: FxSet<TcHandle> = FxSet::default();
 
     // Leaf qdiscs on surviving classes.
     for oq in old.qdiscs.values() {

@@ -37,6 +37,7 @@
 
 mod config;
 pub mod diff;
+mod fx;
 mod handle;
 mod ops;
 pub mod parse;

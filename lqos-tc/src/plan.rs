@@ -2,7 +2,9 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
+
+use crate::fx::{FxHasher, FxMap, FxSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -272,32 +274,6 @@ impl Plan {
         m
     }
 }
-
-/// A tiny FxHash-style hasher for the planner's string maps.
-#[derive(Default)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let v = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-            self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.write(&[i]);
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// A 65536-bit set of used numbers with a "lowest free from here" cursor.
 struct Bits {
@@ -646,8 +622,7 @@ pub fn plan(
         let rate = if min >= ceil { just_below(ceil) } else { min };
         (rate.max(Rate::from_bps(8)), ceil.max(Rate::from_bps(8)))
     };
-    let mut id_hashes: std::collections::HashSet<u64, BuildHasherDefault<FxHasher>> =
-        std::collections::HashSet::default();
+    let mut id_hashes: FxSet<u64> = FxSet::default();
     id_hashes.reserve(circuits.len());
     let mut maybe_duplicate = false;
     for (ci, c) in circuits.iter().enumerate() {
