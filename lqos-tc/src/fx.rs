@@ -17,7 +17,11 @@ impl FxHasher {
 
 impl Hasher for FxHasher {
     fn finish(&self) -> u64 {
-        self.0
+        // Fold the high bits down: the multiply leaves the low bits of the
+        // product depending only on the low bits of the input, and hash
+        // tables index by the low bits (1:5, 2:5, 3:5 ... would collide).
+        let h = self.0;
+        (h ^ (h >> 32)).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (h >> 29)
     }
     fn write(&mut self, bytes: &[u8]) {
         const K: u64 = 0x517c_c1b7_2722_0a95;
