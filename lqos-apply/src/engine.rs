@@ -157,37 +157,43 @@ pub fn preflight(
     // One probe per kind (first instance's options); mq needs a multiqueue
     // device and is part of every kernel with tc, so it is not probed.
     let mut seen = BTreeSet::new();
+    let mut kinds = Vec::new();
     for t in targets {
         for op in &t.ops {
-            let (TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q)) = op else {
-                continue;
-            };
-            if q.kind == QdiscKind::Mq || !seen.insert(q.kind.name().to_string()) {
-                continue;
-            }
-            if let Err(message) = live.probe_qdisc(&q.kind)? {
-                let kind = q.kind.name().to_string();
-                if !message.contains("unknown") {
-                    return Err(ApplyError::QdiscRejected { kind, message });
+            if let TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) = op {
+                if q.kind != QdiscKind::Mq && seen.insert(q.kind.name().to_string()) {
+                    kinds.push(q.kind.clone());
                 }
-                let mut ok = Vec::new();
-                for alt in sqm_alternatives() {
-                    if alt.name() != kind && live.probe_qdisc(&alt)?.is_ok() {
-                        ok.push(alt.name().to_string());
-                    }
-                }
-                let hint = if ok.is_empty() {
-                    "no alternative leaf qdisc (cake, fq_codel, pfifo) works either".to_string()
-                } else {
-                    format!("use --sqm {}", ok.join(" or "))
-                };
-                return Err(ApplyError::UnsupportedQdisc {
-                    kind,
-                    message,
-                    hint,
-                });
             }
         }
+    }
+    let results = live.probe_qdiscs(&kinds)?;
+    for (k, r) in kinds.iter().zip(results) {
+        let Err(message) = r else { continue };
+        let kind = k.name().to_string();
+        if !message.contains("unknown") {
+            return Err(ApplyError::QdiscRejected { kind, message });
+        }
+        let alts: Vec<QdiscKind> = sqm_alternatives()
+            .into_iter()
+            .filter(|a| a.name() != kind)
+            .collect();
+        let ok: Vec<&str> = alts
+            .iter()
+            .zip(live.probe_qdiscs(&alts)?)
+            .filter(|(_, r)| r.is_ok())
+            .map(|(a, _)| a.name())
+            .collect();
+        let hint = if ok.is_empty() {
+            "no alternative leaf qdisc (cake, fq_codel, pfifo) works either".to_string()
+        } else {
+            format!("use --sqm {}", ok.join(" or "))
+        };
+        return Err(ApplyError::UnsupportedQdisc {
+            kind,
+            message,
+            hint,
+        });
     }
     Ok(links)
 }

@@ -208,7 +208,7 @@ impl LiveSource for Recording {
         let s = self.state.lock().expect("recording lock");
         let names: Vec<&String> = s.links.keys().collect();
         Ok(s.links.get(dev).map(|q| LinkSummary {
-            ifindex: 1 + names.iter().position(|n| *n == dev).unwrap_or(0) as u32,
+            ifindex: 1 + names.iter().position(|n| *n == dev).unwrap_or(0) as i32,
             num_tx_queues: *q,
         }))
     }
@@ -220,12 +220,17 @@ impl LiveSource for Recording {
         })
     }
 
-    fn probe_qdisc(&self, kind: &QdiscKind) -> Result<std::result::Result<(), String>> {
+    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
         let s = self.state.lock().expect("recording lock");
-        Ok(if s.unsupported.contains(kind.name()) {
-            Err("Error: Specified qdisc kind is unknown.".into())
-        } else {
-            Ok(())
-        })
+        Ok(kinds
+            .iter()
+            .map(|k| {
+                if s.unsupported.contains(k.name()) {
+                    Err("Specified qdisc kind is unknown.".into())
+                } else {
+                    Ok(())
+                }
+            })
+            .collect())
     }
 }
