@@ -2,11 +2,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use lqos_tc::{QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::{diff, Plan, QdiscKind, TcHandle, TcOp, TcTree};
 use serde::Serialize;
 
 use crate::backend::{Backend, IfaceOps, LoadReport, Progress, RootDelete};
-use crate::compat::{diff, tree_apply};
 use crate::error::{ApplyError, Result};
 use crate::live::{LinkSummary, LiveSource};
 use crate::timing::{CpuScope, Stopwatch, Timing};
@@ -25,11 +24,24 @@ pub struct Target {
 }
 
 impl Target {
-    /// The tree the full build produces.
+    /// One target per interface of `plan`, with its labels.
+    pub fn from_plan(plan: &Plan) -> Vec<Target> {
+        plan.interfaces
+            .iter()
+            .map(|ip| Target {
+                dev: ip.dev.clone(),
+                ops: ip.ops.clone(),
+                labels: plan.labels(&ip.dev),
+            })
+            .collect()
+    }
+
+    /// The tree the full build produces (ops the tree model rejects are
+    /// skipped; planner output never has any).
     pub fn tree(&self) -> TcTree {
         let mut t = TcTree::default();
         for op in &self.ops {
-            tree_apply(&mut t, op);
+            let _ = t.apply(op);
         }
         t
     }
@@ -324,10 +336,7 @@ pub fn apply_targets(
     let streams: Vec<IfaceOps> = report
         .changes
         .iter()
-        .map(|c| IfaceOps {
-            dev: c.dev.clone(),
-            ops: c.ops.clone(),
-        })
+        .map(|c| IfaceOps::new(c.dev.clone(), c.ops.clone()))
         .collect();
     let load = backend.load(&streams, RootDelete::None, progress);
     let ok = load.is_ok();
@@ -486,7 +495,7 @@ mod tests {
                 ..
             } => {
                 assert_eq!((dev.as_str(), *index), ("ens20", 30));
-                assert_eq!(op_text, &crate::compat::render_line("ens20", &t[1].ops[30]));
+                assert_eq!(op_text, &lqos_tc::render_line("ens20", &t[1].ops[30]));
                 assert_eq!(message, "Error: boom.");
             }
             e => panic!("{e}"),

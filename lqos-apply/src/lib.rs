@@ -17,14 +17,13 @@
 //! use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp};
 //! let rec = Recording::new().with_link("ens19", 4);
 //! let mq = TcOp::ReplaceQdisc(Qdisc { parent: TcHandle::ROOT, handle: TcHandle::new(0x7fff, 0), kind: QdiscKind::Mq });
-//! let report = rec.load(&[IfaceOps { dev: "ens19".into(), ops: vec![mq] }], RootDelete::None, &NoProgress);
+//! let report = rec.load(&[IfaceOps::new("ens19", vec![mq])], RootDelete::None, &NoProgress);
 //! assert!(report.is_ok());
 //! assert_eq!(rec.sent_for("ens19").len(), 1);
 //! ```
 
 pub mod backend;
 pub mod bench;
-mod compat;
 pub mod engine;
 pub mod error;
 pub mod live;

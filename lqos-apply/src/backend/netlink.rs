@@ -7,11 +7,11 @@ use super::{
     is_benign_root_delete_failure, is_root_delete, with_root_delete, Backend, IfaceOps,
     IfaceReport, LoadReport, Parallelism, Progress, RootDelete,
 };
-use crate::compat::render_line;
 use crate::error::ApplyError;
 use crate::live::{netlink_error, open_socket};
 use crate::netlink::{NetlinkSocket, SendOptions};
 use crate::timing::{CpuScope, Stopwatch};
+use lqos_tc::render_line;
 
 /// Netlink loader: serial, or one thread (with its own socket) per
 /// interface.

@@ -5,13 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use lqos_tc::{QdiscKind, TcOp, TcTree};
+use lqos_tc::{render_line, QdiscKind, TcOp, TcTree};
 
 use super::{
     is_benign_root_delete_failure, with_root_delete, Backend, IfaceOps, IfaceReport, LoadReport,
     Progress, RootDelete,
 };
-use crate::compat::{render_line, tree_apply};
 use crate::error::{ApplyError, Result};
 use crate::live::{LinkSummary, LiveSource};
 use crate::timing::Timing;
@@ -145,13 +144,17 @@ impl Recording {
             };
             let tree = s.trees.entry(dev.to_string()).or_default();
             let empty_root = is_benign_root_delete_failure(op, "handle of zero")
-                && !tree
-                    .qdiscs
-                    .values()
-                    .any(|q| q.parent == lqos_tc::TcHandle::ROOT);
-            let message = planned.or_else(|| {
-                unsupported.then(|| "Error: Specified qdisc kind is unknown.".to_string())
-            });
+                && !tree.qdiscs.values().any(|q| {
+                    q.parent == lqos_tc::TcHandle::ROOT && q.handle != lqos_tc::TcHandle::UNSPEC
+                });
+            let mut message = planned
+                .or_else(|| unsupported.then(|| "Specified qdisc kind is unknown.".to_string()));
+            if message.is_none() && !empty_root {
+                // The tree model enforces the kernel's rules.
+                if let Err(e) = tree.apply(op) {
+                    message = Some(e.to_string());
+                }
+            }
             if let Some(message) = message {
                 rep.error = Some(ApplyError::OpFailed {
                     dev: dev.to_string(),
@@ -161,9 +164,6 @@ impl Recording {
                     errno: Some(libc::EINVAL),
                 });
                 break;
-            }
-            if !empty_root {
-                tree_apply(tree, op);
             }
             rep.ops_applied += 1;
         }
