@@ -10,7 +10,8 @@
 //! - [`engine`]: preflight, full-or-incremental choice, load.
 //! - [`verify`]: live tree vs plan.
 //! - [`netns`]: scratch network namespaces (tests, benches, probes).
-//! - [`state`]: state directory, last good plan, apply lock.
+//! - [`state`]: state directory, atomic files, apply lock.
+//! - [`session`]: lock + apply + save the last good plan; rollback.
 //!
 //! ```
 //! use lqos_apply::backend::{Backend, IfaceOps, NoProgress, Recording, RootDelete};
@@ -29,6 +30,7 @@ pub mod error;
 pub mod live;
 pub mod netlink;
 pub mod netns;
+pub mod session;
 pub mod state;
 pub mod timing;
 pub mod verify;
@@ -40,5 +42,6 @@ pub use backend::{
 pub use engine::{apply_targets, plan_change, preflight, ApplyOptions, ApplyReport, Target};
 pub use error::ApplyError;
 pub use live::{read_live, LinkSummary, LiveSource, NetlinkLive};
+pub use session::{load_saved_plan, SavedPlan, Session};
 pub use timing::Timing;
 pub use verify::{verify_tree, VerifyReport};

@@ -8,8 +8,8 @@ use std::sync::Mutex;
 use lqos_tc::{render_line, QdiscKind, TcOp, TcTree};
 
 use super::{
-    is_benign_root_delete_failure, with_root_delete, Backend, IfaceOps, IfaceReport, LoadReport,
-    Progress, RootDelete,
+    is_root_delete, with_root_delete, Backend, IfaceOps, IfaceReport, LoadReport, Progress,
+    RootDelete,
 };
 use crate::error::{ApplyError, Result};
 use crate::live::{LinkSummary, LiveSource};
@@ -129,44 +129,70 @@ impl Recording {
             });
             return rep;
         }
-        for (index, op) in ops.iter().enumerate() {
-            let n = *s.per_dev.get(dev).unwrap_or(&0);
-            s.per_dev.insert(dev.to_string(), n + 1);
-            s.sent.push((dev.to_string(), op.clone()));
+        let n0 = *s.per_dev.get(dev).unwrap_or(&0);
+        // Where a scheduled failure or an unsupported kind stops the stream.
+        let stop = ops.iter().enumerate().find_map(|(i, op)| {
             let planned = s
                 .failures
                 .iter()
-                .find(|f| f.dev == dev && f.op_index == n)
+                .find(|f| f.dev == dev && f.op_index == n0 + i)
                 .map(|f| f.message.clone());
             let unsupported = match op {
                 TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) => s.unsupported.contains(q.kind.name()),
                 _ => false,
             };
-            let tree = s.trees.entry(dev.to_string()).or_default();
-            let empty_root = is_benign_root_delete_failure(op, "handle of zero")
-                && !tree.qdiscs.values().any(|q| {
+            planned
+                .or_else(|| unsupported.then(|| "Specified qdisc kind is unknown.".to_string()))
+                .map(|m| (i, m))
+        });
+        let upto = stop.as_ref().map_or(ops.len(), |(i, _)| *i);
+        // The tree model enforces the kernel's rules; apply in runs between
+        // root deletes (a root delete on an empty device is a no-op here).
+        let tree = s.trees.entry(dev.to_string()).or_default();
+        let mut failure = None;
+        let mut i = 0;
+        while i < upto {
+            if is_root_delete(&ops[i]) {
+                let has_root = tree.qdiscs.values().any(|q| {
                     q.parent == lqos_tc::TcHandle::ROOT && q.handle != lqos_tc::TcHandle::UNSPEC
                 });
-            let mut message = planned
-                .or_else(|| unsupported.then(|| "Specified qdisc kind is unknown.".to_string()));
-            if message.is_none() && !empty_root {
-                // The tree model enforces the kernel's rules.
-                if let Err(e) = tree.apply(op) {
-                    message = Some(e.to_string());
+                if has_root {
+                    if let Err(e) = tree.apply(&ops[i]) {
+                        failure = Some((i, e.to_string()));
+                        break;
+                    }
                 }
+                i += 1;
+                continue;
             }
-            if let Some(message) = message {
-                rep.error = Some(ApplyError::OpFailed {
-                    dev: dev.to_string(),
-                    index,
-                    op_text: render_line(dev, op),
-                    message,
-                    errno: Some(libc::EINVAL),
-                });
+            let j = ops[i..upto]
+                .iter()
+                .position(is_root_delete)
+                .map_or(upto, |p| i + p);
+            if let Err((k, e)) = tree.apply_all(&ops[i..j]) {
+                failure = Some((i + k, e.to_string()));
                 break;
             }
-            rep.ops_applied += 1;
+            i = j;
         }
+        let failure = failure.or(stop);
+        let processed = failure.as_ref().map_or(ops.len(), |(i, _)| i + 1);
+        rep.ops_applied = failure.as_ref().map_or(ops.len(), |(i, _)| *i);
+        if let Some((index, message)) = failure {
+            rep.error = Some(ApplyError::OpFailed {
+                dev: dev.to_string(),
+                index,
+                op_text: render_line(dev, &ops[index]),
+                message,
+                errno: Some(libc::EINVAL),
+            });
+        }
+        s.per_dev.insert(dev.to_string(), n0 + processed);
+        s.sent.extend(
+            ops[..processed]
+                .iter()
+                .map(|op| (dev.to_string(), op.clone())),
+        );
         drop(s);
         progress.advance(dev, rep.ops_applied);
         rep
