@@ -36,13 +36,11 @@ impl Target {
             .collect()
     }
 
-    /// The tree the full build produces (ops the tree model rejects are
-    /// skipped; planner output never has any).
+    /// The tree the full build produces (a build the tree model rejects,
+    /// which the planner never emits, yields the part before the error).
     pub fn tree(&self) -> TcTree {
         let mut t = TcTree::default();
-        for op in &self.ops {
-            let _ = t.apply(op);
-        }
+        let _ = t.apply_all(&self.ops);
         t
     }
 
@@ -250,6 +248,19 @@ pub fn layout_mismatch(planned: &TcTree, live: &TcTree) -> Option<String> {
                 ))
             }
             None => return Some(format!("queue qdisc {} is missing", q.handle)),
+        }
+    }
+    for q in live.qdiscs.values() {
+        if q.handle != TcHandle::UNSPEC
+            && q.parent != TcHandle::ROOT
+            && q.parent.qdisc() == root.handle
+            && planned.qdiscs.get(&q.handle).map(|p| p.parent) != Some(q.parent)
+        {
+            return Some(format!(
+                "live queue qdisc {} ({}) is not in the plan (queue count changed)",
+                q.handle,
+                q.kind.name()
+            ));
         }
     }
     None
@@ -583,6 +594,17 @@ mod tests {
             k => panic!("{k:?}"),
         }
         assert_eq!(rec.sent_for("ens19")[0], TcOp::delete_root());
+        assert!(r.verify.unwrap().is_clean());
+        rec.clear_sent();
+        // Back to 4 queues: queue qdiscs 5..8 are extra -> full rebuild.
+        let t = [target("ens19", 4, 8, |_| 10, pfifo())];
+        let r = run(&t, &rec, false);
+        match &r.changes[0].kind {
+            LoadKind::Full { reason } => {
+                assert!(reason.contains("queue count changed"), "{reason}")
+            }
+            k => panic!("{k:?}"),
+        }
         assert!(r.verify.unwrap().is_clean());
     }
 }
