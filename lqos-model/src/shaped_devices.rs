@@ -248,35 +248,38 @@ pub fn parse_shaped_devices<R: Read>(
             message: e.to_string(),
         })?;
     let data = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
-    let mut csv = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .comment(Some(b'#'))
-        .from_reader(data);
-
+    let mut records = Records {
+        data,
+        pos: 0,
+        line: 1,
+    };
     let mut parser = Parser::new(file);
     let mut header: Option<(Vec<Option<Col>>, usize)> = None;
-    let mut record = csv::ByteRecord::new();
-    loop {
-        match csv.read_byte_record(&mut record) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => {
-                let line = e.position().map(|p| p.line() as usize);
-                return Err(ModelError::Csv {
-                    file: file.to_string(),
-                    line,
-                    message: e.to_string(),
-                });
+    while let Some(rec) = records.next_record() {
+        let (line, raw) = match rec {
+            Ok(r) => r,
+            Err(line) => {
+                let msg = format!("a quote opened on line {line} is never closed");
+                if header.is_none() {
+                    return Err(ModelError::Csv {
+                        file: file.to_string(),
+                        line: Some(line),
+                        message: msg,
+                    });
+                }
+                parser.report.push(
+                    Problem::error(file, format!("{msg}; the rest of the file is skipped"))
+                        .at(line),
+                );
+                break;
             }
-        }
-        let line = record.position().map(|p| p.line() as usize).unwrap_or(0);
-        if record.iter().all(|f| f.iter().all(u8::is_ascii_whitespace)) {
+        };
+        if raw.iter().all(|f| f.iter().all(u8::is_ascii_whitespace)) {
             continue;
         }
-        let fields: Vec<&str> = match record
+        let fields: Vec<&str> = match raw
             .iter()
-            .map(std::str::from_utf8)
+            .map(|f| std::str::from_utf8(f))
             .collect::<Result<Vec<_>, _>>()
         {
             Ok(f) => f,
@@ -298,6 +301,109 @@ pub fn parse_shaped_devices<R: Read>(
         });
     }
     Ok(parser.finish())
+}
+
+/// A small RFC 4180 record splitter that knows LibreQoS's `#` comment
+/// lines and counts lines exactly (CRLF, LF or CR line ends; quoted fields
+/// may span lines; `""` in a quoted field is one quote; text after a closing
+/// quote is kept, as Python's csv module does).
+struct Records<'a> {
+    data: &'a [u8],
+    pos: usize,
+    line: usize,
+}
+
+type RawFields<'a> = Vec<std::borrow::Cow<'a, [u8]>>;
+
+impl<'a> Records<'a> {
+    /// Consumes one line end at `pos` (CRLF, LF or CR) if there is one.
+    fn eat_line_end(&mut self) -> bool {
+        match self.data.get(self.pos) {
+            Some(b'\r') => {
+                self.pos += 1;
+                if self.data.get(self.pos) == Some(&b'\n') {
+                    self.pos += 1;
+                }
+                self.line += 1;
+                true
+            }
+            Some(b'\n') => {
+                self.pos += 1;
+                self.line += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The next record and its first line; `Err(line)` for a quote opened
+    /// on `line` and never closed.
+    fn next_record(&mut self) -> Option<Result<(usize, RawFields<'a>), usize>> {
+        use std::borrow::Cow;
+        let d = self.data;
+        // Skip comment lines.
+        while self.pos < d.len() && d[self.pos] == b'#' {
+            while self.pos < d.len() && !self.eat_line_end() {
+                self.pos += 1;
+            }
+        }
+        if self.pos >= d.len() {
+            return None;
+        }
+        let start_line = self.line;
+        let mut fields: RawFields<'a> = Vec::with_capacity(16);
+        loop {
+            let field: Cow<'a, [u8]> = if d.get(self.pos) == Some(&b'"') {
+                let open_line = self.line;
+                self.pos += 1;
+                let mut buf = Vec::new();
+                loop {
+                    match d[self.pos.min(d.len())..].iter().position(|&b| b == b'"') {
+                        None => {
+                            self.pos = d.len();
+                            return Some(Err(open_line));
+                        }
+                        Some(i) => {
+                            let chunk = &d[self.pos..self.pos + i];
+                            self.line += chunk.iter().filter(|&&b| b == b'\n').count();
+                            buf.extend_from_slice(chunk);
+                            self.pos += i + 1;
+                            if d.get(self.pos) == Some(&b'"') {
+                                buf.push(b'"');
+                                self.pos += 1;
+                            } else {
+                                break;
+                            }
+                        }
+                    }
+                }
+                while let Some(&b) = d.get(self.pos) {
+                    if matches!(b, b',' | b'\r' | b'\n') {
+                        break;
+                    }
+                    buf.push(b);
+                    self.pos += 1;
+                }
+                Cow::Owned(buf)
+            } else {
+                let start = self.pos;
+                while let Some(&b) = d.get(self.pos) {
+                    if matches!(b, b',' | b'\r' | b'\n') {
+                        break;
+                    }
+                    self.pos += 1;
+                }
+                Cow::Borrowed(&d[start..self.pos])
+            };
+            fields.push(field);
+            if d.get(self.pos) == Some(&b',') {
+                self.pos += 1;
+                continue;
+            }
+            self.eat_line_end();
+            return Some(Ok((start_line, fields)));
+        }
+    }
 }
 
 struct Parser<'f> {
@@ -465,6 +571,23 @@ impl<'f> Parser<'f> {
             }
         }
         let sqm = sqm.2;
+
+        for col in [
+            Col::CircuitId,
+            Col::CircuitName,
+            Col::DeviceId,
+            Col::DeviceName,
+            Col::ParentNode,
+            Col::Comment,
+        ] {
+            if row.get(col).chars().any(char::is_control) {
+                self.report.push(warn(format!(
+                    "{} {:?} contains control characters (kept as written)",
+                    col.name(),
+                    row.get(col)
+                )));
+            }
+        }
 
         let device_id = row.get(Col::DeviceId).trim();
         if device_id.is_empty() {
