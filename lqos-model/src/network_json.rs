@@ -22,6 +22,11 @@ use crate::shaped_devices::rate_error_message;
 use crate::validate::MAX_RATE;
 use crate::{ModelError, Network, Node, Rate, RateError};
 
+/// Nesting beyond this is not read at all (far beyond what HTB can shape,
+/// see [`MAX_NODE_DEPTH`](crate::MAX_NODE_DEPTH); bounds work and stack on
+/// hostile input).
+const MAX_NESTING: usize = 32;
+
 /// A JSON object as its entries in file order, values left unparsed.
 struct Entries<'a>(Vec<(String, &'a RawValue)>);
 
@@ -90,7 +95,7 @@ pub fn parse_network_json_with_report(
         net: Network::new(),
         report: Report::new(),
     };
-    p.nodes(None, top);
+    p.nodes(None, top, 1);
     Ok((p.net, p.report))
 }
 
@@ -131,16 +136,22 @@ impl<'a> JsonParser<'a> {
         self.line_starts.partition_point(|&s| s <= offset)
     }
 
-    fn nodes(&mut self, parent: Option<&str>, entries: Entries<'a>) {
+    fn nodes(&mut self, parent: Option<&str>, entries: Entries<'a>, level: usize) {
         for (name, raw) in entries.0 {
-            self.node(parent, name, raw);
+            self.node(parent, name, raw, level);
         }
     }
 
-    fn node(&mut self, parent: Option<&str>, name: String, raw: &'a RawValue) {
+    fn node(&mut self, parent: Option<&str>, name: String, raw: &'a RawValue, level: usize) {
         let line = self.line_of(raw);
         let file = self.file;
         let err = |msg: String| Problem::error(file, msg).at(line).node(&name);
+        if level > MAX_NESTING {
+            self.report.push(err(format!(
+                "node is nested more than {MAX_NESTING} levels deep; skipped with its children"
+            )));
+            return;
+        }
         let fields: Entries<'a> = match serde_json::from_str(raw.get()) {
             Ok(f) => f,
             Err(_) => {
@@ -238,7 +249,7 @@ impl<'a> JsonParser<'a> {
         match self.net.add_node(parent, node) {
             Ok(_) => {
                 if let Some(c) = children {
-                    self.nodes(Some(&name), c);
+                    self.nodes(Some(&name), c, level + 1);
                 }
             }
             Err(_) => self.report.push(err(
