@@ -1,16 +1,6 @@
 //! `network.json`: nested node objects keyed by node name.
 //!
-//! Each node is an object with `downloadBandwidthMbps` and
-//! `uploadBandwidthMbps` (numbers, fractional allowed, read exactly from
-//! their decimal text, never through a float), optional `type` (string),
-//! `id` (string or number), `virtual` (bool) and `children` (an object of
-//! nodes). Other keys are ignored. `{}` is a flat network. Nodes keep file
-//! order.
-//!
-//! Node problems (missing or bad bandwidth, zero or absurd rates, a
-//! duplicate name, a value that is not an object) are collected with the
-//! node's line; a node whose name is a duplicate is dropped with its
-//! subtree, as LibreQoS does.
+//! See [`parse_network_json_with_report`] for the accepted form.
 
 use std::fmt;
 
@@ -75,6 +65,18 @@ pub fn parse_network_json(file: &str, text: &str) -> Result<Network, ModelError>
 }
 
 /// Reads `network.json`, collecting every node problem into a report.
+///
+/// Each node is an object with `downloadBandwidthMbps` and
+/// `uploadBandwidthMbps` (numbers, fractional allowed, read exactly from
+/// their decimal text, never through a float), optional `type` (string),
+/// `id` (string or number), `virtual` (bool) and `children` (an object of
+/// nodes). Other keys are ignored. `{}` is a flat network. Nodes keep file
+/// order.
+///
+/// Node problems (missing or bad bandwidth, zero or absurd rates, a
+/// duplicate name, a value that is not an object) are collected with the
+/// node's line; a node whose name is a duplicate is dropped with its
+/// subtree, as LibreQoS does.
 ///
 /// `Err` only when the text is not JSON or its top level is not an object.
 pub fn parse_network_json_with_report(

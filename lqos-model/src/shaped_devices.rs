@@ -1,50 +1,7 @@
 //! `ShapedDevices.csv`: one row per device, rows sharing a Circuit ID form
 //! one circuit.
 //!
-//! # How rows are read
-//!
-//! - The first non-comment row is the header. Columns are matched by name,
-//!   ignoring case, spaces, `_`/`-` and a trailing `Mbps` (`Circuit ID`,
-//!   `circuit_id` and `CIRCUIT ID` are one column). Unknown columns are
-//!   ignored with a warning. Required: the 12 legacy columns other than
-//!   `Comment`; `Parent Node ID`, `Anchor Node ID`, `Comment` and `sqm` are
-//!   optional.
-//! - Lines starting with `#` are comments, anywhere in the file. Blank lines
-//!   and rows whose fields are all empty are skipped. CRLF line ends and a
-//!   UTF-8 byte order mark are accepted. Fields may be quoted (`"a, b"`).
-//! - **13-field rows under a longer header.** LibreQoS itself reads rows by
-//!   position, in the legacy 13-column order (Circuit ID, Circuit Name,
-//!   Device ID, Device Name, Parent Node, MAC, IPv4, IPv6, Download Min,
-//!   Upload Min, Download Max, Upload Max, Comment), whatever the header
-//!   says. LibreQoS's own `ShapedDevices.example.csv` depends on that: its
-//!   header has 15 columns but its rows have 13 fields. So a row with exactly
-//!   13 fields under a header of more columns is read in that legacy order,
-//!   as LibreQoS reads it, and the file gets one warning saying so.
-//! - Other rows with fewer fields than the header are accepted when only
-//!   optional trailing columns are missing (they read as empty); otherwise
-//!   the row is an error and skipped. Rows with more fields than the header
-//!   are errors (usually an unquoted comma) and skipped.
-//! - IPv4 / IPv6 cells hold comma-separated addresses or CIDR ranges; a bare
-//!   address is a /32 or /128. Spaces around entries are ignored.
-//! - Rates are decimal Mbps, read exactly (see [`Rate`]).
-//! - Circuit ID, Device ID, Parent Node, MAC, IP and rate cells are trimmed
-//!   of surrounding whitespace; names and comments are kept verbatim.
-//!
-//! Row-level problems go into [`ShapedDevices::report`] with their line
-//! numbers; a row with an error that makes it unusable (no circuit ID, a rate
-//! that is not a number, a wrong field count) is skipped, everything else is
-//! kept so that all problems can be reported in one pass.
-//!
-//! # Devices of one circuit
-//!
-//! The first row of a circuit defines its name, parent, rates, comment and
-//! sqm. A later row that names another parent is an error (LibreQoS refuses
-//! such a file). Later rows with other rates, name, comment or sqm are
-//! warnings, and the first row wins (as in LibreQoS).
-//!
-//! Device IDs must be unique in the file (a repeated non-empty Device ID is
-//! an error, naming the first line that used it); an empty Device ID is a
-//! warning.
+//! See [`parse_shaped_devices`] for how rows are read.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -221,9 +178,55 @@ impl<'a> Row<'a> {
 
 /// Reads `ShapedDevices.csv` from `reader`; `file` names it in messages.
 ///
-/// Only input that cannot be read at all is an `Err`: an I/O error, broken
-/// CSV quoting, no header, or a header without a required column. Every
-/// row-level problem goes into the returned report (see the module docs).
+/// Only input that cannot be read at all is an `Err`: an I/O error, a quote
+/// never closed in the header, no header, or a header without a required
+/// column. Every row-level problem goes into the returned report.
+///
+///
+/// # How rows are read
+///
+/// - The first non-comment row is the header. Columns are matched by name,
+///   ignoring case, spaces, `_`/`-` and a trailing `Mbps` (`Circuit ID`,
+///   `circuit_id` and `CIRCUIT ID` are one column). Unknown columns are
+///   ignored with a warning. Required: the 12 legacy columns other than
+///   `Comment`; `Parent Node ID`, `Anchor Node ID`, `Comment` and `sqm` are
+///   optional.
+/// - Lines starting with `#` are comments, anywhere in the file. Blank lines
+///   and rows whose fields are all empty are skipped. CRLF line ends and a
+///   UTF-8 byte order mark are accepted. Fields may be quoted (`"a, b"`).
+/// - **13-field rows under a longer header.** LibreQoS itself reads rows by
+///   position, in the legacy 13-column order (Circuit ID, Circuit Name,
+///   Device ID, Device Name, Parent Node, MAC, IPv4, IPv6, Download Min,
+///   Upload Min, Download Max, Upload Max, Comment), whatever the header
+///   says. LibreQoS's own `ShapedDevices.example.csv` depends on that: its
+///   header has 15 columns but its rows have 13 fields. So a row with exactly
+///   13 fields under a header of more columns is read in that legacy order,
+///   as LibreQoS reads it, and the file gets one warning saying so.
+/// - Other rows with fewer fields than the header are accepted when only
+///   optional trailing columns are missing (they read as empty); otherwise
+///   the row is an error and skipped. Rows with more fields than the header
+///   are errors (usually an unquoted comma) and skipped.
+/// - IPv4 / IPv6 cells hold comma-separated addresses or CIDR ranges; a bare
+///   address is a /32 or /128. Spaces around entries are ignored.
+/// - Rates are decimal Mbps, read exactly (see [`Rate`]).
+/// - Circuit ID, Device ID, Parent Node, MAC, IP and rate cells are trimmed
+///   of surrounding whitespace; names and comments are kept verbatim.
+///
+/// Row-level problems go into [`ShapedDevices::report`] with their line
+/// numbers; a row with an error that makes it unusable (no circuit ID, a rate
+/// that is not a number, a wrong field count) is skipped, everything else is
+/// kept so that all problems can be reported in one pass.
+///
+/// # Devices of one circuit
+///
+/// The first row of a circuit defines its name, parent, rates, comment and
+/// sqm. A later row that names another parent is an error (LibreQoS refuses
+/// such a file). Later rows with other rates, name, comment or sqm are
+/// warnings, and the first row wins (as in LibreQoS).
+///
+/// Device IDs must be unique in the file (a repeated non-empty Device ID is
+/// an error, naming the first line that used it); an empty Device ID is a
+/// warning.
 ///
 /// ```
 /// let csv = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,\
