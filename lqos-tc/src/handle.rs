@@ -115,7 +115,7 @@ mod tests {
 
     #[test]
     fn parse_and_print() {
-        for s in ["7fff:", "1:", "1:3", "1a:e3b", "ffff:ffff", "root", "none"] {
+        for s in ["7fff:", "1:", "1:3", "1a:e3b", "ffff:fffe", "root", "none"] {
             assert_eq!(s.parse::<TcHandle>().unwrap().to_string(), s);
         }
         assert_eq!(

@@ -1,0 +1,457 @@
+//! Pure decoding: netlink message streams, `NLMSG_ERROR` ACKs with
+//! extended-ACK attributes, and qdisc/class dump messages into
+//! [`lqos_tc`] types.
+
+use lqos_model::Rate;
+use lqos_tc::{
+    CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, Class, FqCodelParams, HtbClass,
+    HtbQdisc, Qdisc, QdiscKind, TcHandle,
+};
+
+use super::consts::*;
+use super::encode::PschedClock;
+
+/// One netlink message inside a received buffer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawMsg<'a> {
+    pub ty: u16,
+    pub flags: u16,
+    pub seq: u32,
+    /// Everything after the 16-byte header (up to `nlmsg_len`).
+    pub payload: &'a [u8],
+}
+
+/// A malformed message stream (a kernel/user-space mismatch, not a user error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed netlink message: {0}")]
+pub struct DecodeError(pub String);
+
+fn u16_at(b: &[u8], off: usize) -> u16 {
+    u16::from_ne_bytes([b[off], b[off + 1]])
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    u32::from_ne_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
+}
+
+fn align4(n: usize) -> usize {
+    (n + 3) & !3
+}
+
+/// Iterates over the netlink messages in one datagram.
+pub(crate) struct Msgs<'a> {
+    buf: &'a [u8],
+}
+
+pub(crate) fn msgs(buf: &[u8]) -> Msgs<'_> {
+    Msgs { buf }
+}
+
+impl<'a> Iterator for Msgs<'a> {
+    type Item = Result<RawMsg<'a>, DecodeError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.buf.is_empty() {
+            return None;
+        }
+        if self.buf.len() < NLMSG_HDRLEN {
+            self.buf = &[];
+            return Some(Err(DecodeError("truncated nlmsghdr".into())));
+        }
+        let len = u32_at(self.buf, 0) as usize;
+        if len < NLMSG_HDRLEN || len > self.buf.len() {
+            self.buf = &[];
+            return Some(Err(DecodeError(format!("bad nlmsg_len {len}"))));
+        }
+        let m = RawMsg {
+            ty: u16_at(self.buf, 4),
+            flags: u16_at(self.buf, 6),
+            seq: u32_at(self.buf, 8),
+            payload: &self.buf[NLMSG_HDRLEN..len],
+        };
+        let next = align4(len).min(self.buf.len());
+        self.buf = &self.buf[next..];
+        Some(Ok(m))
+    }
+}
+
+/// Iterates over netlink attributes: `(type without flag bits, payload)`.
+/// Stops silently at a truncated attribute.
+pub(crate) struct Attrs<'a> {
+    buf: &'a [u8],
+}
+
+pub(crate) fn attrs(buf: &[u8]) -> Attrs<'_> {
+    Attrs { buf }
+}
+
+impl<'a> Iterator for Attrs<'a> {
+    type Item = (u16, &'a [u8]);
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.buf.len() < 4 {
+            return None;
+        }
+        let len = u16_at(self.buf, 0) as usize;
+        if len < 4 || len > self.buf.len() {
+            self.buf = &[];
+            return None;
+        }
+        let ty = u16_at(self.buf, 2) & NLA_TYPE_MASK;
+        let payload = &self.buf[4..len];
+        let next = align4(len).min(self.buf.len());
+        self.buf = &self.buf[next..];
+        Some((ty, payload))
+    }
+}
+
+/// A decoded `NLMSG_ERROR`: an ACK (`errno == 0`) or an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ack<'a> {
+    /// Positive errno, 0 for success.
+    pub errno: i32,
+    /// Sequence number of the request, from the echoed header.
+    pub seq: u32,
+    /// `NLMSGERR_ATTR_MSG` text (an error's reason, or a warning on success).
+    pub msg: Option<&'a str>,
+}
+
+/// Parses an `NLMSG_ERROR` payload: `int error`, the echoed request (only its
+/// header if `NLM_F_CAPPED`, else all of it), then, with `NLM_F_ACK_TLVS`,
+/// the extended-ACK attributes. (neli 0.7.5 gets the last part wrong.)
+pub(crate) fn parse_ack<'a>(m: &RawMsg<'a>) -> Result<Ack<'a>, DecodeError> {
+    let p = m.payload;
+    if p.len() < 4 + NLMSG_HDRLEN {
+        return Err(DecodeError(format!(
+            "NLMSG_ERROR payload of {} bytes",
+            p.len()
+        )));
+    }
+    let error = i32::from_ne_bytes([p[0], p[1], p[2], p[3]]);
+    let echoed_len = u32_at(p, 4) as usize;
+    let seq = u32_at(p, 4 + 8);
+    let mut msg = None;
+    if m.flags & NLM_F_ACK_TLVS != 0 {
+        let echoed = if m.flags & NLM_F_CAPPED != 0 {
+            NLMSG_HDRLEN
+        } else {
+            align4(echoed_len.max(NLMSG_HDRLEN))
+        };
+        if let Some(tlvs) = p.get(4 + echoed..) {
+            for (ty, val) in attrs(tlvs) {
+                if ty == NLMSGERR_ATTR_MSG {
+                    let end = val.iter().position(|&b| b == 0).unwrap_or(val.len());
+                    msg = std::str::from_utf8(&val[..end])
+                        .ok()
+                        .filter(|s| !s.is_empty());
+                }
+            }
+        }
+    }
+    Ok(Ack {
+        errno: error.checked_neg().unwrap_or(i32::MAX).max(0),
+        seq,
+        msg,
+    })
+}
+
+/// The fixed part of a tc message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TcMsgHdr {
+    pub ifindex: i32,
+    pub handle: u32,
+    pub parent: u32,
+}
+
+fn tcmsg_hdr(p: &[u8]) -> Result<(TcMsgHdr, &[u8]), DecodeError> {
+    if p.len() < TCMSG_LEN {
+        return Err(DecodeError(format!("tcmsg of {} bytes", p.len())));
+    }
+    let h = TcMsgHdr {
+        ifindex: u32_at(p, 4) as i32,
+        handle: u32_at(p, 8),
+        parent: u32_at(p, 12),
+    };
+    Ok((h, &p[TCMSG_LEN..]))
+}
+
+fn cstr(b: &[u8]) -> &str {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    std::str::from_utf8(&b[..end]).unwrap_or("")
+}
+
+fn get_u32(v: &[u8]) -> Option<u32> {
+    (v.len() >= 4).then(|| u32_at(v, 0))
+}
+
+fn get_u64(v: &[u8]) -> Option<u64> {
+    (v.len() >= 8).then(|| u64::from_ne_bytes(v[..8].try_into().expect("8 bytes")))
+}
+
+/// Decodes one `RTM_NEWQDISC` payload into its interface and [`Qdisc`].
+pub(crate) fn decode_qdisc(payload: &[u8]) -> Result<(i32, Qdisc), DecodeError> {
+    let (h, rest) = tcmsg_hdr(payload)?;
+    let mut kind = "";
+    let mut opts: Option<&[u8]> = None;
+    for (ty, v) in attrs(rest) {
+        match ty {
+            TCA_KIND => kind = cstr(v),
+            TCA_OPTIONS => opts = Some(v),
+            _ => {}
+        }
+    }
+    let opts = opts.unwrap_or(&[]);
+    let kind = match kind {
+        "mq" => QdiscKind::Mq,
+        "htb" => {
+            let mut q = HtbQdisc {
+                default_minor: 0,
+                r2q: None,
+                direct_qlen: None,
+            };
+            for (ty, v) in attrs(opts) {
+                match ty {
+                    TCA_HTB_INIT if v.len() >= TC_HTB_GLOB_LEN => {
+                        q.r2q = Some(u32_at(v, 4));
+                        q.default_minor = u32_at(v, 8);
+                    }
+                    TCA_HTB_DIRECT_QLEN => q.direct_qlen = get_u32(v),
+                    _ => {}
+                }
+            }
+            QdiscKind::Htb(q)
+        }
+        "pfifo" => QdiscKind::Pfifo {
+            limit: get_u32(opts),
+        },
+        "bfifo" => QdiscKind::Bfifo {
+            limit: get_u32(opts),
+        },
+        "cake" => QdiscKind::Cake(decode_cake(opts)),
+        "fq_codel" => QdiscKind::FqCodel(decode_fq_codel(opts)),
+        other => QdiscKind::Other(other.to_string()),
+    };
+    Ok((
+        h.ifindex,
+        Qdisc {
+            parent: TcHandle::from_raw(h.parent),
+            handle: TcHandle::from_raw(h.handle),
+            kind,
+        },
+    ))
+}
+
+fn decode_cake(opts: &[u8]) -> CakeParams {
+    let mut c = CakeParams::default();
+    for (ty, v) in attrs(opts) {
+        let x = get_u32(v);
+        match ty {
+            TCA_CAKE_BASE_RATE64 => {
+                c.bandwidth = get_u64(v)
+                    .filter(|&b| b != 0)
+                    .map(|b| Rate::from_bps(b.saturating_mul(8)))
+            }
+            TCA_CAKE_DIFFSERV_MODE => {
+                c.diffserv = x.and_then(|d| {
+                    Some(match d {
+                        0 => CakeDiffserv::Diffserv3,
+                        1 => CakeDiffserv::Diffserv4,
+                        2 => CakeDiffserv::Diffserv8,
+                        3 => CakeDiffserv::Besteffort,
+                        4 => CakeDiffserv::Precedence,
+                        _ => return None,
+                    })
+                })
+            }
+            TCA_CAKE_FLOW_MODE => {
+                c.flow_mode = x.and_then(|f| {
+                    Some(match f {
+                        0 => CakeFlowMode::Flowblind,
+                        1 => CakeFlowMode::Srchost,
+                        2 => CakeFlowMode::Dsthost,
+                        3 => CakeFlowMode::Hosts,
+                        4 => CakeFlowMode::Flows,
+                        5 => CakeFlowMode::DualSrchost,
+                        6 => CakeFlowMode::DualDsthost,
+                        7 => CakeFlowMode::TripleIsolate,
+                        _ => return None,
+                    })
+                })
+            }
+            TCA_CAKE_RTT => c.rtt_us = x,
+            TCA_CAKE_NAT => c.nat = x.map(|v| v != 0),
+            TCA_CAKE_WASH => c.wash = x.map(|v| v != 0),
+            TCA_CAKE_SPLIT_GSO => c.split_gso = x.map(|v| v != 0),
+            TCA_CAKE_ACK_FILTER => {
+                c.ack_filter = x.and_then(|a| {
+                    Some(match a {
+                        0 => CakeAckFilter::Off,
+                        1 => CakeAckFilter::On,
+                        2 => CakeAckFilter::Aggressive,
+                        _ => return None,
+                    })
+                })
+            }
+            TCA_CAKE_MEMORY => c.memlimit = x.filter(|&m| m != 0),
+            _ => {}
+        }
+    }
+    c
+}
+
+fn decode_fq_codel(opts: &[u8]) -> FqCodelParams {
+    let mut f = FqCodelParams::default();
+    for (ty, v) in attrs(opts) {
+        let x = get_u32(v);
+        match ty {
+            TCA_FQ_CODEL_LIMIT => f.limit = x,
+            TCA_FQ_CODEL_FLOWS => f.flows = x,
+            TCA_FQ_CODEL_TARGET => f.target_us = x,
+            TCA_FQ_CODEL_INTERVAL => f.interval_us = x,
+            TCA_FQ_CODEL_QUANTUM => f.quantum = x,
+            TCA_FQ_CODEL_ECN => f.ecn = x.map(|v| v != 0),
+            TCA_FQ_CODEL_MEMORY_LIMIT => f.memory_limit = x,
+            _ => {}
+        }
+    }
+    f
+}
+
+/// Decodes one `RTM_NEWTCLASS` payload. Returns `Ok(None)` for classes that
+/// are not HTB classes (e.g. mq's per-queue pseudo-classes).
+pub(crate) fn decode_class(
+    payload: &[u8],
+    clock: &PschedClock,
+) -> Result<Option<(i32, Class)>, DecodeError> {
+    let (h, rest) = tcmsg_hdr(payload)?;
+    let mut kind = "";
+    let mut opts: &[u8] = &[];
+    for (ty, v) in attrs(rest) {
+        match ty {
+            TCA_KIND => kind = cstr(v),
+            TCA_OPTIONS => opts = v,
+            _ => {}
+        }
+    }
+    if kind != "htb" {
+        return Ok(None);
+    }
+    let mut parms: Option<&[u8]> = None;
+    let (mut rate64, mut ceil64) = (None, None);
+    for (ty, v) in attrs(opts) {
+        match ty {
+            TCA_HTB_PARMS if v.len() >= TC_HTB_OPT_LEN => parms = Some(v),
+            TCA_HTB_RATE64 => rate64 = get_u64(v),
+            TCA_HTB_CEIL64 => ceil64 = get_u64(v),
+            _ => {}
+        }
+    }
+    let p = parms.ok_or_else(|| {
+        DecodeError(format!(
+            "htb class {} without TCA_HTB_PARMS",
+            TcHandle::from_raw(h.handle)
+        ))
+    })?;
+    let rate = rate64.unwrap_or(u64::from(u32_at(p, 8)));
+    let ceil = ceil64.unwrap_or(u64::from(u32_at(p, 20)));
+    let classid = TcHandle::from_raw(h.handle);
+    // HTB reports a top class's parent as TC_H_ROOT; lqos names the qdisc.
+    let parent = if h.parent == TcHandle::ROOT.raw() {
+        classid.qdisc()
+    } else {
+        TcHandle::from_raw(h.parent)
+    };
+    let htb = HtbClass {
+        rate: Rate::from_bps(rate.saturating_mul(8)),
+        ceil: Rate::from_bps(ceil.saturating_mul(8)),
+        burst: Some(clock.xmit_size(rate, u32_at(p, 24))),
+        cburst: Some(clock.xmit_size(ceil, u32_at(p, 28))),
+        quantum: u32_at(p, 32),
+        prio: u32_at(p, 40),
+    };
+    Ok(Some((
+        h.ifindex,
+        Class {
+            parent,
+            classid,
+            htb,
+        },
+    )))
+}
+
+/// Where [`lqos_tc::TcTree::qdiscs`] files a dumped qdisc: its handle, or,
+/// for a kernel-created default qdisc with handle 0 (e.g. the `pfifo_fast
+/// 0:` under each unused mq queue, or a veth's `noqueue 0:` root), its
+/// parent. Real qdisc handles always have minor 0 and parents never do
+/// (classes, `root` = ffff:ffff), so the two never collide.
+pub fn qdisc_tree_key(q: &Qdisc) -> TcHandle {
+    if q.handle == TcHandle::UNSPEC {
+        q.parent
+    } else {
+        q.handle
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nlmsg(ty: u16, flags: u16, seq: u32, payload: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(&((16 + payload.len()) as u32).to_ne_bytes());
+        v.extend_from_slice(&ty.to_ne_bytes());
+        v.extend_from_slice(&flags.to_ne_bytes());
+        v.extend_from_slice(&seq.to_ne_bytes());
+        v.extend_from_slice(&0u32.to_ne_bytes());
+        v.extend_from_slice(payload);
+        v
+    }
+
+    #[test]
+    fn ack_with_ext_ack_message_after_full_echo() {
+        // error -2, full echoed request of 36 bytes, then NLMSGERR_ATTR_MSG.
+        let req = nlmsg(RTM_NEWTCLASS, 5, 77, &[0u8; 20]);
+        let mut p = Vec::new();
+        p.extend_from_slice(&(-2i32).to_ne_bytes());
+        p.extend_from_slice(&req);
+        let text = b"Specified class not found\0";
+        p.extend_from_slice(&((4 + text.len()) as u16).to_ne_bytes());
+        p.extend_from_slice(&NLMSGERR_ATTR_MSG.to_ne_bytes());
+        p.extend_from_slice(text);
+        while p.len() % 4 != 0 {
+            p.push(0);
+        }
+        let m = nlmsg(NLMSG_ERROR, NLM_F_ACK_TLVS, 77, &p);
+        let raw = msgs(&m).next().unwrap().unwrap();
+        let ack = parse_ack(&raw).unwrap();
+        assert_eq!(ack.errno, 2);
+        assert_eq!(ack.seq, 77);
+        assert_eq!(ack.msg, Some("Specified class not found"));
+    }
+
+    #[test]
+    fn capped_success_ack_with_warning() {
+        let req_hdr = &nlmsg(RTM_NEWTCLASS, 5, 9, &[0u8; 20])[..16];
+        let mut p = Vec::new();
+        p.extend_from_slice(&0i32.to_ne_bytes());
+        p.extend_from_slice(req_hdr);
+        let text = b"quantum of class 10003 is big. Consider r2q change.\0";
+        p.extend_from_slice(&((4 + text.len()) as u16).to_ne_bytes());
+        p.extend_from_slice(&NLMSGERR_ATTR_MSG.to_ne_bytes());
+        p.extend_from_slice(text);
+        let m = nlmsg(NLMSG_ERROR, NLM_F_ACK_TLVS | NLM_F_CAPPED, 9, &p);
+        let ack = parse_ack(&msgs(&m).next().unwrap().unwrap()).unwrap();
+        assert_eq!(ack.errno, 0);
+        assert_eq!(ack.seq, 9);
+        assert!(ack.msg.unwrap().starts_with("quantum of class"));
+    }
+
+    #[test]
+    fn truncated_streams_are_errors_not_panics() {
+        assert!(msgs(&[1, 2, 3]).next().unwrap().is_err());
+        let mut m = nlmsg(NLMSG_DONE, 0, 1, &[0; 4]);
+        m[0] = 200;
+        assert!(msgs(&m).next().unwrap().is_err());
+        let short = nlmsg(NLMSG_ERROR, 0, 1, &[0; 4]);
+        assert!(parse_ack(&msgs(&short).next().unwrap().unwrap()).is_err());
+        assert_eq!(attrs(&[8, 0, 1, 0, 1]).count(), 0);
+    }
+}

@@ -1,0 +1,692 @@
+//! The rtnetlink socket: pipelined op sending with ACK matching, link
+//! lookup and live-tree dumps.
+
+use std::fmt;
+use std::fs::File;
+use std::io;
+
+use lqos_tc::{TcOp, TcTree};
+use neli::consts::socket::{Msg, NlFamily};
+use neli::socket::NlSocket;
+use neli::utils::Groups;
+use nix::sched::{setns, CloneFlags};
+
+use super::consts::*;
+use super::decode::{self, msgs, parse_ack, DecodeError};
+use super::encode::{self, encode_op_with, PschedClock};
+
+/// Errors of the socket layer (everything except a failed op, which is an
+/// [`OpFailure`]).
+#[derive(Debug, thiserror::Error)]
+pub enum NetlinkError {
+    /// `socket()`/`bind()`/`setsockopt()` of the rtnetlink socket failed.
+    #[error("cannot open rtnetlink socket: {0}")]
+    Open(#[source] io::Error),
+    /// Entering or leaving a network namespace failed.
+    #[error("network namespace {name:?}: {what}: {source}")]
+    Netns {
+        /// The namespace name (under `/run/netns`).
+        name: String,
+        /// What was being done.
+        what: &'static str,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// The interface does not exist (in this network namespace).
+    #[error("interface {name:?} does not exist")]
+    NoSuchInterface {
+        /// The interface name.
+        name: String,
+    },
+    /// The kernel refused a request.
+    #[error("{what}: {message} (errno {errno})")]
+    Kernel {
+        /// The request (e.g. `dump qdiscs of ifindex 3`).
+        what: String,
+        /// Positive errno.
+        errno: i32,
+        /// Extended-ACK text, else strerror.
+        message: String,
+    },
+    /// Sending or receiving failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// The request being sent or answered.
+        what: String,
+        /// The OS error (`ENOBUFS` = replies were lost).
+        #[source]
+        source: io::Error,
+    },
+    /// The kernel's reply could not be parsed.
+    #[error("{what}: {source}")]
+    Decode {
+        /// The request being answered.
+        what: String,
+        /// Details.
+        #[source]
+        source: DecodeError,
+    },
+    /// `/proc/net/psched` could not be read or parsed.
+    #[error("reading /proc/net/psched: {0}")]
+    Psched(String),
+}
+
+/// An interface as the kernel reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkInfo {
+    /// Interface name.
+    pub name: String,
+    /// Interface index (`tcm_ifindex` for tc requests).
+    pub ifindex: i32,
+    /// Number of TX queues (`IFLA_NUM_TX_QUEUES`): the mq classes available.
+    pub num_tx_queues: u32,
+    /// MTU in bytes.
+    pub mtu: u32,
+}
+
+/// How [`NetlinkSocket::send_ops`] pipelines requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendOptions {
+    /// Most requests sent but not yet answered. Also capped by what the
+    /// socket's receive buffer can hold, so no ACK is ever dropped.
+    pub max_in_flight: usize,
+    /// Requests per `sendmsg`. The kernel processes a whole batch before
+    /// the call returns and does not stop at an error inside it: with
+    /// `batch > 1` ops after a failing one in the same batch may still be
+    /// applied (see [`OpFailure::applied_after`]). `batch = 1` is strictly
+    /// stop-at-first-error.
+    pub batch: usize,
+}
+
+impl Default for SendOptions {
+    /// 128 requests per `sendmsg`, and their ACKs are read before the next
+    /// batch is sent (the kernel handles a batch inside the `sendmsg` call,
+    /// so deeper pipelining gains nothing and would send past an error).
+    fn default() -> Self {
+        SendOptions {
+            max_in_flight: 128,
+            batch: 128,
+        }
+    }
+}
+
+/// Outcome of a fully successful [`NetlinkSocket::send_ops`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SendStats {
+    /// Requests sent.
+    pub sent: usize,
+    /// Requests ACKed without error.
+    pub acked: usize,
+    /// Extended-ACK warnings the kernel attached to successful ACKs, by op
+    /// index (e.g. HTB's "quantum of class ... is big").
+    pub warnings: Vec<(usize, String)>,
+    /// `sendmsg` calls made.
+    pub sendmsgs: usize,
+}
+
+/// The first op the kernel (or the encoder) refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpFailure {
+    /// Index into the ops slice.
+    pub index: usize,
+    /// The op.
+    pub op: TcOp,
+    /// Positive errno (`EINVAL` for ops that could not be encoded,
+    /// `ENOBUFS` if ACKs were lost).
+    pub errno: i32,
+    /// The kernel's extended-ACK text (e.g. "Specified class not found"),
+    /// else strerror or the encoder's message.
+    pub message: String,
+    /// Ops before `index` that were ACKed ok (normally `index`).
+    pub succeeded: usize,
+    /// Ops after `index` that the kernel nevertheless applied because they
+    /// were in the same `sendmsg` batch.
+    pub applied_after: usize,
+}
+
+impl fmt::Display for OpFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "op #{} failed: {:?}: {} (errno {}); {} earlier op(s) applied",
+            self.index, self.op, self.message, self.errno, self.succeeded
+        )?;
+        if self.applied_after > 0 {
+            write!(
+                f,
+                ", {} later op(s) of the same batch applied",
+                self.applied_after
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for OpFailure {}
+
+/// strerror text without Rust's " (os error N)" suffix.
+fn strerror(errno: i32) -> String {
+    let s = io::Error::from_raw_os_error(errno).to_string();
+    match s.rfind(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Requested receive buffer (the kernel doubles it, capped by rmem_max).
+const RCVBUF_REQUEST: usize = 8 << 20;
+/// Generous receive-buffer cost of one queued ACK (skb overhead included;
+/// error ACKs echo the request and carry ext-ack text).
+const ACK_BUDGET: usize = 2048;
+/// Keep one `sendmsg` well below the default socket send buffer.
+const MAX_SEND_BYTES: usize = 64 << 10;
+/// Dump datagrams are at most 32 KiB; error ACKs echo our (small) requests.
+const RECV_BUF: usize = 256 << 10;
+
+/// A `NETLINK_ROUTE` socket with extended ACKs, reused buffers and a
+/// per-socket sequence counter.
+pub struct NetlinkSocket {
+    sock: NlSocket,
+    clock: PschedClock,
+    next_seq: u32,
+    ack_capacity: usize,
+    sendbuf: Vec<u8>,
+    recvbuf: Vec<u8>,
+}
+
+impl fmt::Debug for NetlinkSocket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NetlinkSocket")
+            .field("clock", &self.clock)
+            .field("ack_capacity", &self.ack_capacity)
+            .finish_non_exhaustive()
+    }
+}
+
+fn io_what(what: impl Into<String>) -> impl FnOnce(io::Error) -> NetlinkError {
+    move |source| NetlinkError::Io {
+        what: what.into(),
+        source,
+    }
+}
+
+impl NetlinkSocket {
+    /// Opens a `NETLINK_ROUTE` socket in the calling thread's current
+    /// network namespace, enables extended ACKs, sizes the receive buffer
+    /// and reads the scheduler clock from `/proc/net/psched`.
+    pub fn open() -> Result<Self, NetlinkError> {
+        let sock = NlSocket::connect(NlFamily::Route, None, Groups::empty())
+            .map_err(NetlinkError::Open)?;
+        sock.block().map_err(NetlinkError::Open)?;
+        sock.enable_ext_ack(true).map_err(NetlinkError::Open)?;
+        sock.set_recv_buffer_size(RCVBUF_REQUEST)
+            .map_err(NetlinkError::Open)?;
+        // SO_RCVBUF is capped at net.core.rmem_max and doubled by the kernel.
+        let rmem_max = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .unwrap_or(212_992);
+        let rcvbuf = 2 * RCVBUF_REQUEST.min(rmem_max);
+        let psched = std::fs::read_to_string("/proc/net/psched")
+            .map_err(|e| NetlinkError::Psched(e.to_string()))?;
+        let clock = PschedClock::parse(&psched).map_err(|e| NetlinkError::Psched(e.to_string()))?;
+        Ok(NetlinkSocket {
+            sock,
+            clock,
+            next_seq: 1,
+            ack_capacity: (rcvbuf / ACK_BUDGET).max(1),
+            sendbuf: Vec::with_capacity(MAX_SEND_BYTES + 4096),
+            recvbuf: vec![0; RECV_BUF],
+        })
+    }
+
+    /// Opens the socket inside network namespace `name` (`/run/netns/NAME`,
+    /// as `ip netns` creates them): enters it on this thread, opens, and
+    /// always returns the thread to its original namespace, also on error.
+    /// The socket stays bound to `name`.
+    pub fn open_in_netns(name: &str) -> Result<Self, NetlinkError> {
+        let ns_err = |what: &'static str| {
+            let name = name.to_string();
+            move |source: io::Error| NetlinkError::Netns { name, what, source }
+        };
+        if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+            return Err(ns_err("invalid name")(io::Error::from_raw_os_error(
+                libc::EINVAL,
+            )));
+        }
+        let original =
+            File::open("/proc/thread-self/ns/net").map_err(ns_err("opening the current netns"))?;
+        let target =
+            File::open(format!("/run/netns/{name}")).map_err(ns_err("opening /run/netns entry"))?;
+        setns(&target, CloneFlags::CLONE_NEWNET)
+            .map_err(|e| ns_err("entering")(io::Error::from(e)))?;
+        let opened = Self::open();
+        let back = setns(&original, CloneFlags::CLONE_NEWNET);
+        if let Err(e) = back {
+            return Err(ns_err("returning to the original netns")(io::Error::from(
+                e,
+            )));
+        }
+        opened
+    }
+
+    /// The scheduler clock read at open time.
+    pub fn clock(&self) -> PschedClock {
+        self.clock
+    }
+
+    /// Most requests this socket keeps unanswered (receive buffer bound).
+    pub fn ack_capacity(&self) -> usize {
+        self.ack_capacity
+    }
+
+    fn take_seq(&mut self, n: usize) -> u32 {
+        let base = self.next_seq;
+        self.next_seq = self.next_seq.wrapping_add(n as u32).wrapping_add(1);
+        if self.next_seq == 0 {
+            self.next_seq = 1;
+        }
+        base
+    }
+
+    fn send_buf(&mut self) -> io::Result<()> {
+        let n = self.sock.send(&self.sendbuf, Msg::empty())?;
+        if n != self.sendbuf.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                format!("short netlink send: {n} of {} bytes", self.sendbuf.len()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Receives one datagram into `recvbuf`; returns its length.
+    fn recv_one(&mut self, flags: Msg) -> io::Result<usize> {
+        loop {
+            match self.sock.recv(&mut self.recvbuf[..], flags | Msg::TRUNC) {
+                Ok((n, _)) if n > self.recvbuf.len() => {
+                    return Err(io::Error::other(format!(
+                        "netlink datagram of {n} bytes truncated to {}",
+                        self.recvbuf.len()
+                    )))
+                }
+                Ok((n, _)) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Discards anything queued (after lost ACKs), without blocking.
+    fn drain_nonblocking(&mut self) {
+        while self.recv_one(Msg::DONTWAIT).is_ok() {}
+    }
+
+    /// Looks up an interface by name.
+    pub fn link(&mut self, name: &str) -> Result<LinkInfo, NetlinkError> {
+        if name.is_empty() || name.len() > 15 {
+            return Err(NetlinkError::NoSuchInterface {
+                name: name.to_string(),
+            });
+        }
+        let what = || format!("looking up interface {name:?}");
+        let seq = self.take_seq(1);
+        self.sendbuf.clear();
+        encode::getlink_request(&mut self.sendbuf, name, seq);
+        self.send_buf().map_err(io_what(what()))?;
+        loop {
+            let n = self.recv_one(Msg::empty()).map_err(io_what(what()))?;
+            for m in msgs(&self.recvbuf[..n]) {
+                let m = m.map_err(|source| NetlinkError::Decode {
+                    what: what(),
+                    source,
+                })?;
+                if m.seq != seq {
+                    continue;
+                }
+                match m.ty {
+                    NLMSG_ERROR => {
+                        let ack = parse_ack(&m).map_err(|source| NetlinkError::Decode {
+                            what: what(),
+                            source,
+                        })?;
+                        if ack.errno == libc::ENODEV {
+                            return Err(NetlinkError::NoSuchInterface {
+                                name: name.to_string(),
+                            });
+                        }
+                        return Err(NetlinkError::Kernel {
+                            what: what(),
+                            errno: ack.errno,
+                            message: ack
+                                .msg
+                                .map(str::to_string)
+                                .unwrap_or_else(|| strerror(ack.errno)),
+                        });
+                    }
+                    RTM_NEWLINK if m.payload.len() >= IFINFOMSG_LEN => {
+                        let p = m.payload;
+                        let ifindex = i32::from_ne_bytes([p[4], p[5], p[6], p[7]]);
+                        let mut info = LinkInfo {
+                            name: name.to_string(),
+                            ifindex,
+                            num_tx_queues: 1,
+                            mtu: 0,
+                        };
+                        for (ty, v) in decode::attrs(&p[IFINFOMSG_LEN..]) {
+                            let x = (v.len() >= 4)
+                                .then(|| u32::from_ne_bytes([v[0], v[1], v[2], v[3]]));
+                            match (ty, x) {
+                                (IFLA_MTU, Some(x)) => info.mtu = x,
+                                (IFLA_NUM_TX_QUEUES, Some(x)) => info.num_tx_queues = x,
+                                _ => {}
+                            }
+                        }
+                        return Ok(info);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Sends `ops` for interface `ifindex`, many per `sendmsg`, with at most
+    /// `opts.max_in_flight` unanswered, matching each ACK to its op by
+    /// sequence number. `progress` is called with the number of ops the
+    /// kernel has answered so far. At the first refused op no further
+    /// batch is sent; outstanding ACKs are drained and the failure returned
+    /// with the kernel's extended-ACK message.
+    // The failure carries the op by value (the shared API): it is returned
+    // once per call, so its size does not matter.
+    #[allow(clippy::result_large_err)]
+    pub fn send_ops(
+        &mut self,
+        ifindex: i32,
+        ops: &[TcOp],
+        opts: &SendOptions,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<SendStats, OpFailure> {
+        const PENDING: u8 = 0;
+        const OK: u8 = 1;
+        const FAILED: u8 = 2;
+
+        let n = ops.len();
+        let base = self.take_seq(n);
+        let max_in_flight = opts.max_in_flight.clamp(1, self.ack_capacity);
+        let batch = opts.batch.clamp(1, max_in_flight);
+        let clock = self.clock;
+        let mut state = vec![PENDING; n];
+        let mut stats = SendStats::default();
+        let mut next = 0usize;
+        let mut outstanding = 0usize;
+        let mut answered = 0usize;
+        // (index, errno, message) of the lowest-index failure so far.
+        let mut first_err: Option<(usize, i32, String)> = None;
+        let mut lost: Option<io::Error> = None;
+
+        let record_err = |first: &mut Option<(usize, i32, String)>, idx, errno, msg: String| {
+            if first.as_ref().is_none_or(|(i, _, _)| idx < *i) {
+                *first = Some((idx, errno, msg));
+            }
+        };
+
+        loop {
+            // Send a batch if there is room and nothing failed yet.
+            if first_err.is_none()
+                && next < n
+                && (outstanding == 0 || outstanding + batch <= max_in_flight)
+            {
+                self.sendbuf.clear();
+                let start = next;
+                while next < n && next - start < batch && self.sendbuf.len() < MAX_SEND_BYTES {
+                    let seq = base.wrapping_add(next as u32);
+                    if let Err(e) =
+                        encode_op_with(&ops[next], ifindex, seq, &clock, &mut self.sendbuf)
+                    {
+                        record_err(&mut first_err, next, libc::EINVAL, e.to_string());
+                        break;
+                    }
+                    next += 1;
+                }
+                if next > start {
+                    match self.send_buf() {
+                        Ok(()) => {
+                            outstanding += next - start;
+                            stats.sent += next - start;
+                            stats.sendmsgs += 1;
+                        }
+                        Err(e) => {
+                            let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                            record_err(&mut first_err, start, errno, format!("sendmsg: {e}"));
+                            next = start;
+                        }
+                    }
+                }
+                continue;
+            }
+            if outstanding == 0 {
+                break;
+            }
+            // Receive one datagram of ACKs.
+            let len = match self.recv_one(Msg::empty()) {
+                Ok(len) => len,
+                Err(e) => {
+                    lost = Some(e);
+                    break;
+                }
+            };
+            for m in msgs(&self.recvbuf[..len]) {
+                let Ok(m) = m else { break };
+                if m.ty != NLMSG_ERROR {
+                    continue;
+                }
+                let Ok(ack) = parse_ack(&m) else { continue };
+                let idx = ack.seq.wrapping_sub(base) as usize;
+                if idx >= next || state[idx] != PENDING {
+                    continue; // stale reply from an earlier call
+                }
+                outstanding -= 1;
+                answered += 1;
+                if ack.errno == 0 {
+                    state[idx] = OK;
+                    stats.acked += 1;
+                    if let Some(w) = ack.msg {
+                        stats.warnings.push((idx, w.to_string()));
+                    }
+                } else {
+                    state[idx] = FAILED;
+                    let msg = ack
+                        .msg
+                        .map(str::to_string)
+                        .unwrap_or_else(|| strerror(ack.errno));
+                    record_err(&mut first_err, idx, ack.errno, msg);
+                }
+            }
+            progress(answered);
+        }
+
+        if let Some(e) = lost {
+            // ACKs lost (ENOBUFS) or the socket broke: the kernel state of
+            // the unanswered ops is unknown.
+            self.drain_nonblocking();
+            let idx = state.iter().position(|&s| s == PENDING).unwrap_or(0);
+            let errno = e.raw_os_error().unwrap_or(libc::EIO);
+            let e_idx = match &first_err {
+                Some((i, _, _)) if *i < idx => *i,
+                _ => idx,
+            };
+            let (errno, message) = match first_err.take() {
+                Some((i, en, msg)) if i == e_idx => (en, msg),
+                _ => (
+                    errno,
+                    format!(
+                        "receiving ACKs: {e}; {outstanding} request(s) unanswered, their outcome is unknown"
+                    ),
+                ),
+            };
+            return Err(self.failure(ops, &state, e_idx, errno, message));
+        }
+        match first_err {
+            None => Ok(stats),
+            Some((idx, errno, message)) => Err(self.failure(ops, &state, idx, errno, message)),
+        }
+    }
+
+    fn failure(
+        &self,
+        ops: &[TcOp],
+        state: &[u8],
+        index: usize,
+        errno: i32,
+        message: String,
+    ) -> OpFailure {
+        let index = index.min(ops.len().saturating_sub(1));
+        OpFailure {
+            index,
+            op: ops[index].clone(),
+            errno,
+            message,
+            succeeded: state[..index].iter().filter(|&&s| s == 1).count(),
+            applied_after: state[index + 1..].iter().filter(|&&s| s == 1).count(),
+        }
+    }
+
+    /// Reads the live qdiscs and HTB classes of interface `ifindex` back
+    /// (`RTM_GETQDISC` and `RTM_GETTCLASS` dumps).
+    ///
+    /// Qdiscs are keyed by handle; kernel-created defaults with handle 0
+    /// (a veth's `noqueue` root, the `pfifo_fast 0:` under each mq queue no
+    /// plan replaced) are keyed by their parent instead (see
+    /// [`qdisc_tree_key`](super::qdisc_tree_key)) and keep `handle == 0`.
+    /// Invisible qdiscs (HTB's automatic leaf `pfifo`s) are not dumped.
+    /// Classes: only HTB classes; a top class's parent is its qdisc
+    /// (`1:`), burst/cburst are converted from ticks back to bytes.
+    pub fn dump(&mut self, ifindex: i32) -> Result<TcTree, NetlinkError> {
+        // A dump that races a concurrent change is flagged NLM_F_DUMP_INTR:
+        // retry a few times, then report it.
+        let mut attempt = 0;
+        loop {
+            match self.dump_once(ifindex) {
+                Err(NetlinkError::Kernel { errno, .. }) if errno == libc::EINTR && attempt < 3 => {
+                    attempt += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn dump_once(&mut self, ifindex: i32) -> Result<TcTree, NetlinkError> {
+        let mut tree = TcTree::default();
+        let clock = self.clock;
+        self.dump_kind(RTM_GETQDISC, ifindex, |payload| {
+            let (ifi, q) = decode::decode_qdisc(payload)?;
+            if ifi == ifindex {
+                tree.qdiscs.insert(decode::qdisc_tree_key(&q), q);
+            }
+            Ok(())
+        })?;
+        self.dump_kind(RTM_GETTCLASS, ifindex, |payload| {
+            if let Some((ifi, c)) = decode::decode_class(payload, &clock)? {
+                if ifi == ifindex {
+                    tree.classes.insert(c.classid, c);
+                }
+            }
+            Ok(())
+        })?;
+        Ok(tree)
+    }
+
+    fn dump_kind(
+        &mut self,
+        ty: u16,
+        ifindex: i32,
+        mut each: impl FnMut(&[u8]) -> Result<(), DecodeError>,
+    ) -> Result<(), NetlinkError> {
+        let what = || {
+            format!(
+                "dumping {} of ifindex {ifindex}",
+                if ty == RTM_GETQDISC {
+                    "qdiscs"
+                } else {
+                    "classes"
+                }
+            )
+        };
+        let seq = self.take_seq(1);
+        self.sendbuf.clear();
+        encode::dump_request(&mut self.sendbuf, ty, ifindex, seq);
+        self.send_buf().map_err(io_what(what()))?;
+        let reply = if ty == RTM_GETQDISC {
+            RTM_NEWQDISC
+        } else {
+            RTM_NEWTCLASS
+        };
+        let mut interrupted = false;
+        loop {
+            let n = self.recv_one(Msg::empty()).map_err(io_what(what()))?;
+            for m in msgs(&self.recvbuf[..n]) {
+                let m = m.map_err(|source| NetlinkError::Decode {
+                    what: what(),
+                    source,
+                })?;
+                if m.seq != seq {
+                    continue;
+                }
+                interrupted |= m.flags & NLM_F_DUMP_INTR != 0;
+                match m.ty {
+                    NLMSG_DONE if interrupted => {
+                        return Err(NetlinkError::Kernel {
+                            what: what(),
+                            errno: libc::EINTR,
+                            message: "dump interrupted by a concurrent change".into(),
+                        })
+                    }
+                    NLMSG_DONE => {
+                        let err = m
+                            .payload
+                            .get(..4)
+                            .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+                            .unwrap_or(0);
+                        if err < 0 {
+                            return Err(NetlinkError::Kernel {
+                                what: what(),
+                                errno: -err,
+                                message: strerror(-err),
+                            });
+                        }
+                        return Ok(());
+                    }
+                    NLMSG_ERROR => {
+                        let ack = parse_ack(&m).map_err(|source| NetlinkError::Decode {
+                            what: what(),
+                            source,
+                        })?;
+                        if ack.errno == 0 {
+                            return Ok(());
+                        }
+                        return Err(NetlinkError::Kernel {
+                            what: what(),
+                            errno: ack.errno,
+                            message: ack
+                                .msg
+                                .map(str::to_string)
+                                .unwrap_or_else(|| strerror(ack.errno)),
+                        });
+                    }
+                    NLMSG_OVERRUN => {
+                        return Err(NetlinkError::Io {
+                            what: what(),
+                            source: io::Error::from_raw_os_error(libc::ENOBUFS),
+                        })
+                    }
+                    t if t == reply => each(m.payload).map_err(|source| NetlinkError::Decode {
+                        what: what(),
+                        source,
+                    })?,
+                    _ => {}
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,576 @@
+//! Live rtnetlink tests in a private network namespace with a veth pair
+//! `ens19`/`ens20` (16 TX queues each). They need root; otherwise they print
+//! a skip message and pass, unless `LQOS_REQUIRE_NETNS=1` (then they fail).
+
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use lqos_apply::netlink::{NetlinkError, NetlinkSocket, SendOptions};
+use lqos_model::Rate;
+use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+
+/// A scratch network namespace, deleted on drop (also when a test panics).
+struct Netns {
+    name: String,
+}
+
+impl Netns {
+    /// Creates `lqos-nl-<pid>-<n>` with veth ens19/ens20 (16 TX queues), or
+    /// returns `None` (after printing why) when that is impossible here.
+    fn create(test: &str) -> Option<Netns> {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let required = std::env::var("LQOS_REQUIRE_NETNS").is_ok_and(|v| v == "1");
+        let skip = |why: String| {
+            if required {
+                panic!("{test}: LQOS_REQUIRE_NETNS=1 but {why}");
+            }
+            eprintln!("SKIP {test}: {why}");
+            None
+        };
+        if !nix::unistd::geteuid().is_root() {
+            return skip("not root".into());
+        }
+        let name = format!(
+            "lqos-nl-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        if let Err(e) = ip(&["netns", "add", &name]) {
+            return skip(format!("cannot create a network namespace: {e}"));
+        }
+        let ns = Netns { name };
+        let n = ns.name.as_str();
+        let setup = [
+            vec![
+                "-n",
+                n,
+                "link",
+                "add",
+                "ens19",
+                "numtxqueues",
+                "16",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "ens20",
+                "numtxqueues",
+                "16",
+            ],
+            vec!["-n", n, "link", "set", "ens19", "up"],
+            vec!["-n", n, "link", "set", "ens20", "up"],
+        ];
+        for args in setup {
+            if let Err(e) = ip(&args) {
+                return skip(format!("cannot set up veth pair: {e}"));
+            }
+        }
+        Some(ns)
+    }
+
+    fn socket(&self) -> NetlinkSocket {
+        NetlinkSocket::open_in_netns(&self.name).expect("open netlink socket in netns")
+    }
+
+    /// `tc` output inside the namespace, for diagnostics.
+    fn tc(&self, args: &[&str]) -> String {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.name, "tc"])
+            .args(args)
+            .output()
+            .expect("run tc");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = ip(&["netns", "del", &self.name]);
+    }
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+fn mbps(m: u64) -> Rate {
+    Rate::from_mbps(m)
+}
+
+fn htb_class(parent: TcHandle, classid: TcHandle, rate: Rate, ceil: Rate, prio: u32) -> TcOp {
+    TcOp::AddClass(Class {
+        parent,
+        classid,
+        htb: HtbClass {
+            rate,
+            ceil,
+            quantum: 1522,
+            prio,
+            burst: None,
+            cburst: None,
+        },
+    })
+}
+
+/// A LibreQoS-shaped tree: mq, one HTB per queue with top class and
+/// default class, `circuits` circuit classes round-robin over the queues,
+/// each with an explicit-handle pfifo leaf.
+fn plan(queues: u16, circuits: usize) -> Vec<TcOp> {
+    let mut ops = vec![TcOp::ReplaceQdisc(Qdisc {
+        parent: TcHandle::ROOT,
+        handle: TcHandle::new(0x7fff, 0),
+        kind: QdiscKind::Mq,
+    })];
+    for q in 1..=queues {
+        ops.push(TcOp::AddQdisc(Qdisc {
+            parent: TcHandle::new(0x7fff, q),
+            handle: TcHandle::new(q, 0),
+            kind: QdiscKind::Htb(HtbQdisc {
+                default_minor: 2,
+                r2q: None,
+                direct_qlen: None,
+            }),
+        }));
+        ops.push(htb_class(
+            TcHandle::new(q, 0),
+            TcHandle::new(q, 1),
+            mbps(10_000),
+            mbps(10_000),
+            3,
+        ));
+        ops.push(htb_class(
+            TcHandle::new(q, 1),
+            TcHandle::new(q, 2),
+            Rate::from_bps(2_499_750_000),
+            mbps(9_999),
+            5,
+        ));
+    }
+    for i in 0..circuits {
+        let q = (i % queues as usize) as u16 + 1;
+        let minor = (i / queues as usize) as u16 + 3;
+        let classid = TcHandle::new(q, minor);
+        // Fractional and varied rates.
+        let rate = Rate::from_bps(500_000 + (i as u64 % 97) * 250_000);
+        let ceil = Rate::from_bps(rate.bps() * 4);
+        ops.push(htb_class(TcHandle::new(q, 1), classid, rate, ceil, 3));
+        ops.push(TcOp::AddQdisc(Qdisc {
+            parent: classid,
+            handle: TcHandle::new(0x100 + i as u16, 0),
+            kind: QdiscKind::Pfifo { limit: Some(100) },
+        }));
+    }
+    ops
+}
+
+/// The tree the ops should produce (adds only).
+fn expected_tree(ops: &[TcOp]) -> TcTree {
+    let mut t = TcTree::default();
+    for op in ops {
+        match op {
+            TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) => {
+                t.qdiscs.insert(q.handle, q.clone());
+            }
+            TcOp::AddClass(c) | TcOp::ChangeClass(c) => {
+                t.classes.insert(c.classid, c.clone());
+            }
+            other => panic!("unexpected op {other:?}"),
+        }
+    }
+    t
+}
+
+/// Clears in `live` what the plan leaves to the kernel (None fields).
+fn modulo_plan_defaults(plan: &TcTree, live: &mut TcTree) {
+    for (h, q) in live.qdiscs.iter_mut() {
+        let Some(p) = plan.qdiscs.get(h) else {
+            continue;
+        };
+        match (&p.kind, &mut q.kind) {
+            (QdiscKind::Htb(p), QdiscKind::Htb(l)) => {
+                if p.r2q.is_none() {
+                    l.r2q = None;
+                }
+                if p.direct_qlen.is_none() {
+                    l.direct_qlen = None;
+                }
+            }
+            (QdiscKind::Pfifo { limit: None }, QdiscKind::Pfifo { limit }) => *limit = None,
+            (QdiscKind::Bfifo { limit: None }, QdiscKind::Bfifo { limit }) => *limit = None,
+            _ => {}
+        }
+    }
+    for (id, c) in live.classes.iter_mut() {
+        let Some(p) = plan.classes.get(id) else {
+            continue;
+        };
+        if p.htb.burst.is_none() {
+            c.htb.burst = None;
+        }
+        if p.htb.cburst.is_none() {
+            c.htb.cburst = None;
+        }
+    }
+}
+
+fn assert_trees_equal(plan: &TcTree, live: &TcTree) {
+    let mut missing = Vec::new();
+    let mut different = Vec::new();
+    for (h, q) in &plan.qdiscs {
+        match live.qdiscs.get(h) {
+            None => missing.push(format!("qdisc {h}")),
+            Some(l) if l != q => different.push(format!("qdisc {h}: plan {q:?} live {l:?}")),
+            _ => {}
+        }
+    }
+    for (h, c) in &plan.classes {
+        match live.classes.get(h) {
+            None => missing.push(format!("class {h}")),
+            Some(l) if l != c => different.push(format!("class {h}: plan {c:?} live {l:?}")),
+            _ => {}
+        }
+    }
+    let extra: Vec<_> = live
+        .qdiscs
+        .iter()
+        .filter(|(h, _)| !plan.qdiscs.contains_key(h))
+        .map(|(h, q)| format!("qdisc {h}: {q:?}"))
+        .chain(
+            live.classes
+                .keys()
+                .filter(|h| !plan.classes.contains_key(h))
+                .map(|h| format!("class {h}")),
+        )
+        .collect();
+    assert!(
+        missing.is_empty() && different.is_empty() && extra.is_empty(),
+        "missing: {:#?}\ndifferent: {:#?}\nextra: {:#?}",
+        &missing[..missing.len().min(10)],
+        &different[..different.len().min(10)],
+        &extra[..extra.len().min(10)]
+    );
+}
+
+#[test]
+fn link_lookup() {
+    let Some(ns) = Netns::create("link_lookup") else {
+        return;
+    };
+    let mut nl = ns.socket();
+    let link = nl.link("ens19").unwrap();
+    assert!(link.ifindex > 0);
+    assert_eq!(link.num_tx_queues, 16);
+    assert_eq!(link.mtu, 1500);
+    match nl.link("nosuchif0") {
+        Err(e @ NetlinkError::NoSuchInterface { .. }) => {
+            assert!(e.to_string().contains("nosuchif0"), "{e}")
+        }
+        other => panic!("expected NoSuchInterface, got {other:?}"),
+    }
+}
+
+#[test]
+fn full_tree_round_trip() {
+    let Some(ns) = Netns::create("full_tree_round_trip") else {
+        return;
+    };
+    let mut nl = ns.socket();
+    let link = nl.link("ens19").unwrap();
+    let ops = plan(16, 3000);
+    let mut calls = 0;
+    let mut last = 0;
+    let stats = nl
+        .send_ops(link.ifindex, &ops, &SendOptions::default(), &mut |n| {
+            calls += 1;
+            last = n;
+        })
+        .unwrap_or_else(|f| panic!("{f}"));
+    assert_eq!(stats.sent, ops.len());
+    assert_eq!(stats.acked, ops.len());
+    assert!(
+        stats.warnings.is_empty(),
+        "{:?}",
+        &stats.warnings[..3.min(stats.warnings.len())]
+    );
+    assert_eq!(last, ops.len());
+    assert!(calls > 0);
+    assert!(
+        stats.sendmsgs < ops.len() / 10,
+        "batched: {} sendmsgs",
+        stats.sendmsgs
+    );
+
+    let plan_tree = expected_tree(&ops);
+    let mut live = nl.dump(link.ifindex).unwrap();
+    // Every class reads back a burst converted from ticks: tc's default
+    // (rate/HZ + 1600 bytes) as far as the tick resolution allows (at 10
+    // Gbit tc's whole-microsecond truncation gives 15 ticks = 1200 bytes).
+    let clock = nl.clock();
+    let default_burst = |r: Rate| {
+        let b = r.bytes_per_sec();
+        clock.xmit_size(b, clock.xmit_ticks(b, clock.default_burst(b)))
+    };
+    for c in live.classes.values() {
+        assert_eq!(c.htb.burst, Some(default_burst(c.htb.rate)), "{c:?}");
+        assert_eq!(c.htb.cburst, Some(default_burst(c.htb.ceil)), "{c:?}");
+        // Within 1 us of transmit time of tc's 1600 bytes.
+        let slack = (c.htb.rate.bytes_per_sec() / 1_000_000) as u32 + 1;
+        if c.htb.rate <= mbps(1000) {
+            assert!(c.htb.burst.unwrap().abs_diff(1600) <= slack, "{c:?}");
+        }
+    }
+    modulo_plan_defaults(&plan_tree, &mut live);
+    assert_trees_equal(&plan_tree, &live);
+
+    // The other end of the pair is untouched (dump filters by ifindex).
+    let peer = nl.link("ens20").unwrap();
+    let other = nl.dump(peer.ifindex).unwrap();
+    assert!(other.classes.is_empty());
+    assert!(
+        other.qdiscs.values().all(|q| q.handle == TcHandle::UNSPEC),
+        "{other:?}"
+    );
+}
+
+#[test]
+fn kernel_default_qdiscs_are_keyed_by_parent() {
+    let Some(ns) = Netns::create("kernel_default_qdiscs") else {
+        return;
+    };
+    let mut nl = ns.socket();
+    let link = nl.link("ens19").unwrap();
+    // Before anything: the veth's default root qdisc.
+    let before = nl.dump(link.ifindex).unwrap();
+    let root = before
+        .qdiscs
+        .get(&TcHandle::ROOT)
+        .expect("root default qdisc");
+    assert_eq!(root.handle, TcHandle::UNSPEC);
+    assert_eq!(root.kind, QdiscKind::Other("noqueue".into()), "{before:?}");
+    // mq alone: the kernel hangs a default qdisc (handle 0) under every queue.
+    let ops = plan(16, 0);
+    nl.send_ops(
+        link.ifindex,
+        &ops[..1],
+        &SendOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let t = nl.dump(link.ifindex).unwrap();
+    eprintln!(
+        "after mq only: {}",
+        ns.tc(&["qdisc", "show", "dev", "ens19"])
+    );
+    assert!(t.qdiscs.contains_key(&TcHandle::new(0x7fff, 0)));
+    for q in 1..=16u16 {
+        let d = t
+            .qdiscs
+            .get(&TcHandle::new(0x7fff, q))
+            .unwrap_or_else(|| panic!("default qdisc under 7fff:{q:x}: {t:?}"));
+        assert_eq!(d.handle, TcHandle::UNSPEC);
+        assert_eq!(d.parent, TcHandle::new(0x7fff, q));
+    }
+    assert!(t.classes.is_empty(), "mq classes must be skipped");
+}
+
+#[test]
+fn bad_op_mid_stream() {
+    let Some(ns) = Netns::create("bad_op_mid_stream") else {
+        return;
+    };
+    let mut nl = ns.socket();
+    let link = nl.link("ens19").unwrap();
+    let mut ops = plan(4, 200);
+    // A leaf qdisc under a class that does not exist. (HTB itself accepts
+    // a class *added* under a missing parent class, as a top-level class;
+    // `class change`/`del` of a missing class fail with a bare ENOENT.)
+    let bad_index = 150;
+    let TcOp::AddQdisc(mut bad) = ops[bad_index].clone() else {
+        panic!("{:?}", ops[bad_index])
+    };
+    bad.parent = TcHandle::new(bad.parent.major(), 0xfff1);
+    bad.handle = TcHandle::new(0xfff1, 0);
+    ops.insert(bad_index, TcOp::AddQdisc(bad));
+    for opts in [
+        SendOptions::default(),
+        SendOptions {
+            max_in_flight: 1,
+            batch: 1,
+        },
+    ] {
+        let f = nl
+            .send_ops(link.ifindex, &ops, &opts, &mut |_| {})
+            .expect_err("must fail");
+        eprintln!("{f}");
+        assert_eq!(f.index, bad_index);
+        assert_eq!(f.op, ops[bad_index]);
+        assert_eq!(f.succeeded, bad_index);
+        assert_eq!(f.errno, libc::ENOENT);
+        assert_eq!(f.message, "Specified class not found");
+        assert!(f.to_string().contains("Specified class not found"), "{f}");
+        if opts.batch == 1 {
+            assert_eq!(f.applied_after, 0);
+        }
+        // Earlier ops are in the kernel.
+        let live = nl.dump(link.ifindex).unwrap();
+        for op in &ops[..bad_index] {
+            if let TcOp::AddClass(c) = op {
+                assert!(
+                    live.classes.contains_key(&c.classid),
+                    "{} missing",
+                    c.classid
+                );
+            }
+        }
+        assert!(!live.qdiscs.contains_key(&TcHandle::new(0xfff1, 0)));
+        // Start over for the next mode.
+        nl.send_ops(link.ifindex, &[TcOp::delete_root()], &opts, &mut |_| {})
+            .unwrap();
+    }
+}
+
+#[test]
+fn kernel_error_message_is_reported() {
+    let Some(ns) = Netns::create("kernel_error_message") else {
+        return;
+    };
+    let mut nl = ns.socket();
+    let link = nl.link("ens19").unwrap();
+    // Deleting a root qdisc that is not there.
+    let f = nl
+        .send_ops(
+            link.ifindex,
+            &[TcOp::DeleteQdisc {
+                parent: TcHandle::new(0x7fff, 1),
+                handle: TcHandle::new(1, 0),
+            }],
+            &SendOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap_err();
+    eprintln!("{f}");
+    assert_eq!(f.index, 0);
+    assert_eq!(f.errno, libc::ENOENT);
+    assert_eq!(
+        f.message, "Failed to find qdisc with specified classid",
+        "{f}"
+    );
+}
+
+#[test]
+fn rate64_class_reads_back_exact() {
+    let Some(ns) = Netns::create("rate64_class") else {
+        return;
+    };
+    let mut nl = ns.socket();
+    let link = nl.link("ens19").unwrap();
+    let mut ops = plan(1, 0);
+    ops.truncate(3); // mq, htb 1:, and its top class 1:1
+    let big = |classid: u16, rate: u64, ceil: u64| {
+        TcOp::AddClass(Class {
+            parent: TcHandle::new(1, 1),
+            classid: TcHandle::new(1, classid),
+            htb: HtbClass {
+                rate: Rate::from_bps(rate),
+                ceil: Rate::from_bps(ceil),
+                quantum: 60000,
+                prio: 2,
+                burst: None,
+                cburst: None,
+            },
+        })
+    };
+    ops.push(big(10, 50_000_000_000, 100_000_000_000));
+    ops.push(big(11, 34_359_738_368, 400_000_000_008)); // 2^32 bytes/s exactly
+    ops.push(big(12, 34_359_738_360, 34_359_738_360)); // just below: 32-bit field
+    nl.send_ops(link.ifindex, &ops, &SendOptions::default(), &mut |_| {})
+        .unwrap_or_else(|f| panic!("{f}"));
+    let live = nl.dump(link.ifindex).unwrap();
+    eprintln!("{}", ns.tc(&["-s", "-d", "class", "show", "dev", "ens19"]));
+    for op in &ops[3..] {
+        let TcOp::AddClass(c) = op else {
+            unreachable!()
+        };
+        let l = &live.classes[&c.classid];
+        assert_eq!(l.htb.rate, c.htb.rate, "{}", c.classid);
+        assert_eq!(l.htb.ceil, c.htb.ceil, "{}", c.classid);
+        assert_eq!(l.htb.quantum, 60000);
+        assert_eq!(l.htb.prio, 2);
+        assert!(
+            l.htb.burst.unwrap() > 0 && l.htb.cburst.unwrap() > 0,
+            "{l:?}"
+        );
+    }
+}
+
+#[test]
+fn explicit_bursts_and_change_read_back() {
+    let Some(ns) = Netns::create("bursts_and_change") else {
+        return;
+    };
+    let mut nl = ns.socket();
+    let link = nl.link("ens19").unwrap();
+    let mut ops = plan(1, 1);
+    let TcOp::AddClass(mut c) = ops[4].clone() else {
+        unreachable!()
+    };
+    c.htb.rate = mbps(100);
+    c.htb.ceil = mbps(200);
+    c.htb.burst = Some(15000);
+    c.htb.cburst = Some(30000);
+    c.htb.prio = 1;
+    c.htb.quantum = 8000;
+    ops.push(TcOp::ChangeClass(c.clone()));
+    nl.send_ops(link.ifindex, &ops, &SendOptions::default(), &mut |_| {})
+        .unwrap_or_else(|f| panic!("{f}"));
+    let live = nl.dump(link.ifindex).unwrap();
+    assert_eq!(live.classes[&c.classid], c);
+}
+
+#[test]
+fn warnings_on_successful_acks_are_collected() {
+    let Some(ns) = Netns::create("warnings") else {
+        return;
+    };
+    let mut nl = ns.socket();
+    let link = nl.link("ens19").unwrap();
+    let mut ops = plan(1, 0);
+    ops.truncate(2);
+    // quantum 0: HTB computes rate/r2q = 12.5 MB and warns that it is big.
+    ops.push(TcOp::AddClass(Class {
+        parent: TcHandle::new(1, 0),
+        classid: TcHandle::new(1, 1),
+        htb: HtbClass {
+            rate: mbps(1000),
+            ceil: mbps(1000),
+            quantum: 0,
+            prio: 0,
+            burst: None,
+            cburst: None,
+        },
+    }));
+    let stats = nl
+        .send_ops(link.ifindex, &ops, &SendOptions::default(), &mut |_| {})
+        .unwrap_or_else(|f| panic!("{f}"));
+    eprintln!("{:?}", stats.warnings);
+    assert_eq!(stats.acked, 3);
+    assert_eq!(stats.warnings.len(), 1, "{:?}", stats.warnings);
+    assert_eq!(stats.warnings[0].0, 2);
+    assert!(
+        stats.warnings[0].1.contains("quantum"),
+        "{:?}",
+        stats.warnings
+    );
+}
