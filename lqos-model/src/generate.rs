@@ -1,17 +1,8 @@
 //! A deterministic synthetic ISP network for tests and benches.
 //!
-//! The same [`GenParams`] (including the seed) always give the same network,
-//! byte for byte once written. The output passes validation with no warning
-//! and re-reads equal (see the tests).
-//!
-//! Shape: `sites` top-level sites; each site above the last site level has
-//! `site_fanout` child sites (`depth` levels of sites in all); every site of
-//! the last level has `fanout` APs; circuits are spread over the APs at
-//! random. `depth = 0` gives a flat network (`{}`, circuits without parent).
-//! The node depth (`depth` + 1 for the APs) is capped at
-//! [`MAX_NODE_DEPTH`](crate::MAX_NODE_DEPTH).
+//! See [`generate`].
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use core::net::{Ipv4Addr, Ipv6Addr};
 
 use ipnet::{Ipv4Net, Ipv6Net};
 use rand::{Rng, SeedableRng};
@@ -118,6 +109,26 @@ fn top_site_index(site: &str) -> usize {
 }
 
 /// Generates a network as described by `params` (deterministic).
+///
+/// The same [`GenParams`] (including the seed) always give the same network,
+/// byte for byte once written. The output passes validation with no warning
+/// and re-reads equal (see the tests).
+///
+/// Shape: `sites` top-level sites; each site above the last site level has
+/// `site_fanout` child sites (`depth` levels of sites in all); every site of
+/// the last level has `fanout` APs; circuits are spread over the APs at
+/// random. `depth = 0` gives a flat network (`{}`, circuits without parent).
+/// The node depth (`depth` + 1 for the APs) is capped at
+/// [`MAX_NODE_DEPTH`](crate::MAX_NODE_DEPTH).
+///
+/// Circuits get realistic plans (25/5, 50/10, 100/20, 300/50, 1000/100,
+/// 155/20 Mbps and fractional ones such as 2.5/1, 10.5/5.25, 100.5/20.25)
+/// with min = max / 4, one IPv4 address from 100.64.0.0/10 per device (a
+/// few get a /30), an IPv6 /56 from fdd7:b724::/32 for some circuits,
+/// random locally administered MACs, and device lines numbered as
+/// [`write_shaped_devices`](crate::write_shaped_devices) writes them. The
+/// config bridges `ens19` (to_network) and `ens20` (to_internet) with
+/// `cake diffserv4`.
 ///
 /// ```
 /// use lqos_model::{generate, GenParams};
