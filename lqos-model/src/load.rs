@@ -146,6 +146,20 @@ pub fn load_with_config<R: Read>(
     };
     let v = crate::validate::validate_with(&net, nfile, dfile, network_ok);
     report.extend(v);
+    // Group by file (network, devices, config), then by line; stable, so
+    // problems of one line keep the order they were found in.
+    let rank = |f: &str| {
+        if f == nfile {
+            0
+        } else if f == dfile {
+            1
+        } else {
+            2
+        }
+    };
+    report
+        .problems
+        .sort_by_key(|p| (rank(&p.file), p.line.unwrap_or(0)));
     Loaded {
         network: net,
         config,

@@ -1,16 +1,6 @@
 //! `network.json`: nested node objects keyed by node name.
 //!
-//! Each node is an object with `downloadBandwidthMbps` and
-//! `uploadBandwidthMbps` (numbers, fractional allowed, read exactly from
-//! their decimal text, never through a float), optional `type` (string),
-//! `id` (string or number), `virtual` (bool) and `children` (an object of
-//! nodes). Other keys are ignored. `{}` is a flat network. Nodes keep file
-//! order.
-//!
-//! Node problems (missing or bad bandwidth, zero or absurd rates, a
-//! duplicate name, a value that is not an object) are collected with the
-//! node's line; a node whose name is a duplicate is dropped with its
-//! subtree, as LibreQoS does.
+//! See [`parse_network_json_with_report`] for the accepted form.
 
 use std::fmt;
 
@@ -21,6 +11,11 @@ use crate::report::{Problem, Report};
 use crate::shaped_devices::rate_error_message;
 use crate::validate::MAX_RATE;
 use crate::{ModelError, Network, Node, Rate, RateError};
+
+/// Nesting beyond this is not read at all (far beyond what HTB can shape,
+/// see [`MAX_NODE_DEPTH`](crate::MAX_NODE_DEPTH); bounds work and stack on
+/// hostile input).
+const MAX_NESTING: usize = 32;
 
 /// A JSON object as its entries in file order, values left unparsed.
 struct Entries<'a>(Vec<(String, &'a RawValue)>);
@@ -71,6 +66,18 @@ pub fn parse_network_json(file: &str, text: &str) -> Result<Network, ModelError>
 
 /// Reads `network.json`, collecting every node problem into a report.
 ///
+/// Each node is an object with `downloadBandwidthMbps` and
+/// `uploadBandwidthMbps` (numbers, fractional allowed, read exactly from
+/// their decimal text, never through a float), optional `type` (string),
+/// `id` (string or number), `virtual` (bool) and `children` (an object of
+/// nodes). Other keys are ignored. `{}` is a flat network. Nodes keep file
+/// order.
+///
+/// Node problems (missing or bad bandwidth, zero or absurd rates, a
+/// duplicate name, a value that is not an object) are collected with the
+/// node's line; a node whose name is a duplicate is dropped with its
+/// subtree, as LibreQoS does.
+///
 /// `Err` only when the text is not JSON or its top level is not an object.
 pub fn parse_network_json_with_report(
     file: &str,
@@ -90,7 +97,7 @@ pub fn parse_network_json_with_report(
         net: Network::new(),
         report: Report::new(),
     };
-    p.nodes(None, top);
+    p.nodes(None, top, 1);
     Ok((p.net, p.report))
 }
 
@@ -131,16 +138,22 @@ impl<'a> JsonParser<'a> {
         self.line_starts.partition_point(|&s| s <= offset)
     }
 
-    fn nodes(&mut self, parent: Option<&str>, entries: Entries<'a>) {
+    fn nodes(&mut self, parent: Option<&str>, entries: Entries<'a>, level: usize) {
         for (name, raw) in entries.0 {
-            self.node(parent, name, raw);
+            self.node(parent, name, raw, level);
         }
     }
 
-    fn node(&mut self, parent: Option<&str>, name: String, raw: &'a RawValue) {
+    fn node(&mut self, parent: Option<&str>, name: String, raw: &'a RawValue, level: usize) {
         let line = self.line_of(raw);
         let file = self.file;
         let err = |msg: String| Problem::error(file, msg).at(line).node(&name);
+        if level > MAX_NESTING {
+            self.report.push(err(format!(
+                "node is nested more than {MAX_NESTING} levels deep; skipped with its children"
+            )));
+            return;
+        }
         let fields: Entries<'a> = match serde_json::from_str(raw.get()) {
             Ok(f) => f,
             Err(_) => {
@@ -238,7 +251,7 @@ impl<'a> JsonParser<'a> {
         match self.net.add_node(parent, node) {
             Ok(_) => {
                 if let Some(c) = children {
-                    self.nodes(Some(&name), c);
+                    self.nodes(Some(&name), c, level + 1);
                 }
             }
             Err(_) => self.report.push(err(

@@ -1,50 +1,7 @@
 //! `ShapedDevices.csv`: one row per device, rows sharing a Circuit ID form
 //! one circuit.
 //!
-//! # How rows are read
-//!
-//! - The first non-comment row is the header. Columns are matched by name,
-//!   ignoring case, spaces, `_`/`-` and a trailing `Mbps` (`Circuit ID`,
-//!   `circuit_id` and `CIRCUIT ID` are one column). Unknown columns are
-//!   ignored with a warning. Required: the 12 legacy columns other than
-//!   `Comment`; `Parent Node ID`, `Anchor Node ID`, `Comment` and `sqm` are
-//!   optional.
-//! - Lines starting with `#` are comments, anywhere in the file. Blank lines
-//!   and rows whose fields are all empty are skipped. CRLF line ends and a
-//!   UTF-8 byte order mark are accepted. Fields may be quoted (`"a, b"`).
-//! - **13-field rows under a longer header.** LibreQoS itself reads rows by
-//!   position, in the legacy 13-column order (Circuit ID, Circuit Name,
-//!   Device ID, Device Name, Parent Node, MAC, IPv4, IPv6, Download Min,
-//!   Upload Min, Download Max, Upload Max, Comment), whatever the header
-//!   says. LibreQoS's own `ShapedDevices.example.csv` depends on that: its
-//!   header has 15 columns but its rows have 13 fields. So a row with exactly
-//!   13 fields under a header of more columns is read in that legacy order,
-//!   as LibreQoS reads it, and the file gets one warning saying so.
-//! - Other rows with fewer fields than the header are accepted when only
-//!   optional trailing columns are missing (they read as empty); otherwise
-//!   the row is an error and skipped. Rows with more fields than the header
-//!   are errors (usually an unquoted comma) and skipped.
-//! - IPv4 / IPv6 cells hold comma-separated addresses or CIDR ranges; a bare
-//!   address is a /32 or /128. Spaces around entries are ignored.
-//! - Rates are decimal Mbps, read exactly (see [`Rate`]).
-//! - Circuit ID, Device ID, Parent Node, MAC, IP and rate cells are trimmed
-//!   of surrounding whitespace; names and comments are kept verbatim.
-//!
-//! Row-level problems go into [`ShapedDevices::report`] with their line
-//! numbers; a row with an error that makes it unusable (no circuit ID, a rate
-//! that is not a number, a wrong field count) is skipped, everything else is
-//! kept so that all problems can be reported in one pass.
-//!
-//! # Devices of one circuit
-//!
-//! The first row of a circuit defines its name, parent, rates, comment and
-//! sqm. A later row that names another parent is an error (LibreQoS refuses
-//! such a file). Later rows with other rates, name, comment or sqm are
-//! warnings, and the first row wins (as in LibreQoS).
-//!
-//! Device IDs must be unique in the file (a repeated non-empty Device ID is
-//! an error, naming the first line that used it); an empty Device ID is a
-//! warning.
+//! See [`parse_shaped_devices`] for how rows are read.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -221,9 +178,55 @@ impl<'a> Row<'a> {
 
 /// Reads `ShapedDevices.csv` from `reader`; `file` names it in messages.
 ///
-/// Only input that cannot be read at all is an `Err`: an I/O error, broken
-/// CSV quoting, no header, or a header without a required column. Every
-/// row-level problem goes into the returned report (see the module docs).
+/// Only input that cannot be read at all is an `Err`: an I/O error, a quote
+/// never closed in the header, no header, or a header without a required
+/// column. Every row-level problem goes into the returned report.
+///
+///
+/// # How rows are read
+///
+/// - The first non-comment row is the header. Columns are matched by name,
+///   ignoring case, spaces, `_`/`-` and a trailing `Mbps` (`Circuit ID`,
+///   `circuit_id` and `CIRCUIT ID` are one column). Unknown columns are
+///   ignored with a warning. Required: the 12 legacy columns other than
+///   `Comment`; `Parent Node ID`, `Anchor Node ID`, `Comment` and `sqm` are
+///   optional.
+/// - Lines starting with `#` are comments, anywhere in the file. Blank lines
+///   and rows whose fields are all empty are skipped. CRLF line ends and a
+///   UTF-8 byte order mark are accepted. Fields may be quoted (`"a, b"`).
+/// - **13-field rows under a longer header.** LibreQoS itself reads rows by
+///   position, in the legacy 13-column order (Circuit ID, Circuit Name,
+///   Device ID, Device Name, Parent Node, MAC, IPv4, IPv6, Download Min,
+///   Upload Min, Download Max, Upload Max, Comment), whatever the header
+///   says. LibreQoS's own `ShapedDevices.example.csv` depends on that: its
+///   header has 15 columns but its rows have 13 fields. So a row with exactly
+///   13 fields under a header of more columns is read in that legacy order,
+///   as LibreQoS reads it, and the file gets one warning saying so.
+/// - Other rows with fewer fields than the header are accepted when only
+///   optional trailing columns are missing (they read as empty); otherwise
+///   the row is an error and skipped. Rows with more fields than the header
+///   are errors (usually an unquoted comma) and skipped.
+/// - IPv4 / IPv6 cells hold comma-separated addresses or CIDR ranges; a bare
+///   address is a /32 or /128. Spaces around entries are ignored.
+/// - Rates are decimal Mbps, read exactly (see [`Rate`]).
+/// - Circuit ID, Device ID, Parent Node, MAC, IP and rate cells are trimmed
+///   of surrounding whitespace; names and comments are kept verbatim.
+///
+/// Row-level problems go into [`ShapedDevices::report`] with their line
+/// numbers; a row with an error that makes it unusable (no circuit ID, a rate
+/// that is not a number, a wrong field count) is skipped, everything else is
+/// kept so that all problems can be reported in one pass.
+///
+/// # Devices of one circuit
+///
+/// The first row of a circuit defines its name, parent, rates, comment and
+/// sqm. A later row that names another parent is an error (LibreQoS refuses
+/// such a file). Later rows with other rates, name, comment or sqm are
+/// warnings, and the first row wins (as in LibreQoS).
+///
+/// Device IDs must be unique in the file (a repeated non-empty Device ID is
+/// an error, naming the first line that used it); an empty Device ID is a
+/// warning.
 ///
 /// ```
 /// let csv = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,\
@@ -248,35 +251,38 @@ pub fn parse_shaped_devices<R: Read>(
             message: e.to_string(),
         })?;
     let data = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
-    let mut csv = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .comment(Some(b'#'))
-        .from_reader(data);
-
+    let mut records = Records {
+        data,
+        pos: 0,
+        line: 1,
+    };
     let mut parser = Parser::new(file);
     let mut header: Option<(Vec<Option<Col>>, usize)> = None;
-    let mut record = csv::ByteRecord::new();
-    loop {
-        match csv.read_byte_record(&mut record) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => {
-                let line = e.position().map(|p| p.line() as usize);
-                return Err(ModelError::Csv {
-                    file: file.to_string(),
-                    line,
-                    message: e.to_string(),
-                });
+    while let Some(rec) = records.next_record() {
+        let (line, raw) = match rec {
+            Ok(r) => r,
+            Err(line) => {
+                let msg = format!("a quote opened on line {line} is never closed");
+                if header.is_none() {
+                    return Err(ModelError::Csv {
+                        file: file.to_string(),
+                        line: Some(line),
+                        message: msg,
+                    });
+                }
+                parser.report.push(
+                    Problem::error(file, format!("{msg}; the rest of the file is skipped"))
+                        .at(line),
+                );
+                break;
             }
-        }
-        let line = record.position().map(|p| p.line() as usize).unwrap_or(0);
-        if record.iter().all(|f| f.iter().all(u8::is_ascii_whitespace)) {
+        };
+        if raw.iter().all(|f| f.iter().all(u8::is_ascii_whitespace)) {
             continue;
         }
-        let fields: Vec<&str> = match record
+        let fields: Vec<&str> = match raw
             .iter()
-            .map(std::str::from_utf8)
+            .map(|f| std::str::from_utf8(f))
             .collect::<Result<Vec<_>, _>>()
         {
             Ok(f) => f,
@@ -298,6 +304,109 @@ pub fn parse_shaped_devices<R: Read>(
         });
     }
     Ok(parser.finish())
+}
+
+/// A small RFC 4180 record splitter that knows LibreQoS's `#` comment
+/// lines and counts lines exactly (CRLF, LF or CR line ends; quoted fields
+/// may span lines; `""` in a quoted field is one quote; text after a closing
+/// quote is kept, as Python's csv module does).
+struct Records<'a> {
+    data: &'a [u8],
+    pos: usize,
+    line: usize,
+}
+
+type RawFields<'a> = Vec<std::borrow::Cow<'a, [u8]>>;
+
+impl<'a> Records<'a> {
+    /// Consumes one line end at `pos` (CRLF, LF or CR) if there is one.
+    fn eat_line_end(&mut self) -> bool {
+        match self.data.get(self.pos) {
+            Some(b'\r') => {
+                self.pos += 1;
+                if self.data.get(self.pos) == Some(&b'\n') {
+                    self.pos += 1;
+                }
+                self.line += 1;
+                true
+            }
+            Some(b'\n') => {
+                self.pos += 1;
+                self.line += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The next record and its first line; `Err(line)` for a quote opened
+    /// on `line` and never closed.
+    fn next_record(&mut self) -> Option<Result<(usize, RawFields<'a>), usize>> {
+        use std::borrow::Cow;
+        let d = self.data;
+        // Skip comment lines.
+        while self.pos < d.len() && d[self.pos] == b'#' {
+            while self.pos < d.len() && !self.eat_line_end() {
+                self.pos += 1;
+            }
+        }
+        if self.pos >= d.len() {
+            return None;
+        }
+        let start_line = self.line;
+        let mut fields: RawFields<'a> = Vec::with_capacity(16);
+        loop {
+            let field: Cow<'a, [u8]> = if d.get(self.pos) == Some(&b'"') {
+                let open_line = self.line;
+                self.pos += 1;
+                let mut buf = Vec::new();
+                loop {
+                    match d[self.pos.min(d.len())..].iter().position(|&b| b == b'"') {
+                        None => {
+                            self.pos = d.len();
+                            return Some(Err(open_line));
+                        }
+                        Some(i) => {
+                            let chunk = &d[self.pos..self.pos + i];
+                            self.line += chunk.iter().filter(|&&b| b == b'\n').count();
+                            buf.extend_from_slice(chunk);
+                            self.pos += i + 1;
+                            if d.get(self.pos) == Some(&b'"') {
+                                buf.push(b'"');
+                                self.pos += 1;
+                            } else {
+                                break;
+                            }
+                        }
+                    }
+                }
+                while let Some(&b) = d.get(self.pos) {
+                    if matches!(b, b',' | b'\r' | b'\n') {
+                        break;
+                    }
+                    buf.push(b);
+                    self.pos += 1;
+                }
+                Cow::Owned(buf)
+            } else {
+                let start = self.pos;
+                while let Some(&b) = d.get(self.pos) {
+                    if matches!(b, b',' | b'\r' | b'\n') {
+                        break;
+                    }
+                    self.pos += 1;
+                }
+                Cow::Borrowed(&d[start..self.pos])
+            };
+            fields.push(field);
+            if d.get(self.pos) == Some(&b',') {
+                self.pos += 1;
+                continue;
+            }
+            self.eat_line_end();
+            return Some(Ok((start_line, fields)));
+        }
+    }
 }
 
 struct Parser<'f> {
@@ -465,6 +574,23 @@ impl<'f> Parser<'f> {
             }
         }
         let sqm = sqm.2;
+
+        for col in [
+            Col::CircuitId,
+            Col::CircuitName,
+            Col::DeviceId,
+            Col::DeviceName,
+            Col::ParentNode,
+            Col::Comment,
+        ] {
+            if row.get(col).chars().any(char::is_control) {
+                self.report.push(warn(format!(
+                    "{} {:?} contains control characters (kept as written)",
+                    col.name(),
+                    row.get(col)
+                )));
+            }
+        }
 
         let device_id = row.get(Col::DeviceId).trim();
         if device_id.is_empty() {

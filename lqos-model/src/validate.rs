@@ -14,8 +14,13 @@ use std::collections::HashMap;
 use crate::report::{Problem, Report};
 use crate::{Network, NodeIdx, Rate};
 
-/// Most non-virtual node levels above a circuit (HTB's 8 class levels minus
-/// the queue's top class and the circuit class).
+/// Most non-virtual node levels above a circuit.
+///
+/// The kernel's HTB allows at most 8 levels of classes in one qdisc
+/// (`TC_HTB_MAXDEPTH`). In the LibreQoS tree every queue has a top class
+/// (minor 1) and every circuit is a leaf class, so at most 8 - 2 = 6 levels
+/// of `network.json` nodes fit between them. Virtual nodes get no class, so
+/// only non-virtual nodes count. A deeper node is an error.
 pub const MAX_NODE_DEPTH: usize = 6;
 
 /// Rates above this (400 Gbit/s) are treated as typing mistakes.
