@@ -51,12 +51,20 @@ impl KindProbe {
         KindProbe::default()
     }
 
+    /// [`KindProbe::probe_many`] for one kind.
+    pub fn probe(&self, kind: &QdiscKind) -> Result<std::result::Result<(), String>> {
+        Ok(self
+            .probe_many(std::slice::from_ref(kind))?
+            .pop()
+            .unwrap_or(Ok(())))
+    }
+
     /// For each kind: `qdisc add dev p0 root handle 1: KIND ...` over
     /// netlink in one scratch namespace (created and deleted here, only if
     /// some kind is not cached yet), then the root delete. The options are
     /// the ones given, so a kernel that has the kind but rejects the
     /// options also fails. `Ok(Err(msg))` carries the kernel's refusal.
-    pub fn probe(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
+    pub fn probe_many(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
         let todo: Vec<&QdiscKind> = {
             let cache = self.cache.lock().expect("probe cache");
             kinds
@@ -185,6 +193,6 @@ impl LiveSource for NetlinkLive {
     }
 
     fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
-        self.probe.probe(kinds)
+        self.probe.probe_many(kinds)
     }
 }
