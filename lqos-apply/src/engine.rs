@@ -152,7 +152,7 @@ pub fn preflight(
     for t in targets {
         let link = live.link(&t.dev)?.ok_or_else(|| ApplyError::NoInterface {
             dev: t.dev.clone(),
-            netns: None,
+            netns: live.netns().map(str::to_string),
         })?;
         let needed = t.queues_needed();
         if needed > link.num_tx_queues as usize {

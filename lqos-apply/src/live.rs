@@ -21,6 +21,10 @@ pub struct LinkSummary {
 /// Where live state comes from: the kernel over netlink
 /// ([`NetlinkLive`]), or a fake ([`crate::backend::Recording`]).
 pub trait LiveSource: Sync {
+    /// The network namespace read (for messages); `None` = the current one.
+    fn netns(&self) -> Option<&str> {
+        None
+    }
     /// The interface, or `None` if it does not exist.
     fn link(&self, dev: &str) -> Result<Option<LinkSummary>>;
     /// The interface's qdiscs and classes.
@@ -170,6 +174,10 @@ impl NetlinkLive {
 }
 
 impl LiveSource for NetlinkLive {
+    fn netns(&self) -> Option<&str> {
+        self.netns.as_deref()
+    }
+
     fn link(&self, dev: &str) -> Result<Option<LinkSummary>> {
         self.with_sock(|s| match s.link(dev) {
             Ok(l) => Ok(Some(LinkSummary {
