@@ -77,6 +77,8 @@ impl KindProbe {
                 .collect()
         };
         if !todo.is_empty() {
+            // Probe namespaces of killed runs.
+            let _ = crate::netns::cleanup_stale("lqos-probe");
             let ns = ScratchNetns::with_veth(&unique_name("lqos-probe", "kinds"), "p0", "p1", 1)?;
             let mut sock = NetlinkSocket::open_in_netns(ns.name())
                 .map_err(|e| netlink_error(None, "opening a probe socket", e))?;

@@ -227,20 +227,16 @@ fn apply_errors_exit_2_and_change_nothing() {
     let (_, err) = text(&o);
     assert_eq!(code(&o), 2, "{err}");
     assert!(err.contains("--queues"), "{err}");
-    // cake on a kernel without sch_cake: preflight refuses.
+    // cake on a kernel without sch_cake: preflight refuses. The state dir
+    // comes from LQOS_STATE_DIR and is created on first use.
     ns.add_veth("ens19", "ens20", 4).unwrap();
-    let o = lqos(
-        d,
-        &[
-            "apply",
-            "--netns",
-            ns.name(),
-            "--state-dir",
-            "st",
-            "--sqm",
-            "cake diffserv4",
-        ],
-    );
+    let o = Command::new(env!("CARGO_BIN_EXE_lqos"))
+        .args(["apply", "--netns", ns.name(), "--sqm", "cake diffserv4"])
+        .env("LQOS_STATE_DIR", d.join("env-state"))
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(d.join("env-state/apply.lock").exists());
     let (out, err) = text(&o);
     if code(&o) == 2 {
         assert!(
