@@ -39,9 +39,12 @@ impl Target {
     /// The tree the full build produces (ops the tree model rejects are
     /// skipped; planner output never has any).
     pub fn tree(&self) -> TcTree {
+        // `apply_all` builds the tree model once (O(n)); `apply` per op
+        // would rebuild it every time (O(n^2)).
         let mut t = TcTree::default();
-        for op in &self.ops {
-            let _ = t.apply(op);
+        let mut rest = &self.ops[..];
+        while let Err((i, _)) = t.apply_all(rest) {
+            rest = &rest[i + 1..];
         }
         t
     }

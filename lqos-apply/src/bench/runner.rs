@@ -118,19 +118,11 @@ pub struct BenchTree {
     pub base: Vec<Target>,
     /// Full builds of the changed plan, same interfaces and order.
     pub changed: Vec<Target>,
+    /// The base plan's op streams as loaders take them.
+    pub base_ops: Vec<IfaceOps>,
 }
 
 impl BenchTree {
-    fn ifaces(targets: &[Target]) -> Vec<IfaceOps> {
-        targets
-            .iter()
-            .map(|t| IfaceOps {
-                dev: t.dev.clone(),
-                ops: t.ops.clone(),
-            })
-            .collect()
-    }
-
     fn devs(&self) -> Vec<&str> {
         self.base.iter().map(|t| t.dev.as_str()).collect()
     }
@@ -188,10 +180,7 @@ impl Runner {
         let live = read_live(&self.live, &devs)?;
         let ifaces: Vec<IfaceOps> = targets
             .iter()
-            .map(|t| IfaceOps {
-                dev: t.dev.clone(),
-                ops: plan_change(t, &live[&t.dev], false).ops,
-            })
+            .map(|t| IfaceOps::new(t.dev.clone(), plan_change(t, &live[&t.dev], false).ops))
             .collect();
         let n = ifaces.iter().map(|i| i.ops.len()).sum();
         self.netlink(Parallelism::Parallel)
@@ -245,11 +234,11 @@ impl Runner {
                 sample,
             }]
         };
-        let base = BenchTree::ifaces(&tree.base);
+        let base = &tree.base_ops;
         let rows = match method {
             Method::TcEachAlone => {
                 let mut rows = Vec::new();
-                for iface in &base {
+                for iface in base {
                     let sample = self.timed_load(
                         &self.tc(TcMode::Serial),
                         std::slice::from_ref(iface),
@@ -266,37 +255,37 @@ impl Runner {
             }
             Method::TcCombined => row(self.timed_load(
                 &self.tc(TcMode::Combined),
-                &base,
+                base,
                 RootDelete::InBatch,
                 progress,
             )?),
             Method::TcSerialRootOutside => row(self.timed_load(
                 &self.tc(TcMode::Serial),
-                &base,
+                base,
                 RootDelete::Separate,
                 progress,
             )?),
             Method::TcSerialRootInside => row(self.timed_load(
                 &self.tc(TcMode::Serial),
-                &base,
+                base,
                 RootDelete::InBatch,
                 progress,
             )?),
             Method::TcParallel => row(self.timed_load(
                 &self.tc(TcMode::Parallel),
-                &base,
+                base,
                 RootDelete::InBatch,
                 progress,
             )?),
             Method::NetlinkSerial => row(self.timed_load(
                 &self.netlink(Parallelism::Serial),
-                &base,
+                base,
                 RootDelete::InBatch,
                 progress,
             )?),
             Method::NetlinkParallel => row(self.timed_load(
                 &self.netlink(Parallelism::Parallel),
-                &base,
+                base,
                 RootDelete::InBatch,
                 progress,
             )?),
@@ -311,10 +300,7 @@ impl Runner {
                 let dels: Vec<IfaceOps> = tree
                     .devs()
                     .into_iter()
-                    .map(|d| IfaceOps {
-                        dev: d.to_string(),
-                        ops: vec![TcOp::delete_root()],
-                    })
+                    .map(|d| IfaceOps::new(d, vec![TcOp::delete_root()]))
                     .collect();
                 let s = self.timed_load(
                     &self.netlink(Parallelism::Serial),
@@ -323,7 +309,7 @@ impl Runner {
                     progress,
                 )?;
                 self.netlink(Parallelism::Parallel)
-                    .load(&base, RootDelete::None, &NoProgress)
+                    .load(base, RootDelete::None, &NoProgress)
                     .into_result()?;
                 row(s)
             }
@@ -339,10 +325,7 @@ impl Runner {
         let live: BTreeMap<String, TcTree> = read_live(&self.live, &devs)?;
         let ifaces: Vec<IfaceOps> = targets
             .iter()
-            .map(|t| IfaceOps {
-                dev: t.dev.clone(),
-                ops: plan_change(t, &live[&t.dev], false).ops,
-            })
+            .map(|t| IfaceOps::new(t.dev.clone(), plan_change(t, &live[&t.dev], false).ops))
             .collect();
         let ops: usize = ifaces.iter().map(|i| i.ops.len()).sum();
         if ops > 0 {
@@ -367,6 +350,7 @@ impl BenchTree {
             circuits: net.circuits().len(),
             base: targets(&base),
             changed: targets(&changed),
+            base_ops: IfaceOps::all_from_plan(&base),
         })
     }
 }

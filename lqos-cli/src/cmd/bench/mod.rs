@@ -243,7 +243,12 @@ fn choose_sqm(asked: Option<&str>) -> anyhow::Result<LeafSpec> {
     if let Some(s) = asked {
         return s.parse().map_err(|e| anyhow::anyhow!("--sqm {s:?}: {e}"));
     }
-    match KindProbe::new().probe(&QdiscKind::Cake(Default::default()))? {
+    let cake = QdiscKind::Cake(Default::default());
+    let verdict = KindProbe::new()
+        .probe(std::slice::from_ref(&cake))?
+        .pop()
+        .unwrap_or_else(|| Err("no probe result".into()));
+    match verdict {
         Ok(()) => Ok(LeafSpec::cake_diffserv4()),
         Err(why) => {
             eprintln!(
