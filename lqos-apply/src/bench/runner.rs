@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use lqos_tc::{TcOp, TcTree};
 use serde::Serialize;
 
-use super::{Sample, Stopwatch};
+use super::Sample;
 use crate::backend::{
     Backend, IfaceOps, NetlinkBackend, NoProgress, Parallelism, Progress, RootDelete, TcBatch,
     TcMode,
@@ -18,6 +18,7 @@ use crate::backend::{
 use crate::engine::{plan_change, Target};
 use crate::error::{ApplyError, Result};
 use crate::live::{read_live, NetlinkLive};
+use crate::timing::{CpuScope, Stopwatch};
 
 /// A load method, numbered as in issue 526's reproduction (README).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -161,7 +162,7 @@ impl Runner {
         root_delete: RootDelete,
         progress: &dyn Progress,
     ) -> Result<Sample> {
-        let sw = Stopwatch::start();
+        let sw = Stopwatch::start(CpuScope::ProcessAndChildren);
         let rep = backend.load(ifaces, root_delete, progress);
         let ops = rep.interfaces.iter().map(|i| i.ops_total).sum::<usize>()
             + if root_delete == RootDelete::Separate {
@@ -169,7 +170,7 @@ impl Runner {
             } else {
                 0
             };
-        let sample = sw.stop(ops);
+        let sample = Sample::new(sw.stop(), ops);
         rep.into_result()?;
         Ok(sample)
     }
@@ -320,7 +321,7 @@ impl Runner {
 
     /// Readback + diff + send of the difference to `targets`, timed as one.
     fn incremental(&self, targets: &[Target], progress: &dyn Progress) -> Result<Sample> {
-        let sw = Stopwatch::start();
+        let sw = Stopwatch::start(CpuScope::ProcessAndChildren);
         let devs: Vec<&str> = targets.iter().map(|t| t.dev.as_str()).collect();
         let live: BTreeMap<String, TcTree> = read_live(&self.live, &devs)?;
         let ifaces: Vec<IfaceOps> = targets
@@ -333,7 +334,7 @@ impl Runner {
                 .load(&ifaces, RootDelete::None, progress)
                 .into_result()?;
         }
-        Ok(sw.stop(ops))
+        Ok(Sample::new(sw.stop(), ops))
     }
 }
 
