@@ -2,11 +2,9 @@
 
 use std::io::Read;
 
+use crate::network_json::parse_with_lines;
 use crate::report::{Problem, Report};
-use crate::{
-    parse_config, parse_network_json_with_report, parse_shaped_devices, LqosConfig, ModelError,
-    Network,
-};
+use crate::{parse_config, parse_shaped_devices, LqosConfig, ModelError, Network};
 
 /// Everything read from a set of inputs, with every problem found.
 #[derive(Debug, Clone, Default)]
@@ -114,14 +112,14 @@ pub fn load_with_config<R: Read>(
     let mut report = Report::new();
     let (nfile, ntext) = network;
     let (dfile, dreader) = devices;
-    let (mut net, network_ok) = match parse_network_json_with_report(nfile, ntext) {
-        Ok((net, r)) => {
+    let (mut net, network_ok, node_lines) = match parse_with_lines(nfile, ntext) {
+        Ok((net, r, lines)) => {
             report.extend(r);
-            (net, true)
+            (net, true, lines)
         }
         Err(e) => {
             report.push(error_problem(e, nfile));
-            (Network::new(), false)
+            (Network::new(), false, Vec::new())
         }
     };
     match parse_shaped_devices(dfile, dreader) {
@@ -144,7 +142,7 @@ pub fn load_with_config<R: Read>(
             }
         },
     };
-    let v = crate::validate::validate_with(&net, nfile, dfile, network_ok);
+    let v = crate::validate::validate_with(&net, nfile, dfile, network_ok, &node_lines);
     report.extend(v);
     // Group by file (network, devices, config), then by line; stable, so
     // problems of one line keep the order they were found in.

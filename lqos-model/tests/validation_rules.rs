@@ -98,7 +98,7 @@ fn node_above_its_parent_is_a_warning() {
         "children": {"AP": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 100}}}}"#;
     assert_eq!(
         check(net, ""),
-        ["warning: network.json: node \"AP\": download 1000 Mbps is above parent node \"Site\"'s 100 Mbps; it will be clamped to 100"]
+        ["warning: network.json:2: node \"AP\": download 1000 Mbps is above parent node \"Site\"'s 100 Mbps; it will be clamped to 100"]
     );
 }
 
@@ -125,7 +125,7 @@ fn hierarchy_deeper_than_htb_allows_is_an_error() {
     assert!(check(&nest(MAX_NODE_DEPTH + 1, Some(3)), "").is_empty());
     assert_eq!(
         check(&nest(MAX_NODE_DEPTH + 2, None), ""),
-        ["error: network.json: node \"N7\": node is at level 7 of the hierarchy (virtual nodes not counted); HTB allows 8 class levels, so at most 6 node levels fit between a queue's top class and its circuits"]
+        ["error: network.json:1: node \"N7\": node is at level 7 of the hierarchy (virtual nodes not counted); HTB allows 8 class levels, so at most 6 node levels fit between a queue's top class and its circuits"]
     );
 }
 
