@@ -359,6 +359,23 @@ impl<'a> Records<'a> {
             let field: Cow<'a, [u8]> = if d.get(self.pos) == Some(&b'"') {
                 let open_line = self.line;
                 self.pos += 1;
+                // Fast path: no doubled quote inside and a delimiter right
+                // after the closing quote: borrow the text.
+                if let Some(i) = d[self.pos..].iter().position(|&b| b == b'"') {
+                    let after = d.get(self.pos + i + 1);
+                    if matches!(after, None | Some(b',' | b'\r' | b'\n')) {
+                        let chunk = &d[self.pos..self.pos + i];
+                        self.line += chunk.iter().filter(|&&b| b == b'\n').count();
+                        self.pos += i + 1;
+                        fields.push(Cow::Borrowed(chunk));
+                        if d.get(self.pos) == Some(&b',') {
+                            self.pos += 1;
+                            continue;
+                        }
+                        self.eat_line_end();
+                        return Some(Ok((start_line, fields)));
+                    }
+                }
                 let mut buf = Vec::new();
                 loop {
                     match d[self.pos.min(d.len())..].iter().position(|&b| b == b'"') {
@@ -409,12 +426,36 @@ impl<'a> Records<'a> {
     }
 }
 
+/// FNV-1a: ids are short and the maps are hot; no need for SipHash here.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+
 struct Parser<'f> {
     file: &'f str,
     report: Report,
     circuits: Vec<Circuit>,
-    circuit_index: HashMap<String, usize>,
-    device_ids: HashMap<String, usize>,
+    circuit_index: FastMap<String, usize>,
+    device_ids: FastMap<String, usize>,
     legacy_rows: usize,
     legacy_first_line: usize,
     header_len: usize,
@@ -426,8 +467,8 @@ impl<'f> Parser<'f> {
             file,
             report: Report::new(),
             circuits: Vec::new(),
-            circuit_index: HashMap::new(),
-            device_ids: HashMap::new(),
+            circuit_index: FastMap::default(),
+            device_ids: FastMap::default(),
             legacy_rows: 0,
             legacy_first_line: 0,
             header_len: 0,
