@@ -74,7 +74,7 @@ pub fn parse_network_json(file: &str, text: &str) -> Result<Network, ModelError>
 /// order.
 ///
 /// Node problems (missing or bad bandwidth, zero or absurd rates, a
-/// duplicate name, a value that is not an object) are collected with the
+/// duplicate name or `id`, a value that is not an object) are collected with the
 /// node's line; a node whose name is a duplicate is dropped with its
 /// subtree, as LibreQoS does.
 ///
@@ -105,6 +105,7 @@ pub(crate) fn parse_with_lines(
         net: Network::new(),
         report: Report::new(),
         node_lines: Vec::new(),
+        ids: std::collections::HashMap::new(),
     };
     p.nodes(None, top, 1);
     Ok((p.net, p.report, p.node_lines))
@@ -136,6 +137,7 @@ struct JsonParser<'a> {
     net: Network,
     report: Report,
     node_lines: Vec<usize>,
+    ids: std::collections::HashMap<String, (String, usize)>,
 }
 
 impl<'a> JsonParser<'a> {
@@ -258,8 +260,18 @@ impl<'a> JsonParser<'a> {
             upload: upload.unwrap_or(Rate::ZERO),
             virtual_node,
         };
+        let node_id = node.id.clone();
         match self.net.add_node(parent, node) {
             Ok(idx) => {
+                if let Some(id) = node_id {
+                    if let Some((other, other_line)) = self.ids.get(&id) {
+                        self.report.push(err(format!(
+                            "node id {id:?} is already used by node {other:?} (line {other_line})"
+                        )));
+                    } else {
+                        self.ids.insert(id, (name.clone(), line));
+                    }
+                }
                 if self.node_lines.len() <= idx.index() {
                     self.node_lines.resize(idx.index() + 1, 0);
                 }
