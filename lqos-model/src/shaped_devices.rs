@@ -58,6 +58,12 @@ pub struct ShapedDevices {
     /// Circuits in order of first appearance, each with its devices in file
     /// order.
     pub circuits: Vec<Circuit>,
+    /// The `Parent Node ID` cell of each circuit's first row (same index as
+    /// `circuits`; `None` when empty or the column is absent). [`load`]
+    /// uses it to find the parent of a circuit whose `Parent Node` is empty.
+    ///
+    /// [`load`]: crate::load
+    pub parent_node_ids: Vec<Option<String>>,
     /// Row-level problems (with line numbers).
     pub report: Report,
 }
@@ -454,6 +460,7 @@ struct Parser<'f> {
     file: &'f str,
     report: Report,
     circuits: Vec<Circuit>,
+    parent_node_ids: Vec<Option<String>>,
     circuit_index: FastMap<String, usize>,
     device_ids: FastMap<String, usize>,
     legacy_rows: usize,
@@ -467,6 +474,7 @@ impl<'f> Parser<'f> {
             file,
             report: Report::new(),
             circuits: Vec::new(),
+            parent_node_ids: Vec::new(),
             circuit_index: FastMap::default(),
             device_ids: FastMap::default(),
             legacy_rows: 0,
@@ -663,6 +671,9 @@ impl<'f> Parser<'f> {
             None => {
                 self.circuit_index
                     .insert(circuit_id.to_string(), self.circuits.len());
+                let pid = row.get(Col::ParentNodeId).trim();
+                self.parent_node_ids
+                    .push((!pid.is_empty()).then(|| pid.to_string()));
                 self.circuits.push(Circuit {
                     id: circuit_id.to_string(),
                     name: name.to_string(),
@@ -724,6 +735,7 @@ impl<'f> Parser<'f> {
             );
         }
         ShapedDevices {
+            parent_node_ids: self.parent_node_ids,
             circuits: self.circuits,
             report: self.report,
         }

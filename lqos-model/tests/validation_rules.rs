@@ -238,3 +238,29 @@ fn config_rules() {
         ]
     );
 }
+
+#[test]
+fn parent_node_id_column_finds_or_checks_the_parent() {
+    let net = r#"{"Site": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 1000, "id": "s-1",
+        "children": {"AP_A": {"downloadBandwidthMbps": 500, "uploadBandwidthMbps": 100, "id": "ap-a"}}}}"#;
+    let csv = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,Parent Node ID,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps\n\
+        1,a,d1,R,,ap-a,,10.0.0.1,,1,1,2,2\n\
+        2,b,d2,R,Site,ap-a,,10.0.0.2,,1,1,2,2\n\
+        3,c,d3,R,AP_A,nope,,10.0.0.3,,1,1,2,2\n";
+    let l = load(("network.json", net), ("SD.csv", csv.as_bytes()));
+    assert_eq!(l.network.circuits()[0].parent.as_deref(), Some("AP_A"));
+    assert_eq!(l.network.circuits()[1].parent.as_deref(), Some("Site"));
+    let got: Vec<String> = l
+        .report
+        .problems
+        .iter()
+        .map(|p| format!("{}: {p}", p.severity))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "warning: SD.csv:3: circuit \"2\": Parent Node ID \"ap-a\" is node \"AP_A\" but Parent Node is \"Site\"; using Parent Node",
+            "warning: SD.csv:4: circuit \"3\": Parent Node ID \"nope\" matches no node id in network.json",
+        ]
+    );
+}
