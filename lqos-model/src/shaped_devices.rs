@@ -188,7 +188,6 @@ impl<'a> Row<'a> {
 /// never closed in the header, no header, or a header without a required
 /// column. Every row-level problem goes into the returned report.
 ///
-///
 /// # How rows are read
 ///
 /// - The first non-comment row is the header. Columns are matched by name,
@@ -216,7 +215,17 @@ impl<'a> Row<'a> {
 ///   address is a /32 or /128. Spaces around entries are ignored.
 /// - Rates are decimal Mbps, read exactly (see [`Rate`]).
 /// - Circuit ID, Device ID, Parent Node, MAC, IP and rate cells are trimmed
-///   of surrounding whitespace; names and comments are kept verbatim.
+///   of surrounding whitespace; names and comments are kept verbatim (text
+///   with control characters is kept too, with a warning).
+/// - A MAC that is not `aa:bb:cc:dd:ee:ff` (or `-`-separated) is a warning
+///   and kept as written: LibreQoS does not check MACs and some
+///   integrations put other text there (e.g. `pppoe-known`).
+/// - `sqm` is `spec` (both directions) or `down/up`; a first word other
+///   than those in [`KNOWN_SQM`] is a warning. An empty half means the
+///   default.
+/// - `Parent Node ID` is kept per circuit in
+///   [`ShapedDevices::parent_node_ids`]; [`load`](crate::load) uses it when
+///   `Parent Node` is empty.
 ///
 /// Row-level problems go into [`ShapedDevices::report`] with their line
 /// numbers; a row with an error that makes it unusable (no circuit ID, a rate
