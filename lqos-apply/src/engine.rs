@@ -2,11 +2,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use lqos_tc::{QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::{diff, Plan, QdiscKind, TcHandle, TcOp, TcTree};
 use serde::Serialize;
 
 use crate::backend::{Backend, IfaceOps, LoadReport, Progress, RootDelete};
-use crate::compat::{diff, tree_apply};
 use crate::error::{ApplyError, Result};
 use crate::live::{LinkSummary, LiveSource};
 use crate::timing::{CpuScope, Stopwatch, Timing};
@@ -25,11 +24,27 @@ pub struct Target {
 }
 
 impl Target {
-    /// The tree the full build produces.
+    /// One target per interface of `plan`, with its labels.
+    pub fn from_plan(plan: &Plan) -> Vec<Target> {
+        plan.interfaces
+            .iter()
+            .map(|ip| Target {
+                dev: ip.dev.clone(),
+                ops: ip.ops.clone(),
+                labels: plan.labels(&ip.dev),
+            })
+            .collect()
+    }
+
+    /// The tree the full build produces (ops the tree model rejects are
+    /// skipped; planner output never has any).
     pub fn tree(&self) -> TcTree {
+        // `apply_all` builds the tree model once (O(n)); `apply` per op
+        // would rebuild it every time (O(n^2)).
         let mut t = TcTree::default();
-        for op in &self.ops {
-            tree_apply(&mut t, op);
+        let mut rest = &self.ops[..];
+        while let Err((i, _)) = t.apply_all(rest) {
+            rest = &rest[i + 1..];
         }
         t
     }
@@ -157,37 +172,43 @@ pub fn preflight(
     // One probe per kind (first instance's options); mq needs a multiqueue
     // device and is part of every kernel with tc, so it is not probed.
     let mut seen = BTreeSet::new();
+    let mut kinds = Vec::new();
     for t in targets {
         for op in &t.ops {
-            let (TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q)) = op else {
-                continue;
-            };
-            if q.kind == QdiscKind::Mq || !seen.insert(q.kind.name().to_string()) {
-                continue;
-            }
-            if let Err(message) = live.probe_qdisc(&q.kind)? {
-                let kind = q.kind.name().to_string();
-                if !message.contains("unknown") {
-                    return Err(ApplyError::QdiscRejected { kind, message });
+            if let TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) = op {
+                if q.kind != QdiscKind::Mq && seen.insert(q.kind.name().to_string()) {
+                    kinds.push(q.kind.clone());
                 }
-                let mut ok = Vec::new();
-                for alt in sqm_alternatives() {
-                    if alt.name() != kind && live.probe_qdisc(&alt)?.is_ok() {
-                        ok.push(alt.name().to_string());
-                    }
-                }
-                let hint = if ok.is_empty() {
-                    "no alternative leaf qdisc (cake, fq_codel, pfifo) works either".to_string()
-                } else {
-                    format!("use --sqm {}", ok.join(" or "))
-                };
-                return Err(ApplyError::UnsupportedQdisc {
-                    kind,
-                    message,
-                    hint,
-                });
             }
         }
+    }
+    let results = live.probe_qdiscs(&kinds)?;
+    for (k, r) in kinds.iter().zip(results) {
+        let Err(message) = r else { continue };
+        let kind = k.name().to_string();
+        if !message.contains("unknown") {
+            return Err(ApplyError::QdiscRejected { kind, message });
+        }
+        let alts: Vec<QdiscKind> = sqm_alternatives()
+            .into_iter()
+            .filter(|a| a.name() != kind)
+            .collect();
+        let ok: Vec<&str> = alts
+            .iter()
+            .zip(live.probe_qdiscs(&alts)?)
+            .filter(|(_, r)| r.is_ok())
+            .map(|(a, _)| a.name())
+            .collect();
+        let hint = if ok.is_empty() {
+            "no alternative leaf qdisc (cake, fq_codel, pfifo) works either".to_string()
+        } else {
+            format!("use --sqm {}", ok.join(" or "))
+        };
+        return Err(ApplyError::UnsupportedQdisc {
+            kind,
+            message,
+            hint,
+        });
     }
     Ok(links)
 }
@@ -318,10 +339,7 @@ pub fn apply_targets(
     let streams: Vec<IfaceOps> = report
         .changes
         .iter()
-        .map(|c| IfaceOps {
-            dev: c.dev.clone(),
-            ops: c.ops.clone(),
-        })
+        .map(|c| IfaceOps::new(c.dev.clone(), c.ops.clone()))
         .collect();
     let load = backend.load(&streams, RootDelete::None, progress);
     let ok = load.is_ok();
@@ -480,7 +498,7 @@ mod tests {
                 ..
             } => {
                 assert_eq!((dev.as_str(), *index), ("ens20", 30));
-                assert_eq!(op_text, &crate::compat::render_line("ens20", &t[1].ops[30]));
+                assert_eq!(op_text, &lqos_tc::render_line("ens20", &t[1].ops[30]));
                 assert_eq!(message, "Error: boom.");
             }
             e => panic!("{e}"),

@@ -35,6 +35,9 @@ pub struct GenParams {
     /// Share of devices that get a small IPv4 range (/30) instead of one
     /// address.
     pub ipv4_range_fraction: f64,
+    /// Unevenness of top-level sites: top-level site `k` (1-based) gets a
+    /// share of circuits proportional to `1 / k^site_skew`. 0 = even.
+    pub site_skew: f64,
 }
 
 impl Default for GenParams {
@@ -51,6 +54,7 @@ impl Default for GenParams {
             multi_device_fraction: 0.05,
             ipv6_fraction: 0.5,
             ipv4_range_fraction: 0.02,
+            site_skew: 0.0,
         }
     }
 }
@@ -96,6 +100,14 @@ const TOWNS: [&str; 6] = [
     "Bakersfield, CA",
 ];
 
+/// 0-based index of the top-level site a site named `Site_K[_...]` is under.
+fn top_site_index(site: &str) -> usize {
+    site.strip_prefix("Site_")
+        .and_then(|r| r.split('_').next())
+        .and_then(|k| k.parse::<usize>().ok())
+        .map_or(0, |k| k.saturating_sub(1))
+}
+
 /// Generates a network as described by `params` (deterministic).
 ///
 /// The same [`GenParams`] (including the seed) always give the same network,
@@ -129,6 +141,7 @@ pub fn generate(params: &GenParams) -> Generated {
     let depth = params.depth.min(MAX_NODE_DEPTH - 1);
     let mut net = Network::new();
     let mut aps: Vec<String> = Vec::new();
+    let mut ap_top: Vec<usize> = Vec::new();
     let leaf_cap = 10_000u64;
     let cap_at = |level: usize| -> Rate {
         // Level 1 = top. Leaf sites 10 Gbit, doubling per level up, <= 100 Gbit.
@@ -179,9 +192,30 @@ pub fn generate(params: &GenParams) -> Generated {
                     Rate::from_mbps(u),
                 );
                 aps.push(name);
+                ap_top.push(top_site_index(site));
             }
         }
     }
+    // Cumulative AP weights for uneven top-level sites (skew > 0).
+    let ap_cumulative: Vec<f64> = if params.site_skew > 0.0 && !aps.is_empty() {
+        let mut per_top: Vec<usize> = Vec::new();
+        for &t in &ap_top {
+            if per_top.len() <= t {
+                per_top.resize(t + 1, 0);
+            }
+            per_top[t] += 1;
+        }
+        let mut acc = 0.0;
+        ap_top
+            .iter()
+            .map(|&t| {
+                acc += 1.0 / ((t + 1) as f64).powf(params.site_skew) / per_top[t] as f64;
+                acc
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
 
     let total_weight: u32 = PLANS.iter().map(|p| p.2).sum();
     let mut next_v4: u32 = u32::from(Ipv4Addr::new(100, 64, 0, 1));
@@ -209,6 +243,12 @@ pub fn generate(params: &GenParams) -> Generated {
         let umin = Rate::from_bps((umax.bps() / 4).max(1));
         let parent = if aps.is_empty() {
             None
+        } else if let Some(&total) = ap_cumulative.last() {
+            let x = rng.random_range(0.0..total);
+            let k = ap_cumulative
+                .partition_point(|&c| c <= x)
+                .min(aps.len() - 1);
+            Some(aps[k].clone())
         } else {
             Some(aps[rng.random_range(0..aps.len())].clone())
         };

@@ -109,10 +109,12 @@ proptest! {
         multi in 0.0f64..0.5,
         v6 in 0.0f64..1.0,
         range in 0.0f64..0.3,
+        skew in 0.0f64..2.0,
     ) {
         let g = generate(&GenParams {
             circuits, seed, sites, site_fanout, fanout, depth,
             multi_device_fraction: multi, ipv6_fraction: v6, ipv4_range_fraction: range,
+            site_skew: skew,
         });
         let (net, config, report) = reread(&g);
         prop_assert!(report.is_clean(), "{}", report);

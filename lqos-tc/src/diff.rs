@@ -5,7 +5,11 @@
 //! burst/cburst, pfifo limit, htb r2q/direct_qlen, cake/fq_codel options),
 //! and may hold qdiscs the kernel created itself (handle `0:`). The
 //! comparison is therefore "does `old` satisfy `new`": a `None` in `new`
-//! never causes an op, and handle-0 qdiscs are ignored.
+//! means the kernel's default (where lqos knows it, e.g. cake `rtt 100ms`;
+//! where it depends on the device, e.g. pfifo's limit, anything is
+//! accepted), and handle-0 qdiscs are ignored. When a leaf must go back to
+//! a default, the `qdisc replace` carries the default explicitly, since the
+//! kernel keeps options a change does not send.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -70,6 +74,86 @@ fn opt_ok<T: PartialEq>(actual: &Option<T>, wanted: &Option<T>) -> bool {
     wanted.is_none() || actual == wanted
 }
 
+/// `actual` satisfies `wanted` for an option whose kernel default is
+/// `default` (`None`: unknown, e.g. it depends on the device): a `None` on
+/// either side means the default; a `None` wanted with an unknown default
+/// accepts anything.
+fn opt_def<T: PartialEq + Copy>(actual: Option<T>, wanted: Option<T>, default: Option<T>) -> bool {
+    match (wanted, default) {
+        (None, None) => true,
+        _ => actual.or(default) == wanted.or(default),
+    }
+}
+
+/// `wanted`'s value, or the default when `actual` holds a non-default value
+/// that must be reset (a qdisc change keeps options it is not sent).
+fn reset<T: PartialEq + Copy>(
+    actual: Option<T>,
+    wanted: Option<T>,
+    default: Option<T>,
+) -> Option<T> {
+    match (wanted, actual, default) {
+        (None, Some(a), Some(d)) if a != d => Some(d),
+        _ => wanted,
+    }
+}
+
+/// Kernel defaults of the cake options lqos sends.
+mod cake_default {
+    use crate::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
+    pub const RTT_US: u32 = 100_000;
+    pub const DIFFSERV: CakeDiffserv = CakeDiffserv::Diffserv3;
+    pub const FLOW_MODE: CakeFlowMode = CakeFlowMode::TripleIsolate;
+    pub const ACK_FILTER: CakeAckFilter = CakeAckFilter::Off;
+}
+
+/// Kernel defaults of fq_codel's options.
+mod fq_codel_default {
+    pub const LIMIT: u32 = 10_240;
+    pub const FLOWS: u32 = 1024;
+    pub const TARGET_US: u32 = 5_000;
+    pub const INTERVAL_US: u32 = 100_000;
+    pub const MEMORY_LIMIT: u32 = 32 << 20;
+}
+
+/// The kind to send so that a qdisc holding `actual` ends up satisfying
+/// `wanted`: `wanted` plus explicit defaults for options `actual` has set
+/// to something else (a `qdisc replace` of an existing handle only changes
+/// the options it carries).
+pub fn reset_kind(actual: &QdiscKind, wanted: &QdiscKind) -> QdiscKind {
+    match (actual, wanted) {
+        (QdiscKind::Cake(a), QdiscKind::Cake(w)) => QdiscKind::Cake(CakeParams {
+            bandwidth: reset(a.bandwidth, w.bandwidth, Some(Rate::ZERO)),
+            diffserv: reset(a.diffserv, w.diffserv, Some(cake_default::DIFFSERV)),
+            rtt_us: reset(a.rtt_us, w.rtt_us, Some(cake_default::RTT_US)),
+            flow_mode: reset(a.flow_mode, w.flow_mode, Some(cake_default::FLOW_MODE)),
+            nat: reset(a.nat, w.nat, Some(false)),
+            wash: reset(a.wash, w.wash, Some(false)),
+            ack_filter: reset(a.ack_filter, w.ack_filter, Some(cake_default::ACK_FILTER)),
+            split_gso: reset(a.split_gso, w.split_gso, Some(true)),
+            memlimit: reset(a.memlimit, w.memlimit, Some(0)),
+        }),
+        (QdiscKind::FqCodel(a), QdiscKind::FqCodel(w)) => QdiscKind::FqCodel(FqCodelParams {
+            limit: reset(a.limit, w.limit, Some(fq_codel_default::LIMIT)),
+            flows: reset(a.flows, w.flows, Some(fq_codel_default::FLOWS)),
+            target_us: reset(a.target_us, w.target_us, Some(fq_codel_default::TARGET_US)),
+            interval_us: reset(
+                a.interval_us,
+                w.interval_us,
+                Some(fq_codel_default::INTERVAL_US),
+            ),
+            quantum: w.quantum,
+            ecn: reset(a.ecn, w.ecn, Some(true)),
+            memory_limit: reset(
+                a.memory_limit,
+                w.memory_limit,
+                Some(fq_codel_default::MEMORY_LIMIT),
+            ),
+        }),
+        _ => wanted.clone(),
+    }
+}
+
 /// Does class `actual` satisfy `wanted` (same place, same rates at bytes/s
 /// granularity, same prio, same quantum unless `wanted.quantum == 0`, same
 /// burst/cburst where `wanted` gives them)?
@@ -105,29 +189,34 @@ pub fn kind_satisfies(actual: &QdiscKind, wanted: &QdiscKind) -> bool {
 }
 
 fn cake_satisfies(a: &CakeParams, w: &CakeParams) -> bool {
-    let bw = match (a.bandwidth, w.bandwidth) {
-        (_, None) => true,
-        (Some(x), Some(y)) => rate_eq(x, y),
-        (None, Some(y)) => y.is_zero(),
-    };
-    bw && opt_ok(&a.diffserv, &w.diffserv)
-        && opt_ok(&a.rtt_us, &w.rtt_us)
-        && opt_ok(&a.flow_mode, &w.flow_mode)
-        && opt_ok(&a.nat, &w.nat)
-        && opt_ok(&a.wash, &w.wash)
-        && opt_ok(&a.ack_filter, &w.ack_filter)
-        && opt_ok(&a.split_gso, &w.split_gso)
-        && opt_ok(&a.memlimit, &w.memlimit)
+    let bw = |r: Option<Rate>| r.map(Rate::bytes_per_sec);
+    opt_def(bw(a.bandwidth), bw(w.bandwidth), Some(0))
+        && opt_def(a.diffserv, w.diffserv, Some(cake_default::DIFFSERV))
+        && opt_def(a.rtt_us, w.rtt_us, Some(cake_default::RTT_US))
+        && opt_def(a.flow_mode, w.flow_mode, Some(cake_default::FLOW_MODE))
+        && opt_def(a.nat, w.nat, Some(false))
+        && opt_def(a.wash, w.wash, Some(false))
+        && opt_def(a.ack_filter, w.ack_filter, Some(cake_default::ACK_FILTER))
+        && opt_def(a.split_gso, w.split_gso, Some(true))
+        && opt_def(a.memlimit, w.memlimit, Some(0))
 }
 
 fn fq_codel_satisfies(a: &FqCodelParams, w: &FqCodelParams) -> bool {
-    opt_ok(&a.limit, &w.limit)
-        && opt_ok(&a.flows, &w.flows)
-        && opt_ok(&a.target_us, &w.target_us)
-        && opt_ok(&a.interval_us, &w.interval_us)
-        && opt_ok(&a.quantum, &w.quantum)
-        && opt_ok(&a.ecn, &w.ecn)
-        && opt_ok(&a.memory_limit, &w.memory_limit)
+    opt_def(a.limit, w.limit, Some(fq_codel_default::LIMIT))
+        && opt_def(a.flows, w.flows, Some(fq_codel_default::FLOWS))
+        && opt_def(a.target_us, w.target_us, Some(fq_codel_default::TARGET_US))
+        && opt_def(
+            a.interval_us,
+            w.interval_us,
+            Some(fq_codel_default::INTERVAL_US),
+        )
+        && opt_def(a.quantum, w.quantum, None)
+        && opt_def(a.ecn, w.ecn, Some(true))
+        && opt_def(
+            a.memory_limit,
+            w.memory_limit,
+            Some(fq_codel_default::MEMORY_LIMIT),
+        )
 }
 
 /// Does qdisc `actual` satisfy `wanted` (same handle, parent, kind options)?
@@ -325,7 +414,10 @@ pub fn diff(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
         match new.qdiscs.get(&oq.handle) {
             Some(nq) if nq.parent == oq.parent && nq.kind.name() == oq.kind.name() => {
                 if !kind_satisfies(&oq.kind, &nq.kind) {
-                    changes.push(TcOp::ReplaceQdisc(nq.clone()));
+                    changes.push(TcOp::ReplaceQdisc(Qdisc {
+                        kind: reset_kind(&oq.kind, &nq.kind),
+                        ..nq.clone()
+                    }));
                 }
                 leaf_done.insert(nq.handle);
             }

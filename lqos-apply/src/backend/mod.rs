@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use lqos_tc::TcOp;
+use lqos_tc::{InterfacePlan, Plan, TcOp};
 use serde::Serialize;
 
 use crate::error::ApplyError;
@@ -25,6 +25,35 @@ pub struct IfaceOps {
     pub dev: String,
     /// Ops in order.
     pub ops: Vec<TcOp>,
+    /// How many leading ops build the queue layout (kept together, per
+    /// interface, at the head of a combined tc batch, as LibreQoS does); 0
+    /// for diffs.
+    pub setup_ops: usize,
+}
+
+impl IfaceOps {
+    /// A stream with no setup part (e.g. a diff).
+    pub fn new(dev: impl Into<String>, ops: Vec<TcOp>) -> IfaceOps {
+        IfaceOps {
+            dev: dev.into(),
+            ops,
+            setup_ops: 0,
+        }
+    }
+
+    /// The full build of one planned interface.
+    pub fn from_plan(ip: &InterfacePlan) -> IfaceOps {
+        IfaceOps {
+            dev: ip.dev.clone(),
+            ops: ip.ops.clone(),
+            setup_ops: ip.setup_ops,
+        }
+    }
+
+    /// The full builds of all interfaces of `plan`.
+    pub fn all_from_plan(plan: &Plan) -> Vec<IfaceOps> {
+        plan.interfaces.iter().map(IfaceOps::from_plan).collect()
+    }
 }
 
 /// Where the `qdisc del dev X root` of a full reload goes.

@@ -91,10 +91,7 @@ pub fn hand_built(circuits: usize, queues: u16, rate: impl Fn(usize) -> u64) -> 
 /// The same hand-built stream on both interfaces.
 pub fn both(ops: &[TcOp]) -> Vec<IfaceOps> {
     DEVS.iter()
-        .map(|d| IfaceOps {
-            dev: d.to_string(),
-            ops: ops.to_vec(),
-        })
+        .map(|d| IfaceOps::new(*d, ops.to_vec()))
         .collect()
 }
 
