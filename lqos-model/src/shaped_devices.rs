@@ -272,6 +272,9 @@ pub fn parse_shaped_devices<R: Read>(
         line: 1,
     };
     let mut parser = Parser::new(file);
+    // Size the tables once: growing 100k-entry tables and vectors row by
+    // row is a large share of the parse time.
+    parser.reserve(data.iter().filter(|&&b| b == b'\n').count());
     let mut header: Option<(Vec<Option<Col>>, usize)> = None;
     while let Some(rec) = records.next_record() {
         let (line, raw) = match rec {
@@ -490,6 +493,13 @@ impl<'f> Parser<'f> {
             legacy_first_line: 0,
             header_len: 0,
         }
+    }
+
+    fn reserve(&mut self, rows: usize) {
+        self.circuits.reserve(rows);
+        self.parent_node_ids.reserve(rows);
+        self.circuit_index.reserve(rows);
+        self.device_ids.reserve(rows);
     }
 
     fn read_header(
