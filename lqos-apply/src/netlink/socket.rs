@@ -220,25 +220,41 @@ impl NetlinkSocket {
             .map_err(NetlinkError::Open)?;
         sock.block().map_err(NetlinkError::Open)?;
         sock.enable_ext_ack(true).map_err(NetlinkError::Open)?;
-        sock.set_recv_buffer_size(RCVBUF_REQUEST)
+        let psched = std::fs::read_to_string("/proc/net/psched")
+            .map_err(|e| NetlinkError::Psched(e.to_string()))?;
+        let clock = PschedClock::parse(&psched).map_err(|e| NetlinkError::Psched(e.to_string()))?;
+        let mut s = NetlinkSocket {
+            sock,
+            clock,
+            next_seq: 1,
+            ack_capacity: 1,
+            sendbuf: Vec::with_capacity(MAX_SEND_BYTES + 4096),
+            recvbuf: vec![0; RECV_BUF],
+        };
+        s.set_recv_buffer_size(RCVBUF_REQUEST)?;
+        Ok(s)
+    }
+
+    /// Sets `SO_RCVBUF` (the kernel caps it at `net.core.rmem_max` and
+    /// doubles it) and bounds the requests in flight so their ACKs fit.
+    pub fn set_recv_buffer_size(&mut self, bytes: usize) -> Result<(), NetlinkError> {
+        self.sock
+            .set_recv_buffer_size(bytes)
             .map_err(NetlinkError::Open)?;
-        // SO_RCVBUF is capped at net.core.rmem_max and doubled by the kernel.
         let rmem_max = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
             .ok()
             .and_then(|s| s.trim().parse::<usize>().ok())
             .unwrap_or(212_992);
-        let rcvbuf = 2 * RCVBUF_REQUEST.min(rmem_max);
-        let psched = std::fs::read_to_string("/proc/net/psched")
-            .map_err(|e| NetlinkError::Psched(e.to_string()))?;
-        let clock = PschedClock::parse(&psched).map_err(|e| NetlinkError::Psched(e.to_string()))?;
-        Ok(NetlinkSocket {
-            sock,
-            clock,
-            next_seq: 1,
-            ack_capacity: (rcvbuf / ACK_BUDGET).max(1),
-            sendbuf: Vec::with_capacity(MAX_SEND_BYTES + 4096),
-            recvbuf: vec![0; RECV_BUF],
-        })
+        let rcvbuf = 2 * bytes.min(rmem_max);
+        self.ack_capacity = (rcvbuf / ACK_BUDGET).max(1);
+        Ok(())
+    }
+
+    /// Test hook: overrides the in-flight bound derived from the receive
+    /// buffer, to provoke lost ACKs (`ENOBUFS`).
+    #[doc(hidden)]
+    pub fn force_ack_capacity(&mut self, n: usize) {
+        self.ack_capacity = n.max(1);
     }
 
     /// Opens the socket inside network namespace `name` (`/run/netns/NAME`,
@@ -316,11 +332,6 @@ impl NetlinkSocket {
                 Err(e) => return Err(e),
             }
         }
-    }
-
-    /// Discards anything queued (after lost ACKs), without blocking.
-    fn drain_nonblocking(&mut self) {
-        while self.recv_one(Msg::DONTWAIT).is_ok() {}
     }
 
     /// Looks up an interface by name.
@@ -434,6 +445,7 @@ impl NetlinkSocket {
         loop {
             // Send a batch if there is room and nothing failed yet.
             if first_err.is_none()
+                && lost.is_none()
                 && next < n
                 && (outstanding == 0 || outstanding + batch <= max_in_flight)
             {
@@ -468,12 +480,20 @@ impl NetlinkSocket {
             if outstanding == 0 {
                 break;
             }
-            // Receive one datagram of ACKs.
-            let len = match self.recv_one(Msg::empty()) {
+            // Receive one datagram of ACKs. After an error (ENOBUFS: some
+            // ACKs were dropped) keep reading what is queued, without
+            // blocking, to learn as much as possible about the outcome.
+            let flags = if lost.is_some() {
+                Msg::DONTWAIT
+            } else {
+                Msg::empty()
+            };
+            let len = match self.recv_one(flags) {
                 Ok(len) => len,
+                Err(_) if lost.is_some() => break,
                 Err(e) => {
                     lost = Some(e);
-                    break;
+                    continue;
                 }
             };
             for m in msgs(&self.recvbuf[..len]) {
@@ -507,25 +527,23 @@ impl NetlinkSocket {
         }
 
         if let Some(e) = lost {
-            // ACKs lost (ENOBUFS) or the socket broke: the kernel state of
-            // the unanswered ops is unknown.
-            self.drain_nonblocking();
-            let idx = state.iter().position(|&s| s == PENDING).unwrap_or(0);
-            let errno = e.raw_os_error().unwrap_or(libc::EIO);
-            let e_idx = match &first_err {
-                Some((i, _, _)) if *i < idx => *i,
-                _ => idx,
-            };
-            let (errno, message) = match first_err.take() {
-                Some((i, en, msg)) if i == e_idx => (en, msg),
-                _ => (
+            // ACKs lost (ENOBUFS) or the socket broke: the outcome of the
+            // unanswered ops is unknown. Report the first of them, unless
+            // the kernel refused an earlier op.
+            let idx = state[..next]
+                .iter()
+                .position(|&s| s == PENDING)
+                .unwrap_or(next.min(n.saturating_sub(1)));
+            if !matches!(&first_err, Some((i, _, _)) if *i < idx) {
+                let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                first_err = Some((
+                    idx,
                     errno,
                     format!(
                         "receiving ACKs: {e}; {outstanding} request(s) unanswered, their outcome is unknown"
                     ),
-                ),
-            };
-            return Err(self.failure(ops, &state, e_idx, errno, message));
+                ));
+            }
         }
         match first_err {
             None => Ok(stats),
