@@ -74,3 +74,29 @@ impl Default for QueuesConfig {
         }
     }
 }
+
+/// Reads `lqos.conf` (TOML); `file` names it in messages.
+///
+/// Unknown sections and keys are ignored, so a full LibreQoS `lqos.conf`
+/// loads unchanged. A missing section gets its defaults.
+///
+/// ```
+/// let conf = "[bridge]\nto_internet = \"ens20\"\nto_network = \"ens19\"\n[tuning]\nfoo = 1\n";
+/// let c = lqos_model::parse_config("lqos.conf", conf).unwrap();
+/// assert_eq!(c.bridge.unwrap().to_network, "ens19");
+/// assert_eq!(c.queues.default_sqm, "cake diffserv4");
+/// ```
+pub fn parse_config(file: &str, text: &str) -> Result<LqosConfig, crate::ModelError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    toml::from_str(text).map_err(|e| crate::ModelError::Toml {
+        file: file.to_string(),
+        line: e.span().map(|s| {
+            text.as_bytes()[..s.start.min(text.len())]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1
+        }),
+        message: e.message().trim().to_string(),
+    })
+}

@@ -4,26 +4,67 @@
 //! `lqos.conf` unchanged, validates them into a [`Network`] (nodes in a
 //! petgraph graph, plus circuits and their devices), and generates synthetic
 //! networks for tests and benches. It does no I/O of its own: parsers take
-//! readers or strings, so any Rust tool can embed it.
+//! readers or strings plus a file label for messages, so any Rust tool can
+//! embed it.
+//!
+//! - Parsers: [`parse_network_json`], [`parse_shaped_devices`],
+//!   [`parse_config`]. Only unreadable input is an `Err` ([`ModelError`]);
+//!   problems inside a readable file are collected in a [`Report`].
+//! - [`load`] / [`load_with_config`]: parse, build the [`Network`] and
+//!   [`validate`] in one call, returning a [`Loaded`] with every problem.
+//! - [`generate`]: a deterministic synthetic ISP network, and writers
+//!   ([`write_network_json`], [`write_shaped_devices`], [`write_config`])
+//!   for the files a LibreQoS user would have.
 //!
 //! ```
-//! use lqos_model::{Network, Node, Rate};
-//! let mut net = Network::new();
-//! let site = Node {
-//!     name: "Site_1".into(), id: None, node_type: Some("site".into()),
-//!     download: Rate::from_mbps(1000), upload: Rate::from_mbps(1000), virtual_node: false,
-//! };
-//! net.add_node(None, site).unwrap();
-//! assert_eq!(net.depth(), 1);
+//! use lqos_model::{load, Severity};
+//!
+//! let network = r#"{
+//!   "Site_1": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 1000,
+//!     "children": {"AP_A": {"downloadBandwidthMbps": 500, "uploadBandwidthMbps": 500}}}
+//! }"#;
+//! let devices = "\
+//! Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment
+//! 10001,\"Main St, 5\",1,Router,AP_A,,100.64.0.1,,25,5,100,20,
+//! 10002,Shop,2,Router,AP_Z,,100.64.0.1,,25,5,100,20,
+//! ";
+//! let loaded = load(("network.json", network), ("ShapedDevices.csv", devices.as_bytes()));
+//! assert_eq!(loaded.summary().circuits, 2);
+//! assert_eq!(loaded.summary().depth, 2);
+//! let errors: Vec<String> = loaded.report.errors().map(|p| p.to_string()).collect();
+//! assert_eq!(errors, [
+//!     "ShapedDevices.csv:3: circuit \"10002\": parent node \"AP_Z\" does not exist in network.json",
+//!     "ShapedDevices.csv:3: circuit \"10002\": IPv4 100.64.0.1/32 overlaps 100.64.0.1/32 of circuit \"10001\" (line 2)",
+//! ]);
+//! assert!(loaded.report.problems.iter().all(|p| p.severity == Severity::Error));
 //! ```
 #![forbid(unsafe_code)]
 
 mod config;
+mod error;
+pub mod fuzzing;
+mod generate;
+mod load;
 mod network;
+mod network_json;
 mod rate;
+mod report;
+mod shaped_devices;
 mod types;
+mod validate;
+mod write;
 
-pub use config::{BridgeConfig, LqosConfig, QueuesConfig, SingleInterfaceConfig};
+pub use config::{parse_config, BridgeConfig, LqosConfig, QueuesConfig, SingleInterfaceConfig};
+pub use error::ModelError;
+pub use generate::{generate, GenParams, Generated};
+pub use load::{load, load_with_config, summarize, Loaded, Summary};
 pub use network::{Network, NetworkError, NodeIdx};
+pub use network_json::{parse_network_json, parse_network_json_with_report};
 pub use rate::{Rate, RateError};
+pub use report::{Problem, Report, Severity};
+pub use shaped_devices::{
+    is_mac, parse_shaped_devices, ShapedDevices, CURRENT_HEADER, KNOWN_SQM, LEGACY_HEADER,
+};
 pub use types::{Circuit, Device, Node, SqmOverride};
+pub use validate::{validate, MAX_NODE_DEPTH, MAX_RATE};
+pub use write::{write_config, write_network_json, write_shaped_devices};

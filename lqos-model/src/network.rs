@@ -70,10 +70,15 @@ impl Network {
         }
         let parent_idx = match parent {
             None => None,
-            Some(p) => Some(*self.by_name.get(p).ok_or_else(|| NetworkError::UnknownParent {
-                node: node.name.clone(),
-                parent: p.to_string(),
-            })?),
+            Some(p) => Some(
+                *self
+                    .by_name
+                    .get(p)
+                    .ok_or_else(|| NetworkError::UnknownParent {
+                        node: node.name.clone(),
+                        parent: p.to_string(),
+                    })?,
+            ),
         };
         let name = node.name.clone();
         let idx = self.graph.add_node(node);
@@ -120,7 +125,9 @@ impl Network {
 
     /// The parent of `idx`, if it is not top level.
     pub fn parent(&self, idx: NodeIdx) -> Option<NodeIdx> {
-        self.graph.neighbors_directed(idx, Direction::Incoming).next()
+        self.graph
+            .neighbors_directed(idx, Direction::Incoming)
+            .next()
     }
 
     /// Number of nodes.

@@ -95,7 +95,10 @@ impl Rate {
             None => (s2, ""),
         };
         let digits_ok = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
-        if (int_part.is_empty() && frac_part.is_empty()) || !digits_ok(int_part) || !digits_ok(frac_part) {
+        if (int_part.is_empty() && frac_part.is_empty())
+            || !digits_ok(int_part)
+            || !digits_ok(frac_part)
+        {
             return Err(RateError::NotANumber(s.to_string()));
         }
         let frac_trim = frac_part.trim_end_matches('0');
@@ -164,12 +167,17 @@ mod tests {
 
     #[test]
     fn fractional_mbps_round_trip_exactly() {
-        for s in ["0.5", "2.5", "100.5", "0.0028", "1", "10000", "0.000001", "155"] {
+        for s in [
+            "0.5", "2.5", "100.5", "0.0028", "1", "10000", "0.000001", "155",
+        ] {
             let r = Rate::from_mbps_str(s).unwrap();
             assert_eq!(r.to_mbps_string(), s);
         }
         assert_eq!(Rate::from_mbps_str("0.0028").unwrap().bps(), 2800);
-        assert_eq!(Rate::from_mbps_str("1.250").unwrap().to_mbps_string(), "1.25");
+        assert_eq!(
+            Rate::from_mbps_str("1.250").unwrap().to_mbps_string(),
+            "1.25"
+        );
         assert_eq!(Rate::from_mbps_str(" 7 ").unwrap().bps(), 7_000_000);
         assert_eq!(Rate::from_mbps_str(".5").unwrap().bps(), 500_000);
     }
@@ -177,10 +185,22 @@ mod tests {
     #[test]
     fn bad_rates_are_named() {
         assert_eq!(Rate::from_mbps_str(""), Err(RateError::Empty));
-        assert_eq!(Rate::from_mbps_str("-1"), Err(RateError::Negative("-1".into())));
-        assert_eq!(Rate::from_mbps_str("fast"), Err(RateError::NotANumber("fast".into())));
-        assert_eq!(Rate::from_mbps_str("1e3"), Err(RateError::NotANumber("1e3".into())));
-        assert_eq!(Rate::from_mbps_str("."), Err(RateError::NotANumber(".".into())));
+        assert_eq!(
+            Rate::from_mbps_str("-1"),
+            Err(RateError::Negative("-1".into()))
+        );
+        assert_eq!(
+            Rate::from_mbps_str("fast"),
+            Err(RateError::NotANumber("fast".into()))
+        );
+        assert_eq!(
+            Rate::from_mbps_str("1e3"),
+            Err(RateError::NotANumber("1e3".into()))
+        );
+        assert_eq!(
+            Rate::from_mbps_str("."),
+            Err(RateError::NotANumber(".".into()))
+        );
         assert_eq!(
             Rate::from_mbps_str("0.0000001"),
             Err(RateError::TooPrecise("0.0000001".into()))

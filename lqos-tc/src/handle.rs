@@ -115,10 +115,13 @@ mod tests {
 
     #[test]
     fn parse_and_print() {
-        for s in ["7fff:", "1:", "1:3", "1a:e3b", "ffff:ffff", "root", "none"] {
+        for s in ["7fff:", "1:", "1:3", "1a:e3b", "ffff:fffe", "root", "none"] {
             assert_eq!(s.parse::<TcHandle>().unwrap().to_string(), s);
         }
-        assert_eq!("7FFF:".parse::<TcHandle>().unwrap(), TcHandle::new(0x7fff, 0));
+        assert_eq!(
+            "7FFF:".parse::<TcHandle>().unwrap(),
+            TcHandle::new(0x7fff, 0)
+        );
         assert_eq!("8".parse::<TcHandle>().unwrap(), TcHandle::new(8, 0));
         for bad in ["", ":", "x:1", "1:2:3", "12345:", "1:-1", " 1:2"] {
             assert!(bad.parse::<TcHandle>().is_err(), "{bad:?}");

@@ -1,24 +1,60 @@
 //! Pure tc planner for LibreQoS-style shaping trees.
 //!
-//! `lqos-tc` turns a validated [`lqos_model::Network`] and a plan
-//! configuration into a plan: for each interface an ordered stream of typed
-//! [`TcOp`]s (mq root, one HTB per TX queue, site and circuit classes, leaf
-//! qdiscs). Ops render as `tc -b` text and parse back; two trees diff into
-//! the minimal op stream between them. No I/O and no clock.
+//! `lqos-tc` turns a validated [`lqos_model::Network`] and a [`PlanConfig`]
+//! into a [`Plan`]: for each interface an ordered stream of typed [`TcOp`]s
+//! (mq root `7fff:`, one HTB per TX queue with top class `:1` and default
+//! class `:2`, site and circuit classes from minor 3, a leaf qdisc per
+//! circuit with an explicit handle), plus a stable [`Allocation`] of
+//! queues, classids and leaf handles that the next plan reuses. Ops render
+//! as `tc -b` text ([`render`]) and parse back ([`parse`]); two trees diff
+//! into the minimal op stream between them ([`diff`]), checked on an
+//! in-memory model of the kernel's rules ([`TcTree::apply`]). No I/O, no
+//! clock.
 //!
 //! ```
-//! use lqos_tc::TcHandle;
-//! assert_eq!(TcHandle::new(1, 3).to_string(), "1:3");
+//! use lqos_model::{Circuit, Network, Node, Rate};
+//! use lqos_tc::{diff, plan, render, PlanConfig};
+//!
+//! let mut net = Network::new();
+//! net.add_node(None, Node { name: "Site_1".into(), id: None, node_type: None,
+//!     download: Rate::from_mbps(1000), upload: Rate::from_mbps(1000), virtual_node: false }).unwrap();
+//! net.add_circuit(Circuit { id: "c1".into(), name: "Ann".into(), parent: Some("Site_1".into()),
+//!     download_min: Rate::from_mbps(2), upload_min: Rate::from_mbps(1),
+//!     download_max: Rate::from_mbps(50), upload_max: Rate::from_mbps(10),
+//!     comment: String::new(), sqm: None, devices: vec![] });
+//! let cfg = PlanConfig::bridge("ens19", "ens20", 4);
+//! let p = plan(&net, &cfg, None).unwrap();
+//! let text = render::render_interface(p.interface("ens19").unwrap(), false);
+//! assert!(text.starts_with("qdisc replace dev ens19 root handle 7fff: mq\n"));
+//! assert!(text.contains("htb rate 2mbit ceil 50mbit prio 3 quantum 2999"));
+//!
+//! // Re-planning with the previous allocation changes nothing.
+//! let again = plan(&net, &cfg, Some(&p.allocation)).unwrap();
+//! let ops = diff::diff(&p.interfaces[0].tree(), &again.interfaces[0].tree());
+//! assert!(ops.is_empty());
 //! ```
 #![forbid(unsafe_code)]
 
+mod config;
+pub mod diff;
 mod handle;
 mod ops;
+pub mod parse;
+mod plan;
+pub mod render;
 mod tree;
 
+pub use config::{Interfaces, LeafSpec, PlanConfig, QueueStrategy};
+pub use diff::{diff, DiffSummary};
 pub use handle::{HandleError, TcHandle};
 pub use ops::{
     CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, Class, FqCodelParams, HtbClass,
     HtbQdisc, Qdisc, QdiscKind, TcOp,
 };
-pub use tree::TcTree;
+pub use parse::{parse_batch, ParseError};
+pub use plan::{
+    just_below, plan, quantum_for, r2q_for, Allocation, CircuitSlot, Direction, InterfacePlan,
+    NodeSlot, Plan, PlanError, HTB_LEVELS, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
+};
+pub use render::{render_combined, render_interface, render_line};
+pub use tree::{TcTree, TreeError, HTB_MAX_DEPTH};

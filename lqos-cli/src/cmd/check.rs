@@ -1,12 +1,54 @@
-//! `lqos check`.
+//! `lqos check`: validate the inputs and print every problem.
 
 use std::process::ExitCode;
 
+use super::inputs::InputArgs;
+use super::{EXIT_ERROR, EXIT_OK, EXIT_WARN};
+
 /// Arguments of `lqos check`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Input files.
+    #[command(flatten)]
+    pub inputs: InputArgs,
+    /// Exit 1 when there are warnings (and no errors).
+    #[arg(long)]
+    pub strict: bool,
+}
 
-/// Runs `lqos check`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("lqos check is not implemented yet")
+/// Runs `lqos check`: prints a summary and every warning and error.
+///
+/// Exit code 0 when clean (or warnings only without `--strict`), 1 for
+/// warnings with `--strict`, 2 for errors or unreadable files.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let loaded = args.inputs.load()?;
+    let s = loaded.summary();
+    let config = loaded
+        .config_path
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "built-in defaults".to_string());
+    println!(
+        "{}: {} nodes, depth {}",
+        args.inputs.network.display(),
+        s.nodes,
+        s.depth
+    );
+    println!(
+        "{}: {} circuits, {} devices",
+        args.inputs.devices.display(),
+        s.circuits,
+        s.devices
+    );
+    println!("config: {config}");
+    print!("{}", loaded.report);
+    let (errors, warnings) = (loaded.report.error_count(), loaded.report.warning_count());
+    println!("{errors} error(s), {warnings} warning(s)");
+    Ok(ExitCode::from(if errors > 0 {
+        EXIT_ERROR
+    } else if warnings > 0 && args.strict {
+        EXIT_WARN
+    } else {
+        EXIT_OK
+    }))
 }

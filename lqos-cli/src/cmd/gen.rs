@@ -1,12 +1,74 @@
-//! `lqos gen`.
+//! `lqos gen`: write a synthetic network (network.json, ShapedDevices.csv,
+//! lqos.conf) for tests and benchmarks.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use anyhow::Context;
+use lqos_model::{generate, write_config, write_network_json, write_shaped_devices, GenParams};
+
+use super::EXIT_OK;
 
 /// Arguments of `lqos gen`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Number of circuits.
+    #[arg(long, default_value_t = 1000)]
+    pub circuits: usize,
+    /// RNG seed (same seed, same files).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Top-level sites.
+    #[arg(long, default_value_t = GenParams::default().sites)]
+    pub sites: usize,
+    /// Child sites per site above the last site level.
+    #[arg(long, default_value_t = GenParams::default().site_fanout)]
+    pub site_fanout: usize,
+    /// APs per last-level site.
+    #[arg(long, default_value_t = GenParams::default().fanout)]
+    pub fanout: usize,
+    /// Levels of sites (0 = flat network).
+    #[arg(long, default_value_t = GenParams::default().depth)]
+    pub depth: usize,
+    /// Share of circuits with several devices (0..1).
+    #[arg(long, default_value_t = GenParams::default().multi_device_fraction)]
+    pub multi_device_fraction: f64,
+    /// Output directory (created if missing).
+    #[arg(long, default_value = ".")]
+    pub out: PathBuf,
+}
 
 /// Runs `lqos gen`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("lqos gen is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let params = GenParams {
+        circuits: args.circuits,
+        seed: args.seed,
+        sites: args.sites,
+        site_fanout: args.site_fanout,
+        fanout: args.fanout,
+        depth: args.depth,
+        multi_device_fraction: args.multi_device_fraction,
+        ..GenParams::default()
+    };
+    let g = generate(&params);
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    for (name, text) in [
+        ("network.json", write_network_json(&g.network)),
+        ("ShapedDevices.csv", write_shaped_devices(&g.network)),
+        ("lqos.conf", write_config(&g.config)),
+    ] {
+        let path = args.out.join(name);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let s = lqos_model::summarize(&g.network);
+    println!(
+        "wrote network.json ({} nodes, depth {}), ShapedDevices.csv ({} circuits, {} devices), lqos.conf to {}",
+        s.nodes,
+        s.depth,
+        s.circuits,
+        s.devices,
+        args.out.display()
+    );
+    Ok(ExitCode::from(EXIT_OK))
 }

@@ -1,0 +1,209 @@
+//! Loaders that drive per-interface op streams into the kernel: `tc -b`
+//! ([`TcBatch`]), rtnetlink ([`NetlinkBackend`]) and a [`Recording`] fake,
+//! all behind one [`Backend`] trait chosen at run time.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use lqos_tc::{InterfacePlan, Plan, TcOp};
+use serde::Serialize;
+
+use crate::error::ApplyError;
+use crate::timing::Timing;
+
+mod netlink;
+mod recording;
+mod tc;
+
+pub use netlink::NetlinkBackend;
+pub use recording::{Recording, RecordingFailure};
+pub use tc::{TcBatch, TcMode};
+
+/// One interface's ordered op stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IfaceOps {
+    /// Interface name.
+    pub dev: String,
+    /// Ops in order.
+    pub ops: Vec<TcOp>,
+    /// How many leading ops build the queue layout (kept together, per
+    /// interface, at the head of a combined tc batch, as LibreQoS does); 0
+    /// for diffs.
+    pub setup_ops: usize,
+}
+
+impl IfaceOps {
+    /// A stream with no setup part (e.g. a diff).
+    pub fn new(dev: impl Into<String>, ops: Vec<TcOp>) -> IfaceOps {
+        IfaceOps {
+            dev: dev.into(),
+            ops,
+            setup_ops: 0,
+        }
+    }
+
+    /// The full build of one planned interface.
+    pub fn from_plan(ip: &InterfacePlan) -> IfaceOps {
+        IfaceOps {
+            dev: ip.dev.clone(),
+            ops: ip.ops.clone(),
+            setup_ops: ip.setup_ops,
+        }
+    }
+
+    /// The full builds of all interfaces of `plan`.
+    pub fn all_from_plan(plan: &Plan) -> Vec<IfaceOps> {
+        plan.interfaces.iter().map(IfaceOps::from_plan).collect()
+    }
+}
+
+/// Where the `qdisc del dev X root` of a full reload goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum RootDelete {
+    /// No root delete (incremental loads, or the ops already contain one).
+    #[default]
+    None,
+    /// First op of each interface's stream, in the same batch / socket.
+    /// The stream a report counts is then `[root delete] + ops`. A root
+    /// delete that finds nothing to delete (`handle of zero`) is ignored.
+    InBatch,
+    /// Its own step before each interface's batch (its own `tc` process for
+    /// the tc backend), timed separately in [`IfaceReport::root_delete`].
+    Separate,
+}
+
+/// Whether interfaces are loaded one after another or concurrently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum Parallelism {
+    /// One interface after another.
+    #[default]
+    Serial,
+    /// One worker (thread / process) per interface.
+    Parallel,
+}
+
+/// Receives progress while a load runs (ops handed to the kernel or to tc).
+pub trait Progress: Sync {
+    /// `n` more ops of `dev` were sent.
+    fn advance(&self, dev: &str, n: usize);
+}
+
+/// A [`Progress`] that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn advance(&self, _dev: &str, _n: usize) {}
+}
+
+/// A [`Progress`] that just counts.
+#[derive(Debug, Default)]
+pub struct CountProgress(pub AtomicUsize);
+
+impl Progress for CountProgress {
+    fn advance(&self, _dev: &str, n: usize) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// What happened on one interface.
+#[derive(Debug)]
+pub struct IfaceReport {
+    /// Interface.
+    pub dev: String,
+    /// Ops in the stream (including an in-batch root delete).
+    pub ops_total: usize,
+    /// Ops the kernel accepted.
+    pub ops_applied: usize,
+    /// Wall and CPU time of this interface's load (the worker thread for
+    /// netlink, the tc process for tc). `None` when interfaces shared one
+    /// process (combined tc batch): see [`LoadReport::total`].
+    pub timing: Option<Timing>,
+    /// Time of the separate root delete ([`RootDelete::Separate`]).
+    pub root_delete: Option<Timing>,
+    /// Why this interface's load stopped early.
+    pub error: Option<ApplyError>,
+}
+
+/// The outcome of one [`Backend::load`].
+#[derive(Debug)]
+pub struct LoadReport {
+    /// [`Backend::describe`] of the backend used.
+    pub backend: String,
+    /// One entry per interface, in request order.
+    pub interfaces: Vec<IfaceReport>,
+    /// Whole load: wall time; user/sys of the tc children (tc backend) or
+    /// of this process (netlink backend).
+    pub total: Timing,
+}
+
+impl LoadReport {
+    /// True when every interface loaded completely.
+    pub fn is_ok(&self) -> bool {
+        self.interfaces.iter().all(|i| i.error.is_none())
+    }
+
+    /// Total ops the kernel accepted.
+    pub fn ops_applied(&self) -> usize {
+        self.interfaces.iter().map(|i| i.ops_applied).sum()
+    }
+
+    /// The first interface error, if any.
+    pub fn first_error(&self) -> Option<&ApplyError> {
+        self.interfaces.iter().find_map(|i| i.error.as_ref())
+    }
+
+    /// `Err` with the first error (preferring a real op failure over an
+    /// `Incomplete` caused by it), else the report.
+    pub fn into_result(mut self) -> Result<LoadReport, ApplyError> {
+        let pos = self
+            .interfaces
+            .iter()
+            .position(|i| matches!(i.error, Some(ApplyError::OpFailed { .. })))
+            .or_else(|| self.interfaces.iter().position(|i| i.error.is_some()));
+        match pos {
+            Some(p) => Err(self.interfaces[p].error.take().expect("error present")),
+            None => Ok(self),
+        }
+    }
+}
+
+/// A loader of op streams.
+pub trait Backend: Send + Sync {
+    /// Short description (`tc -b serial`, `netlink parallel`, ...).
+    fn describe(&self) -> String;
+
+    /// Sends each interface's ops in order. A failed op stops that
+    /// interface's stream (and, for a combined tc batch, the whole batch);
+    /// the failure is reported in its [`IfaceReport::error`]. Other
+    /// interfaces carry on where the backend allows it.
+    fn load(
+        &self,
+        ifaces: &[IfaceOps],
+        root_delete: RootDelete,
+        progress: &dyn Progress,
+    ) -> LoadReport;
+}
+
+/// The stream actually sent for `ops` under `root_delete`.
+pub(crate) fn with_root_delete(ops: &[TcOp], root_delete: RootDelete) -> Vec<TcOp> {
+    let mut v = Vec::with_capacity(ops.len() + 1);
+    if root_delete == RootDelete::InBatch {
+        v.push(TcOp::delete_root());
+    }
+    v.extend_from_slice(ops);
+    v
+}
+
+/// True for the root delete (`qdisc del dev X root`).
+pub(crate) fn is_root_delete(op: &TcOp) -> bool {
+    *op == TcOp::delete_root()
+}
+
+/// True when a failed root delete only means "nothing to delete" (the
+/// device has its default, handle-0 root such as `noqueue`).
+pub(crate) fn is_benign_root_delete_failure(op: &TcOp, message: &str) -> bool {
+    is_root_delete(op)
+        && (message.contains("handle of zero")
+            || message.contains("Invalid handle")
+            || message.contains("No such file or directory"))
+}

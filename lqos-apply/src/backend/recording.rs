@@ -1,0 +1,262 @@
+//! A fake kernel for tests of everything above the socket: records every op
+//! per interface, keeps a simulated tree per interface (so it can also serve
+//! as the [`crate::LiveSource`] for readback), and fails on request.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use lqos_tc::{render_line, QdiscKind, TcOp, TcTree};
+
+use super::{
+    is_root_delete, with_root_delete, Backend, IfaceOps, IfaceReport, LoadReport, Progress,
+    RootDelete,
+};
+use crate::error::{ApplyError, Result};
+use crate::live::{LinkSummary, LiveSource};
+use crate::timing::Timing;
+
+/// A planned failure: the `op_index`-th op sent to `dev` (counting every op
+/// this recorder has received for `dev`, across loads) fails with `message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordingFailure {
+    /// Interface.
+    pub dev: String,
+    /// 0-based index among all ops ever sent to `dev`.
+    pub op_index: usize,
+    /// The "kernel" message.
+    pub message: String,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    sent: Vec<(String, TcOp)>,
+    per_dev: BTreeMap<String, usize>,
+    trees: BTreeMap<String, TcTree>,
+    links: BTreeMap<String, u32>,
+    unsupported: BTreeSet<String>,
+    failures: Vec<RecordingFailure>,
+}
+
+/// Records ops instead of sending them. Interfaces must be declared with
+/// [`Recording::with_link`].
+#[derive(Debug, Default)]
+pub struct Recording {
+    state: Mutex<State>,
+}
+
+impl Recording {
+    /// An empty recorder with no interfaces.
+    pub fn new() -> Recording {
+        Recording::default()
+    }
+
+    /// Declares an interface with `tx_queues` TX queues and an empty tree.
+    pub fn with_link(self, dev: &str, tx_queues: u32) -> Recording {
+        {
+            let mut s = self.state.lock().expect("recording lock");
+            s.links.insert(dev.to_string(), tx_queues);
+            s.trees.entry(dev.to_string()).or_default();
+        }
+        self
+    }
+
+    /// Makes qdisc kind `kind` (e.g. `cake`) unsupported by the fake kernel.
+    pub fn without_qdisc_kind(self, kind: &str) -> Recording {
+        self.state
+            .lock()
+            .expect("recording lock")
+            .unsupported
+            .insert(kind.to_string());
+        self
+    }
+
+    /// Schedules a failure (see [`RecordingFailure`]).
+    pub fn fail_at(&self, dev: &str, op_index: usize, message: &str) {
+        self.state
+            .lock()
+            .expect("recording lock")
+            .failures
+            .push(RecordingFailure {
+                dev: dev.to_string(),
+                op_index,
+                message: message.to_string(),
+            });
+    }
+
+    /// Every op received (including failed ones), in order, with its interface.
+    pub fn sent(&self) -> Vec<(String, TcOp)> {
+        self.state.lock().expect("recording lock").sent.clone()
+    }
+
+    /// Ops received for `dev`.
+    pub fn sent_for(&self, dev: &str) -> Vec<TcOp> {
+        self.sent()
+            .into_iter()
+            .filter(|(d, _)| d == dev)
+            .map(|(_, op)| op)
+            .collect()
+    }
+
+    /// Forgets the recorded ops (trees and links stay).
+    pub fn clear_sent(&self) {
+        self.state.lock().expect("recording lock").sent.clear();
+    }
+
+    /// The simulated tree of `dev`.
+    pub fn tree(&self, dev: &str) -> Option<TcTree> {
+        self.state
+            .lock()
+            .expect("recording lock")
+            .trees
+            .get(dev)
+            .cloned()
+    }
+
+    fn load_one(&self, dev: &str, ops: &[TcOp], progress: &dyn Progress) -> IfaceReport {
+        let mut rep = IfaceReport {
+            dev: dev.to_string(),
+            ops_total: ops.len(),
+            ops_applied: 0,
+            timing: Some(Timing::default()),
+            root_delete: None,
+            error: None,
+        };
+        let mut s = self.state.lock().expect("recording lock");
+        if !s.links.contains_key(dev) {
+            rep.error = Some(ApplyError::NoInterface {
+                dev: dev.to_string(),
+                netns: None,
+            });
+            return rep;
+        }
+        let n0 = *s.per_dev.get(dev).unwrap_or(&0);
+        // Where a scheduled failure or an unsupported kind stops the stream.
+        let stop = ops.iter().enumerate().find_map(|(i, op)| {
+            let planned = s
+                .failures
+                .iter()
+                .find(|f| f.dev == dev && f.op_index == n0 + i)
+                .map(|f| f.message.clone());
+            let unsupported = match op {
+                TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) => s.unsupported.contains(q.kind.name()),
+                _ => false,
+            };
+            planned
+                .or_else(|| unsupported.then(|| "Specified qdisc kind is unknown.".to_string()))
+                .map(|m| (i, m))
+        });
+        let upto = stop.as_ref().map_or(ops.len(), |(i, _)| *i);
+        // The tree model enforces the kernel's rules; apply in runs between
+        // root deletes (a root delete on an empty device is a no-op here).
+        let tree = s.trees.entry(dev.to_string()).or_default();
+        let mut failure = None;
+        let mut i = 0;
+        while i < upto {
+            if is_root_delete(&ops[i]) {
+                let has_root = tree.qdiscs.values().any(|q| {
+                    q.parent == lqos_tc::TcHandle::ROOT && q.handle != lqos_tc::TcHandle::UNSPEC
+                });
+                if has_root {
+                    if let Err(e) = tree.apply(&ops[i]) {
+                        failure = Some((i, e.to_string()));
+                        break;
+                    }
+                }
+                i += 1;
+                continue;
+            }
+            let j = ops[i..upto]
+                .iter()
+                .position(is_root_delete)
+                .map_or(upto, |p| i + p);
+            if let Err((k, e)) = tree.apply_all(&ops[i..j]) {
+                failure = Some((i + k, e.to_string()));
+                break;
+            }
+            i = j;
+        }
+        let failure = failure.or(stop);
+        let processed = failure.as_ref().map_or(ops.len(), |(i, _)| i + 1);
+        rep.ops_applied = failure.as_ref().map_or(ops.len(), |(i, _)| *i);
+        if let Some((index, message)) = failure {
+            rep.error = Some(ApplyError::OpFailed {
+                dev: dev.to_string(),
+                index,
+                op_text: render_line(dev, &ops[index]),
+                message,
+                errno: Some(libc::EINVAL),
+            });
+        }
+        s.per_dev.insert(dev.to_string(), n0 + processed);
+        s.sent.extend(
+            ops[..processed]
+                .iter()
+                .map(|op| (dev.to_string(), op.clone())),
+        );
+        drop(s);
+        progress.advance(dev, rep.ops_applied);
+        rep
+    }
+}
+
+impl Backend for Recording {
+    fn describe(&self) -> String {
+        "recording".into()
+    }
+
+    fn load(
+        &self,
+        ifaces: &[IfaceOps],
+        root_delete: RootDelete,
+        progress: &dyn Progress,
+    ) -> LoadReport {
+        let interfaces = ifaces
+            .iter()
+            .map(|i| {
+                let root = root_delete == RootDelete::Separate;
+                let mut ops = with_root_delete(&i.ops, root_delete);
+                if root {
+                    ops.insert(0, TcOp::delete_root());
+                }
+                self.load_one(&i.dev, &ops, progress)
+            })
+            .collect();
+        LoadReport {
+            backend: self.describe(),
+            interfaces,
+            total: Timing::default(),
+        }
+    }
+}
+
+impl LiveSource for Recording {
+    fn link(&self, dev: &str) -> Result<Option<LinkSummary>> {
+        let s = self.state.lock().expect("recording lock");
+        let names: Vec<&String> = s.links.keys().collect();
+        Ok(s.links.get(dev).map(|q| LinkSummary {
+            ifindex: 1 + names.iter().position(|n| *n == dev).unwrap_or(0) as i32,
+            num_tx_queues: *q,
+        }))
+    }
+
+    fn dump(&self, dev: &str) -> Result<TcTree> {
+        self.tree(dev).ok_or_else(|| ApplyError::NoInterface {
+            dev: dev.to_string(),
+            netns: None,
+        })
+    }
+
+    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
+        let s = self.state.lock().expect("recording lock");
+        Ok(kinds
+            .iter()
+            .map(|k| {
+                if s.unsupported.contains(k.name()) {
+                    Err("Specified qdisc kind is unknown.".into())
+                } else {
+                    Ok(())
+                }
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,549 @@
+//! The `tc -b` backend: spawns `tc [-n NETNS] [-force] -b -` and streams
+//! the ops' text on its stdin.
+
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use lqos_tc::TcOp;
+use nix::sys::wait::{waitid, Id, WaitPidFlag};
+use nix::unistd::Pid;
+use serde::Serialize;
+
+use super::{
+    is_benign_root_delete_failure, with_root_delete, Backend, IfaceOps, IfaceReport, LoadReport,
+    Progress, RootDelete,
+};
+use crate::error::ApplyError;
+use crate::timing::{zombie_cpu, CpuScope, Stopwatch, Timing};
+use lqos_tc::render_line;
+
+/// How the tc backend groups interfaces into `tc -b` processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum TcMode {
+    /// One process for all interfaces, ops interleaved round-robin across
+    /// interfaces (like LibreQoS's single `linux_tc.txt`).
+    Combined,
+    /// One process per interface, one after another.
+    Serial,
+    /// One process per interface, all at once.
+    Parallel,
+}
+
+/// `tc -b` loader.
+#[derive(Debug, Clone)]
+pub struct TcBatch {
+    /// Run inside this network namespace (`tc -n`).
+    pub netns: Option<String>,
+    /// Process layout.
+    pub mode: TcMode,
+    /// `tc -force`: keep going after a failed line (LibreQoS runs
+    /// `tc -f -b`). Every failure is still reported.
+    pub force: bool,
+    /// The `tc` binary.
+    pub tc: PathBuf,
+}
+
+impl TcBatch {
+    /// A loader in `mode`, without `-force`, using `tc` from `PATH`.
+    pub fn new(netns: Option<String>, mode: TcMode) -> TcBatch {
+        TcBatch {
+            netns,
+            mode,
+            force: false,
+            tc: PathBuf::from("tc"),
+        }
+    }
+}
+
+/// One line of a batch: which interface and which op of its stream.
+#[derive(Debug, Clone, Copy)]
+struct Line {
+    iface: usize,
+    op: usize,
+}
+
+/// What one `tc -b` process did.
+struct BatchRun {
+    timing: Timing,
+    /// (index into the lines given, tc's error text).
+    failures: Vec<(usize, String)>,
+    /// Lines processed (all of them with -force or on success; up to and
+    /// including the failing one otherwise).
+    processed: usize,
+    /// Spawn / wait problem.
+    fatal: Option<ApplyError>,
+}
+
+impl TcBatch {
+    fn command(&self) -> Command {
+        let mut c = Command::new(&self.tc);
+        if let Some(ns) = &self.netns {
+            c.arg("-n").arg(ns);
+        }
+        if self.force {
+            c.arg("-force");
+        }
+        c.arg("-b").arg("-");
+        c
+    }
+
+    /// Runs one tc process over `lines`. `exclusive_child`: no other child
+    /// of ours runs meanwhile, so RUSAGE_CHILDREN is exact.
+    fn run_batch(
+        &self,
+        ifaces: &[IfaceOps],
+        streams: &[Vec<TcOp>],
+        lines: &[Line],
+        exclusive_child: bool,
+        progress: &dyn Progress,
+    ) -> BatchRun {
+        let sw = Stopwatch::start(CpuScope::Children);
+        let fail = |e: ApplyError| BatchRun {
+            timing: sw.stop(),
+            failures: vec![],
+            processed: 0,
+            fatal: Some(e),
+        };
+        let mut child = match self
+            .command()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => return fail(ApplyError::io(format!("spawning {}", self.tc.display()), e)),
+        };
+        let stdin = child.stdin.take().expect("piped stdin");
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let mut err_text = String::new();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let mut w = BufWriter::with_capacity(1 << 16, stdin);
+                let mut pending = 0usize;
+                let mut last_dev = usize::MAX;
+                for l in lines {
+                    let dev = &ifaces[l.iface].dev;
+                    if l.iface != last_dev && pending > 0 {
+                        progress.advance(&ifaces[last_dev].dev, pending);
+                        pending = 0;
+                    }
+                    last_dev = l.iface;
+                    let text = render_line(dev, &streams[l.iface][l.op]);
+                    if w.write_all(text.as_bytes()).is_err() || w.write_all(b"\n").is_err() {
+                        return; // tc stopped reading (it exits at the first error)
+                    }
+                    pending += 1;
+                    if pending >= 256 {
+                        progress.advance(dev, pending);
+                        pending = 0;
+                    }
+                }
+                let _ = w.flush();
+                if pending > 0 && last_dev != usize::MAX {
+                    progress.advance(&ifaces[last_dev].dev, pending);
+                }
+                // Dropping the writer closes stdin: tc sees EOF.
+            });
+            let _ = stderr.read_to_string(&mut err_text);
+        });
+        // Per-child CPU time: wait without reaping, read /proc, then reap.
+        let pid = child.id();
+        let mut cpu = None;
+        if !exclusive_child
+            && waitid(
+                Id::Pid(Pid::from_raw(pid as i32)),
+                WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
+            )
+            .is_ok()
+        {
+            cpu = zombie_cpu(pid);
+        }
+        let status = match child.wait() {
+            Ok(s) => s,
+            Err(e) => return fail(ApplyError::io("waiting for tc", e)),
+        };
+        let mut timing = sw.stop();
+        if let Some((user, sys)) = cpu {
+            timing.user = user;
+            timing.sys = sys;
+        }
+        let failures = parse_tc_errors(&err_text);
+        let processed = if self.force || failures.is_empty() {
+            lines.len()
+        } else {
+            (failures[0].0 + 1).min(lines.len())
+        };
+        let fatal = if !status.success() && failures.is_empty() {
+            Some(ApplyError::Command {
+                cmd: format!("{:?}", self.command()),
+                message: format!("{status}: {}", err_text.trim()),
+            })
+        } else {
+            None
+        };
+        BatchRun {
+            timing,
+            failures,
+            processed,
+            fatal,
+        }
+    }
+
+    /// Loads `lines` (all from one process layout), restarting after a
+    /// benign root-delete failure. Fills `reports`. Returns the timing of
+    /// all processes together.
+    fn load_lines(
+        &self,
+        ifaces: &[IfaceOps],
+        streams: &[Vec<TcOp>],
+        lines: &[Line],
+        exclusive_child: bool,
+        progress: &dyn Progress,
+        reports: &mut [IfaceReport],
+    ) -> Timing {
+        let mut total = Timing::default();
+        let mut start = 0;
+        while start < lines.len() {
+            let slice = &lines[start..];
+            let run = self.run_batch(ifaces, streams, slice, exclusive_child, progress);
+            total = total + run.timing;
+            if let Some(e) = run.fatal {
+                for r in reports.iter_mut() {
+                    if r.error.is_none() && r.ops_applied < r.ops_total {
+                        r.error = Some(ApplyError::Incomplete {
+                            dev: r.dev.clone(),
+                            sent: r.ops_applied,
+                            total: r.ops_total,
+                            reason: e.to_string(),
+                        });
+                    }
+                }
+                return total;
+            }
+            let mut failed = vec![false; slice.len()];
+            let mut restart_at = None;
+            for (idx, msg) in &run.failures {
+                let Some(l) = slice.get(*idx) else { continue };
+                let op = &streams[l.iface][l.op];
+                if is_benign_root_delete_failure(op, msg) {
+                    if !self.force {
+                        restart_at = Some(start + idx + 1);
+                    }
+                    // Counts as done: there was nothing to delete.
+                    continue;
+                }
+                failed[*idx] = true;
+                let r = &mut reports[l.iface];
+                if r.error.is_none() {
+                    r.error = Some(ApplyError::OpFailed {
+                        dev: r.dev.clone(),
+                        index: l.op,
+                        op_text: render_line(&r.dev, op),
+                        message: msg.clone(),
+                        errno: None,
+                    });
+                }
+            }
+            for (i, l) in slice.iter().enumerate().take(run.processed) {
+                if !failed[i] {
+                    reports[l.iface].ops_applied += 1;
+                }
+            }
+            match restart_at {
+                Some(next) => start = next,
+                None => {
+                    if run.processed < slice.len() {
+                        let (fdev, fline) = run
+                            .failures
+                            .first()
+                            .map(|(i, _)| (reports[slice[*i].iface].dev.clone(), start + i + 1))
+                            .unwrap_or_default();
+                        for r in reports.iter_mut() {
+                            if r.error.is_none() && r.ops_applied < r.ops_total {
+                                r.error = Some(ApplyError::Incomplete {
+                                    dev: r.dev.clone(),
+                                    sent: r.ops_applied,
+                                    total: r.ops_total,
+                                    reason: format!(
+                                        "the combined tc batch stopped at line {fline} ({fdev})"
+                                    ),
+                                });
+                            }
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+        total
+    }
+
+    fn separate_root_delete(&self, dev: &str) -> (Timing, Option<ApplyError>) {
+        let sw = Stopwatch::start(CpuScope::Children);
+        let mut c = Command::new(&self.tc);
+        if let Some(ns) = &self.netns {
+            c.arg("-n").arg(ns);
+        }
+        c.args(["qdisc", "del", "dev", dev, "root"]);
+        let out = c.output();
+        let t = sw.stop();
+        match out {
+            Err(e) => (t, Some(ApplyError::io("spawning tc qdisc del", e))),
+            Ok(o) if o.status.success() => (t, None),
+            Ok(o) => {
+                let msg = String::from_utf8_lossy(&o.stderr).trim().to_string();
+                if is_benign_root_delete_failure(&TcOp::delete_root(), &msg) {
+                    (t, None)
+                } else {
+                    (
+                        t,
+                        Some(ApplyError::OpFailed {
+                            dev: dev.to_string(),
+                            index: 0,
+                            op_text: render_line(dev, &TcOp::delete_root()),
+                            message: msg,
+                            errno: None,
+                        }),
+                    )
+                }
+            }
+        }
+    }
+}
+
+/// Parses `tc -b`'s stderr: each `Command failed FILE:N` closes a group of
+/// message lines. Returns (0-based line index, message) per failure.
+/// Warnings (`Warning: ...`) are kept only if there is nothing else.
+pub(crate) fn parse_tc_errors(stderr: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut group: Vec<&str> = Vec::new();
+    for line in BufReader::new(stderr.as_bytes())
+        .lines()
+        .map_while(Result::ok)
+        .collect::<Vec<_>>()
+        .iter()
+    {
+        let line = line.trim_end();
+        if let Some(rest) = line.strip_prefix("Command failed ") {
+            let n = rest
+                .rsplit(':')
+                .next()
+                .and_then(|n| n.trim().parse::<usize>().ok());
+            let errors: Vec<&str> = group
+                .iter()
+                .copied()
+                .filter(|l| !l.starts_with("Warning"))
+                .collect();
+            let chosen = if errors.is_empty() { &group } else { &errors };
+            let msg = chosen
+                .iter()
+                .map(|l| l.trim())
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ");
+            if let Some(n) = n {
+                out.push((
+                    n.saturating_sub(1),
+                    if msg.is_empty() { "failed".into() } else { msg },
+                ));
+            }
+            group.clear();
+        } else {
+            group.push(line);
+        }
+    }
+    out
+}
+
+/// The line order of a combined batch, the same as
+/// [`lqos_tc::render_combined`]: the in-batch root deletes, each
+/// interface's setup ops, then the interfaces' entity groups (a class op and
+/// the ops after it up to the next class op) round-robin.
+fn combined_order(
+    ifaces: &[IfaceOps],
+    streams: &[Vec<TcOp>],
+    root_delete: RootDelete,
+) -> Vec<Line> {
+    let skip = usize::from(root_delete == RootDelete::InBatch);
+    let mut lines = Vec::with_capacity(streams.iter().map(Vec::len).sum());
+    if skip == 1 {
+        lines.extend((0..streams.len()).map(|iface| Line { iface, op: 0 }));
+    }
+    let mut cursors = Vec::with_capacity(streams.len());
+    for (iface, (i, s)) in ifaces.iter().zip(streams).enumerate() {
+        let setup_end = (skip + i.setup_ops).min(s.len());
+        lines.extend((skip..setup_end).map(|op| Line { iface, op }));
+        cursors.push(setup_end);
+    }
+    loop {
+        let mut progressed = false;
+        for (iface, (s, cur)) in streams.iter().zip(cursors.iter_mut()).enumerate() {
+            if *cur >= s.len() {
+                continue;
+            }
+            progressed = true;
+            let mut end = *cur + 1;
+            while end < s.len() && !matches!(s[end], TcOp::AddClass(_)) {
+                end += 1;
+            }
+            lines.extend((*cur..end).map(|op| Line { iface, op }));
+            *cur = end;
+        }
+        if !progressed {
+            break;
+        }
+    }
+    lines
+}
+
+fn new_reports(ifaces: &[IfaceOps], streams: &[Vec<TcOp>]) -> Vec<IfaceReport> {
+    ifaces
+        .iter()
+        .zip(streams)
+        .map(|(i, s)| IfaceReport {
+            dev: i.dev.clone(),
+            ops_total: s.len(),
+            ops_applied: 0,
+            timing: None,
+            root_delete: None,
+            error: None,
+        })
+        .collect()
+}
+
+impl Backend for TcBatch {
+    fn describe(&self) -> String {
+        let mode = match self.mode {
+            TcMode::Combined => "combined",
+            TcMode::Serial => "serial",
+            TcMode::Parallel => "parallel",
+        };
+        format!("tc -b {mode}{}", if self.force { " -force" } else { "" })
+    }
+
+    fn load(
+        &self,
+        ifaces: &[IfaceOps],
+        root_delete: RootDelete,
+        progress: &dyn Progress,
+    ) -> LoadReport {
+        let sw = Stopwatch::start(CpuScope::Children);
+        let streams: Vec<Vec<TcOp>> = ifaces
+            .iter()
+            .map(|i| with_root_delete(&i.ops, root_delete))
+            .collect();
+        let mut reports = new_reports(ifaces, &streams);
+        let one_iface = |i: usize, rep: &mut IfaceReport, exclusive: bool| {
+            if root_delete == RootDelete::Separate {
+                let (t, e) = self.separate_root_delete(&ifaces[i].dev);
+                rep.root_delete = Some(t);
+                if e.is_some() {
+                    rep.error = e;
+                    return;
+                }
+            }
+            let lines: Vec<Line> = (0..streams[i].len())
+                .map(|op| Line { iface: i, op })
+                .collect();
+            // Report slots are indexed by interface; give load_lines a view
+            // where only this interface's slot is live.
+            let mut slots: Vec<IfaceReport> = new_reports(ifaces, &streams);
+            let t = self.load_lines(ifaces, &streams, &lines, exclusive, progress, &mut slots);
+            let mine = slots.swap_remove(i);
+            rep.ops_applied = mine.ops_applied;
+            rep.error = mine.error;
+            rep.timing = Some(t);
+        };
+        match self.mode {
+            TcMode::Combined => {
+                if root_delete == RootDelete::Separate {
+                    for (i, rep) in reports.iter_mut().enumerate() {
+                        let (t, e) = self.separate_root_delete(&ifaces[i].dev);
+                        rep.root_delete = Some(t);
+                        rep.error = e;
+                    }
+                }
+                if reports.iter().all(|r| r.error.is_none()) {
+                    let lines = combined_order(ifaces, &streams, root_delete);
+                    self.load_lines(ifaces, &streams, &lines, true, progress, &mut reports);
+                }
+            }
+            TcMode::Serial => {
+                for (i, rep) in reports.iter_mut().enumerate() {
+                    one_iface(i, rep, true);
+                }
+            }
+            TcMode::Parallel => {
+                std::thread::scope(|s| {
+                    for (i, rep) in reports.iter_mut().enumerate() {
+                        let one = &one_iface;
+                        s.spawn(move || one(i, rep, false));
+                    }
+                });
+            }
+        }
+        LoadReport {
+            backend: self.describe(),
+            interfaces: reports,
+            total: sw.stop(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combined_order_matches_render_combined() {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits: 50,
+            seed: 7,
+            ..Default::default()
+        });
+        let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
+        let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
+        let ifaces = IfaceOps::all_from_plan(&plan);
+        for rd in [RootDelete::None, RootDelete::InBatch] {
+            let streams: Vec<Vec<TcOp>> = ifaces
+                .iter()
+                .map(|i| with_root_delete(&i.ops, rd))
+                .collect();
+            let text: String = combined_order(&ifaces, &streams, rd)
+                .iter()
+                .map(|l| render_line(&ifaces[l.iface].dev, &streams[l.iface][l.op]) + "\n")
+                .collect();
+            assert_eq!(
+                text,
+                lqos_tc::render_combined(&plan, rd == RootDelete::InBatch)
+            );
+        }
+    }
+
+    #[test]
+    fn parses_tc_batch_errors() {
+        let stderr = "Warning: sch_htb: quantum of class 10001 is big. Consider r2q change.\n\
+                      Error: Cannot delete qdisc with handle of zero.\n\
+                      Command failed -:1\n\
+                      Error: Specified qdisc kind is unknown.\n\
+                      Command failed -:6\n";
+        let f = parse_tc_errors(stderr);
+        assert_eq!(
+            f,
+            vec![
+                (
+                    0,
+                    "Error: Cannot delete qdisc with handle of zero.".to_string()
+                ),
+                (5, "Error: Specified qdisc kind is unknown.".to_string())
+            ]
+        );
+        assert_eq!(
+            parse_tc_errors("RTNETLINK answers: File exists\nCommand failed -:3\n"),
+            vec![(2, "RTNETLINK answers: File exists".to_string())]
+        );
+        assert!(parse_tc_errors("").is_empty());
+    }
+}

@@ -1,0 +1,591 @@
+//! Preflight, incremental-or-full decision, and the load itself.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use lqos_tc::{diff, Plan, QdiscKind, TcHandle, TcOp, TcTree};
+use serde::Serialize;
+
+use crate::backend::{Backend, IfaceOps, LoadReport, Progress, RootDelete};
+use crate::error::{ApplyError, Result};
+use crate::live::{LinkSummary, LiveSource};
+use crate::timing::{CpuScope, Stopwatch, Timing};
+use crate::verify::{verify_tree, VerifyReport};
+
+/// What one interface should end up as: the full build (no root delete) and
+/// names for its classes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Interface.
+    pub dev: String,
+    /// The full build, in order, without a root delete.
+    pub ops: Vec<TcOp>,
+    /// Circuit / node names by classid, for reports.
+    pub labels: BTreeMap<TcHandle, String>,
+}
+
+impl Target {
+    /// One target per interface of `plan`, with its labels.
+    pub fn from_plan(plan: &Plan) -> Vec<Target> {
+        plan.interfaces
+            .iter()
+            .map(|ip| Target {
+                dev: ip.dev.clone(),
+                ops: ip.ops.clone(),
+                labels: plan.labels(&ip.dev),
+            })
+            .collect()
+    }
+
+    /// The tree the full build produces (ops the tree model rejects are
+    /// skipped; planner output never has any).
+    pub fn tree(&self) -> TcTree {
+        // `apply_all` builds the tree model once (O(n)); `apply` per op
+        // would rebuild it every time (O(n^2)).
+        let mut t = TcTree::default();
+        let mut rest = &self.ops[..];
+        while let Err((i, _)) = t.apply_all(rest) {
+            rest = &rest[i + 1..];
+        }
+        t
+    }
+
+    /// The root qdisc of the plan.
+    fn root(&self) -> Option<&lqos_tc::Qdisc> {
+        self.ops.iter().find_map(|op| match op {
+            TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if q.parent == TcHandle::ROOT => Some(q),
+            _ => None,
+        })
+    }
+
+    /// Highest TX queue number (1-based mq class minor) the plan uses.
+    pub fn queues_needed(&self) -> usize {
+        let Some(root) = self.root() else { return 0 };
+        if root.kind != QdiscKind::Mq {
+            return 0;
+        }
+        self.ops
+            .iter()
+            .filter_map(|op| match op {
+                TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q)
+                    if q.parent != TcHandle::ROOT && q.parent.qdisc() == root.handle =>
+                {
+                    Some(q.parent.minor() as usize)
+                }
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// How an interface is (or would be) loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum LoadKind {
+    /// Root delete (if there is a tree) and full build.
+    Full {
+        /// Why not incremental.
+        reason: String,
+    },
+    /// Only the diff between the live tree and the plan.
+    Incremental,
+}
+
+/// The ops chosen for one interface.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IfaceChange {
+    /// Interface.
+    pub dev: String,
+    /// Full or incremental.
+    pub kind: LoadKind,
+    /// Exactly what is (or would be) sent, root delete included.
+    pub ops: Vec<TcOp>,
+}
+
+/// Options of [`apply_targets`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ApplyOptions {
+    /// Always root delete + full build.
+    pub full: bool,
+    /// Compute and return the ops, send nothing.
+    pub dry_run: bool,
+    /// Read the trees back after loading and verify them.
+    pub verify_after: bool,
+}
+
+/// The outcome of [`apply_targets`].
+#[derive(Debug)]
+pub struct ApplyReport {
+    /// Per interface: full or incremental, and the ops.
+    pub changes: Vec<IfaceChange>,
+    /// Preflight time (links, queues, qdisc kinds).
+    pub preflight: Timing,
+    /// Readback + diff time.
+    pub readback: Timing,
+    /// The load (`None` for a dry run).
+    pub load: Option<LoadReport>,
+    /// Post-load verification, if asked for.
+    pub verify: Option<VerifyReport>,
+}
+
+impl ApplyReport {
+    /// Total ops chosen over all interfaces.
+    pub fn ops_total(&self) -> usize {
+        self.changes.iter().map(|c| c.ops.len()).sum()
+    }
+}
+
+/// The leaf kinds tried as alternatives in the preflight hint.
+fn sqm_alternatives() -> [QdiscKind; 3] {
+    [
+        QdiscKind::Cake(Default::default()),
+        QdiscKind::FqCodel(Default::default()),
+        QdiscKind::Pfifo { limit: None },
+    ]
+}
+
+/// Checks, before any change: every interface exists, has enough TX queues,
+/// and every qdisc kind of the plan is accepted by this kernel (probed away
+/// from the real interfaces). Returns the links.
+pub fn preflight(
+    targets: &[Target],
+    live: &dyn LiveSource,
+) -> Result<BTreeMap<String, LinkSummary>> {
+    if targets.is_empty() {
+        return Err(ApplyError::Plan("the plan has no interfaces".into()));
+    }
+    let mut links = BTreeMap::new();
+    for t in targets {
+        let link = live.link(&t.dev)?.ok_or_else(|| ApplyError::NoInterface {
+            dev: t.dev.clone(),
+            netns: None,
+        })?;
+        let needed = t.queues_needed();
+        if needed > link.num_tx_queues as usize {
+            return Err(ApplyError::TooFewQueues {
+                dev: t.dev.clone(),
+                needed,
+                available: link.num_tx_queues,
+            });
+        }
+        links.insert(t.dev.clone(), link);
+    }
+    // One probe per kind (first instance's options); mq needs a multiqueue
+    // device and is part of every kernel with tc, so it is not probed.
+    let mut seen = BTreeSet::new();
+    let mut kinds = Vec::new();
+    for t in targets {
+        for op in &t.ops {
+            if let TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) = op {
+                if q.kind != QdiscKind::Mq && seen.insert(q.kind.name().to_string()) {
+                    kinds.push(q.kind.clone());
+                }
+            }
+        }
+    }
+    let results = live.probe_qdiscs(&kinds)?;
+    for (k, r) in kinds.iter().zip(results) {
+        let Err(message) = r else { continue };
+        let kind = k.name().to_string();
+        if !message.contains("unknown") {
+            return Err(ApplyError::QdiscRejected { kind, message });
+        }
+        let alts: Vec<QdiscKind> = sqm_alternatives()
+            .into_iter()
+            .filter(|a| a.name() != kind)
+            .collect();
+        let ok: Vec<&str> = alts
+            .iter()
+            .zip(live.probe_qdiscs(&alts)?)
+            .filter(|(_, r)| r.is_ok())
+            .map(|(a, _)| a.name())
+            .collect();
+        let hint = if ok.is_empty() {
+            "no alternative leaf qdisc (cake, fq_codel, pfifo) works either".to_string()
+        } else {
+            format!("use --sqm {}", ok.join(" or "))
+        };
+        return Err(ApplyError::UnsupportedQdisc {
+            kind,
+            message,
+            hint,
+        });
+    }
+    Ok(links)
+}
+
+/// Why the live tree cannot be reached incrementally, or `None` if it can:
+/// the root qdisc and every HTB directly under it must match the plan.
+pub fn layout_mismatch(planned: &TcTree, live: &TcTree) -> Option<String> {
+    let root = planned
+        .qdiscs
+        .values()
+        .find(|q| q.parent == TcHandle::ROOT)?;
+    let Some(live_root) = live
+        .qdiscs
+        .values()
+        .find(|q| q.parent == TcHandle::ROOT && q.handle != TcHandle::UNSPEC)
+    else {
+        return Some("no tree loaded yet".into());
+    };
+    if live_root.handle != root.handle || live_root.kind.name() != root.kind.name() {
+        return Some(format!(
+            "live root is {} {}, plan has {} {}",
+            live_root.kind.name(),
+            live_root.handle,
+            root.kind.name(),
+            root.handle
+        ));
+    }
+    for q in planned.qdiscs.values() {
+        if q.parent == TcHandle::ROOT || q.parent.qdisc() != root.handle {
+            continue;
+        }
+        match live.qdiscs.get(&q.handle) {
+            Some(l) if l.parent == q.parent && l.kind.name() == q.kind.name() => {}
+            Some(l) => {
+                return Some(format!(
+                    "queue qdisc {} is {} under {}, plan has {} under {}",
+                    q.handle,
+                    l.kind.name(),
+                    l.parent,
+                    q.kind.name(),
+                    q.parent
+                ))
+            }
+            None => return Some(format!("queue qdisc {} is missing", q.handle)),
+        }
+    }
+    None
+}
+
+/// The ops that take `live` to `target`: the diff when the layout matches
+/// (and `full` is off), else a root delete (if a tree is there) plus the
+/// full build.
+pub fn plan_change(target: &Target, live: &TcTree, full: bool) -> IfaceChange {
+    let planned = target.tree();
+    let reason = if full {
+        Some("--full".to_string())
+    } else {
+        layout_mismatch(&planned, live)
+    };
+    match reason {
+        None => IfaceChange {
+            dev: target.dev.clone(),
+            kind: LoadKind::Incremental,
+            ops: diff(live, &planned),
+        },
+        Some(reason) => {
+            let mut ops = Vec::with_capacity(target.ops.len() + 1);
+            if live
+                .qdiscs
+                .values()
+                .any(|q| q.parent == TcHandle::ROOT && q.handle != TcHandle::UNSPEC)
+            {
+                ops.push(TcOp::delete_root());
+            }
+            ops.extend(target.ops.iter().cloned());
+            IfaceChange {
+                dev: target.dev.clone(),
+                kind: LoadKind::Full { reason },
+                ops,
+            }
+        }
+    }
+}
+
+/// Verifies the live trees of all targets.
+pub fn verify_targets(targets: &[Target], live: &dyn LiveSource) -> Result<VerifyReport> {
+    let mut report = VerifyReport::default();
+    for t in targets {
+        let tree = live.dump(&t.dev)?;
+        report
+            .interfaces
+            .push(verify_tree(&t.dev, &t.tree(), &tree, &t.labels));
+    }
+    Ok(report)
+}
+
+/// Preflight, read back, choose full or incremental per interface, and load
+/// (unless `dry_run`). Returns `Err` for a failed preflight (nothing was
+/// changed); a failed load is `Ok` with the error inside
+/// [`ApplyReport::load`] so the caller sees what was applied.
+pub fn apply_targets(
+    targets: &[Target],
+    live: &dyn LiveSource,
+    backend: &dyn Backend,
+    opts: ApplyOptions,
+    progress: &dyn Progress,
+) -> Result<ApplyReport> {
+    let sw = Stopwatch::start(CpuScope::Process);
+    preflight(targets, live)?;
+    let preflight_t = sw.stop();
+    let sw = Stopwatch::start(CpuScope::Process);
+    let mut changes = Vec::with_capacity(targets.len());
+    for t in targets {
+        let tree = live.dump(&t.dev)?;
+        changes.push(plan_change(t, &tree, opts.full));
+    }
+    let readback = sw.stop();
+    let mut report = ApplyReport {
+        changes,
+        preflight: preflight_t,
+        readback,
+        load: None,
+        verify: None,
+    };
+    if opts.dry_run {
+        return Ok(report);
+    }
+    let streams: Vec<IfaceOps> = report
+        .changes
+        .iter()
+        .map(|c| IfaceOps::new(c.dev.clone(), c.ops.clone()))
+        .collect();
+    let load = backend.load(&streams, RootDelete::None, progress);
+    let ok = load.is_ok();
+    report.load = Some(load);
+    if ok && opts.verify_after {
+        report.verify = Some(verify_targets(targets, live)?);
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{NoProgress, Recording};
+    use lqos_model::Rate;
+    use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc};
+
+    fn class(parent: TcHandle, classid: TcHandle, mbps: u64) -> Class {
+        Class {
+            parent,
+            classid,
+            htb: HtbClass {
+                rate: Rate::from_mbps(mbps),
+                ceil: Rate::from_mbps(mbps),
+                quantum: 1522,
+                prio: 3,
+                burst: None,
+                cburst: None,
+            },
+        }
+    }
+
+    /// mq + `queues` htbs + `n` circuits with `leaf` leaves.
+    fn target(
+        dev: &str,
+        queues: u16,
+        n: usize,
+        rate: impl Fn(usize) -> u64,
+        leaf: QdiscKind,
+    ) -> Target {
+        let root = TcHandle::new(0x7fff, 0);
+        let mut ops = vec![TcOp::ReplaceQdisc(Qdisc {
+            parent: TcHandle::ROOT,
+            handle: root,
+            kind: QdiscKind::Mq,
+        })];
+        for q in 1..=queues {
+            ops.push(TcOp::AddQdisc(Qdisc {
+                parent: TcHandle::new(0x7fff, q),
+                handle: TcHandle::new(q, 0),
+                kind: QdiscKind::Htb(HtbQdisc {
+                    default_minor: 2,
+                    r2q: None,
+                    direct_qlen: None,
+                }),
+            }));
+            ops.push(TcOp::AddClass(class(
+                TcHandle::new(q, 0),
+                TcHandle::new(q, 1),
+                1000,
+            )));
+        }
+        let mut labels = BTreeMap::new();
+        for i in 0..n {
+            let q = (i % queues as usize) as u16 + 1;
+            let id = TcHandle::new(q, 3 + (i / queues as usize) as u16);
+            labels.insert(id, format!("Circuit {i}"));
+            ops.push(TcOp::AddClass(class(TcHandle::new(q, 1), id, rate(i))));
+            ops.push(TcOp::AddQdisc(Qdisc {
+                parent: id,
+                handle: TcHandle::new(0x100 + i as u16, 0),
+                kind: leaf.clone(),
+            }));
+        }
+        Target {
+            dev: dev.into(),
+            ops,
+            labels,
+        }
+    }
+
+    fn pfifo() -> QdiscKind {
+        QdiscKind::Pfifo { limit: None }
+    }
+
+    fn run(targets: &[Target], rec: &Recording, full: bool) -> ApplyReport {
+        let opts = ApplyOptions {
+            full,
+            dry_run: false,
+            verify_after: true,
+        };
+        apply_targets(targets, rec, rec, opts, &NoProgress).unwrap()
+    }
+
+    #[test]
+    fn first_load_is_full_then_no_change_sends_nothing() {
+        let rec = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
+        let t = [
+            target("ens19", 4, 40, |_| 10, pfifo()),
+            target("ens20", 4, 40, |_| 5, pfifo()),
+        ];
+        let r = run(&t, &rec, false);
+        assert!(matches!(r.changes[0].kind, LoadKind::Full { .. }));
+        // Empty device: no root delete before the build.
+        assert_eq!(rec.sent_for("ens19"), t[0].ops);
+        assert!(r.verify.unwrap().is_clean());
+        rec.clear_sent();
+        let r = run(&t, &rec, false);
+        assert_eq!(r.changes[0].kind, LoadKind::Incremental);
+        assert_eq!(r.ops_total(), 0);
+        assert!(rec.sent().is_empty());
+    }
+
+    #[test]
+    fn rate_change_is_a_change_in_place_and_full_forces_rebuild() {
+        let rec = Recording::new().with_link("ens19", 4);
+        run(&[target("ens19", 4, 40, |_| 10, pfifo())], &rec, false);
+        rec.clear_sent();
+        let t = [target(
+            "ens19",
+            4,
+            40,
+            |i| if i == 7 { 20 } else { 10 },
+            pfifo(),
+        )];
+        let r = run(&t, &rec, false);
+        let sent = rec.sent_for("ens19");
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert!(matches!(&sent[0], TcOp::ChangeClass(c) if c.htb.rate == Rate::from_mbps(20)));
+        assert!(r.verify.unwrap().is_clean());
+        rec.clear_sent();
+        run(&t, &rec, true);
+        let sent = rec.sent_for("ens19");
+        assert_eq!(sent[0], TcOp::delete_root());
+        assert_eq!(&sent[1..], &t[0].ops[..]);
+    }
+
+    #[test]
+    fn a_failed_op_is_reported_and_the_next_apply_converges() {
+        let rec = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
+        let t = [
+            target("ens19", 4, 40, |_| 10, pfifo()),
+            target("ens20", 4, 40, |_| 5, pfifo()),
+        ];
+        rec.fail_at("ens20", 30, "Error: boom.");
+        let r = run(&t, &rec, false);
+        let load = r.load.unwrap();
+        assert!(load.interfaces[0].error.is_none());
+        let err = load.into_result().unwrap_err();
+        match &err {
+            ApplyError::OpFailed {
+                dev,
+                index,
+                op_text,
+                message,
+                ..
+            } => {
+                assert_eq!((dev.as_str(), *index), ("ens20", 30));
+                assert_eq!(op_text, &lqos_tc::render_line("ens20", &t[1].ops[30]));
+                assert_eq!(message, "Error: boom.");
+            }
+            e => panic!("{e}"),
+        }
+        assert!(err.to_string().contains("ens20: op #30"), "{err}");
+        // Partial tree: the next run converges.
+        let r = run(&t, &rec, false);
+        assert!(r.load.unwrap().is_ok());
+        assert!(r.verify.unwrap().is_clean());
+        assert_eq!(rec.tree("ens20").unwrap(), t[1].tree());
+    }
+
+    #[test]
+    fn preflight_failures_change_nothing_and_say_what_is_missing() {
+        let rec = Recording::new()
+            .with_link("ens19", 2)
+            .without_qdisc_kind("cake");
+        let opts = ApplyOptions::default();
+        let e = apply_targets(
+            &[target("eth9", 2, 4, |_| 10, pfifo())],
+            &rec,
+            &rec,
+            opts,
+            &NoProgress,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("interface eth9 does not exist"),
+            "{e}"
+        );
+        let e = apply_targets(
+            &[target("ens19", 4, 4, |_| 10, pfifo())],
+            &rec,
+            &rec,
+            opts,
+            &NoProgress,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("uses 4 TX queues but the interface has 2"),
+            "{e}"
+        );
+        let cake = QdiscKind::Cake(Default::default());
+        let e = apply_targets(
+            &[target("ens19", 2, 4, |_| 10, cake)],
+            &rec,
+            &rec,
+            opts,
+            &NoProgress,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("this kernel has no sch_cake")
+                && e.to_string().contains("use --sqm fq_codel or pfifo"),
+            "{e}"
+        );
+        assert!(rec.sent().is_empty());
+    }
+
+    #[test]
+    fn dry_run_returns_ops_without_sending() {
+        let rec = Recording::new().with_link("ens19", 4);
+        let t = [target("ens19", 4, 8, |_| 10, pfifo())];
+        let opts = ApplyOptions {
+            dry_run: true,
+            ..Default::default()
+        };
+        let r = apply_targets(&t, &rec, &rec, opts, &NoProgress).unwrap();
+        assert_eq!(r.changes[0].ops, t[0].ops);
+        assert!(r.load.is_none());
+        assert!(rec.sent().is_empty());
+    }
+
+    #[test]
+    fn wrong_layout_triggers_full_rebuild() {
+        let rec = Recording::new().with_link("ens19", 8);
+        run(&[target("ens19", 4, 8, |_| 10, pfifo())], &rec, false);
+        rec.clear_sent();
+        // Now 8 queues: queue qdiscs 5..8 are missing -> full rebuild.
+        let t = [target("ens19", 8, 8, |_| 10, pfifo())];
+        let r = run(&t, &rec, false);
+        match &r.changes[0].kind {
+            LoadKind::Full { reason } => assert!(reason.contains("5: is missing"), "{reason}"),
+            k => panic!("{k:?}"),
+        }
+        assert_eq!(rec.sent_for("ens19")[0], TcOp::delete_root());
+        assert!(r.verify.unwrap().is_clean());
+    }
+}

@@ -1,0 +1,190 @@
+//! Reading the kernel: links, live trees, and which qdisc kinds exist.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+
+use crate::error::{ApplyError, Result};
+use crate::netlink::{NetlinkError, NetlinkSocket, SendOptions};
+use crate::netns::{unique_name, ScratchNetns};
+
+/// What preflight needs to know about an interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkSummary {
+    /// Kernel interface index.
+    pub ifindex: i32,
+    /// Number of TX queues (`num_tx_queues`).
+    pub num_tx_queues: u32,
+}
+
+/// Where live state comes from: the kernel over netlink
+/// ([`NetlinkLive`]), or a fake ([`crate::backend::Recording`]).
+pub trait LiveSource: Sync {
+    /// The interface, or `None` if it does not exist.
+    fn link(&self, dev: &str) -> Result<Option<LinkSummary>>;
+    /// The interface's qdiscs and classes.
+    fn dump(&self, dev: &str) -> Result<TcTree>;
+    /// Whether this kernel accepts a qdisc of each kind (with those
+    /// options), checked without touching any real interface. `Ok(Err(msg))`
+    /// carries the kernel's refusal.
+    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>>;
+}
+
+/// Reads the live trees of `devs` from `source`.
+pub fn read_live(source: &dyn LiveSource, devs: &[&str]) -> Result<BTreeMap<String, TcTree>> {
+    devs.iter()
+        .map(|d| Ok((d.to_string(), source.dump(d)?)))
+        .collect()
+}
+
+/// Probes qdisc kinds in a throwaway namespace with a veth pair, once per
+/// kind per value of this type (keep the value for a run).
+#[derive(Debug, Default)]
+pub struct KindProbe {
+    cache: Mutex<HashMap<String, std::result::Result<(), String>>>,
+}
+
+impl KindProbe {
+    /// An empty cache.
+    pub fn new() -> KindProbe {
+        KindProbe::default()
+    }
+
+    /// For each kind: `qdisc add dev p0 root handle 1: KIND ...` over
+    /// netlink in one scratch namespace (created and deleted here, only if
+    /// some kind is not cached yet), then the root delete. The options are
+    /// the ones given, so a kernel that has the kind but rejects the
+    /// options also fails. `Ok(Err(msg))` carries the kernel's refusal.
+    pub fn probe(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
+        let todo: Vec<&QdiscKind> = {
+            let cache = self.cache.lock().expect("probe cache");
+            kinds
+                .iter()
+                .filter(|k| !cache.contains_key(k.name()))
+                .collect()
+        };
+        if !todo.is_empty() {
+            let ns = ScratchNetns::with_veth(&unique_name("lqos-probe", "kinds"), "p0", "p1", 1)?;
+            let mut sock = NetlinkSocket::open_in_netns(ns.name())
+                .map_err(|e| netlink_error(None, "opening a probe socket", e))?;
+            let link = sock
+                .link("p0")
+                .map_err(|e| netlink_error(Some("p0"), "probe link", e))?;
+            for kind in todo {
+                let ops = [
+                    TcOp::AddQdisc(Qdisc {
+                        parent: TcHandle::ROOT,
+                        handle: TcHandle::new(1, 0),
+                        kind: kind.clone(),
+                    }),
+                    TcOp::delete_root(),
+                ];
+                let r =
+                    match sock.send_ops(link.ifindex, &ops, &SendOptions::default(), &mut |_| {}) {
+                        Ok(_) => Ok(()),
+                        Err(f) if f.index == 0 => Err(f.message),
+                        Err(_) => Ok(()), // added fine; the cleanup does not matter
+                    };
+                self.cache
+                    .lock()
+                    .expect("probe cache")
+                    .insert(kind.name().to_string(), r);
+            }
+            drop(sock);
+            drop(ns);
+        }
+        let cache = self.cache.lock().expect("probe cache");
+        Ok(kinds.iter().map(|k| cache[k.name()].clone()).collect())
+    }
+}
+
+/// Maps a socket-layer error to [`ApplyError`].
+pub(crate) fn netlink_error(dev: Option<&str>, context: &str, e: NetlinkError) -> ApplyError {
+    match e {
+        NetlinkError::NoSuchInterface { name } => ApplyError::NoInterface {
+            dev: name,
+            netns: None,
+        },
+        e => ApplyError::Netlink {
+            dev: dev.map(str::to_string),
+            context: context.to_string(),
+            message: e.to_string(),
+        },
+    }
+}
+
+/// Opens a netlink socket in `netns` (or the current namespace).
+pub(crate) fn open_socket(netns: Option<&str>) -> Result<NetlinkSocket> {
+    match netns {
+        Some(ns) => NetlinkSocket::open_in_netns(ns),
+        None => NetlinkSocket::open(),
+    }
+    .map_err(|e| netlink_error(None, "opening the rtnetlink socket", e))
+}
+
+/// Live state from the kernel over rtnetlink, optionally inside a network
+/// namespace, with a per-run [`KindProbe`]. One socket, reused.
+#[derive(Debug, Default)]
+pub struct NetlinkLive {
+    netns: Option<String>,
+    sock: Mutex<Option<NetlinkSocket>>,
+    probe: KindProbe,
+}
+
+impl NetlinkLive {
+    /// Reads the current namespace, or `netns`.
+    pub fn new(netns: Option<String>) -> NetlinkLive {
+        NetlinkLive {
+            netns,
+            sock: Mutex::new(None),
+            probe: KindProbe::new(),
+        }
+    }
+
+    fn with_sock<T>(&self, f: impl FnOnce(&mut NetlinkSocket) -> Result<T>) -> Result<T> {
+        let mut guard = self.sock.lock().expect("netlink socket");
+        if guard.is_none() {
+            *guard = Some(open_socket(self.netns.as_deref())?);
+        }
+        f(guard.as_mut().expect("socket just opened"))
+    }
+
+    fn in_ns(&self, e: ApplyError) -> ApplyError {
+        match e {
+            ApplyError::NoInterface { dev, .. } => ApplyError::NoInterface {
+                dev,
+                netns: self.netns.clone(),
+            },
+            e => e,
+        }
+    }
+}
+
+impl LiveSource for NetlinkLive {
+    fn link(&self, dev: &str) -> Result<Option<LinkSummary>> {
+        self.with_sock(|s| match s.link(dev) {
+            Ok(l) => Ok(Some(LinkSummary {
+                ifindex: l.ifindex,
+                num_tx_queues: l.num_tx_queues,
+            })),
+            Err(NetlinkError::NoSuchInterface { .. }) => Ok(None),
+            Err(e) => Err(netlink_error(Some(dev), "looking up the interface", e)),
+        })
+    }
+
+    fn dump(&self, dev: &str) -> Result<TcTree> {
+        self.with_sock(|s| {
+            let link = s
+                .link(dev)
+                .map_err(|e| netlink_error(Some(dev), "looking up the interface", e))?;
+            s.dump(link.ifindex)
+                .map_err(|e| netlink_error(Some(dev), "reading the tc tree", e))
+        })
+        .map_err(|e| self.in_ns(e))
+    }
+
+    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
+        self.probe.probe(kinds)
+    }
+}

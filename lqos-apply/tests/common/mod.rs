@@ -1,0 +1,144 @@
+//! Shared fixtures for the live tests: a private namespace with a veth pair
+//! ens19/ens20 (16 TX queues) and hand-built trees.
+#![allow(dead_code)]
+
+use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
+use lqos_apply::IfaceOps;
+use lqos_model::Rate;
+use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcHandle, TcOp};
+
+/// Interfaces of the fixture.
+pub const DEVS: [&str; 2] = ["ens19", "ens20"];
+/// TX queues per interface.
+pub const QUEUES: u32 = 16;
+
+/// A namespace `lqos-test-PID-TEST` with ens19/ens20, or `None` (skip).
+pub fn fixture(test: &str) -> Option<ScratchNetns> {
+    if !require_netns(test) {
+        return None;
+    }
+    Some(
+        ScratchNetns::with_veth(&unique_name("lqos-test", test), DEVS[0], DEVS[1], QUEUES)
+            .expect("scratch netns"),
+    )
+}
+
+fn class(parent: TcHandle, classid: TcHandle, rate_mbps: u64, ceil_mbps: u64, prio: u32) -> Class {
+    Class {
+        parent,
+        classid,
+        htb: HtbClass {
+            rate: Rate::from_mbps(rate_mbps),
+            ceil: Rate::from_mbps(ceil_mbps),
+            quantum: 1522,
+            prio,
+            burst: None,
+            cburst: None,
+        },
+    }
+}
+
+/// A LibreQoS-shaped full build by hand: mq, one htb per queue, top and
+/// default classes, then `circuits` circuit classes round-robin over the
+/// queues, each with a pfifo leaf. `rate(i)` gives circuit i's rate.
+pub fn hand_built(circuits: usize, queues: u16, rate: impl Fn(usize) -> u64) -> Vec<TcOp> {
+    let root = TcHandle::new(0x7fff, 0);
+    let mut ops = vec![TcOp::ReplaceQdisc(Qdisc {
+        parent: TcHandle::ROOT,
+        handle: root,
+        kind: QdiscKind::Mq,
+    })];
+    for q in 1..=queues {
+        ops.push(TcOp::AddQdisc(Qdisc {
+            parent: TcHandle::new(0x7fff, q),
+            handle: TcHandle::new(q, 0),
+            kind: QdiscKind::Htb(HtbQdisc {
+                default_minor: 2,
+                r2q: None,
+                direct_qlen: None,
+            }),
+        }));
+        ops.push(TcOp::AddClass(class(
+            TcHandle::new(q, 0),
+            TcHandle::new(q, 1),
+            10_000,
+            10_000,
+            3,
+        )));
+        ops.push(TcOp::AddClass(class(
+            TcHandle::new(q, 1),
+            TcHandle::new(q, 2),
+            2_000,
+            9_999,
+            5,
+        )));
+    }
+    for i in 0..circuits {
+        let q = (i % queues as usize) as u16 + 1;
+        let minor = (i / queues as usize) as u16 + 3;
+        let id = TcHandle::new(q, minor);
+        let r = rate(i);
+        ops.push(TcOp::AddClass(class(TcHandle::new(q, 1), id, r, r * 2, 3)));
+        ops.push(TcOp::AddQdisc(Qdisc {
+            parent: id,
+            handle: TcHandle::new(0x100 + i as u16, 0),
+            kind: QdiscKind::Pfifo { limit: None },
+        }));
+    }
+    ops
+}
+
+/// The same hand-built stream on both interfaces.
+pub fn both(ops: &[TcOp]) -> Vec<IfaceOps> {
+    DEVS.iter()
+        .map(|d| IfaceOps::new(*d, ops.to_vec()))
+        .collect()
+}
+
+/// One line of `tc class show` (tc 6.1 prints classes as text even with `-j`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcClassLine {
+    /// `htb`, `mq`, ...
+    pub kind: String,
+    /// `1:3`.
+    pub classid: String,
+    /// `rate` as tc prints it (`100Mbit`), if any.
+    pub rate: Option<String>,
+    /// `ceil` as tc prints it, if any.
+    pub ceil: Option<String>,
+}
+
+/// HTB classes of `tc -n NS class show dev DEV`, parsed from tc's text.
+pub fn tc_classes(ns: &ScratchNetns, dev: &str) -> Vec<TcClassLine> {
+    let out = ns.tc(&["class", "show", "dev", dev]).unwrap();
+    out.lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            if w.first() != Some(&"class") || w.len() < 3 {
+                return None;
+            }
+            let after = |k: &str| {
+                w.iter()
+                    .position(|x| *x == k)
+                    .and_then(|i| w.get(i + 1))
+                    .map(|s| s.to_string())
+            };
+            Some(TcClassLine {
+                kind: w[1].to_string(),
+                classid: w[2].to_string(),
+                rate: after("rate"),
+                ceil: after("ceil"),
+            })
+        })
+        .filter(|c| c.kind == "htb")
+        .collect()
+}
+
+/// `tc -j qdisc show dev DEV` in the namespace.
+pub fn tc_qdiscs(ns: &ScratchNetns, dev: &str) -> Vec<serde_json::Value> {
+    ns.tc_json(&["qdisc", "show", "dev", dev])
+        .unwrap()
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}

@@ -1,0 +1,806 @@
+//! `ShapedDevices.csv`: one row per device, rows sharing a Circuit ID form
+//! one circuit.
+//!
+//! See [`parse_shaped_devices`] for how rows are read.
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use ipnet::{Ipv4Net, Ipv6Net};
+
+use crate::report::{Problem, Report};
+use crate::{Circuit, Device, ModelError, Rate, RateError, SqmOverride};
+
+/// The columns lqos writes, in LibreQoS's current order (16 with `sqm`).
+pub const CURRENT_HEADER: [&str; 16] = [
+    "Circuit ID",
+    "Circuit Name",
+    "Device ID",
+    "Device Name",
+    "Parent Node",
+    "Parent Node ID",
+    "Anchor Node ID",
+    "MAC",
+    "IPv4",
+    "IPv6",
+    "Download Min Mbps",
+    "Upload Min Mbps",
+    "Download Max Mbps",
+    "Upload Max Mbps",
+    "Comment",
+    "sqm",
+];
+
+/// The legacy 13-column order, which LibreQoS uses positionally.
+pub const LEGACY_HEADER: [&str; 13] = [
+    "Circuit ID",
+    "Circuit Name",
+    "Device ID",
+    "Device Name",
+    "Parent Node",
+    "MAC",
+    "IPv4",
+    "IPv6",
+    "Download Min Mbps",
+    "Upload Min Mbps",
+    "Download Max Mbps",
+    "Upload Max Mbps",
+    "Comment",
+];
+
+/// Leaf qdisc names accepted in the `sqm` column (first word).
+pub const KNOWN_SQM: [&str; 5] = ["cake", "fq_codel", "none", "pfifo", "bfifo"];
+
+/// What [`parse_shaped_devices`] read: the circuits (devices grouped) and
+/// every row-level problem.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShapedDevices {
+    /// Circuits in order of first appearance, each with its devices in file
+    /// order.
+    pub circuits: Vec<Circuit>,
+    /// Row-level problems (with line numbers).
+    pub report: Report,
+}
+
+impl ShapedDevices {
+    /// Total number of devices (rows kept).
+    pub fn device_count(&self) -> usize {
+        self.circuits.iter().map(|c| c.devices.len()).sum()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Col {
+    CircuitId,
+    CircuitName,
+    DeviceId,
+    DeviceName,
+    ParentNode,
+    ParentNodeId,
+    AnchorNodeId,
+    Mac,
+    Ipv4,
+    Ipv6,
+    DownMin,
+    UpMin,
+    DownMax,
+    UpMax,
+    Comment,
+    Sqm,
+}
+
+const ALL_COLS: [Col; 16] = [
+    Col::CircuitId,
+    Col::CircuitName,
+    Col::DeviceId,
+    Col::DeviceName,
+    Col::ParentNode,
+    Col::ParentNodeId,
+    Col::AnchorNodeId,
+    Col::Mac,
+    Col::Ipv4,
+    Col::Ipv6,
+    Col::DownMin,
+    Col::UpMin,
+    Col::DownMax,
+    Col::UpMax,
+    Col::Comment,
+    Col::Sqm,
+];
+
+const LEGACY_COLS: [Col; 13] = [
+    Col::CircuitId,
+    Col::CircuitName,
+    Col::DeviceId,
+    Col::DeviceName,
+    Col::ParentNode,
+    Col::Mac,
+    Col::Ipv4,
+    Col::Ipv6,
+    Col::DownMin,
+    Col::UpMin,
+    Col::DownMax,
+    Col::UpMax,
+    Col::Comment,
+];
+
+impl Col {
+    fn name(self) -> &'static str {
+        CURRENT_HEADER[ALL_COLS.iter().position(|&c| c == self).unwrap_or(0)]
+    }
+
+    fn optional(self) -> bool {
+        matches!(
+            self,
+            Col::ParentNodeId | Col::AnchorNodeId | Col::Comment | Col::Sqm
+        )
+    }
+
+    fn from_header(text: &str) -> Option<Col> {
+        let norm: String = text
+            .chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect();
+        let norm = norm.strip_suffix("mbps").unwrap_or(&norm);
+        Some(match norm {
+            "circuitid" => Col::CircuitId,
+            "circuitname" => Col::CircuitName,
+            "deviceid" => Col::DeviceId,
+            "devicename" => Col::DeviceName,
+            "parentnode" => Col::ParentNode,
+            "parentnodeid" => Col::ParentNodeId,
+            "anchornodeid" => Col::AnchorNodeId,
+            "mac" => Col::Mac,
+            "ipv4" => Col::Ipv4,
+            "ipv6" => Col::Ipv6,
+            "downloadmin" => Col::DownMin,
+            "uploadmin" => Col::UpMin,
+            "downloadmax" => Col::DownMax,
+            "uploadmax" => Col::UpMax,
+            "comment" | "comments" => Col::Comment,
+            "sqm" => Col::Sqm,
+            _ => return None,
+        })
+    }
+}
+
+/// One row, its fields by column.
+struct Row<'a> {
+    fields: [&'a str; 16],
+}
+
+impl<'a> Row<'a> {
+    fn get(&self, col: Col) -> &'a str {
+        self.fields[col as usize]
+    }
+}
+
+/// Reads `ShapedDevices.csv` from `reader`; `file` names it in messages.
+///
+/// Only input that cannot be read at all is an `Err`: an I/O error, a quote
+/// never closed in the header, no header, or a header without a required
+/// column. Every row-level problem goes into the returned report.
+///
+///
+/// # How rows are read
+///
+/// - The first non-comment row is the header. Columns are matched by name,
+///   ignoring case, spaces, `_`/`-` and a trailing `Mbps` (`Circuit ID`,
+///   `circuit_id` and `CIRCUIT ID` are one column). Unknown columns are
+///   ignored with a warning. Required: the 12 legacy columns other than
+///   `Comment`; `Parent Node ID`, `Anchor Node ID`, `Comment` and `sqm` are
+///   optional.
+/// - Lines starting with `#` are comments, anywhere in the file. Blank lines
+///   and rows whose fields are all empty are skipped. CRLF line ends and a
+///   UTF-8 byte order mark are accepted. Fields may be quoted (`"a, b"`).
+/// - **13-field rows under a longer header.** LibreQoS itself reads rows by
+///   position, in the legacy 13-column order (Circuit ID, Circuit Name,
+///   Device ID, Device Name, Parent Node, MAC, IPv4, IPv6, Download Min,
+///   Upload Min, Download Max, Upload Max, Comment), whatever the header
+///   says. LibreQoS's own `ShapedDevices.example.csv` depends on that: its
+///   header has 15 columns but its rows have 13 fields. So a row with exactly
+///   13 fields under a header of more columns is read in that legacy order,
+///   as LibreQoS reads it, and the file gets one warning saying so.
+/// - Other rows with fewer fields than the header are accepted when only
+///   optional trailing columns are missing (they read as empty); otherwise
+///   the row is an error and skipped. Rows with more fields than the header
+///   are errors (usually an unquoted comma) and skipped.
+/// - IPv4 / IPv6 cells hold comma-separated addresses or CIDR ranges; a bare
+///   address is a /32 or /128. Spaces around entries are ignored.
+/// - Rates are decimal Mbps, read exactly (see [`Rate`]).
+/// - Circuit ID, Device ID, Parent Node, MAC, IP and rate cells are trimmed
+///   of surrounding whitespace; names and comments are kept verbatim.
+///
+/// Row-level problems go into [`ShapedDevices::report`] with their line
+/// numbers; a row with an error that makes it unusable (no circuit ID, a rate
+/// that is not a number, a wrong field count) is skipped, everything else is
+/// kept so that all problems can be reported in one pass.
+///
+/// # Devices of one circuit
+///
+/// The first row of a circuit defines its name, parent, rates, comment and
+/// sqm. A later row that names another parent is an error (LibreQoS refuses
+/// such a file). Later rows with other rates, name, comment or sqm are
+/// warnings, and the first row wins (as in LibreQoS).
+///
+/// Device IDs must be unique in the file (a repeated non-empty Device ID is
+/// an error, naming the first line that used it); an empty Device ID is a
+/// warning.
+///
+/// ```
+/// let csv = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,\
+/// Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment\n\
+/// 1,\"Main St, 5\",d1,Router,AP_A,,\"100.64.0.1, 100.64.1.0/24\",,2.5,1,100.5,20,\n";
+/// let sd = lqos_model::parse_shaped_devices("ShapedDevices.csv", csv.as_bytes()).unwrap();
+/// assert!(sd.report.is_clean());
+/// assert_eq!(sd.circuits[0].name, "Main St, 5");
+/// assert_eq!(sd.circuits[0].devices[0].ipv4.len(), 2);
+/// assert_eq!(sd.circuits[0].download_max.to_string(), "100.5");
+/// ```
+pub fn parse_shaped_devices<R: Read>(
+    file: &str,
+    mut reader: R,
+) -> Result<ShapedDevices, ModelError> {
+    let mut bytes = Vec::new();
+    reader
+        .read_to_end(&mut bytes)
+        .map_err(|e| ModelError::Csv {
+            file: file.to_string(),
+            line: None,
+            message: e.to_string(),
+        })?;
+    let data = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+    let mut records = Records {
+        data,
+        pos: 0,
+        line: 1,
+    };
+    let mut parser = Parser::new(file);
+    let mut header: Option<(Vec<Option<Col>>, usize)> = None;
+    while let Some(rec) = records.next_record() {
+        let (line, raw) = match rec {
+            Ok(r) => r,
+            Err(line) => {
+                let msg = format!("a quote opened on line {line} is never closed");
+                if header.is_none() {
+                    return Err(ModelError::Csv {
+                        file: file.to_string(),
+                        line: Some(line),
+                        message: msg,
+                    });
+                }
+                parser.report.push(
+                    Problem::error(file, format!("{msg}; the rest of the file is skipped"))
+                        .at(line),
+                );
+                break;
+            }
+        };
+        if raw.iter().all(|f| f.iter().all(u8::is_ascii_whitespace)) {
+            continue;
+        }
+        let fields: Vec<&str> = match raw
+            .iter()
+            .map(|f| std::str::from_utf8(f))
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(f) => f,
+            Err(_) => {
+                parser
+                    .report
+                    .push(Problem::error(file, "row is not valid UTF-8; skipped").at(line));
+                continue;
+            }
+        };
+        match &header {
+            None => header = Some(parser.read_header(&fields, line)?),
+            Some((cols, _)) => parser.read_row(cols, &fields, line),
+        }
+    }
+    if header.is_none() {
+        return Err(ModelError::NoHeader {
+            file: file.to_string(),
+        });
+    }
+    Ok(parser.finish())
+}
+
+/// A small RFC 4180 record splitter that knows LibreQoS's `#` comment
+/// lines and counts lines exactly (CRLF, LF or CR line ends; quoted fields
+/// may span lines; `""` in a quoted field is one quote; text after a closing
+/// quote is kept, as Python's csv module does).
+struct Records<'a> {
+    data: &'a [u8],
+    pos: usize,
+    line: usize,
+}
+
+type RawFields<'a> = Vec<std::borrow::Cow<'a, [u8]>>;
+
+impl<'a> Records<'a> {
+    /// Consumes one line end at `pos` (CRLF, LF or CR) if there is one.
+    fn eat_line_end(&mut self) -> bool {
+        match self.data.get(self.pos) {
+            Some(b'\r') => {
+                self.pos += 1;
+                if self.data.get(self.pos) == Some(&b'\n') {
+                    self.pos += 1;
+                }
+                self.line += 1;
+                true
+            }
+            Some(b'\n') => {
+                self.pos += 1;
+                self.line += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The next record and its first line; `Err(line)` for a quote opened
+    /// on `line` and never closed.
+    fn next_record(&mut self) -> Option<Result<(usize, RawFields<'a>), usize>> {
+        use std::borrow::Cow;
+        let d = self.data;
+        // Skip comment lines.
+        while self.pos < d.len() && d[self.pos] == b'#' {
+            while self.pos < d.len() && !self.eat_line_end() {
+                self.pos += 1;
+            }
+        }
+        if self.pos >= d.len() {
+            return None;
+        }
+        let start_line = self.line;
+        let mut fields: RawFields<'a> = Vec::with_capacity(16);
+        loop {
+            let field: Cow<'a, [u8]> = if d.get(self.pos) == Some(&b'"') {
+                let open_line = self.line;
+                self.pos += 1;
+                let mut buf = Vec::new();
+                loop {
+                    match d[self.pos.min(d.len())..].iter().position(|&b| b == b'"') {
+                        None => {
+                            self.pos = d.len();
+                            return Some(Err(open_line));
+                        }
+                        Some(i) => {
+                            let chunk = &d[self.pos..self.pos + i];
+                            self.line += chunk.iter().filter(|&&b| b == b'\n').count();
+                            buf.extend_from_slice(chunk);
+                            self.pos += i + 1;
+                            if d.get(self.pos) == Some(&b'"') {
+                                buf.push(b'"');
+                                self.pos += 1;
+                            } else {
+                                break;
+                            }
+                        }
+                    }
+                }
+                while let Some(&b) = d.get(self.pos) {
+                    if matches!(b, b',' | b'\r' | b'\n') {
+                        break;
+                    }
+                    buf.push(b);
+                    self.pos += 1;
+                }
+                Cow::Owned(buf)
+            } else {
+                let start = self.pos;
+                while let Some(&b) = d.get(self.pos) {
+                    if matches!(b, b',' | b'\r' | b'\n') {
+                        break;
+                    }
+                    self.pos += 1;
+                }
+                Cow::Borrowed(&d[start..self.pos])
+            };
+            fields.push(field);
+            if d.get(self.pos) == Some(&b',') {
+                self.pos += 1;
+                continue;
+            }
+            self.eat_line_end();
+            return Some(Ok((start_line, fields)));
+        }
+    }
+}
+
+struct Parser<'f> {
+    file: &'f str,
+    report: Report,
+    circuits: Vec<Circuit>,
+    circuit_index: HashMap<String, usize>,
+    device_ids: HashMap<String, usize>,
+    legacy_rows: usize,
+    legacy_first_line: usize,
+    header_len: usize,
+}
+
+impl<'f> Parser<'f> {
+    fn new(file: &'f str) -> Self {
+        Parser {
+            file,
+            report: Report::new(),
+            circuits: Vec::new(),
+            circuit_index: HashMap::new(),
+            device_ids: HashMap::new(),
+            legacy_rows: 0,
+            legacy_first_line: 0,
+            header_len: 0,
+        }
+    }
+
+    fn read_header(
+        &mut self,
+        fields: &[&str],
+        line: usize,
+    ) -> Result<(Vec<Option<Col>>, usize), ModelError> {
+        let cols: Vec<Option<Col>> = fields.iter().map(|f| Col::from_header(f)).collect();
+        if !cols.contains(&Some(Col::CircuitId)) {
+            return Err(ModelError::NoHeader {
+                file: self.file.to_string(),
+            });
+        }
+        for col in ALL_COLS {
+            if !col.optional() && !cols.contains(&Some(col)) {
+                return Err(ModelError::MissingColumn {
+                    file: self.file.to_string(),
+                    line,
+                    column: col.name().to_string(),
+                });
+            }
+        }
+        let mut seen = Vec::new();
+        for (f, c) in fields.iter().zip(&cols) {
+            match c {
+                None => self.report.push(
+                    Problem::warning(self.file, format!("unknown column {f:?} ignored")).at(line),
+                ),
+                Some(c) if seen.contains(c) => self.report.push(
+                    Problem::warning(
+                        self.file,
+                        format!("column {f:?} appears twice; the first one is used"),
+                    )
+                    .at(line),
+                ),
+                Some(c) => seen.push(*c),
+            }
+        }
+        self.header_len = fields.len();
+        Ok((cols, line))
+    }
+
+    fn read_row(&mut self, cols: &[Option<Col>], fields: &[&str], line: usize) {
+        let mut row = Row { fields: [""; 16] };
+        let n = fields.len();
+        if n == cols.len()
+            || (n < cols.len() && cols[n..].iter().all(|c| c.is_none_or(Col::optional)))
+        {
+            let mut set = [false; 16];
+            for (f, c) in fields.iter().zip(cols) {
+                if let Some(c) = c {
+                    if !set[*c as usize] {
+                        row.fields[*c as usize] = f;
+                        set[*c as usize] = true;
+                    }
+                }
+            }
+        } else if n == LEGACY_COLS.len() && cols.len() > n {
+            for (f, c) in fields.iter().zip(LEGACY_COLS) {
+                row.fields[c as usize] = f;
+            }
+            if self.legacy_rows == 0 {
+                self.legacy_first_line = line;
+            }
+            self.legacy_rows += 1;
+        } else {
+            self.report.push(
+                Problem::error(
+                    self.file,
+                    format!(
+                        "row has {n} fields but the header has {} columns; skipped",
+                        cols.len()
+                    ),
+                )
+                .at(line),
+            );
+            return;
+        }
+        self.add_row(&row, line);
+    }
+
+    fn add_row(&mut self, row: &Row<'_>, line: usize) {
+        let file = self.file;
+        let circuit_id = row.get(Col::CircuitId).trim();
+        if circuit_id.is_empty() {
+            self.report
+                .push(Problem::error(file, "row has no Circuit ID; skipped").at(line));
+            return;
+        }
+        let err = |msg: String| Problem::error(file, msg).at(line).circuit(circuit_id);
+        let warn = |msg: String| Problem::warning(file, msg).at(line).circuit(circuit_id);
+
+        let mut rates = [Rate::ZERO; 4];
+        let mut rates_ok = true;
+        for (i, (col, label)) in [
+            (Col::DownMin, "download min"),
+            (Col::UpMin, "upload min"),
+            (Col::DownMax, "download max"),
+            (Col::UpMax, "upload max"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            match Rate::from_mbps_str(row.get(col)) {
+                Ok(r) => rates[i] = r,
+                Err(e) => {
+                    rates_ok = false;
+                    self.report.push(err(rate_error_message(label, &e)));
+                }
+            }
+        }
+        if !rates_ok {
+            self.report
+                .push(err("row skipped because of its rates".to_string()));
+            return;
+        }
+
+        let mut problems = Vec::new();
+        let ipv4 = parse_ip_list::<Ipv4Net>(row.get(Col::Ipv4), "IPv4", &mut problems);
+        let ipv6 = parse_ip_list::<Ipv6Net>(row.get(Col::Ipv6), "IPv6", &mut problems);
+        for (sev_err, msg) in problems {
+            self.report.push(if sev_err { err(msg) } else { warn(msg) });
+        }
+
+        let mac = row.get(Col::Mac).trim();
+        if !mac.is_empty() && !is_mac(mac) {
+            self.report.push(warn(format!(
+                "MAC {mac:?} is not a MAC address (kept as written)"
+            )));
+        }
+
+        let sqm = parse_sqm(row.get(Col::Sqm));
+        for w in [&sqm.0, &sqm.1].into_iter().flatten() {
+            {
+                self.report.push(warn(format!(
+                    "sqm {:?}: unknown qdisc {w:?} (expected one of {})",
+                    row.get(Col::Sqm),
+                    KNOWN_SQM.join(", ")
+                )));
+            }
+        }
+        let sqm = sqm.2;
+
+        for col in [
+            Col::CircuitId,
+            Col::CircuitName,
+            Col::DeviceId,
+            Col::DeviceName,
+            Col::ParentNode,
+            Col::Comment,
+        ] {
+            if row.get(col).chars().any(char::is_control) {
+                self.report.push(warn(format!(
+                    "{} {:?} contains control characters (kept as written)",
+                    col.name(),
+                    row.get(col)
+                )));
+            }
+        }
+
+        let device_id = row.get(Col::DeviceId).trim();
+        if device_id.is_empty() {
+            self.report
+                .push(warn("device has no Device ID".to_string()));
+        } else if let Some(&first) = self.device_ids.get(device_id) {
+            self.report.push(err(format!(
+                "Device ID {device_id:?} is already used at line {first}"
+            )));
+        } else {
+            self.device_ids.insert(device_id.to_string(), line);
+        }
+
+        let device = Device {
+            id: device_id.to_string(),
+            name: row.get(Col::DeviceName).to_string(),
+            mac: mac.to_string(),
+            ipv4,
+            ipv6,
+            line,
+        };
+        let parent = Some(row.get(Col::ParentNode).trim())
+            .filter(|p| !p.is_empty())
+            .map(str::to_string);
+        let name = row.get(Col::CircuitName);
+        let comment = row.get(Col::Comment);
+
+        match self.circuit_index.get(circuit_id) {
+            None => {
+                self.circuit_index
+                    .insert(circuit_id.to_string(), self.circuits.len());
+                self.circuits.push(Circuit {
+                    id: circuit_id.to_string(),
+                    name: name.to_string(),
+                    parent,
+                    download_min: rates[0],
+                    upload_min: rates[1],
+                    download_max: rates[2],
+                    upload_max: rates[3],
+                    comment: comment.to_string(),
+                    sqm,
+                    devices: vec![device],
+                });
+            }
+            Some(&idx) => {
+                let c = &mut self.circuits[idx];
+                let first = c.devices.first().map(|d| d.line).unwrap_or(0);
+                if c.parent != parent {
+                    self.report.push(err(format!(
+                        "device {device_id:?} has parent node {:?} but line {first} of this circuit has {:?}",
+                        parent.as_deref().unwrap_or(""),
+                        c.parent.as_deref().unwrap_or("")
+                    )));
+                }
+                let theirs = [c.download_min, c.upload_min, c.download_max, c.upload_max];
+                if theirs != rates {
+                    self.report.push(warn(format!(
+                        "device {device_id:?} has rates {}/{}/{}/{} (down min/up min/down max/up max) but line {first} of this circuit has {}/{}/{}/{}; using line {first}'s",
+                        rates[0], rates[1], rates[2], rates[3], theirs[0], theirs[1], theirs[2], theirs[3]
+                    )));
+                }
+                if c.name != name {
+                    self.report.push(warn(format!(
+                        "device {device_id:?} has circuit name {name:?} but line {first} of this circuit has {:?}; using line {first}'s",
+                        c.name
+                    )));
+                }
+                if c.sqm != sqm {
+                    self.report.push(warn(format!(
+                        "device {device_id:?} has sqm {:?} but line {first} of this circuit has another; using line {first}'s",
+                        row.get(Col::Sqm)
+                    )));
+                }
+                c.devices.push(device);
+            }
+        }
+    }
+
+    fn finish(mut self) -> ShapedDevices {
+        if self.legacy_rows > 0 {
+            self.report.push(
+                Problem::warning(
+                    self.file,
+                    format!(
+                        "{} row(s) have 13 fields but the header has {} columns; read them in the legacy 13-column order (Circuit ID, Circuit Name, Device ID, Device Name, Parent Node, MAC, IPv4, IPv6, rates, Comment), as LibreQoS does",
+                        self.legacy_rows, self.header_len
+                    ),
+                )
+                .at(self.legacy_first_line),
+            );
+        }
+        ShapedDevices {
+            circuits: self.circuits,
+            report: self.report,
+        }
+    }
+}
+
+/// The message for a rate cell that is not a valid rate.
+pub(crate) fn rate_error_message(label: &str, e: &RateError) -> String {
+    match e {
+        RateError::Empty => format!("{label} is empty"),
+        RateError::Negative(t) => format!("{label} {t:?} is negative"),
+        RateError::NotANumber(t) => format!("{label} {t:?} is not a number"),
+        RateError::TooPrecise(t) => {
+            format!("{label} {t:?} has more than 6 decimal places (finer than 1 bit/s)")
+        }
+        RateError::TooLarge(t) => format!("{label} {t:?} is too large"),
+    }
+}
+
+trait IpEntry: Sized + std::str::FromStr {
+    fn from_host(text: &str) -> Option<Self>;
+    fn has_host_bits(&self) -> bool;
+}
+
+impl IpEntry for Ipv4Net {
+    fn from_host(text: &str) -> Option<Self> {
+        text.parse().ok().map(|a| Ipv4Net::new_assert(a, 32))
+    }
+    fn has_host_bits(&self) -> bool {
+        self.addr() != self.network()
+    }
+}
+
+impl IpEntry for Ipv6Net {
+    fn from_host(text: &str) -> Option<Self> {
+        text.parse().ok().map(|a| Ipv6Net::new_assert(a, 128))
+    }
+    fn has_host_bits(&self) -> bool {
+        self.addr() != self.network()
+    }
+}
+
+/// Parses a comma-separated list of addresses / CIDR ranges; problems are
+/// `(is_error, message)`.
+fn parse_ip_list<T: IpEntry + std::fmt::Display>(
+    cell: &str,
+    label: &str,
+    problems: &mut Vec<(bool, String)>,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    for entry in cell.split(',') {
+        let entry = entry.trim();
+        if entry.is_empty() {
+            continue;
+        }
+        let parsed = if entry.contains('/') {
+            entry.parse::<T>().ok()
+        } else {
+            T::from_host(entry)
+        };
+        match parsed {
+            Some(net) => {
+                if net.has_host_bits() {
+                    problems.push((
+                        false,
+                        format!("{label} {entry:?} has host bits set after the prefix length"),
+                    ));
+                }
+                out.push(net);
+            }
+            None => problems.push((
+                true,
+                format!("{label} {entry:?} is not a valid {label} address or CIDR range"),
+            )),
+        }
+    }
+    out
+}
+
+/// True for `aa:bb:cc:dd:ee:ff` / `aa-bb-cc-dd-ee-ff` (any case).
+pub fn is_mac(text: &str) -> bool {
+    let parts: Vec<&str> = text.split([':', '-']).collect();
+    let one_sep = !(text.contains(':') && text.contains('-'));
+    one_sep
+        && parts.len() == 6
+        && parts
+            .iter()
+            .all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Parses the `sqm` cell: empty, `spec`, or `down/up` (either half may be
+/// empty = the default). Returns unknown first words of each half plus the
+/// override.
+fn parse_sqm(cell: &str) -> (Option<String>, Option<String>, Option<SqmOverride>) {
+    let cell = cell.trim();
+    if cell.is_empty() {
+        return (None, None, None);
+    }
+    let (down, up) = match cell.split_once('/') {
+        Some((d, u)) => (d.trim(), u.trim()),
+        None => (cell, cell),
+    };
+    let unknown = |s: &str| -> Option<String> {
+        let w = s.split_whitespace().next()?;
+        (!KNOWN_SQM.contains(&w)).then(|| w.to_string())
+    };
+    let ud = unknown(down);
+    let uu = if cell.contains('/') {
+        unknown(up)
+    } else {
+        None
+    };
+    (
+        ud,
+        uu,
+        Some(SqmOverride {
+            download: down.to_string(),
+            upload: up.to_string(),
+        }),
+    )
+}

@@ -1,0 +1,266 @@
+//! Rules over the whole model: hierarchy depth, circuit parents and rates,
+//! overlapping addresses.
+//!
+//! # Depth limit
+//!
+//! The kernel's HTB allows at most 8 levels of classes in one qdisc
+//! (`TC_HTB_MAXDEPTH`). In the LibreQoS tree every queue has a top class
+//! (minor 1) and every circuit is a leaf class, so at most
+//! [`MAX_NODE_DEPTH`] = 8 - 2 = 6 levels of `network.json` nodes fit between
+//! them. Virtual nodes get no class, so only non-virtual nodes count.
+
+use std::collections::HashMap;
+
+use crate::report::{Problem, Report};
+use crate::{Network, NodeIdx, Rate};
+
+/// Most non-virtual node levels above a circuit.
+///
+/// The kernel's HTB allows at most 8 levels of classes in one qdisc
+/// (`TC_HTB_MAXDEPTH`). In the LibreQoS tree every queue has a top class
+/// (minor 1) and every circuit is a leaf class, so at most 8 - 2 = 6 levels
+/// of `network.json` nodes fit between them. Virtual nodes get no class, so
+/// only non-virtual nodes count. A deeper node is an error.
+pub const MAX_NODE_DEPTH: usize = 6;
+
+/// Rates above this (400 Gbit/s) are treated as typing mistakes.
+pub const MAX_RATE: Rate = Rate::from_bps(400_000_000_000);
+
+/// Checks `network` (its nodes and circuits) and returns every problem.
+///
+/// `network_file` and `devices_file` label node and circuit problems.
+/// Per-file parse problems are not repeated here: this looks at the
+/// hierarchy and circuits as built.
+pub fn validate(network: &Network, network_file: &str, devices_file: &str) -> Report {
+    validate_with(network, network_file, devices_file, true)
+}
+
+/// [`validate`]; `check_parents = false` skips the circuit-parent rules
+/// (used when `network.json` could not be read at all).
+pub(crate) fn validate_with(
+    network: &Network,
+    network_file: &str,
+    devices_file: &str,
+    check_parents: bool,
+) -> Report {
+    let mut report = Report::new();
+    check_nodes(network, network_file, &mut report);
+    check_circuits(network, devices_file, check_parents, &mut report);
+    check_overlaps(network, devices_file, &mut report);
+    report
+}
+
+/// The nearest non-virtual node at or above `idx`.
+fn shaping_ancestor(net: &Network, mut idx: NodeIdx) -> Option<NodeIdx> {
+    loop {
+        if !net.node(idx).virtual_node {
+            return Some(idx);
+        }
+        idx = net.parent(idx)?;
+    }
+}
+
+fn check_nodes(net: &Network, file: &str, report: &mut Report) {
+    // Non-virtual depth of each node, computed parents first.
+    let mut depth: HashMap<NodeIdx, usize> = HashMap::with_capacity(net.node_count());
+    for idx in net.nodes_preorder() {
+        let node = net.node(idx);
+        let parent = net.parent(idx);
+        let above = parent.map(|p| depth[&p]).unwrap_or(0);
+        let d = above + usize::from(!node.virtual_node);
+        depth.insert(idx, d);
+        if d == MAX_NODE_DEPTH + 1 && !node.virtual_node {
+            report.push(
+                Problem::error(
+                    file,
+                    format!(
+                        "node is at level {d} of the hierarchy (virtual nodes not counted); HTB allows 8 class levels, so at most {MAX_NODE_DEPTH} node levels fit between a queue's top class and its circuits"
+                    ),
+                )
+                .node(&node.name),
+            );
+        }
+        if let Some(pa) = parent.and_then(|p| shaping_ancestor(net, p)) {
+            if node.virtual_node {
+                continue;
+            }
+            let pn = net.node(pa);
+            for (dir, mine, theirs) in [
+                ("download", node.download, pn.download),
+                ("upload", node.upload, pn.upload),
+            ] {
+                if mine > theirs && !theirs.is_zero() {
+                    report.push(
+                        Problem::warning(
+                            file,
+                            format!(
+                                "{dir} {mine} Mbps is above parent node {:?}'s {theirs} Mbps; it will be clamped to {theirs}",
+                                pn.name
+                            ),
+                        )
+                        .node(&node.name),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn check_circuits(net: &Network, file: &str, check_parents: bool, report: &mut Report) {
+    let flat = net.node_count() == 0;
+    for c in net.circuits() {
+        let line = c.devices.first().map(|d| d.line).filter(|&l| l > 0);
+        let err = |m: String| Problem::error(file, m).at_opt(line).circuit(&c.id);
+        let warn = |m: String| Problem::warning(file, m).at_opt(line).circuit(&c.id);
+        let rates = [
+            ("download min", c.download_min),
+            ("upload min", c.upload_min),
+            ("download max", c.download_max),
+            ("upload max", c.upload_max),
+        ];
+        for (label, r) in rates {
+            if r.is_zero() {
+                report.push(err(format!("{label} {r} is zero")));
+            } else if r > MAX_RATE {
+                report.push(err(format!(
+                    "{label} {r} Mbps is absurdly large (above {MAX_RATE} Mbps)"
+                )));
+            }
+        }
+        for (dir, min, max) in [
+            ("download", c.download_min, c.download_max),
+            ("upload", c.upload_min, c.upload_max),
+        ] {
+            if min > max {
+                report.push(err(format!("{dir} min {min} is above {dir} max {max}")));
+            }
+        }
+        if c.devices
+            .iter()
+            .all(|d| d.ipv4.is_empty() && d.ipv6.is_empty())
+        {
+            report.push(warn(
+                "circuit has no IPv4 or IPv6 address; no traffic will reach its class".to_string(),
+            ));
+        }
+        let Some(parent) = c.parent.as_ref().filter(|_| check_parents) else {
+            continue;
+        };
+        match net.node_by_name(parent) {
+            None if flat => report.push(warn(format!(
+                "parent node {parent:?} is given but network.json is flat; the circuit goes under a generated parent node"
+            ))),
+            None => report.push(err(format!(
+                "parent node {parent:?} does not exist in network.json"
+            ))),
+            Some(idx) => {
+                if let Some(pa) = shaping_ancestor(net, idx) {
+                    let pn = net.node(pa);
+                    for (dir, max, cap) in [
+                        ("download", c.download_max, pn.download),
+                        ("upload", c.upload_max, pn.upload),
+                    ] {
+                        if max > cap && !cap.is_zero() {
+                            report.push(warn(format!(
+                                "{dir} max {max} Mbps is above parent node {:?}'s {cap} Mbps; it will be clamped to {cap}",
+                                pn.name
+                            )));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One address range owned by a device of a circuit.
+struct Span<T, N> {
+    start: T,
+    end: T,
+    circuit: usize,
+    line: usize,
+    net: N,
+}
+
+fn check_overlaps(net: &Network, file: &str, report: &mut Report) {
+    let mut v4: Vec<Span<u32, ipnet::Ipv4Net>> = Vec::new();
+    let mut v6: Vec<Span<u128, ipnet::Ipv6Net>> = Vec::new();
+    for (ci, c) in net.circuits().iter().enumerate() {
+        for d in &c.devices {
+            for n in &d.ipv4 {
+                v4.push(Span {
+                    start: u32::from(n.network()),
+                    end: u32::from(n.broadcast()),
+                    circuit: ci,
+                    line: d.line,
+                    net: *n,
+                });
+            }
+            for n in &d.ipv6 {
+                v6.push(Span {
+                    start: u128::from(n.network()),
+                    end: u128::from(n.broadcast()),
+                    circuit: ci,
+                    line: d.line,
+                    net: *n,
+                });
+            }
+        }
+    }
+    sweep(net, file, "IPv4", v4, report);
+    sweep(net, file, "IPv6", v6, report);
+}
+
+/// Sorted-interval sweep: O(n log n). Each range that starts inside the
+/// widest range seen so far is reported against that range's owner.
+fn sweep<T: Ord + Copy, N: std::fmt::Display>(
+    net: &Network,
+    file: &str,
+    label: &str,
+    mut spans: Vec<Span<T, N>>,
+    report: &mut Report,
+) {
+    spans.sort_by(|a, b| {
+        a.start
+            .cmp(&b.start)
+            .then(b.end.cmp(&a.end))
+            .then(a.line.cmp(&b.line))
+    });
+    let mut widest: Option<usize> = None;
+    for i in 0..spans.len() {
+        if let Some(w) = widest {
+            let (a, b) = (&spans[w], &spans[i]);
+            if b.start <= a.end {
+                let circuits = net.circuits();
+                let (ca, cb) = (&circuits[a.circuit], &circuits[b.circuit]);
+                let at = if a.line > 0 {
+                    format!(" (line {})", a.line)
+                } else {
+                    String::new()
+                };
+                let msg = if a.circuit == b.circuit {
+                    format!(
+                        "{label} {} overlaps {} of the same circuit{at}",
+                        b.net, a.net
+                    )
+                } else {
+                    format!(
+                        "{label} {} overlaps {} of circuit {:?}{at}",
+                        b.net, a.net, ca.id
+                    )
+                };
+                let p = if a.circuit == b.circuit {
+                    Problem::warning(file, msg)
+                } else {
+                    Problem::error(file, msg)
+                };
+                report.push(p.at_opt((b.line > 0).then_some(b.line)).circuit(&cb.id));
+            }
+            if spans[i].end > spans[w].end {
+                widest = Some(i);
+            }
+        } else {
+            widest = Some(i);
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! Generated networks validate clean and re-read equal.
+
+use lqos_model::{
+    generate, load_with_config, parse_config, parse_network_json, parse_shaped_devices,
+    write_config, write_network_json, write_shaped_devices, GenParams, Network,
+};
+use proptest::prelude::*;
+
+fn reread(g: &lqos_model::Generated) -> (Network, lqos_model::LqosConfig, lqos_model::Report) {
+    let nj = write_network_json(&g.network);
+    let sd = write_shaped_devices(&g.network);
+    let conf = write_config(&g.config);
+    let loaded = load_with_config(
+        ("network.json", &nj),
+        ("ShapedDevices.csv", sd.as_bytes()),
+        Some(("lqos.conf", &conf)),
+    );
+    (loaded.network, loaded.config, loaded.report)
+}
+
+#[test]
+fn default_generated_network_is_clean_and_rereads_equal() {
+    let g = generate(&GenParams::default());
+    let (net, config, report) = reread(&g);
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(config, g.config);
+    assert_eq!(net, g.network);
+}
+
+#[test]
+fn generated_files_parse_individually() {
+    let g = generate(&GenParams {
+        circuits: 200,
+        ..GenParams::default()
+    });
+    let back = parse_network_json("network.json", &write_network_json(&g.network)).unwrap();
+    assert_eq!(back.node_count(), g.network.node_count());
+    let sd = parse_shaped_devices(
+        "ShapedDevices.csv",
+        write_shaped_devices(&g.network).as_bytes(),
+    )
+    .unwrap();
+    assert!(sd.report.is_clean(), "{}", sd.report);
+    assert_eq!(sd.circuits, g.network.circuits());
+    assert_eq!(
+        parse_config("lqos.conf", &write_config(&g.config)).unwrap(),
+        g.config
+    );
+}
+
+#[test]
+fn flat_network_writes_empty_object() {
+    let g = generate(&GenParams {
+        circuits: 20,
+        depth: 0,
+        ..GenParams::default()
+    });
+    assert_eq!(write_network_json(&g.network), "{}\n");
+    let (net, _, report) = reread(&g);
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(net, g.network);
+}
+
+#[test]
+fn same_seed_same_bytes_other_seed_other_bytes() {
+    let p = GenParams {
+        circuits: 300,
+        seed: 7,
+        ..GenParams::default()
+    };
+    let a = write_shaped_devices(&generate(&p).network);
+    let b = write_shaped_devices(&generate(&p).network);
+    assert_eq!(a, b);
+    let c = write_shaped_devices(&generate(&GenParams { seed: 8, ..p }).network);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn generated_network_has_multi_device_circuits_ipv6_and_fractional_rates() {
+    let g = generate(&GenParams {
+        circuits: 2000,
+        ..GenParams::default()
+    });
+    let c = g.network.circuits();
+    let multi = c.iter().filter(|c| c.devices.len() > 1).count();
+    assert!(multi > 40 && multi < 200, "{multi} multi-device circuits");
+    assert!(c
+        .iter()
+        .any(|c| c.devices.iter().any(|d| !d.ipv6.is_empty())));
+    assert!(c.iter().any(|c| c.download_max.bps() % 1_000_000 != 0));
+    assert!(c
+        .iter()
+        .all(|c| c.download_min < c.download_max && c.upload_min < c.upload_max));
+    assert_eq!(g.network.depth(), 3);
+    assert_eq!(g.config.bridge.as_ref().unwrap().to_network, "ens19");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_generated_network_rereads_equal(
+        circuits in 0usize..300,
+        seed in any::<u64>(),
+        sites in 1usize..5,
+        site_fanout in 1usize..4,
+        fanout in 1usize..5,
+        depth in 0usize..8,
+        multi in 0.0f64..0.5,
+        v6 in 0.0f64..1.0,
+        range in 0.0f64..0.3,
+        skew in 0.0f64..2.0,
+    ) {
+        let g = generate(&GenParams {
+            circuits, seed, sites, site_fanout, fanout, depth,
+            multi_device_fraction: multi, ipv6_fraction: v6, ipv4_range_fraction: range,
+            site_skew: skew,
+        });
+        let (net, config, report) = reread(&g);
+        prop_assert!(report.is_clean(), "{}", report);
+        prop_assert_eq!(config, g.config);
+        prop_assert_eq!(net, g.network);
+    }
+}

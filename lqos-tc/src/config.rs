@@ -1,0 +1,298 @@
+//! `PlanConfig`: what the planner needs besides the network.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{parse, render, PlanError, QdiscKind};
+use lqos_model::{LqosConfig, Rate};
+
+/// Which interfaces get a tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Interfaces {
+    /// Two-interface bridge: download shaping on `download` (lqos.conf
+    /// `to_network`), upload shaping on `upload` (`to_internet`).
+    Bridge {
+        /// Subscriber-facing interface (download rates).
+        download: String,
+        /// Internet-facing interface (upload rates).
+        upload: String,
+    },
+    /// One interface carrying both directions: the TX queues are split in
+    /// half, download uses HTB majors `1..=n/2`, upload `n/2+1..=n`.
+    OnAStick {
+        /// The one interface.
+        interface: String,
+        /// VLAN towards the internet (informational).
+        internet_vlan: u32,
+        /// VLAN towards the subscribers (informational).
+        network_vlan: u32,
+    },
+}
+
+/// How top-level subtrees are spread over the TX queues (HTB qdiscs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum QueueStrategy {
+    /// LibreQoS's way: top-level nodes in order, queue `i % n`.
+    RoundRobin,
+    /// Largest subtree first into the least-loaded queue, minimising the
+    /// kernel's load cost `sum over queues of classes^2`.
+    #[default]
+    Balanced,
+}
+
+impl FromStr for QueueStrategy {
+    type Err = PlanError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "balanced" => Ok(QueueStrategy::Balanced),
+            "round-robin" | "roundrobin" | "round_robin" => Ok(QueueStrategy::RoundRobin),
+            _ => Err(PlanError::Config(format!(
+                "unknown queue strategy {s:?} (expected balanced or round-robin)"
+            ))),
+        }
+    }
+}
+
+/// A leaf qdisc specification such as `cake diffserv4`, `fq_codel`,
+/// `pfifo limit 1000` or `none` (no leaf qdisc).
+///
+/// ```
+/// use lqos_tc::LeafSpec;
+/// let s: LeafSpec = "cake besteffort rtt 300ms".parse().unwrap();
+/// assert_eq!(s.to_string(), "cake besteffort rtt 300ms");
+/// assert_eq!("none".parse::<LeafSpec>().unwrap(), LeafSpec::None);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LeafSpec {
+    /// No leaf qdisc (the kernel's default pfifo stays).
+    None,
+    /// This qdisc kind with these options.
+    Qdisc(QdiscKind),
+}
+
+impl LeafSpec {
+    /// LibreQoS's default, `cake diffserv4`.
+    pub fn cake_diffserv4() -> LeafSpec {
+        LeafSpec::Qdisc(QdiscKind::Cake(crate::CakeParams {
+            diffserv: Some(crate::CakeDiffserv::Diffserv4),
+            ..Default::default()
+        }))
+    }
+
+    /// True for a cake spec.
+    pub fn is_cake(&self) -> bool {
+        matches!(self, LeafSpec::Qdisc(QdiscKind::Cake(_)))
+    }
+}
+
+impl FromStr for LeafSpec {
+    type Err = PlanError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let tokens: Vec<&str> = s.split_ascii_whitespace().collect();
+        if tokens.is_empty() {
+            return Err(PlanError::Sqm {
+                spec: s.to_string(),
+                reason: "empty".into(),
+            });
+        }
+        if tokens.len() == 1 && tokens[0].eq_ignore_ascii_case("none") {
+            return Ok(LeafSpec::None);
+        }
+        let lowered: Vec<String> = tokens.iter().map(|t| t.to_ascii_lowercase()).collect();
+        let refs: Vec<&str> = lowered.iter().map(String::as_str).collect();
+        match parse::parse_qdisc_kind(&refs) {
+            Ok(QdiscKind::Other(name)) => Err(PlanError::Sqm {
+                spec: s.to_string(),
+                reason: format!(
+                    "unsupported qdisc kind {name:?} (cake, fq_codel, pfifo, bfifo, none)"
+                ),
+            }),
+            Ok(QdiscKind::Mq) | Ok(QdiscKind::Htb(_)) => Err(PlanError::Sqm {
+                spec: s.to_string(),
+                reason: "mq/htb cannot be a leaf qdisc".into(),
+            }),
+            Ok(kind) => Ok(LeafSpec::Qdisc(kind)),
+            Err(reason) => Err(PlanError::Sqm {
+                spec: s.to_string(),
+                reason,
+            }),
+        }
+    }
+}
+
+impl fmt::Display for LeafSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LeafSpec::None => f.write_str("none"),
+            LeafSpec::Qdisc(kind) => {
+                let mut s = String::new();
+                render::write_kind(&mut s, kind);
+                f.write_str(&s)
+            }
+        }
+    }
+}
+
+/// Everything the planner needs besides the [`lqos_model::Network`].
+///
+/// ```
+/// use lqos_tc::{Interfaces, PlanConfig};
+/// let cfg = PlanConfig::bridge("ens19", "ens20", 4);
+/// assert_eq!(cfg.queues, 4);
+/// assert!(matches!(cfg.interfaces, Interfaces::Bridge { .. }));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanConfig {
+    /// Interfaces and how the directions map onto them.
+    pub interfaces: Interfaces,
+    /// TX queues of the interface(s) (given, not probed). On a stick each
+    /// direction gets `queues / 2`.
+    pub queues: u32,
+    /// Download link capacity (top class of every download queue).
+    pub download_capacity: Rate,
+    /// Upload link capacity.
+    pub upload_capacity: Rate,
+    /// Leaf qdisc for circuits (and each queue's default class).
+    pub default_sqm: LeafSpec,
+    /// Queue assignment strategy.
+    pub strategy: QueueStrategy,
+    /// Download rate of generated parent nodes.
+    pub generated_pn_download: Rate,
+    /// Upload rate of generated parent nodes.
+    pub generated_pn_upload: Rate,
+    /// LibreQoS's `fast_queues_fq_codel`: circuits whose ceiling is at least
+    /// this get `fq_codel` instead of the default cake (only when the
+    /// default is cake and the circuit has no override). `None` disables.
+    pub fq_codel_threshold: Option<Rate>,
+}
+
+impl PlanConfig {
+    /// A bridge config with LibreQoS's defaults (1 Gbit links, `cake
+    /// diffserv4`, balanced).
+    pub fn bridge(download: &str, upload: &str, queues: u32) -> PlanConfig {
+        PlanConfig {
+            interfaces: Interfaces::Bridge {
+                download: download.to_string(),
+                upload: upload.to_string(),
+            },
+            queues,
+            download_capacity: Rate::from_mbps(1000),
+            upload_capacity: Rate::from_mbps(1000),
+            default_sqm: LeafSpec::cake_diffserv4(),
+            strategy: QueueStrategy::Balanced,
+            generated_pn_download: Rate::from_mbps(1000),
+            generated_pn_upload: Rate::from_mbps(1000),
+            fq_codel_threshold: Some(Rate::from_mbps(1000)),
+        }
+    }
+
+    /// Builds the config from `lqos.conf` and the TX queue count (which the
+    /// caller probes or takes from `override_available_queues`).
+    pub fn from_lqos_config(conf: &LqosConfig, queues: u32) -> Result<PlanConfig, PlanError> {
+        let interfaces = match (&conf.bridge, &conf.single_interface) {
+            (Some(b), None) => Interfaces::Bridge {
+                download: b.to_network.clone(),
+                upload: b.to_internet.clone(),
+            },
+            (None, Some(s)) => Interfaces::OnAStick {
+                interface: s.interface.clone(),
+                internet_vlan: s.internet_vlan,
+                network_vlan: s.network_vlan,
+            },
+            (Some(_), Some(_)) => {
+                return Err(PlanError::Config(
+                    "lqos.conf has both [bridge] and [single_interface]; keep one".into(),
+                ))
+            }
+            (None, None) => {
+                return Err(PlanError::Config(
+                    "lqos.conf has neither [bridge] nor [single_interface]".into(),
+                ))
+            }
+        };
+        let q = &conf.queues;
+        let cfg = PlanConfig {
+            interfaces,
+            queues,
+            download_capacity: Rate::from_mbps(q.downlink_bandwidth_mbps),
+            upload_capacity: Rate::from_mbps(q.uplink_bandwidth_mbps),
+            default_sqm: q.default_sqm.parse()?,
+            strategy: QueueStrategy::Balanced,
+            generated_pn_download: Rate::from_mbps(q.generated_pn_download_mbps),
+            generated_pn_upload: Rate::from_mbps(q.generated_pn_upload_mbps),
+            fq_codel_threshold: Some(Rate::from_mbps(1000)),
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// HTB queues per direction (`queues`, or `queues / 2` on a stick).
+    pub fn queues_per_direction(&self) -> u32 {
+        match self.interfaces {
+            Interfaces::Bridge { .. } => self.queues,
+            Interfaces::OnAStick { .. } => self.queues / 2,
+        }
+    }
+
+    /// Checks the values that make a plan impossible.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        let per_dir = self.queues_per_direction();
+        if per_dir == 0 {
+            return Err(PlanError::Config(match self.interfaces {
+                Interfaces::OnAStick { .. } => format!(
+                    "on a stick needs at least 2 TX queues (download and upload halves), got {}",
+                    self.queues
+                ),
+                Interfaces::Bridge { .. } => "at least 1 TX queue is needed".into(),
+            }));
+        }
+        if self.queues > 4096 {
+            return Err(PlanError::Config(format!(
+                "{} queues is more than lqos supports (4096)",
+                self.queues
+            )));
+        }
+        let check_if = |name: &str| -> Result<(), PlanError> {
+            let ok = !name.is_empty()
+                && name.len() < 16
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.@".contains(&b));
+            if ok {
+                Ok(())
+            } else {
+                Err(PlanError::Config(format!(
+                    "invalid interface name {name:?}"
+                )))
+            }
+        };
+        match &self.interfaces {
+            Interfaces::Bridge { download, upload } => {
+                check_if(download)?;
+                check_if(upload)?;
+                if download == upload {
+                    return Err(PlanError::Config(format!(
+                        "download and upload interface are both {download:?}; use [single_interface] for on-a-stick"
+                    )));
+                }
+            }
+            Interfaces::OnAStick { interface, .. } => check_if(interface)?,
+        }
+        for (what, r) in [
+            ("download capacity", self.download_capacity),
+            ("upload capacity", self.upload_capacity),
+            ("generated parent node download", self.generated_pn_download),
+            ("generated parent node upload", self.generated_pn_upload),
+        ] {
+            if r < Rate::from_mbps(2) {
+                return Err(PlanError::Config(format!(
+                    "{what} {} Mbps is too small (at least 2 Mbps)",
+                    r
+                )));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,617 @@
+//! Parsing `tc -b` text back into typed ops.
+//!
+//! Accepts what [`crate::render`] writes and what LibreQoS writes into
+//! `linux_tc.txt`: an optional leading `tc`, blank lines, `#` comments (to
+//! the end of the line, as tc does), fractional rates (`2.5mbit`,
+//! `1.0gbit`), `0x`-prefixed hex handles (`parent 0x1:0x3`), and classids
+//! given as a bare minor (`classid 0x5`, completed from the parent's major
+//! as the kernel does). A leaf qdisc without `handle` parses with
+//! [`TcHandle::UNSPEC`] (the kernel picks one).
+
+use crate::{
+    CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, Class, FqCodelParams, HtbClass,
+    HtbQdisc, Qdisc, QdiscKind, TcHandle, TcOp,
+};
+use lqos_model::Rate;
+
+/// A line of batch text that is not a supported tc command.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct ParseError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Parses a whole batch file into `(device, op)` pairs, in file order.
+///
+/// ```
+/// use lqos_tc::parse::parse_batch;
+/// let ops = parse_batch("# setup\ntc qdisc replace dev ens19 root handle 7FFF: mq\n\n").unwrap();
+/// assert_eq!(ops.len(), 1);
+/// assert_eq!(ops[0].0, "ens19");
+/// ```
+pub fn parse_batch(text: &str) -> Result<Vec<(String, TcOp)>, ParseError> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = match raw.find('#') {
+            Some(p) => &raw[..p],
+            None => raw,
+        };
+        let mut tokens: Vec<&str> = line.split_ascii_whitespace().collect();
+        if tokens.first() == Some(&"tc") {
+            tokens.remove(0);
+        }
+        if tokens.is_empty() {
+            continue;
+        }
+        let parsed = parse_tokens(&tokens).map_err(|message| ParseError {
+            line: i + 1,
+            message,
+        })?;
+        out.push(parsed);
+    }
+    Ok(out)
+}
+
+/// Parses one command (without the leading `tc`), e.g.
+/// `qdisc add dev ens19 parent 1:3 handle 10: pfifo`.
+pub fn parse_line(line: &str) -> Result<(String, TcOp), ParseError> {
+    let ops = parse_batch(line)?;
+    match <[_; 1]>::try_from(ops) {
+        Ok([one]) => Ok(one),
+        Err(v) => Err(ParseError {
+            line: 1,
+            message: format!("expected one command, found {}", v.len()),
+        }),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Verb {
+    Add,
+    Replace,
+    Change,
+    Delete,
+}
+
+fn parse_tokens(t: &[&str]) -> Result<(String, TcOp), String> {
+    let object = t[0];
+    let verb = match t.get(1).copied() {
+        Some("add") => Verb::Add,
+        Some("replace") => Verb::Replace,
+        Some("change") => Verb::Change,
+        Some("del") | Some("delete") => Verb::Delete,
+        Some(other) => return Err(format!("unsupported {object} command {other:?}")),
+        None => return Err(format!("{object}: missing command")),
+    };
+    match object {
+        "qdisc" => parse_qdisc(verb, &t[2..]),
+        "class" => parse_class(verb, &t[2..]),
+        other => Err(format!("unsupported tc object {other:?} (qdisc or class)")),
+    }
+}
+
+fn parse_qdisc(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
+    let mut dev = None;
+    let mut parent = None;
+    let mut handle = TcHandle::UNSPEC;
+    let mut i = 0;
+    while i < t.len() {
+        match t[i] {
+            "dev" => {
+                dev = Some(value(t, i, "dev")?.to_string());
+                i += 2;
+            }
+            "root" => {
+                parent = Some(TcHandle::ROOT);
+                i += 1;
+            }
+            "parent" => {
+                parent = Some(parse_handle(value(t, i, "parent")?, false)?);
+                i += 2;
+            }
+            "handle" => {
+                handle = parse_handle(value(t, i, "handle")?, true)?;
+                i += 2;
+            }
+            _ => break,
+        }
+    }
+    let dev = dev.ok_or("qdisc: missing dev")?;
+    let kind_tokens = &t[i..];
+    if let Verb::Delete = verb {
+        if !kind_tokens.is_empty() && kind_tokens.len() > 1 {
+            return Err(format!("qdisc del: unexpected {:?}", kind_tokens.join(" ")));
+        }
+        return Ok((
+            dev,
+            TcOp::DeleteQdisc {
+                parent: parent.unwrap_or(TcHandle::UNSPEC),
+                handle,
+            },
+        ));
+    }
+    let parent = parent.ok_or("qdisc: missing parent or root")?;
+    if kind_tokens.is_empty() {
+        return Err("qdisc: missing kind".into());
+    }
+    let kind = parse_qdisc_kind(kind_tokens)?;
+    let q = Qdisc {
+        parent,
+        handle,
+        kind,
+    };
+    match verb {
+        Verb::Add => Ok((dev, TcOp::AddQdisc(q))),
+        Verb::Replace => Ok((dev, TcOp::ReplaceQdisc(q))),
+        Verb::Change => Err("qdisc change is not supported (use replace)".into()),
+        Verb::Delete => unreachable!("handled above"),
+    }
+}
+
+fn parse_class(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
+    let mut dev = None;
+    let mut parent = TcHandle::UNSPEC;
+    let mut classid = None;
+    let mut i = 0;
+    while i < t.len() {
+        match t[i] {
+            "dev" => {
+                dev = Some(value(t, i, "dev")?.to_string());
+                i += 2;
+            }
+            "root" => {
+                parent = TcHandle::ROOT;
+                i += 1;
+            }
+            "parent" => {
+                parent = parse_handle(value(t, i, "parent")?, false)?;
+                i += 2;
+            }
+            "classid" => {
+                classid = Some(parse_handle(value(t, i, "classid")?, false)?);
+                i += 2;
+            }
+            _ => break,
+        }
+    }
+    let dev = dev.ok_or("class: missing dev")?;
+    let mut classid = classid.ok_or("class: missing classid")?;
+    if classid.major() == 0 && classid != TcHandle::UNSPEC && parent != TcHandle::ROOT {
+        // `classid 0x5` under `parent 0x1:0x3` means 1:5 (the kernel fills
+        // in the major from the parent).
+        classid = TcHandle::new(parent.major(), classid.minor());
+    }
+    let rest = &t[i..];
+    if let Verb::Delete = verb {
+        if !rest.is_empty() {
+            return Err(format!("class del: unexpected {:?}", rest.join(" ")));
+        }
+        return Ok((dev, TcOp::DeleteClass { parent, classid }));
+    }
+    if rest.first() != Some(&"htb") {
+        return Err(format!(
+            "class: only htb classes are supported, found {:?}",
+            rest.first().copied().unwrap_or("")
+        ));
+    }
+    let htb = parse_htb_class(&rest[1..])?;
+    let c = Class {
+        parent,
+        classid,
+        htb,
+    };
+    match verb {
+        Verb::Add => Ok((dev, TcOp::AddClass(c))),
+        Verb::Change => Ok((dev, TcOp::ChangeClass(c))),
+        Verb::Replace => Err("class replace is not supported (use add or change)".into()),
+        Verb::Delete => unreachable!("handled above"),
+    }
+}
+
+fn parse_htb_class(t: &[&str]) -> Result<HtbClass, String> {
+    let mut rate = None;
+    let mut ceil = None;
+    let mut prio = 0;
+    let mut quantum = 0;
+    let mut burst = None;
+    let mut cburst = None;
+    let mut i = 0;
+    while i < t.len() {
+        let key = t[i];
+        let v = value(t, i, key)?;
+        match key {
+            "rate" => rate = Some(parse_rate(v)?),
+            "ceil" => ceil = Some(parse_rate(v)?),
+            "prio" => prio = parse_u32(v)?,
+            "quantum" => quantum = parse_u32(v)?,
+            "burst" | "buffer" | "maxburst" => burst = Some(parse_size(v)?),
+            "cburst" | "cbuffer" | "cmaxburst" => cburst = Some(parse_size(v)?),
+            other => return Err(format!("htb class: unsupported option {other:?}")),
+        }
+        i += 2;
+    }
+    let rate = rate.ok_or("htb class: missing rate")?;
+    Ok(HtbClass {
+        rate,
+        ceil: ceil.unwrap_or(rate),
+        quantum,
+        prio,
+        burst,
+        cburst,
+    })
+}
+
+/// Parses a qdisc kind and its options (`["cake", "diffserv4"]`); used for
+/// batch lines and for `default_sqm` strings.
+pub fn parse_qdisc_kind(t: &[&str]) -> Result<QdiscKind, String> {
+    let (name, opts) = t.split_first().ok_or("missing qdisc kind")?;
+    let mut i = 0;
+    match *name {
+        "mq" => {
+            if let Some(o) = opts.first() {
+                return Err(format!("mq takes no options, found {o:?}"));
+            }
+            Ok(QdiscKind::Mq)
+        }
+        "htb" => {
+            let mut h = HtbQdisc {
+                default_minor: 0,
+                r2q: None,
+                direct_qlen: None,
+            };
+            while i < opts.len() {
+                let key = opts[i];
+                let v = value(opts, i, key)?;
+                match key {
+                    "default" => h.default_minor = parse_hex_u32(v)?,
+                    "r2q" => h.r2q = Some(parse_u32(v)?),
+                    "direct_qlen" => h.direct_qlen = Some(parse_u32(v)?),
+                    other => return Err(format!("htb: unsupported option {other:?}")),
+                }
+                i += 2;
+            }
+            Ok(QdiscKind::Htb(h))
+        }
+        "cake" => {
+            let mut p = CakeParams::default();
+            while i < opts.len() {
+                let o = opts[i];
+                i += 1;
+                match o {
+                    "bandwidth" => {
+                        p.bandwidth = Some(parse_rate(value(opts, i - 1, o)?)?);
+                        i += 1;
+                    }
+                    "unlimited" => p.bandwidth = Some(Rate::ZERO),
+                    "diffserv3" => p.diffserv = Some(CakeDiffserv::Diffserv3),
+                    "diffserv4" => p.diffserv = Some(CakeDiffserv::Diffserv4),
+                    "diffserv8" => p.diffserv = Some(CakeDiffserv::Diffserv8),
+                    "besteffort" => p.diffserv = Some(CakeDiffserv::Besteffort),
+                    "precedence" => p.diffserv = Some(CakeDiffserv::Precedence),
+                    "flowblind" => p.flow_mode = Some(CakeFlowMode::Flowblind),
+                    "srchost" => p.flow_mode = Some(CakeFlowMode::Srchost),
+                    "dsthost" => p.flow_mode = Some(CakeFlowMode::Dsthost),
+                    "hosts" => p.flow_mode = Some(CakeFlowMode::Hosts),
+                    "flows" => p.flow_mode = Some(CakeFlowMode::Flows),
+                    "dual-srchost" => p.flow_mode = Some(CakeFlowMode::DualSrchost),
+                    "dual-dsthost" => p.flow_mode = Some(CakeFlowMode::DualDsthost),
+                    "triple-isolate" => p.flow_mode = Some(CakeFlowMode::TripleIsolate),
+                    "nat" => p.nat = Some(true),
+                    "nonat" => p.nat = Some(false),
+                    "wash" => p.wash = Some(true),
+                    "nowash" => p.wash = Some(false),
+                    "ack-filter" => p.ack_filter = Some(CakeAckFilter::On),
+                    "ack-filter-aggressive" => p.ack_filter = Some(CakeAckFilter::Aggressive),
+                    "no-ack-filter" => p.ack_filter = Some(CakeAckFilter::Off),
+                    "split-gso" => p.split_gso = Some(true),
+                    "no-split-gso" => p.split_gso = Some(false),
+                    "rtt" => {
+                        p.rtt_us = Some(parse_time_us(value(opts, i - 1, o)?)?);
+                        i += 1;
+                    }
+                    "memlimit" => {
+                        p.memlimit = Some(parse_size(value(opts, i - 1, o)?)?);
+                        i += 1;
+                    }
+                    "datacentre" => p.rtt_us = Some(100),
+                    "lan" => p.rtt_us = Some(1_000),
+                    "metro" => p.rtt_us = Some(10_000),
+                    "regional" => p.rtt_us = Some(30_000),
+                    "internet" => p.rtt_us = Some(100_000),
+                    "oceanic" => p.rtt_us = Some(300_000),
+                    "satellite" => p.rtt_us = Some(1_000_000),
+                    "interplanetary" => p.rtt_us = Some(3_600_000_000),
+                    other => return Err(format!("cake: unsupported option {other:?}")),
+                }
+            }
+            Ok(QdiscKind::Cake(p))
+        }
+        "fq_codel" => {
+            let mut p = FqCodelParams::default();
+            while i < opts.len() {
+                let o = opts[i];
+                match o {
+                    "ecn" => {
+                        p.ecn = Some(true);
+                        i += 1;
+                        continue;
+                    }
+                    "noecn" => {
+                        p.ecn = Some(false);
+                        i += 1;
+                        continue;
+                    }
+                    _ => {}
+                }
+                let v = value(opts, i, o)?;
+                match o {
+                    "limit" => p.limit = Some(parse_u32(v)?),
+                    "flows" => p.flows = Some(parse_u32(v)?),
+                    "target" => p.target_us = Some(parse_time_us(v)?),
+                    "interval" => p.interval_us = Some(parse_time_us(v)?),
+                    "quantum" => p.quantum = Some(parse_u32(v)?),
+                    "memory_limit" => p.memory_limit = Some(parse_size(v)?),
+                    other => return Err(format!("fq_codel: unsupported option {other:?}")),
+                }
+                i += 2;
+            }
+            Ok(QdiscKind::FqCodel(p))
+        }
+        "pfifo" | "bfifo" => {
+            let mut limit = None;
+            while i < opts.len() {
+                let o = opts[i];
+                let v = value(opts, i, o)?;
+                match o {
+                    "limit" if *name == "pfifo" => limit = Some(parse_u32(v)?),
+                    "limit" => limit = Some(parse_size(v)?),
+                    other => return Err(format!("{name}: unsupported option {other:?}")),
+                }
+                i += 2;
+            }
+            Ok(if *name == "pfifo" {
+                QdiscKind::Pfifo { limit }
+            } else {
+                QdiscKind::Bfifo { limit }
+            })
+        }
+        other => {
+            if !opts.is_empty() {
+                return Err(format!(
+                    "unsupported qdisc kind {other:?} with options (lqos knows mq, htb, cake, fq_codel, pfifo, bfifo)"
+                ));
+            }
+            if other.is_empty()
+                || !other
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            {
+                return Err(format!("invalid qdisc kind {other:?}"));
+            }
+            Ok(QdiscKind::Other(other.to_string()))
+        }
+    }
+}
+
+fn value<'a>(t: &[&'a str], i: usize, key: &str) -> Result<&'a str, String> {
+    t.get(i + 1)
+        .copied()
+        .ok_or_else(|| format!("{key}: missing value"))
+}
+
+/// Parses a handle or classid as tc does, leniently: `7FFF:`, `0x1:0x3`,
+/// `1a:e3b`, `root`, `none`. Without a colon, a qdisc handle is a major
+/// (`8` = `8:`) while a classid/parent is a raw number (`0x5` = `0:5`).
+pub fn parse_handle(s: &str, qdisc_handle: bool) -> Result<TcHandle, String> {
+    match s {
+        "root" => return Ok(TcHandle::ROOT),
+        "none" => return Ok(TcHandle::UNSPEC),
+        _ => {}
+    }
+    let err = || format!("invalid handle {s:?}");
+    let hex = |p: &str, allow_empty: bool| -> Result<u32, String> {
+        let p = p
+            .strip_prefix("0x")
+            .or_else(|| p.strip_prefix("0X"))
+            .unwrap_or(p);
+        if p.is_empty() {
+            return if allow_empty { Ok(0) } else { Err(err()) };
+        }
+        if p.len() > 8 || !p.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(err());
+        }
+        u32::from_str_radix(p, 16).map_err(|_| err())
+    };
+    match s.split_once(':') {
+        Some((maj, min)) => {
+            let maj = hex(maj, true)?;
+            let min = hex(min, true)?;
+            if maj > 0xffff || min > 0xffff {
+                return Err(err());
+            }
+            Ok(TcHandle::new(maj as u16, min as u16))
+        }
+        None => {
+            let v = hex(s, false)?;
+            if qdisc_handle {
+                if v > 0xffff {
+                    return Err(err());
+                }
+                Ok(TcHandle::new(v as u16, 0))
+            } else {
+                Ok(TcHandle::from_raw(v))
+            }
+        }
+    }
+}
+
+fn parse_u32(s: &str) -> Result<u32, String> {
+    s.parse().map_err(|_| format!("invalid number {s:?}"))
+}
+
+fn parse_hex_u32(s: &str) -> Result<u32, String> {
+    let p = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    u32::from_str_radix(p, 16).map_err(|_| format!("invalid hex number {s:?}"))
+}
+
+/// Splits `2.5mbit` into an exact decimal (`25`, scale `10`) and `mbit`.
+fn split_decimal(s: &str) -> Result<(u128, u128, &str), String> {
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(end);
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if (int.is_empty() && frac.is_empty())
+        || frac.contains('.')
+        || int.len() > 20
+        || frac.len() > 18
+    {
+        return Err(format!("invalid number in {s:?}"));
+    }
+    let mut mant: u128 = 0;
+    for b in int.bytes().chain(frac.bytes()) {
+        mant = mant * 10 + u128::from(b - b'0');
+    }
+    Ok((mant, 10u128.pow(frac.len() as u32), unit))
+}
+
+/// Parses a tc rate (`10500kbit`, `2.5mbit`, `1.0gbit`, `1000000`, `125kbps`)
+/// into an exact [`Rate`] (rounded to the nearest bit/s).
+pub fn parse_rate(s: &str) -> Result<Rate, String> {
+    let lower = s.to_ascii_lowercase();
+    let (mant, div, unit) = split_decimal(&lower)?;
+    let scale: u128 = match unit {
+        "" | "bit" => 1,
+        "kbit" => 1_000,
+        "mbit" => 1_000_000,
+        "gbit" => 1_000_000_000,
+        "tbit" => 1_000_000_000_000,
+        "kibit" => 1 << 10,
+        "mibit" => 1 << 20,
+        "gibit" => 1 << 30,
+        "tibit" => 1 << 40,
+        "bps" => 8,
+        "kbps" => 8_000,
+        "mbps" => 8_000_000,
+        "gbps" => 8_000_000_000,
+        "tbps" => 8_000_000_000_000,
+        _ => return Err(format!("invalid rate unit in {s:?}")),
+    };
+    let bits = (mant * scale + div / 2) / div;
+    u64::try_from(bits)
+        .map(Rate::from_bps)
+        .map_err(|_| format!("rate {s:?} is too large"))
+}
+
+/// Parses a tc size in bytes (`1600`, `1600b`, `64k`, `1mb`).
+pub fn parse_size(s: &str) -> Result<u32, String> {
+    let lower = s.to_ascii_lowercase();
+    let (mant, div, unit) = split_decimal(&lower)?;
+    let scale: u128 = match unit {
+        "" | "b" => 1,
+        "k" | "kb" => 1024,
+        "m" | "mb" => 1024 * 1024,
+        "g" | "gb" => 1024 * 1024 * 1024,
+        "kbit" => 128,
+        "mbit" => 128 * 1024,
+        _ => return Err(format!("invalid size unit in {s:?}")),
+    };
+    u32::try_from(mant * scale / div).map_err(|_| format!("size {s:?} is too large"))
+}
+
+/// Parses a tc time into microseconds (`300ms`, `100us`, `1s`; a bare
+/// number is microseconds, as in tc).
+pub fn parse_time_us(s: &str) -> Result<u32, String> {
+    let lower = s.to_ascii_lowercase();
+    let (mant, div, unit) = split_decimal(&lower)?;
+    let scale: u128 = match unit {
+        "" | "us" | "usec" | "usecs" => 1,
+        "ms" | "msec" | "msecs" => 1_000,
+        "s" | "sec" | "secs" => 1_000_000,
+        _ => return Err(format!("invalid time unit in {s:?}")),
+    };
+    u32::try_from(mant * scale / div).map_err(|_| format!("time {s:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libreqos_lines_parse() {
+        let text = "\
+qdisc replace dev eth1 root handle 7FFF: mq
+qdisc add dev eth1 parent 7FFF:0x1 handle 0x1: htb default 2
+class add dev eth1 parent 0x1: classid 0x1:1 htb rate 1000.0mbit ceil 1000.0mbit quantum 12500
+qdisc add dev eth1 parent 0x1:1 cake diffserv4
+class add dev eth1 parent 0x1:1 classid 0x1:2 htb rate 250.0mbit ceil 999.0mbit prio 5 quantum 12487
+class add dev eth1 parent 0x1:0x3 classid 0x5 htb rate 2.5mbit ceil 10.5mbit prio 3 quantum 1522 # CircuitID: 1
+qdisc add dev eth1 parent 0x1:0x5 cake diffserv4 rtt 300
+";
+        let ops = parse_batch(text).unwrap();
+        assert_eq!(ops.len(), 7);
+        match &ops[1].1 {
+            TcOp::AddQdisc(q) => {
+                assert_eq!(q.parent, TcHandle::new(0x7fff, 1));
+                assert_eq!(q.handle, TcHandle::new(1, 0));
+                assert_eq!(
+                    q.kind,
+                    QdiscKind::Htb(HtbQdisc {
+                        default_minor: 2,
+                        r2q: None,
+                        direct_qlen: None
+                    })
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        match &ops[5].1 {
+            TcOp::AddClass(c) => {
+                assert_eq!(c.classid, TcHandle::new(1, 5));
+                assert_eq!(c.parent, TcHandle::new(1, 3));
+                assert_eq!(c.htb.rate, Rate::from_bps(2_500_000));
+                assert_eq!(c.htb.ceil, Rate::from_bps(10_500_000));
+            }
+            other => panic!("{other:?}"),
+        }
+        match &ops[6].1 {
+            TcOp::AddQdisc(q) => {
+                assert_eq!(q.handle, TcHandle::UNSPEC);
+                match &q.kind {
+                    QdiscKind::Cake(p) => assert_eq!(p.rtt_us, Some(300)),
+                    other => panic!("{other:?}"),
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e =
+            parse_batch("\n\nqdisc add dev x parent 1:3 handle 5: sfq perturb 10\n").unwrap_err();
+        assert_eq!(e.line, 3);
+        let e = parse_batch("class add dev x parent 1: classid 1:1 htb rate fast\n").unwrap_err();
+        assert!(e.to_string().starts_with("line 1:"), "{e}");
+        assert!(parse_batch("filter add dev x\n").is_err());
+    }
+
+    #[test]
+    fn rates_sizes_times() {
+        assert_eq!(parse_rate("2.5mbit").unwrap().bps(), 2_500_000);
+        assert_eq!(parse_rate("1.0gbit").unwrap().bps(), 1_000_000_000);
+        assert_eq!(parse_rate("10500kbit").unwrap().bps(), 10_500_000);
+        assert_eq!(parse_rate("125kbps").unwrap().bps(), 1_000_000);
+        assert_eq!(parse_rate("999").unwrap().bps(), 999);
+        assert!(parse_rate("1e3mbit").is_err());
+        assert_eq!(parse_time_us("300ms").unwrap(), 300_000);
+        assert_eq!(parse_time_us("300").unwrap(), 300);
+        assert_eq!(parse_size("64k").unwrap(), 65536);
+    }
+}
