@@ -419,7 +419,14 @@ fn bad_op_mid_stream() {
         assert_eq!(f.succeeded, bad_index);
         assert_eq!(f.errno, libc::ENOENT);
         assert_eq!(f.message, "Specified class not found");
-        assert!(f.to_string().contains("Specified class not found"), "{f}");
+        let text = f.to_string();
+        assert!(text.contains("Specified class not found"), "{f}");
+        assert!(
+            text.contains("`tc qdisc add dev ens19 parent 1:fff1 handle fff1: pfifo limit 100`"),
+            "{f}"
+        );
+        assert_eq!(f.dev.as_deref(), Some("ens19"));
+        assert_eq!(f.ifindex, link.ifindex);
         if opts.batch == 1 {
             assert_eq!(f.applied_after, 0);
         }

@@ -143,14 +143,26 @@ pub struct OpFailure {
     /// Ops after `index` that the kernel nevertheless applied because they
     /// were in the same `sendmsg` batch.
     pub applied_after: usize,
+    /// The interface index the ops were sent for.
+    pub ifindex: i32,
+    /// Its name, if this socket looked it up with [`NetlinkSocket::link`].
+    pub dev: Option<String>,
 }
 
 impl fmt::Display for OpFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dev = self
+            .dev
+            .clone()
+            .unwrap_or_else(|| format!("ifindex{}", self.ifindex));
         write!(
             f,
-            "op #{} failed: {:?}: {} (errno {}); {} earlier op(s) applied",
-            self.index, self.op, self.message, self.errno, self.succeeded
+            "op #{} `tc {}` failed: {} (errno {}); {} earlier op(s) applied",
+            self.index,
+            lqos_tc::render_line(&dev, &self.op),
+            self.message,
+            self.errno,
+            self.succeeded
         )?;
         if self.applied_after > 0 {
             write!(
@@ -193,6 +205,8 @@ pub struct NetlinkSocket {
     ack_capacity: usize,
     sendbuf: Vec<u8>,
     recvbuf: Vec<u8>,
+    /// Names of interfaces looked up with `link`, for error messages.
+    names: Vec<(i32, String)>,
 }
 
 impl fmt::Debug for NetlinkSocket {
@@ -230,6 +244,7 @@ impl NetlinkSocket {
             ack_capacity: 1,
             sendbuf: Vec::with_capacity(MAX_SEND_BYTES + 4096),
             recvbuf: vec![0; RECV_BUF],
+            names: Vec::new(),
         };
         s.set_recv_buffer_size(RCVBUF_REQUEST)?;
         Ok(s)
@@ -394,6 +409,10 @@ impl NetlinkSocket {
                                 _ => {}
                             }
                         }
+                        if !self.names.iter().any(|(i, n)| *i == ifindex && n == name) {
+                            self.names.retain(|(i, _)| *i != ifindex);
+                            self.names.push((ifindex, name.to_string()));
+                        }
                         return Ok(info);
                     }
                     _ => {}
@@ -547,12 +566,15 @@ impl NetlinkSocket {
         }
         match first_err {
             None => Ok(stats),
-            Some((idx, errno, message)) => Err(self.failure(ops, &state, idx, errno, message)),
+            Some((idx, errno, message)) => {
+                Err(self.failure(ifindex, ops, &state, idx, errno, message))
+            }
         }
     }
 
     fn failure(
         &self,
+        ifindex: i32,
         ops: &[TcOp],
         state: &[u8],
         index: usize,
@@ -567,6 +589,12 @@ impl NetlinkSocket {
             message,
             succeeded: state[..index].iter().filter(|&&s| s == 1).count(),
             applied_after: state[index + 1..].iter().filter(|&&s| s == 1).count(),
+            ifindex,
+            dev: self
+                .names
+                .iter()
+                .find(|(i, _)| *i == ifindex)
+                .map(|(_, n)| n.clone()),
         }
     }
 
