@@ -39,6 +39,8 @@ impl Target {
     /// The tree the full build produces (a build the tree model rejects,
     /// which the planner never emits, yields the part before the error).
     pub fn tree(&self) -> TcTree {
+        // `apply_all` builds the tree model once (O(n)); `apply` per op
+        // would rebuild it every time (O(n^2)).
         let mut t = TcTree::default();
         let _ = t.apply_all(&self.ops);
         t

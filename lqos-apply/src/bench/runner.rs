@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use lqos_tc::{TcOp, TcTree};
 use serde::Serialize;
 
-use super::{Sample, Stopwatch};
+use super::Sample;
 use crate::backend::{
     Backend, IfaceOps, NetlinkBackend, NoProgress, Parallelism, Progress, RootDelete, TcBatch,
     TcMode,
@@ -18,6 +18,7 @@ use crate::backend::{
 use crate::engine::{plan_change, Target};
 use crate::error::{ApplyError, Result};
 use crate::live::{read_live, NetlinkLive};
+use crate::timing::{CpuScope, Stopwatch};
 
 /// A load method, numbered as in issue 526's reproduction (README).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -118,19 +119,11 @@ pub struct BenchTree {
     pub base: Vec<Target>,
     /// Full builds of the changed plan, same interfaces and order.
     pub changed: Vec<Target>,
+    /// The base plan's op streams as loaders take them.
+    pub base_ops: Vec<IfaceOps>,
 }
 
 impl BenchTree {
-    fn ifaces(targets: &[Target]) -> Vec<IfaceOps> {
-        targets
-            .iter()
-            .map(|t| IfaceOps {
-                dev: t.dev.clone(),
-                ops: t.ops.clone(),
-            })
-            .collect()
-    }
-
     fn devs(&self) -> Vec<&str> {
         self.base.iter().map(|t| t.dev.as_str()).collect()
     }
@@ -169,7 +162,7 @@ impl Runner {
         root_delete: RootDelete,
         progress: &dyn Progress,
     ) -> Result<Sample> {
-        let sw = Stopwatch::start();
+        let sw = Stopwatch::start(CpuScope::ProcessAndChildren);
         let rep = backend.load(ifaces, root_delete, progress);
         let ops = rep.interfaces.iter().map(|i| i.ops_total).sum::<usize>()
             + if root_delete == RootDelete::Separate {
@@ -177,7 +170,7 @@ impl Runner {
             } else {
                 0
             };
-        let sample = sw.stop(ops);
+        let sample = Sample::new(sw.stop(), ops);
         rep.into_result()?;
         Ok(sample)
     }
@@ -188,10 +181,7 @@ impl Runner {
         let live = read_live(&self.live, &devs)?;
         let ifaces: Vec<IfaceOps> = targets
             .iter()
-            .map(|t| IfaceOps {
-                dev: t.dev.clone(),
-                ops: plan_change(t, &live[&t.dev], false).ops,
-            })
+            .map(|t| IfaceOps::new(t.dev.clone(), plan_change(t, &live[&t.dev], false).ops))
             .collect();
         let n = ifaces.iter().map(|i| i.ops.len()).sum();
         self.netlink(Parallelism::Parallel)
@@ -245,11 +235,11 @@ impl Runner {
                 sample,
             }]
         };
-        let base = BenchTree::ifaces(&tree.base);
+        let base = &tree.base_ops;
         let rows = match method {
             Method::TcEachAlone => {
                 let mut rows = Vec::new();
-                for iface in &base {
+                for iface in base {
                     let sample = self.timed_load(
                         &self.tc(TcMode::Serial),
                         std::slice::from_ref(iface),
@@ -266,37 +256,37 @@ impl Runner {
             }
             Method::TcCombined => row(self.timed_load(
                 &self.tc(TcMode::Combined),
-                &base,
+                base,
                 RootDelete::InBatch,
                 progress,
             )?),
             Method::TcSerialRootOutside => row(self.timed_load(
                 &self.tc(TcMode::Serial),
-                &base,
+                base,
                 RootDelete::Separate,
                 progress,
             )?),
             Method::TcSerialRootInside => row(self.timed_load(
                 &self.tc(TcMode::Serial),
-                &base,
+                base,
                 RootDelete::InBatch,
                 progress,
             )?),
             Method::TcParallel => row(self.timed_load(
                 &self.tc(TcMode::Parallel),
-                &base,
+                base,
                 RootDelete::InBatch,
                 progress,
             )?),
             Method::NetlinkSerial => row(self.timed_load(
                 &self.netlink(Parallelism::Serial),
-                &base,
+                base,
                 RootDelete::InBatch,
                 progress,
             )?),
             Method::NetlinkParallel => row(self.timed_load(
                 &self.netlink(Parallelism::Parallel),
-                &base,
+                base,
                 RootDelete::InBatch,
                 progress,
             )?),
@@ -311,10 +301,7 @@ impl Runner {
                 let dels: Vec<IfaceOps> = tree
                     .devs()
                     .into_iter()
-                    .map(|d| IfaceOps {
-                        dev: d.to_string(),
-                        ops: vec![TcOp::delete_root()],
-                    })
+                    .map(|d| IfaceOps::new(d, vec![TcOp::delete_root()]))
                     .collect();
                 let s = self.timed_load(
                     &self.netlink(Parallelism::Serial),
@@ -323,7 +310,7 @@ impl Runner {
                     progress,
                 )?;
                 self.netlink(Parallelism::Parallel)
-                    .load(&base, RootDelete::None, &NoProgress)
+                    .load(base, RootDelete::None, &NoProgress)
                     .into_result()?;
                 row(s)
             }
@@ -334,15 +321,12 @@ impl Runner {
 
     /// Readback + diff + send of the difference to `targets`, timed as one.
     fn incremental(&self, targets: &[Target], progress: &dyn Progress) -> Result<Sample> {
-        let sw = Stopwatch::start();
+        let sw = Stopwatch::start(CpuScope::ProcessAndChildren);
         let devs: Vec<&str> = targets.iter().map(|t| t.dev.as_str()).collect();
         let live: BTreeMap<String, TcTree> = read_live(&self.live, &devs)?;
         let ifaces: Vec<IfaceOps> = targets
             .iter()
-            .map(|t| IfaceOps {
-                dev: t.dev.clone(),
-                ops: plan_change(t, &live[&t.dev], false).ops,
-            })
+            .map(|t| IfaceOps::new(t.dev.clone(), plan_change(t, &live[&t.dev], false).ops))
             .collect();
         let ops: usize = ifaces.iter().map(|i| i.ops.len()).sum();
         if ops > 0 {
@@ -350,7 +334,7 @@ impl Runner {
                 .load(&ifaces, RootDelete::None, progress)
                 .into_result()?;
         }
-        Ok(sw.stop(ops))
+        Ok(Sample::new(sw.stop(), ops))
     }
 }
 
@@ -367,6 +351,7 @@ impl BenchTree {
             circuits: net.circuits().len(),
             base: targets(&base),
             changed: targets(&changed),
+            base_ops: IfaceOps::all_from_plan(&base),
         })
     }
 }

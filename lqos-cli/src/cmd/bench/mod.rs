@@ -243,7 +243,8 @@ fn choose_sqm(asked: Option<&str>) -> anyhow::Result<LeafSpec> {
     if let Some(s) = asked {
         return s.parse().map_err(|e| anyhow::anyhow!("--sqm {s:?}: {e}"));
     }
-    match KindProbe::new().probe(&QdiscKind::Cake(Default::default()))? {
+    let cake = QdiscKind::Cake(Default::default());
+    match KindProbe::new().probe(&cake)? {
         Ok(()) => Ok(LeafSpec::cake_diffserv4()),
         Err(why) => {
             eprintln!(
