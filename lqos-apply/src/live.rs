@@ -1,9 +1,11 @@
 //! Reading the kernel: links, live trees, and which qdisc kinds exist.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+use serde::{Deserialize, Serialize};
 
 use crate::error::{ApplyError, Result};
 use crate::netlink::{NetlinkError, NetlinkSocket, SendOptions};
@@ -43,16 +45,71 @@ pub fn read_live(source: &dyn LiveSource, devs: &[&str]) -> Result<BTreeMap<Stri
 }
 
 /// Probes qdisc kinds in a throwaway namespace with a veth pair, once per
-/// kind per value of this type (keep the value for a run).
+/// kind per value of this type (keep the value for a run). With a cache
+/// file, kinds found supported are remembered until the next reboot, so a
+/// reload does not create a namespace at all.
 #[derive(Debug, Default)]
 pub struct KindProbe {
     cache: Mutex<HashMap<String, std::result::Result<(), String>>>,
+    file: Option<PathBuf>,
+}
+
+/// Supported qdisc kinds as saved in the probe cache file.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct ProbeFile {
+    /// `/proc/sys/kernel/random/boot_id` when written.
+    boot_id: String,
+    /// Kinds the kernel accepted.
+    supported: BTreeSet<String>,
+}
+
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 impl KindProbe {
     /// An empty cache.
     pub fn new() -> KindProbe {
         KindProbe::default()
+    }
+
+    /// A probe that reads and updates `file` (kinds found supported since
+    /// the last boot). Unreadable or stale files are ignored; write errors
+    /// too (the cache is only an optimisation).
+    pub fn with_cache_file(file: PathBuf) -> KindProbe {
+        let mut cache = HashMap::new();
+        if let Ok(text) = std::fs::read(&file) {
+            if let Ok(pf) = serde_json::from_slice::<ProbeFile>(&text) {
+                if !pf.boot_id.is_empty() && pf.boot_id == boot_id() {
+                    cache.extend(pf.supported.into_iter().map(|k| (k, Ok(()))));
+                }
+            }
+        }
+        KindProbe {
+            cache: Mutex::new(cache),
+            file: Some(file),
+        }
+    }
+
+    fn save(&self) {
+        let Some(file) = &self.file else { return };
+        let supported = self
+            .cache
+            .lock()
+            .expect("probe cache")
+            .iter()
+            .filter(|(_, r)| r.is_ok())
+            .map(|(k, _)| k.clone())
+            .collect();
+        let pf = ProbeFile {
+            boot_id: boot_id(),
+            supported,
+        };
+        if let Ok(bytes) = serde_json::to_vec(&pf) {
+            let _ = crate::state::write_atomic(file, &bytes);
+        }
     }
 
     /// [`KindProbe::probe_many`] for one kind.
@@ -107,6 +164,7 @@ impl KindProbe {
             }
             drop(sock);
             drop(ns);
+            self.save();
         }
         let cache = self.cache.lock().expect("probe cache");
         Ok(kinds.iter().map(|k| cache[k.name()].clone()).collect())
@@ -154,6 +212,13 @@ impl NetlinkLive {
             sock: Mutex::new(None),
             probe: KindProbe::new(),
         }
+    }
+
+    /// Remembers supported qdisc kinds in `file` across runs (see
+    /// [`KindProbe::with_cache_file`]).
+    pub fn with_probe_cache(mut self, file: PathBuf) -> NetlinkLive {
+        self.probe = KindProbe::with_cache_file(file);
+        self
     }
 
     fn with_sock<T>(&self, f: impl FnOnce(&mut NetlinkSocket) -> Result<T>) -> Result<T> {
@@ -204,5 +269,31 @@ impl LiveSource for NetlinkLive {
 
     fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
         self.probe.probe_many(kinds)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_cache_file_is_used_this_boot_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kinds.json");
+        let write = |boot: &str| {
+            let pf = ProbeFile {
+                boot_id: boot.to_string(),
+                supported: ["weird".to_string()].into(),
+            };
+            std::fs::write(&file, serde_json::to_vec(&pf).unwrap()).unwrap();
+        };
+        write(&boot_id());
+        // Answered from the file: no namespace needed (works without root).
+        let p = KindProbe::with_cache_file(file.clone());
+        assert_eq!(p.probe(&QdiscKind::Other("weird".into())).unwrap(), Ok(()));
+        // Another boot's file is ignored.
+        write("another-boot");
+        let p = KindProbe::with_cache_file(file.clone());
+        assert!(p.cache.lock().unwrap().is_empty());
     }
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use lqos_apply::backend::{NoProgress, Progress};
-use lqos_apply::engine::{ApplyOptions, ApplyReport, LoadKind};
+use lqos_apply::engine::{apply_targets, ApplyOptions, ApplyReport, LoadKind, Target};
 use lqos_apply::live::LiveSource;
 use lqos_apply::state::{resolve_state_dir, StateDir};
 use lqos_apply::{
@@ -92,6 +92,9 @@ pub struct Args {
     #[arg(long)]
     pub verify: bool,
 }
+
+/// Probe cache file in the state directory (qdisc kinds this boot supports).
+pub const PROBE_CACHE_FILE: &str = "qdisc-kinds.json";
 
 /// The state directory path (not created).
 pub fn state_path(target: &TargetArgs) -> PathBuf {
@@ -212,9 +215,10 @@ fn print_report(report: &ApplyReport) {
     }
     if let Some(l) = load {
         println!(
-            "total: {} ops applied by {}; readback+diff {:.3}s, load {}",
+            "total: {} ops applied by {}; preflight {:.3}s, readback+diff {:.3}s, load {}",
             l.ops_applied(),
             l.backend,
+            report.preflight.wall.as_secs_f64(),
             report.readback.wall.as_secs_f64(),
             l.total.display()
         );
@@ -245,7 +249,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let netns = args.target.netns.clone();
     let state_path = state_path(&args.target);
-    let live = NetlinkLive::new(netns.clone());
+    let live = NetlinkLive::new(netns.clone()).with_probe_cache(state_path.join(PROBE_CACHE_FILE));
     let plan = if args.rollback {
         let dir = StateDir::open(&state_path)?;
         load_saved_plan(&dir, netns.as_deref())?
@@ -282,49 +286,38 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
 
     if args.dry_run {
-        // No lock, nothing saved; the state dir is only read.
-        let tmp;
-        let state = if state_path.exists() {
-            StateDir::open(&state_path)?
-        } else {
-            tmp = std::env::temp_dir().join(format!("lqos-dry-run-{}", std::process::id()));
-            StateDir::open(&tmp)?
-        };
-        let session = Session {
-            state: &state,
-            netns: netns.as_deref(),
-            live: &live,
-            backend: backend.as_ref(),
-        };
-        let changes: Vec<(String, Vec<TcOp>)> = match session.apply(&plan, opts, &NoProgress) {
-            Ok(r) => {
-                for c in &r.changes {
-                    let kind = match &c.kind {
-                        LoadKind::Full { reason } => format!("full rebuild ({reason})"),
-                        LoadKind::Incremental => "incremental".into(),
-                    };
-                    eprintln!(
-                        "{}: {kind}, {} ops ({})",
-                        c.dev,
-                        c.ops.len(),
-                        summary(&c.ops)
-                    );
+        // No lock, nothing saved, the state dir is not even created.
+        let targets = Target::from_plan(&plan);
+        let changes: Vec<(String, Vec<TcOp>)> =
+            match apply_targets(&targets, &live, backend.as_ref(), opts, &NoProgress) {
+                Ok(r) => {
+                    for c in &r.changes {
+                        let kind = match &c.kind {
+                            LoadKind::Full { reason } => format!("full rebuild ({reason})"),
+                            LoadKind::Incremental => "incremental".into(),
+                        };
+                        eprintln!(
+                            "{}: {kind}, {} ops ({})",
+                            c.dev,
+                            c.ops.len(),
+                            summary(&c.ops)
+                        );
+                    }
+                    r.changes.into_iter().map(|c| (c.dev, c.ops)).collect()
                 }
-                r.changes.into_iter().map(|c| (c.dev, c.ops)).collect()
-            }
-            Err(e @ (ApplyError::NoInterface { .. } | ApplyError::Netlink { .. })) => {
-                eprintln!("lqos: cannot read the live trees ({e}); showing the full build");
-                plan.interfaces
-                    .iter()
-                    .map(|ip| {
-                        let mut ops = vec![TcOp::delete_root()];
-                        ops.extend(ip.ops.iter().cloned());
-                        (ip.dev.clone(), ops)
-                    })
-                    .collect()
-            }
-            Err(e) => return Err(e.into()),
-        };
+                Err(e @ (ApplyError::NoInterface { .. } | ApplyError::Netlink { .. })) => {
+                    eprintln!("lqos: cannot read the live trees ({e}); showing the full build");
+                    plan.interfaces
+                        .iter()
+                        .map(|ip| {
+                            let mut ops = vec![TcOp::delete_root()];
+                            ops.extend(ip.ops.iter().cloned());
+                            (ip.dev.clone(), ops)
+                        })
+                        .collect()
+                }
+                Err(e) => return Err(e.into()),
+            };
         print_dry_run(&changes)?;
         return Ok(ExitCode::from(EXIT_OK));
     }
