@@ -152,6 +152,34 @@ fn apply_verify_drift_repair_lock_and_rollback() {
     );
     drop(lock);
 
+    // A plan.json from `lqos plan` applies as well (same inputs, same
+    // classids: nothing to do).
+    let o = lqos(
+        d,
+        &["plan", "--out", "p", "--queues", "16", "--sqm", "pfifo"],
+    );
+    assert_eq!(code(&o), 0, "{:?}", text(&o));
+    let o = lqos(
+        d,
+        &[
+            "apply",
+            "--plan",
+            "p/plan.json",
+            "--netns",
+            ns.name(),
+            "--state-dir",
+            "st",
+            "--dry-run",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    assert!(
+        err.contains("ens19: incremental") && err.contains("ens20: incremental"),
+        "{err}"
+    );
+    assert!(out.lines().count() < 50, "{out}");
+
     // Rollback re-applies the last good plan after the tree was wiped.
     ns.tc(&["qdisc", "del", "dev", "ens20", "root"]).unwrap();
     let o = lqos(

@@ -13,9 +13,13 @@ use lqos_apply::{
     load_saved_plan, ApplyError, Backend, NetlinkBackend, NetlinkLive, Parallelism, Session,
     TcBatch, TcMode,
 };
-use lqos_tc::{render_line, Allocation, DiffSummary, Interfaces, LeafSpec, Plan, PlanConfig, TcOp};
+use lqos_tc::{
+    render_line, Allocation, DiffSummary, Interfaces, LeafSpec, Plan, PlanConfig, QueueStrategy,
+    TcOp,
+};
 
 use super::inputs::InputArgs;
+use super::plan::Strategy;
 use super::{EXIT_ERROR, EXIT_OK};
 
 /// Where the plan comes from: LibreQoS inputs (planned here) or a plan file.
@@ -35,6 +39,9 @@ pub struct PlanArgs {
     /// `pfifo`, `fq_codel`, `"cake diffserv4"`).
     #[arg(long, value_name = "SPEC")]
     pub sqm: Option<String>,
+    /// How top-level subtrees are spread over the queues (as `lqos plan`).
+    #[arg(long, value_enum, default_value_t = Strategy::Balanced)]
+    pub strategy: Strategy,
 }
 
 /// Where the kernel state is.
@@ -174,6 +181,10 @@ impl PlanArgs {
                 .parse::<LeafSpec>()
                 .with_context(|| format!("--sqm {spec:?}"))?;
         }
+        cfg.strategy = match self.strategy {
+            Strategy::Balanced => QueueStrategy::Balanced,
+            Strategy::RoundRobin => QueueStrategy::RoundRobin,
+        };
         let prev = previous_allocation(state, netns);
         lqos_tc::plan(&loaded.network, &cfg, prev.as_ref()).context("planning")
     }
