@@ -116,8 +116,10 @@ pub struct ApplyReport {
     pub changes: Vec<IfaceChange>,
     /// Preflight time (links, queues, qdisc kinds).
     pub preflight: Timing,
-    /// Readback + diff time.
+    /// Time to read the live trees back.
     pub readback: Timing,
+    /// Time to choose full/incremental and compute the diffs.
+    pub diff: Timing,
     /// The load (`None` for a dry run).
     pub load: Option<LoadReport>,
     /// Post-load verification, if asked for.
@@ -330,16 +332,23 @@ pub fn apply_targets(
     preflight(targets, live)?;
     let preflight_t = sw.stop();
     let sw = Stopwatch::start(CpuScope::Process);
-    let mut changes = Vec::with_capacity(targets.len());
+    let mut trees = Vec::with_capacity(targets.len());
     for t in targets {
-        let tree = live.dump(&t.dev)?;
-        changes.push(plan_change(t, &tree, opts.full));
+        trees.push(live.dump(&t.dev)?);
     }
     let readback = sw.stop();
+    let sw = Stopwatch::start(CpuScope::Process);
+    let changes = targets
+        .iter()
+        .zip(&trees)
+        .map(|(t, tree)| plan_change(t, tree, opts.full))
+        .collect();
+    let diff_t = sw.stop();
     let mut report = ApplyReport {
         changes,
         preflight: preflight_t,
         readback,
+        diff: diff_t,
         load: None,
         verify: None,
     };

@@ -226,11 +226,12 @@ fn print_report(report: &ApplyReport) {
     }
     if let Some(l) = load {
         println!(
-            "total: {} ops applied by {}; preflight {:.3}s, readback+diff {:.3}s, load {}",
+            "total: {} ops applied by {}; preflight {:.3}s, readback {:.3}s, diff {:.3}s, load {}",
             l.ops_applied(),
             l.backend,
             report.preflight.wall.as_secs_f64(),
             report.readback.wall.as_secs_f64(),
+            report.diff.wall.as_secs_f64(),
             l.total.display()
         );
     }
