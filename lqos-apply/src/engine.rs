@@ -36,16 +36,13 @@ impl Target {
             .collect()
     }
 
-    /// The tree the full build produces (ops the tree model rejects are
-    /// skipped; planner output never has any).
+    /// The tree the full build produces (a build the tree model rejects,
+    /// which the planner never emits, yields the part before the error).
     pub fn tree(&self) -> TcTree {
         // `apply_all` builds the tree model once (O(n)); `apply` per op
         // would rebuild it every time (O(n^2)).
         let mut t = TcTree::default();
-        let mut rest = &self.ops[..];
-        while let Err((i, _)) = t.apply_all(rest) {
-            rest = &rest[i + 1..];
-        }
+        let _ = t.apply_all(&self.ops);
         t
     }
 
@@ -157,7 +154,7 @@ pub fn preflight(
     for t in targets {
         let link = live.link(&t.dev)?.ok_or_else(|| ApplyError::NoInterface {
             dev: t.dev.clone(),
-            netns: None,
+            netns: live.netns().map(str::to_string),
         })?;
         let needed = t.queues_needed();
         if needed > link.num_tx_queues as usize {
@@ -253,6 +250,19 @@ pub fn layout_mismatch(planned: &TcTree, live: &TcTree) -> Option<String> {
                 ))
             }
             None => return Some(format!("queue qdisc {} is missing", q.handle)),
+        }
+    }
+    for q in live.qdiscs.values() {
+        if q.handle != TcHandle::UNSPEC
+            && q.parent != TcHandle::ROOT
+            && q.parent.qdisc() == root.handle
+            && planned.qdiscs.get(&q.handle).map(|p| p.parent) != Some(q.parent)
+        {
+            return Some(format!(
+                "live queue qdisc {} ({}) is not in the plan (queue count changed)",
+                q.handle,
+                q.kind.name()
+            ));
         }
     }
     None
@@ -586,6 +596,17 @@ mod tests {
             k => panic!("{k:?}"),
         }
         assert_eq!(rec.sent_for("ens19")[0], TcOp::delete_root());
+        assert!(r.verify.unwrap().is_clean());
+        rec.clear_sent();
+        // Back to 4 queues: queue qdiscs 5..8 are extra -> full rebuild.
+        let t = [target("ens19", 4, 8, |_| 10, pfifo())];
+        let r = run(&t, &rec, false);
+        match &r.changes[0].kind {
+            LoadKind::Full { reason } => {
+                assert!(reason.contains("queue count changed"), "{reason}")
+            }
+            k => panic!("{k:?}"),
+        }
         assert!(r.verify.unwrap().is_clean());
     }
 }

@@ -21,6 +21,10 @@ pub struct LinkSummary {
 /// Where live state comes from: the kernel over netlink
 /// ([`NetlinkLive`]), or a fake ([`crate::backend::Recording`]).
 pub trait LiveSource: Sync {
+    /// The network namespace read (for messages); `None` = the current one.
+    fn netns(&self) -> Option<&str> {
+        None
+    }
     /// The interface, or `None` if it does not exist.
     fn link(&self, dev: &str) -> Result<Option<LinkSummary>>;
     /// The interface's qdiscs and classes.
@@ -51,12 +55,20 @@ impl KindProbe {
         KindProbe::default()
     }
 
+    /// [`KindProbe::probe_many`] for one kind.
+    pub fn probe(&self, kind: &QdiscKind) -> Result<std::result::Result<(), String>> {
+        Ok(self
+            .probe_many(std::slice::from_ref(kind))?
+            .pop()
+            .unwrap_or(Ok(())))
+    }
+
     /// For each kind: `qdisc add dev p0 root handle 1: KIND ...` over
     /// netlink in one scratch namespace (created and deleted here, only if
     /// some kind is not cached yet), then the root delete. The options are
     /// the ones given, so a kernel that has the kind but rejects the
     /// options also fails. `Ok(Err(msg))` carries the kernel's refusal.
-    pub fn probe(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
+    pub fn probe_many(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
         let todo: Vec<&QdiscKind> = {
             let cache = self.cache.lock().expect("probe cache");
             kinds
@@ -162,6 +174,10 @@ impl NetlinkLive {
 }
 
 impl LiveSource for NetlinkLive {
+    fn netns(&self) -> Option<&str> {
+        self.netns.as_deref()
+    }
+
     fn link(&self, dev: &str) -> Result<Option<LinkSummary>> {
         self.with_sock(|s| match s.link(dev) {
             Ok(l) => Ok(Some(LinkSummary {
@@ -185,6 +201,6 @@ impl LiveSource for NetlinkLive {
     }
 
     fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
-        self.probe.probe(kinds)
+        self.probe.probe_many(kinds)
     }
 }

@@ -159,3 +159,26 @@ fn libreqos_example_files_check_without_errors() {
     );
     assert!(out.contains("0 error(s), 3 warning(s)"), "{out}");
 }
+
+#[test]
+fn gen_does_not_overwrite_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ShapedDevices.csv"), "mine").unwrap();
+    let o = lqos(dir.path(), &["gen", "--circuits", "10"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("ShapedDevices.csv already exists; not overwriting it"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("ShapedDevices.csv")).unwrap(),
+        "mine"
+    );
+    let o = lqos(dir.path(), &["gen", "--circuits", "10", "--force"]);
+    assert!(o.status.success());
+    assert_ne!(
+        std::fs::read_to_string(dir.path().join("ShapedDevices.csv")).unwrap(),
+        "mine"
+    );
+}

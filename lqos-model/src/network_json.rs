@@ -74,7 +74,7 @@ pub fn parse_network_json(file: &str, text: &str) -> Result<Network, ModelError>
 /// order.
 ///
 /// Node problems (missing or bad bandwidth, zero or absurd rates, a
-/// duplicate name, a value that is not an object) are collected with the
+/// duplicate name or `id`, a value that is not an object) are collected with the
 /// node's line; a node whose name is a duplicate is dropped with its
 /// subtree, as LibreQoS does.
 ///
@@ -83,6 +83,14 @@ pub fn parse_network_json_with_report(
     file: &str,
     text: &str,
 ) -> Result<(Network, Report), ModelError> {
+    parse_with_lines(file, text).map(|(n, r, _)| (n, r))
+}
+
+/// The parse plus the 1-based line of each node (indexed by `NodeIdx`).
+pub(crate) fn parse_with_lines(
+    file: &str,
+    text: &str,
+) -> Result<(Network, Report, Vec<usize>), ModelError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let top: Entries<'_> = serde_json::from_str(text).map_err(|e| ModelError::Json {
         file: file.to_string(),
@@ -96,9 +104,11 @@ pub fn parse_network_json_with_report(
         line_starts: line_starts(text),
         net: Network::new(),
         report: Report::new(),
+        node_lines: Vec::new(),
+        ids: std::collections::HashMap::new(),
     };
     p.nodes(None, top, 1);
-    Ok((p.net, p.report))
+    Ok((p.net, p.report, p.node_lines))
 }
 
 /// serde_json appends " at line L column C"; we print the position ourselves.
@@ -126,6 +136,8 @@ struct JsonParser<'a> {
     line_starts: Vec<usize>,
     net: Network,
     report: Report,
+    node_lines: Vec<usize>,
+    ids: std::collections::HashMap<String, (String, usize)>,
 }
 
 impl<'a> JsonParser<'a> {
@@ -248,8 +260,22 @@ impl<'a> JsonParser<'a> {
             upload: upload.unwrap_or(Rate::ZERO),
             virtual_node,
         };
+        let node_id = node.id.clone();
         match self.net.add_node(parent, node) {
-            Ok(_) => {
+            Ok(idx) => {
+                if let Some(id) = node_id {
+                    if let Some((other, other_line)) = self.ids.get(&id) {
+                        self.report.push(err(format!(
+                            "node id {id:?} is already used by node {other:?} (line {other_line})"
+                        )));
+                    } else {
+                        self.ids.insert(id, (name.clone(), line));
+                    }
+                }
+                if self.node_lines.len() <= idx.index() {
+                    self.node_lines.resize(idx.index() + 1, 0);
+                }
+                self.node_lines[idx.index()] = line;
                 if let Some(c) = children {
                     self.nodes(Some(&name), c, level + 1);
                 }

@@ -58,6 +58,12 @@ pub struct ShapedDevices {
     /// Circuits in order of first appearance, each with its devices in file
     /// order.
     pub circuits: Vec<Circuit>,
+    /// The `Parent Node ID` cell of each circuit's first row (same index as
+    /// `circuits`; `None` when empty or the column is absent). [`load`]
+    /// uses it to find the parent of a circuit whose `Parent Node` is empty.
+    ///
+    /// [`load`]: crate::load
+    pub parent_node_ids: Vec<Option<String>>,
     /// Row-level problems (with line numbers).
     pub report: Report,
 }
@@ -182,7 +188,6 @@ impl<'a> Row<'a> {
 /// never closed in the header, no header, or a header without a required
 /// column. Every row-level problem goes into the returned report.
 ///
-///
 /// # How rows are read
 ///
 /// - The first non-comment row is the header. Columns are matched by name,
@@ -210,7 +215,17 @@ impl<'a> Row<'a> {
 ///   address is a /32 or /128. Spaces around entries are ignored.
 /// - Rates are decimal Mbps, read exactly (see [`Rate`]).
 /// - Circuit ID, Device ID, Parent Node, MAC, IP and rate cells are trimmed
-///   of surrounding whitespace; names and comments are kept verbatim.
+///   of surrounding whitespace; names and comments are kept verbatim (text
+///   with control characters is kept too, with a warning).
+/// - A MAC that is not `aa:bb:cc:dd:ee:ff` (or `-`-separated) is a warning
+///   and kept as written: LibreQoS does not check MACs and some
+///   integrations put other text there (e.g. `pppoe-known`).
+/// - `sqm` is `spec` (both directions) or `down/up`; a first word other
+///   than those in [`KNOWN_SQM`] is a warning. An empty half means the
+///   default.
+/// - `Parent Node ID` is kept per circuit in
+///   [`ShapedDevices::parent_node_ids`]; [`load`](crate::load) uses it when
+///   `Parent Node` is empty.
 ///
 /// Row-level problems go into [`ShapedDevices::report`] with their line
 /// numbers; a row with an error that makes it unusable (no circuit ID, a rate
@@ -257,6 +272,12 @@ pub fn parse_shaped_devices<R: Read>(
         line: 1,
     };
     let mut parser = Parser::new(file);
+    // Size the tables once: growing 100k-entry tables and vectors row by
+    // row is a large share of the parse time.
+    // (A real row has 12 commas and values: never less than ~32 bytes, so a
+    // file of blank lines cannot make this reserve much.)
+    let lines = data.iter().filter(|&&b| b == b'\n').count();
+    parser.reserve(lines.min(data.len() / 32));
     let mut header: Option<(Vec<Option<Col>>, usize)> = None;
     while let Some(rec) = records.next_record() {
         let (line, raw) = match rec {
@@ -359,6 +380,23 @@ impl<'a> Records<'a> {
             let field: Cow<'a, [u8]> = if d.get(self.pos) == Some(&b'"') {
                 let open_line = self.line;
                 self.pos += 1;
+                // Fast path: no doubled quote inside and a delimiter right
+                // after the closing quote: borrow the text.
+                if let Some(i) = d[self.pos..].iter().position(|&b| b == b'"') {
+                    let after = d.get(self.pos + i + 1);
+                    if matches!(after, None | Some(b',' | b'\r' | b'\n')) {
+                        let chunk = &d[self.pos..self.pos + i];
+                        self.line += chunk.iter().filter(|&&b| b == b'\n').count();
+                        self.pos += i + 1;
+                        fields.push(Cow::Borrowed(chunk));
+                        if d.get(self.pos) == Some(&b',') {
+                            self.pos += 1;
+                            continue;
+                        }
+                        self.eat_line_end();
+                        return Some(Ok((start_line, fields)));
+                    }
+                }
                 let mut buf = Vec::new();
                 loop {
                     match d[self.pos.min(d.len())..].iter().position(|&b| b == b'"') {
@@ -409,12 +447,37 @@ impl<'a> Records<'a> {
     }
 }
 
+/// FNV-1a: ids are short and the maps are hot; no need for SipHash here.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+
 struct Parser<'f> {
     file: &'f str,
     report: Report,
     circuits: Vec<Circuit>,
-    circuit_index: HashMap<String, usize>,
-    device_ids: HashMap<String, usize>,
+    parent_node_ids: Vec<Option<String>>,
+    circuit_index: FastMap<String, usize>,
+    device_ids: FastMap<String, usize>,
     legacy_rows: usize,
     legacy_first_line: usize,
     header_len: usize,
@@ -426,12 +489,20 @@ impl<'f> Parser<'f> {
             file,
             report: Report::new(),
             circuits: Vec::new(),
-            circuit_index: HashMap::new(),
-            device_ids: HashMap::new(),
+            parent_node_ids: Vec::new(),
+            circuit_index: FastMap::default(),
+            device_ids: FastMap::default(),
             legacy_rows: 0,
             legacy_first_line: 0,
             header_len: 0,
         }
+    }
+
+    fn reserve(&mut self, rows: usize) {
+        self.circuits.reserve(rows);
+        self.parent_node_ids.reserve(rows);
+        self.circuit_index.reserve(rows);
+        self.device_ids.reserve(rows);
     }
 
     fn read_header(
@@ -622,6 +693,9 @@ impl<'f> Parser<'f> {
             None => {
                 self.circuit_index
                     .insert(circuit_id.to_string(), self.circuits.len());
+                let pid = row.get(Col::ParentNodeId).trim();
+                self.parent_node_ids
+                    .push((!pid.is_empty()).then(|| pid.to_string()));
                 self.circuits.push(Circuit {
                     id: circuit_id.to_string(),
                     name: name.to_string(),
@@ -683,6 +757,7 @@ impl<'f> Parser<'f> {
             );
         }
         ShapedDevices {
+            parent_node_ids: self.parent_node_ids,
             circuits: self.circuits,
             report: self.report,
         }

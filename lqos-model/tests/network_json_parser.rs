@@ -138,3 +138,13 @@ fn very_deep_nesting_is_cut_not_a_stack_overflow() {
         "net.json:1: node \"n32\": node is nested more than 32 levels deep; skipped with its children"
     );
 }
+
+#[test]
+fn duplicate_node_ids_are_errors() {
+    let text = r#"{"A": {"downloadBandwidthMbps": 10, "uploadBandwidthMbps": 10, "id": "x"},
+ "B": {"downloadBandwidthMbps": 10, "uploadBandwidthMbps": 10, "id": "x"}}"#;
+    assert_eq!(
+        messages(text),
+        ["error: net.json:2: node \"B\": node id \"x\" is already used by node \"A\" (line 1)"]
+    );
+}

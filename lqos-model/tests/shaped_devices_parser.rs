@@ -288,3 +288,12 @@ fn untrusted_text_is_kept_verbatim() {
     assert_eq!(c.devices[0].name, "\u{202e}evil");
     assert_eq!(c.comment, "# not a comment");
 }
+
+#[test]
+fn text_after_a_closing_quote_is_kept_like_python_csv() {
+    let sd = parse(&format!(
+        "{H13}\n1,\"Main\" St,d1,R,,,10.0.0.1,,1,1,2,2,\"\"\n"
+    ));
+    assert_eq!(sd.circuits[0].name, "Main St");
+    assert_eq!(sd.circuits[0].comment, "");
+}

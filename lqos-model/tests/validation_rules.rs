@@ -98,7 +98,7 @@ fn node_above_its_parent_is_a_warning() {
         "children": {"AP": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 100}}}}"#;
     assert_eq!(
         check(net, ""),
-        ["warning: network.json: node \"AP\": download 1000 Mbps is above parent node \"Site\"'s 100 Mbps; it will be clamped to 100"]
+        ["warning: network.json:2: node \"AP\": download 1000 Mbps is above parent node \"Site\"'s 100 Mbps; it will be clamped to 100"]
     );
 }
 
@@ -125,7 +125,7 @@ fn hierarchy_deeper_than_htb_allows_is_an_error() {
     assert!(check(&nest(MAX_NODE_DEPTH + 1, Some(3)), "").is_empty());
     assert_eq!(
         check(&nest(MAX_NODE_DEPTH + 2, None), ""),
-        ["error: network.json: node \"N7\": node is at level 7 of the hierarchy (virtual nodes not counted); HTB allows 8 class levels, so at most 6 node levels fit between a queue's top class and its circuits"]
+        ["error: network.json:1: node \"N7\": node is at level 7 of the hierarchy (virtual nodes not counted); HTB allows 8 class levels, so at most 6 node levels fit between a queue's top class and its circuits"]
     );
 }
 
@@ -235,6 +235,32 @@ fn config_rules() {
         [
             "warning: lqos.conf: both [bridge] and [single_interface] are set; [single_interface] is used",
             "error: lqos.conf: [queues] uplink_bandwidth_mbps is zero",
+        ]
+    );
+}
+
+#[test]
+fn parent_node_id_column_finds_or_checks_the_parent() {
+    let net = r#"{"Site": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 1000, "id": "s-1",
+        "children": {"AP_A": {"downloadBandwidthMbps": 500, "uploadBandwidthMbps": 100, "id": "ap-a"}}}}"#;
+    let csv = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,Parent Node ID,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps\n\
+        1,a,d1,R,,ap-a,,10.0.0.1,,1,1,2,2\n\
+        2,b,d2,R,Site,ap-a,,10.0.0.2,,1,1,2,2\n\
+        3,c,d3,R,AP_A,nope,,10.0.0.3,,1,1,2,2\n";
+    let l = load(("network.json", net), ("SD.csv", csv.as_bytes()));
+    assert_eq!(l.network.circuits()[0].parent.as_deref(), Some("AP_A"));
+    assert_eq!(l.network.circuits()[1].parent.as_deref(), Some("Site"));
+    let got: Vec<String> = l
+        .report
+        .problems
+        .iter()
+        .map(|p| format!("{}: {p}", p.severity))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "warning: SD.csv:3: circuit \"2\": Parent Node ID \"ap-a\" is node \"AP_A\" but Parent Node is \"Site\"; using Parent Node",
+            "warning: SD.csv:4: circuit \"3\": Parent Node ID \"nope\" matches no node id in network.json",
         ]
     );
 }

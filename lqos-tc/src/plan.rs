@@ -206,7 +206,8 @@ pub struct Allocation {
     pub queues: u32,
     /// Node slots, parents before children.
     pub nodes: Vec<NodeSlot>,
-    /// Circuit slots, in input order.
+    /// Circuit slots, in plan order (node by node, each node's circuits in
+    /// input order).
     pub circuits: Vec<CircuitSlot>,
 }
 
@@ -478,18 +479,36 @@ impl LeafChooser<'_> {
     }
 }
 
-/// Per-circuit planned values.
-#[derive(Default)]
+/// No leaf qdisc (index into the leaf kind table).
+const NO_LEAF: u16 = u16::MAX;
+
+/// Per-circuit planned values, in plan order (node by node).
+#[derive(Default, Clone, Copy)]
 struct CircPlan {
-    minor: u16,
     rate_d: Rate,
     ceil_d: Rate,
     rate_u: Rate,
     ceil_u: Rate,
-    leaf_d: Option<QdiscKind>,
-    leaf_u: Option<QdiscKind>,
+    minor: u16,
+    /// Index into the leaf kind table, or [`NO_LEAF`].
+    leaf_d: u16,
+    leaf_u: u16,
     major_d: u16,
     major_u: u16,
+}
+
+/// Index of `kind` in the (small) table of distinct leaf kinds.
+fn kind_index(kinds: &mut Vec<QdiscKind>, kind: Option<QdiscKind>) -> u16 {
+    match kind {
+        None => NO_LEAF,
+        Some(k) => match kinds.iter().position(|x| *x == k) {
+            Some(i) => i as u16,
+            None => {
+                kinds.push(k);
+                (kinds.len() - 1) as u16
+            }
+        },
+    }
 }
 
 fn htb_class(
@@ -570,7 +589,8 @@ pub fn plan(
     //    ancestor (or promote them to top level).
     let mut ents: Vec<Ent> = Vec::with_capacity(net.node_count() + q);
     let mut eff: Vec<Option<u32>> = vec![None; net.graph().node_count()];
-    for n in net.nodes_preorder() {
+    let preorder = net.nodes_preorder();
+    for &n in &preorder {
         let parent_eff = net.parent(n).and_then(|p| eff[p.index()]);
         let node = net.node(n);
         if node.virtual_node {
@@ -591,6 +611,11 @@ pub fn plan(
     }
 
     // 2. Circuits onto their nodes.
+    let mut by_name: FxMap<&str, Option<u32>> = FxMap::default();
+    by_name.reserve(preorder.len());
+    for &n in &preorder {
+        by_name.insert(net.node(n).name.as_str(), eff[n.index()]);
+    }
     let flat = net.node_count() == 0;
     let mut unparented: Vec<u32> = Vec::new();
     for (ci, c) in circuits.iter().enumerate() {
@@ -605,17 +630,15 @@ pub fn plan(
             });
         }
         match (&c.parent, flat) {
-            (Some(p), false) => match net.node_by_name(p) {
+            (Some(p), false) => match by_name.get(p.as_str()) {
                 None => {
                     return Err(PlanError::UnknownParent {
                         circuit: c.id.clone(),
                         parent: p.clone(),
                     })
                 }
-                Some(idx) => match eff[idx.index()] {
-                    Some(e) => ents[e as usize].circuits.push(ci as u32),
-                    None => unparented.push(ci as u32),
-                },
+                Some(&Some(e)) => ents[e as usize].circuits.push(ci as u32),
+                Some(&None) => unparented.push(ci as u32),
             },
             _ => unparented.push(ci as u32),
         }
@@ -729,8 +752,18 @@ pub fn plan(
         }
     }
 
+    // Circuits in plan order: node by node (sequential passes from here on).
+    let mut order: Vec<u32> = Vec::with_capacity(circuits.len());
+    let mut ent_start: Vec<usize> = Vec::with_capacity(n + 1);
+    for ent in &mut ents {
+        ent_start.push(order.len());
+        order.append(&mut ent.circuits);
+    }
+    ent_start.push(order.len());
+    let range = |e: usize| ent_start[e]..ent_start[e + 1];
+
     // 6. HTB depth.
-    for ent in &ents {
+    for (e, ent) in ents.iter().enumerate() {
         let level = ent.depth + 1;
         if level > HTB_LEVELS {
             return Err(PlanError::TooDeep {
@@ -738,7 +771,7 @@ pub fn plan(
                 levels: level,
             });
         }
-        if let Some(&ci) = ent.circuits.first() {
+        if let Some(&ci) = order[range(e)].first() {
             if level + 1 > HTB_LEVELS {
                 return Err(PlanError::TooDeep {
                     what: format!(
@@ -751,7 +784,7 @@ pub fn plan(
         }
     }
 
-    // 7. Rates.
+    // 7. Rates and leaf kinds; the circuit slots.
     let mut node_ceil_d = vec![Rate::ZERO; n];
     let mut node_ceil_u = vec![Rate::ZERO; n];
     for e in 0..n {
@@ -769,8 +802,9 @@ pub fn plan(
         node_ceil_d[e] = cap(ents[e].down, pd);
         node_ceil_u[e] = cap(ents[e].up, pu);
     }
-    let mut cp: Vec<CircPlan> = Vec::with_capacity(circuits.len());
-    cp.resize_with(circuits.len(), CircPlan::default);
+    let mut cp: Vec<CircPlan> = Vec::with_capacity(order.len());
+    let mut slots: Vec<CircuitSlot> = Vec::with_capacity(order.len());
+    let mut kinds: Vec<QdiscKind> = Vec::new();
     let mut chooser = LeafChooser {
         cfg,
         cache: HashMap::new(),
@@ -781,17 +815,36 @@ pub fn plan(
         (rate.max(Rate::from_bps(8)), ceil.max(Rate::from_bps(8)))
     };
     for e in 0..n {
-        for &ci in &ents[e].circuits {
+        for &ci in &order[range(e)] {
             let c = &circuits[ci as usize];
-            let p = &mut cp[ci as usize];
-            (p.rate_d, p.ceil_d) = circuit_rates(c.download_min, c.download_max, node_ceil_d[e]);
-            (p.rate_u, p.ceil_u) = circuit_rates(c.upload_min, c.upload_max, node_ceil_u[e]);
+            let (rate_d, ceil_d) = circuit_rates(c.download_min, c.download_max, node_ceil_d[e]);
+            let (rate_u, ceil_u) = circuit_rates(c.upload_min, c.upload_max, node_ceil_u[e]);
             let (ov_d, ov_u) = match &c.sqm {
                 Some(s) => (Some(s.download.as_str()), Some(s.upload.as_str())),
                 None => (None, None),
             };
-            p.leaf_d = chooser.choose(c, ov_d, p.ceil_d)?;
-            p.leaf_u = chooser.choose(c, ov_u, p.ceil_u)?;
+            let leaf_d = kind_index(&mut kinds, chooser.choose(c, ov_d, ceil_d)?);
+            let leaf_u = kind_index(&mut kinds, chooser.choose(c, ov_u, ceil_u)?);
+            cp.push(CircPlan {
+                rate_d,
+                ceil_d,
+                rate_u,
+                ceil_u,
+                minor: 0,
+                leaf_d,
+                leaf_u,
+                major_d: 0,
+                major_u: 0,
+            });
+            slots.push(CircuitSlot {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                parent: e as u32,
+                queue: queue[e],
+                minor: 0,
+                leaf_download: None,
+                leaf_upload: None,
+            });
         }
     }
 
@@ -809,11 +862,11 @@ pub fn plan(
                     node_minor[e] = s.minor;
                 }
             }
-            for &ci in &ents[e].circuits {
-                if let Some(s) = prev_circuits.get(circuits[ci as usize].id.as_str()) {
-                    if s.queue == qe && minors[qe as usize].take(u32::from(s.minor)) {
-                        cp[ci as usize].minor = s.minor;
-                    }
+        }
+        for (p, slot) in cp.iter_mut().zip(&slots) {
+            if let Some(s) = prev_circuits.get(slot.id.as_str()) {
+                if s.queue == slot.queue && minors[s.queue as usize].take(u32::from(s.minor)) {
+                    p.minor = s.minor;
                 }
             }
         }
@@ -827,9 +880,9 @@ pub fn plan(
         if node_minor[e] == 0 {
             node_minor[e] = minors[qe].alloc().ok_or_else(overflow)? as u16;
         }
-        for &ci in &ents[e].circuits {
-            if cp[ci as usize].minor == 0 {
-                cp[ci as usize].minor = minors[qe].alloc().ok_or_else(overflow)? as u16;
+        for p in &mut cp[range(e)] {
+            if p.minor == 0 {
+                p.minor = minors[qe].alloc().ok_or_else(overflow)? as u16;
             }
         }
     }
@@ -842,15 +895,14 @@ pub fn plan(
     let mut pools = [new_pool(), new_pool()];
     let up_pool = if stick { 0 } else { 1 };
     if prev.is_some() {
-        for c_idx in 0..circuits.len() {
-            if let Some(s) = prev_circuits.get(circuits[c_idx].id.as_str()) {
-                let p = &mut cp[c_idx];
-                if let (Some(m), true) = (s.leaf_download, p.leaf_d.is_some()) {
+        for (p, slot) in cp.iter_mut().zip(&slots) {
+            if let Some(s) = prev_circuits.get(slot.id.as_str()) {
+                if let (Some(m), true) = (s.leaf_download, p.leaf_d != NO_LEAF) {
                     if pools[0].take(u32::from(m)) {
                         p.major_d = m;
                     }
                 }
-                if let (Some(m), true) = (s.leaf_upload, p.leaf_u.is_some()) {
+                if let (Some(m), true) = (s.leaf_upload, p.leaf_u != NO_LEAF) {
                     if pools[up_pool].take(u32::from(m)) {
                         p.major_u = m;
                     }
@@ -865,11 +917,11 @@ pub fn plan(
     let leaf_overflow = |pool: usize, pools: &[Bits; 2], cp: &[CircPlan]| {
         let needed = cp
             .iter()
-            .filter(|p| {
-                (pool == 0 && p.leaf_d.is_some()) || (pool == up_pool && p.leaf_u.is_some())
+            .map(|p| {
+                usize::from(pool == 0 && p.leaf_d != NO_LEAF)
+                    + usize::from(pool == up_pool && p.leaf_u != NO_LEAF)
             })
-            .count()
-            + if pool == 0 { q } else { 0 };
+            .sum::<usize>();
         PlanError::LeafMajorOverflow {
             interface: if pool == 0 {
                 dev_d.clone()
@@ -877,24 +929,20 @@ pub fn plan(
                 dev_u.clone()
             },
             needed,
-            available: pools[pool].free_count() + needed,
+            available: pools[pool].free_count(),
         }
     };
-    for e in 0..n {
-        for &ci in &ents[e].circuits {
-            let p = &mut cp[ci as usize];
-            if p.leaf_d.is_some() && p.major_d == 0 {
-                match pools[0].alloc() {
-                    Some(m) => p.major_d = m as u16,
-                    None => return Err(leaf_overflow(0, &pools, &cp)),
-                }
+    for i in 0..cp.len() {
+        if cp[i].leaf_d != NO_LEAF && cp[i].major_d == 0 {
+            match pools[0].alloc() {
+                Some(m) => cp[i].major_d = m as u16,
+                None => return Err(leaf_overflow(0, &pools, &cp)),
             }
-            let p = &mut cp[ci as usize];
-            if p.leaf_u.is_some() && p.major_u == 0 {
-                match pools[up_pool].alloc() {
-                    Some(m) => p.major_u = m as u16,
-                    None => return Err(leaf_overflow(up_pool, &pools, &cp)),
-                }
+        }
+        if cp[i].leaf_u != NO_LEAF && cp[i].major_u == 0 {
+            match pools[up_pool].alloc() {
+                Some(m) => cp[i].major_u = m as u16,
+                None => return Err(leaf_overflow(up_pool, &pools, &cp)),
             }
         }
     }
@@ -906,13 +954,12 @@ pub fn plan(
         LeafSpec::None => None,
         LeafSpec::Qdisc(k) => Some(k.clone()),
     };
-    let total_circuit_ops: usize = cp
-        .iter()
-        .map(|p| 2 + usize::from(p.leaf_d.is_some()) + usize::from(p.leaf_u.is_some()))
-        .sum();
-    let est = 1 + 4 * q + n + total_circuit_ops / 2 + 4;
-    let mut ops_d: Vec<TcOp> = Vec::with_capacity(if stick { 2 * est } else { est });
-    let mut ops_u: Vec<TcOp> = Vec::with_capacity(if stick { 0 } else { est });
+    let leaves_d = cp.iter().filter(|p| p.leaf_d != NO_LEAF).count();
+    let leaves_u = cp.iter().filter(|p| p.leaf_u != NO_LEAF).count();
+    let est_d = 1 + 4 * q + n + cp.len() + leaves_d;
+    let est_u = 1 + 4 * q + n + cp.len() + leaves_u;
+    let mut ops_d: Vec<TcOp> = Vec::with_capacity(if stick { est_d + est_u } else { est_d });
+    let mut ops_u: Vec<TcOp> = Vec::with_capacity(if stick { 0 } else { est_u });
     let root = TcOp::ReplaceQdisc(Qdisc {
         parent: TcHandle::ROOT,
         handle: MQ_HANDLE,
@@ -982,7 +1029,7 @@ pub fn plan(
         };
         let minor = node_minor[e];
         let (cd, cu) = (node_ceil_d[e], node_ceil_u[e]);
-        counts_d[qe as usize] += 1 + ents[e].circuits.len();
+        counts_d[qe as usize] += 1 + range(e).len();
         ops_d.push(htb_class(
             pd,
             TcHandle::new(md, minor),
@@ -1001,24 +1048,23 @@ pub fn plan(
             r2q,
         ));
         let (nd, nu) = (TcHandle::new(md, minor), TcHandle::new(mu, minor));
-        for &ci in &ents[e].circuits {
-            let p = &cp[ci as usize];
+        for p in &cp[range(e)] {
             let (cid_d, cid_u) = (TcHandle::new(md, p.minor), TcHandle::new(mu, p.minor));
             ops_d.push(htb_class(nd, cid_d, p.rate_d, p.ceil_d, 3, r2q));
-            if let Some(k) = &p.leaf_d {
+            if p.leaf_d != NO_LEAF {
                 ops_d.push(TcOp::AddQdisc(Qdisc {
                     parent: cid_d,
                     handle: TcHandle::new(p.major_d, 0),
-                    kind: k.clone(),
+                    kind: kinds[p.leaf_d as usize].clone(),
                 }));
             }
             let up_ops = if stick { &mut ops_d } else { &mut ops_u };
             up_ops.push(htb_class(nu, cid_u, p.rate_u, p.ceil_u, 3, r2q));
-            if let Some(k) = &p.leaf_u {
+            if p.leaf_u != NO_LEAF {
                 up_ops.push(TcOp::AddQdisc(Qdisc {
                     parent: cid_u,
                     handle: TcHandle::new(p.major_u, 0),
-                    kind: k.clone(),
+                    kind: kinds[p.leaf_u as usize].clone(),
                 }));
             }
         }
@@ -1036,26 +1082,11 @@ pub fn plan(
             generated: ent.generated,
         })
         .collect();
-    let mut circ_parent = vec![0u32; circuits.len()];
-    for (e, ent) in ents.iter().enumerate() {
-        for &ci in &ent.circuits {
-            circ_parent[ci as usize] = e as u32;
-        }
+    for (slot, p) in slots.iter_mut().zip(&cp) {
+        slot.minor = p.minor;
+        slot.leaf_download = (p.leaf_d != NO_LEAF).then_some(p.major_d);
+        slot.leaf_upload = (p.leaf_u != NO_LEAF).then_some(p.major_u);
     }
-    let circuit_slots: Vec<CircuitSlot> = circuits
-        .iter()
-        .zip(&cp)
-        .zip(&circ_parent)
-        .map(|((c, p), &parent)| CircuitSlot {
-            id: c.id.clone(),
-            name: c.name.clone(),
-            parent,
-            queue: queue[parent as usize],
-            minor: p.minor,
-            leaf_download: p.leaf_d.as_ref().map(|_| p.major_d),
-            leaf_upload: p.leaf_u.as_ref().map(|_| p.major_u),
-        })
-        .collect();
 
     let interfaces = if stick {
         let mut counts = counts_d.clone();
@@ -1091,7 +1122,7 @@ pub fn plan(
         allocation: Allocation {
             queues: q as u32,
             nodes,
-            circuits: circuit_slots,
+            circuits: slots,
         },
     })
 }

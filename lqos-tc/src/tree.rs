@@ -13,8 +13,10 @@ pub const HTB_MAX_DEPTH: usize = 8;
 ///
 /// Built by applying ops (the planner's view) or by reading the kernel back
 /// (`lqos-apply`), so a plan and a live tree compare directly. Qdiscs the
-/// kernel created itself have handle `0:` ([`TcHandle::UNSPEC`]); at most
-/// one such entry can be kept and it is ignored by [`crate::diff::diff`].
+/// kernel created itself have handle `0:` ([`TcHandle::UNSPEC`]); readback
+/// files them under their parent's handle (see `lqos-apply`); the model
+/// drops them when something replaces them and [`crate::diff::diff`]
+/// ignores them.
 ///
 /// ```
 /// use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
@@ -290,6 +292,7 @@ impl<'a> Model<'a> {
             self.t.qdiscs.insert(q.handle, q);
             return Ok(());
         }
+        self.drop_default_at(q.parent);
         if let Some(&old) = self.at_parent.get(&q.parent) {
             if !replace {
                 return Err(TreeError::Exists {
@@ -352,6 +355,18 @@ impl<'a> Model<'a> {
         Ok(())
     }
 
+    /// Forgets a kernel-created (handle 0) qdisc filed under `parent`.
+    fn drop_default_at(&mut self, parent: TcHandle) {
+        if self
+            .t
+            .qdiscs
+            .get(&parent)
+            .is_some_and(|q| q.handle == TcHandle::UNSPEC)
+        {
+            self.t.qdiscs.remove(&parent);
+        }
+    }
+
     fn remove_qdisc_subtree(&mut self, handle: TcHandle) {
         let Some(q) = self.t.qdiscs.remove(&handle) else {
             return;
@@ -383,6 +398,7 @@ impl<'a> Model<'a> {
                     if let Some(&leaf) = self.at_parent.get(&id) {
                         self.remove_qdisc_subtree(leaf);
                     }
+                    self.drop_default_at(id);
                     self.t.classes.remove(&id);
                     self.children.remove(&id);
                 }
@@ -508,6 +524,7 @@ impl<'a> Model<'a> {
         if let Some(&leaf) = self.at_parent.get(&classid) {
             self.remove_qdisc_subtree(leaf);
         }
+        self.drop_default_at(classid);
         self.t.classes.remove(&classid);
         self.children.remove(&classid);
         if let Some(n) = self.children.get_mut(&p) {

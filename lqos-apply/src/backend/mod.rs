@@ -25,29 +25,20 @@ pub struct IfaceOps {
     pub dev: String,
     /// Ops in order.
     pub ops: Vec<TcOp>,
-    /// How many leading ops build the queue layout (kept together, per
-    /// interface, at the head of a combined tc batch, as LibreQoS does); 0
-    /// for diffs.
-    pub setup_ops: usize,
 }
 
 impl IfaceOps {
-    /// A stream with no setup part (e.g. a diff).
+    /// A stream of `ops` for `dev`.
     pub fn new(dev: impl Into<String>, ops: Vec<TcOp>) -> IfaceOps {
         IfaceOps {
             dev: dev.into(),
             ops,
-            setup_ops: 0,
         }
     }
 
     /// The full build of one planned interface.
     pub fn from_plan(ip: &InterfacePlan) -> IfaceOps {
-        IfaceOps {
-            dev: ip.dev.clone(),
-            ops: ip.ops.clone(),
-            setup_ops: ip.setup_ops,
-        }
+        IfaceOps::new(ip.dev.clone(), ip.ops.clone())
     }
 
     /// The full builds of all interfaces of `plan`.
@@ -192,6 +183,15 @@ pub(crate) fn with_root_delete(ops: &[TcOp], root_delete: RootDelete) -> Vec<TcO
     }
     v.extend_from_slice(ops);
     v
+}
+
+/// Length of the queue-layout prefix of a stream: the ops before the first
+/// class with minor >= 3 (root, HTBs, `:1`, `:2` and its leaf in planner
+/// output; the whole stream if it has no such class).
+pub(crate) fn setup_len(ops: &[TcOp]) -> usize {
+    ops.iter()
+        .position(|op| matches!(op, TcOp::AddClass(c) if c.classid.minor() >= 3))
+        .unwrap_or(ops.len())
 }
 
 /// True for the root delete (`qdisc del dev X root`).

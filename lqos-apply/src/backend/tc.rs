@@ -11,8 +11,8 @@ use nix::unistd::Pid;
 use serde::Serialize;
 
 use super::{
-    is_benign_root_delete_failure, with_root_delete, Backend, IfaceOps, IfaceReport, LoadReport,
-    Progress, RootDelete,
+    is_benign_root_delete_failure, setup_len, with_root_delete, Backend, IfaceOps, IfaceReport,
+    LoadReport, Progress, RootDelete,
 };
 use crate::error::ApplyError;
 use crate::timing::{zombie_cpu, CpuScope, Stopwatch, Timing};
@@ -373,7 +373,7 @@ fn combined_order(
     }
     let mut cursors = Vec::with_capacity(streams.len());
     for (iface, (i, s)) in ifaces.iter().zip(streams).enumerate() {
-        let setup_end = (skip + i.setup_ops).min(s.len());
+        let setup_end = (skip + setup_len(&i.ops)).min(s.len());
         lines.extend((skip..setup_end).map(|op| Line { iface, op }));
         cursors.push(setup_end);
     }

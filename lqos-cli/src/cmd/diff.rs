@@ -1,12 +1,75 @@
-//! `lqos diff`.
+//! `lqos diff`: the tc ops between two plans (or two sets of inputs).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use lqos_tc::{DiffSummary, Plan};
+
+use super::inputs::InputArgs;
+use super::plan::{plan_inputs, read_plan, PlanOptions};
+use super::EXIT_OK;
 
 /// Arguments of `lqos diff`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Old plan.json [default: plan the --old-* inputs].
+    #[arg(value_name = "OLD")]
+    pub old: Option<PathBuf>,
+    /// New plan.json [default: plan --network/--devices/--config, keeping
+    /// OLD's classids].
+    #[arg(value_name = "NEW")]
+    pub new: Option<PathBuf>,
+    /// Old network.json (when OLD is not given).
+    #[arg(long, value_name = "FILE")]
+    pub old_network: Option<PathBuf>,
+    /// Old ShapedDevices.csv (when OLD is not given).
+    #[arg(long, value_name = "FILE")]
+    pub old_devices: Option<PathBuf>,
+    /// Old lqos.conf (when OLD is not given) [default: the new --config].
+    #[arg(long, value_name = "FILE")]
+    pub old_config: Option<PathBuf>,
+    /// New input files (when NEW is not given).
+    #[command(flatten)]
+    pub inputs: InputArgs,
+    /// Planner options for plans made from inputs.
+    #[command(flatten)]
+    pub options: PlanOptions,
+    /// Print only the summary.
+    #[arg(long)]
+    pub summary: bool,
+}
 
 /// Runs `lqos diff`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("lqos diff is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let old: Plan = match &args.old {
+        Some(p) => read_plan(p)?,
+        None => {
+            let (Some(network), Some(devices)) = (&args.old_network, &args.old_devices) else {
+                anyhow::bail!("give OLD (a plan.json) or both --old-network and --old-devices");
+            };
+            let inputs = InputArgs {
+                network: network.clone(),
+                devices: devices.clone(),
+                config: args.old_config.clone().or(args.inputs.config.clone()),
+            };
+            plan_inputs(&inputs, &args.options, None)?
+        }
+    };
+    let new: Plan = match &args.new {
+        Some(p) => read_plan(p)?,
+        None => plan_inputs(&args.inputs, &args.options, Some(&old))?,
+    };
+    let mut total = DiffSummary::default();
+    for (dev, ops) in lqos_tc::diff::diff_plans(&old, &new) {
+        let s = DiffSummary::of(&ops);
+        total.add(&ops);
+        if !args.summary {
+            for op in &ops {
+                println!("{}", lqos_tc::render_line(&dev, op));
+            }
+        }
+        eprintln!("{dev}: {s}");
+    }
+    println!("{total}");
+    Ok(ExitCode::from(EXIT_OK))
 }

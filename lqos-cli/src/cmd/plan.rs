@@ -1,12 +1,153 @@
-//! `lqos plan`.
+//! `lqos plan`: plan the tc trees and write `tc_<iface>.txt`,
+//! `linux_tc.txt` and `plan.json`.
 
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::Context;
+use lqos_tc::{LeafSpec, Plan, PlanConfig, QueueStrategy};
+
+use super::inputs::InputArgs;
+use super::EXIT_OK;
+
+/// Queues used when neither `--queues` nor `override_available_queues` says.
+pub const DEFAULT_QUEUES: u32 = 16;
+
+/// Planner options shared by `plan`, `show` and `diff`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PlanOptions {
+    /// TX queues per interface [default: lqos.conf override_available_queues, else 16].
+    #[arg(long, value_name = "N")]
+    pub queues: Option<u32>,
+    /// Leaf qdisc for circuits, overriding lqos.conf default_sqm
+    /// (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none").
+    #[arg(long, value_name = "SPEC")]
+    pub sqm: Option<String>,
+    /// How top-level subtrees are spread over the queues.
+    #[arg(long, value_enum, default_value_t = Strategy::Balanced)]
+    pub strategy: Strategy,
+}
+
+/// `--strategy` values.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// Largest subtree first into the least-loaded queue (default).
+    Balanced,
+    /// LibreQoS's round robin over top-level nodes.
+    RoundRobin,
+}
 
 /// Arguments of `lqos plan`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Input files.
+    #[command(flatten)]
+    pub inputs: InputArgs,
+    /// Planner options.
+    #[command(flatten)]
+    pub options: PlanOptions,
+    /// A previous plan.json: keep its classids for circuits and nodes that
+    /// still exist.
+    #[arg(long, value_name = "FILE")]
+    pub previous: Option<PathBuf>,
+    /// Start each tc file with `qdisc del dev X root`.
+    #[arg(long)]
+    pub root_delete: bool,
+    /// Output directory (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// Loads the inputs (failing on validation errors) and plans them.
+pub fn plan_inputs(
+    inputs: &InputArgs,
+    options: &PlanOptions,
+    previous: Option<&Plan>,
+) -> anyhow::Result<Plan> {
+    let loaded = inputs.load()?;
+    loaded.require_valid()?;
+    let queues = options
+        .queues
+        .or(loaded
+            .config
+            .queues
+            .override_available_queues
+            .filter(|&q| q > 0))
+        .unwrap_or(DEFAULT_QUEUES);
+    let mut cfg = PlanConfig::from_lqos_config(&loaded.config, queues).with_context(|| {
+        match &loaded.config_path {
+            Some(p) => format!("config {}", p.display()),
+            None => "built-in config".to_string(),
+        }
+    })?;
+    if let Some(s) = &options.sqm {
+        cfg.default_sqm = s.parse::<LeafSpec>().context("--sqm")?;
+    }
+    cfg.strategy = match options.strategy {
+        Strategy::Balanced => QueueStrategy::Balanced,
+        Strategy::RoundRobin => QueueStrategy::RoundRobin,
+    };
+    let plan = lqos_tc::plan(&loaded.network, &cfg, previous.map(|p| &p.allocation))
+        .with_context(|| format!("planning {}", inputs.devices.display()))?;
+    Ok(plan)
+}
+
+/// Reads a plan.json.
+pub fn read_plan(path: &Path) -> anyhow::Result<Plan> {
+    let text =
+        std::fs::read(path).with_context(|| format!("cannot read plan {}", path.display()))?;
+    serde_json::from_slice(&text).with_context(|| format!("{} is not a plan.json", path.display()))
+}
+
+fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {
+    std::fs::write(path, body).with_context(|| format!("cannot write {}", path.display()))
+}
 
 /// Runs `lqos plan`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("lqos plan is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let previous = args.previous.as_deref().map(read_plan).transpose()?;
+    let plan = plan_inputs(&args.inputs, &args.options, previous.as_ref())?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    for ip in &plan.interfaces {
+        let path = args.out.join(format!("tc_{}.txt", ip.dev));
+        write_file(&path, &lqos_tc::render_interface(ip, args.root_delete))?;
+    }
+    write_file(
+        &args.out.join("linux_tc.txt"),
+        &lqos_tc::render_combined(&plan, args.root_delete),
+    )?;
+    let json_path = args.out.join("plan.json");
+    let f = File::create(&json_path)
+        .with_context(|| format!("cannot write {}", json_path.display()))?;
+    let mut w = BufWriter::new(f);
+    serde_json::to_writer(&mut w, &plan)?;
+    w.flush()
+        .with_context(|| format!("cannot write {}", json_path.display()))?;
+
+    println!(
+        "planned {} circuits and {} nodes on {} queue(s) per direction ({:?} strategy)",
+        plan.allocation.circuits.len(),
+        plan.allocation.nodes.len(),
+        plan.allocation.queues,
+        plan.config.strategy
+    );
+    for ip in &plan.interfaces {
+        let counts: Vec<String> = ip
+            .queue_class_counts
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        println!(
+            "{} ({:?}): {} ops; classes per queue: {}",
+            ip.dev,
+            ip.direction,
+            ip.ops.len(),
+            counts.join(" ")
+        );
+    }
+    println!("wrote {}", args.out.display());
+    Ok(ExitCode::from(EXIT_OK))
 }

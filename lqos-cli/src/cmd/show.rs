@@ -1,12 +1,166 @@
-//! `lqos show`.
+//! `lqos show`: the planned tree, indented, for a person to read.
 
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use lqos_tc::render::rate_to_tc;
+use lqos_tc::{Direction, Plan, TcHandle, TcTree};
+
+use super::inputs::InputArgs;
+use super::plan::{plan_inputs, read_plan, PlanOptions};
+use super::EXIT_OK;
 
 /// Arguments of `lqos show`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Input files (ignored with --plan).
+    #[command(flatten)]
+    pub inputs: InputArgs,
+    /// Planner options (ignored with --plan).
+    #[command(flatten)]
+    pub options: PlanOptions,
+    /// Show a saved plan.json instead of planning the inputs.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// Only this interface [default: all].
+    #[arg(long, value_name = "DEV")]
+    pub interface: Option<String>,
+    /// Also list every circuit.
+    #[arg(long)]
+    pub circuits: bool,
+}
 
 /// Runs `lqos show`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("lqos show is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let plan = match &args.plan {
+        Some(p) => read_plan(p)?,
+        None => plan_inputs(&args.inputs, &args.options, None)?,
+    };
+    if let Some(dev) = &args.interface {
+        if plan.interface(dev).is_none() {
+            anyhow::bail!("the plan has no interface {dev:?}");
+        }
+    }
+    print!(
+        "{}",
+        render_show(&plan, args.interface.as_deref(), args.circuits)
+    );
+    Ok(ExitCode::from(EXIT_OK))
+}
+
+/// Untrusted names print escaped on one line.
+fn esc(s: &str) -> String {
+    s.escape_debug().to_string()
+}
+
+fn rates(t: &TcTree, id: TcHandle) -> String {
+    match t.classes.get(&id) {
+        Some(c) => format!(
+            "rate {} ceil {}",
+            rate_to_tc(c.htb.rate),
+            rate_to_tc(c.htb.ceil)
+        ),
+        None => "(no class)".to_string(),
+    }
+}
+
+/// The text `lqos show` prints.
+pub fn render_show(plan: &Plan, only: Option<&str>, circuits: bool) -> String {
+    let a = &plan.allocation;
+    let mut kids: BTreeMap<Option<u32>, Vec<u32>> = BTreeMap::new();
+    for (i, n) in a.nodes.iter().enumerate() {
+        kids.entry(n.parent).or_default().push(i as u32);
+    }
+    let mut node_circuits: Vec<Vec<u32>> = vec![Vec::new(); a.nodes.len()];
+    for (i, c) in a.circuits.iter().enumerate() {
+        if let Some(v) = node_circuits.get_mut(c.parent as usize) {
+            v.push(i as u32);
+        }
+    }
+    // Circuits in each subtree.
+    let mut subtree = vec![0usize; a.nodes.len()];
+    for i in (0..a.nodes.len()).rev() {
+        subtree[i] += node_circuits[i].len();
+        if let Some(p) = a.nodes[i].parent {
+            let s = subtree[i];
+            subtree[p as usize] += s;
+        }
+    }
+    let mut out = String::new();
+    for ip in &plan.interfaces {
+        if only.is_some_and(|d| d != ip.dev) {
+            continue;
+        }
+        let t = ip.tree();
+        let leaves = t.qdisc_by_parent();
+        let dirs: &[Direction] = match ip.direction {
+            Direction::Both => &[Direction::Download, Direction::Upload],
+            d => std::slice::from_ref(match d {
+                Direction::Download => &Direction::Download,
+                _ => &Direction::Upload,
+            }),
+        };
+        for &dir in dirs {
+            let _ = writeln!(out, "{} ({dir:?})", ip.dev);
+            for q in 0..a.queues {
+                let maj = plan.major(dir, q);
+                let _ = writeln!(
+                    out,
+                    "  queue {} {maj:x}:1 {}: {} classes",
+                    q + 1,
+                    rates(&t, TcHandle::new(maj, 1)),
+                    t.class_count_in(maj)
+                );
+                let mut stack: Vec<(u32, usize)> = kids
+                    .get(&None)
+                    .map(|v| {
+                        v.iter()
+                            .rev()
+                            .filter(|&&n| a.nodes[n as usize].queue == q)
+                            .map(|&n| (n, 2))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                while let Some((n, depth)) = stack.pop() {
+                    let node = &a.nodes[n as usize];
+                    let id = TcHandle::new(maj, node.minor);
+                    let _ = writeln!(
+                        out,
+                        "{:indent$}{} {id} {}, circuits {} (subtree {})",
+                        "",
+                        esc(&node.name),
+                        rates(&t, id),
+                        node_circuits[n as usize].len(),
+                        subtree[n as usize],
+                        indent = depth * 2
+                    );
+                    if circuits {
+                        for &ci in &node_circuits[n as usize] {
+                            let c = &a.circuits[ci as usize];
+                            let cid = TcHandle::new(maj, c.minor);
+                            let leaf = leaves
+                                .get(&cid)
+                                .map(|q| format!(", leaf {} {}", q.handle, q.kind.name()))
+                                .unwrap_or_default();
+                            let _ = writeln!(
+                                out,
+                                "{:indent$}circuit {} \"{}\" {cid} {}{leaf}",
+                                "",
+                                esc(&c.id),
+                                esc(&c.name),
+                                rates(&t, cid),
+                                indent = depth * 2 + 2
+                            );
+                        }
+                    }
+                    if let Some(v) = kids.get(&Some(n)) {
+                        stack.extend(v.iter().rev().map(|&k| (k, depth + 1)));
+                    }
+                }
+            }
+        }
+    }
+    out
 }

@@ -244,11 +244,7 @@ fn choose_sqm(asked: Option<&str>) -> anyhow::Result<LeafSpec> {
         return s.parse().map_err(|e| anyhow::anyhow!("--sqm {s:?}: {e}"));
     }
     let cake = QdiscKind::Cake(Default::default());
-    let verdict = KindProbe::new()
-        .probe(std::slice::from_ref(&cake))?
-        .pop()
-        .unwrap_or_else(|| Err("no probe result".into()));
-    match verdict {
+    match KindProbe::new().probe(&cake)? {
         Ok(()) => Ok(LeafSpec::cake_diffserv4()),
         Err(why) => {
             eprintln!(

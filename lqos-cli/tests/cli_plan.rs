@@ -1,0 +1,227 @@
+//! Black-box tests of `lqos plan`, `lqos show` and `lqos diff`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const NETWORK: &str = r#"{
+  "Site_1": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 500,
+    "children": {"AP_A": {"downloadBandwidthMbps": 500, "uploadBandwidthMbps": 100}}},
+  "Site_2": {"downloadBandwidthMbps": 200, "uploadBandwidthMbps": 200}
+}"#;
+
+const HEADER: &str = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment\n";
+
+const CONF: &str = "[bridge]\nto_internet = \"ens20\"\nto_network = \"ens19\"\n[queues]\ndefault_sqm = \"cake diffserv4\"\noverride_available_queues = 2\n";
+
+fn lqos(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lqos"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run lqos")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn setup(devices: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("network.json"), NETWORK).unwrap();
+    std::fs::write(
+        dir.path().join("ShapedDevices.csv"),
+        format!("{HEADER}{devices}"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("lqos.conf"), CONF).unwrap();
+    dir
+}
+
+const DEVICES: &str = "\
+c1,\"Main St, 5\",d1,Router,AP_A,,100.64.0.1,,2.5,1,10.5,5.25,
+c2,Shop,d2,Router,AP_A,,100.64.0.2,,25,10,600,50,
+c3,Farm,d3,Router,Site_2,,100.64.0.3,,100,10,100,20,
+";
+
+#[test]
+fn plan_writes_files_and_counts() {
+    let dir = setup(DEVICES);
+    let out = ok(&lqos(dir.path(), &["plan", "--out", "out"]));
+    assert!(out.contains("ens19 (Download): "), "{out}");
+    assert!(out.contains("classes per queue: 6 4"), "{out}");
+    let d = dir.path().join("out");
+    let ens19 = std::fs::read_to_string(d.join("tc_ens19.txt")).unwrap();
+    let ens20 = std::fs::read_to_string(d.join("tc_ens20.txt")).unwrap();
+    let combined = std::fs::read_to_string(d.join("linux_tc.txt")).unwrap();
+    assert!(ens19.starts_with("qdisc replace dev ens19 root handle 7fff: mq\n"));
+    assert!(
+        ens19.contains(" htb rate 2500kbit ceil 10500kbit prio 3 quantum 1522\n"),
+        "{ens19}"
+    );
+    assert!(
+        ens20.contains(" htb rate 1mbit ceil 5250kbit prio 3 quantum 1522\n"),
+        "{ens20}"
+    );
+    assert!(!ens19.contains("ens20") && !ens20.contains("ens19"));
+    assert_eq!(
+        combined.lines().count(),
+        ens19.lines().count() + ens20.lines().count()
+    );
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("plan.json")).unwrap()).unwrap();
+    assert_eq!(plan["allocation"]["circuits"].as_array().unwrap().len(), 3);
+    // --queues, --sqm, --strategy, --root-delete override lqos.conf.
+    let out = ok(&lqos(
+        dir.path(),
+        &[
+            "plan",
+            "--out",
+            "o2",
+            "--queues",
+            "3",
+            "--sqm",
+            "fq_codel",
+            "--strategy",
+            "round-robin",
+            "--root-delete",
+        ],
+    ));
+    assert!(out.contains("3 queue(s)"), "{out}");
+    let ens19 = std::fs::read_to_string(dir.path().join("o2/tc_ens19.txt")).unwrap();
+    assert!(ens19.starts_with("qdisc del dev ens19 root\n"));
+    assert!(ens19.contains("fq_codel") && !ens19.contains("cake"));
+}
+
+#[test]
+fn plan_errors_are_clear() {
+    let dir = setup("c1,A,d1,R,AP_A,,100.64.0.1,,1,1,10,10,\n");
+    let out = lqos(dir.path(), &["plan", "--out", "out", "--sqm", "sfq"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sqm \"sfq\""));
+    let out = lqos(
+        dir.path(),
+        &["plan", "--out", "out", "--network", "missing.json"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.json"));
+    // Invalid inputs (unknown parent) are refused before planning.
+    let dir = setup("c1,A,d1,R,Nowhere,,100.64.0.1,,1,1,10,10,\n");
+    let out = lqos(dir.path(), &["plan", "--out", "out"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Nowhere"));
+}
+
+#[test]
+fn show_prints_the_tree() {
+    let dir = setup(DEVICES);
+    let out = ok(&lqos(
+        dir.path(),
+        &["show", "--circuits", "--interface", "ens19"],
+    ));
+    assert!(out.starts_with("ens19 (Download)\n"), "{out}");
+    assert!(
+        out.contains("  queue 1 1:1 rate 1gbit ceil 1gbit: 6 classes"),
+        "{out}"
+    );
+    assert!(
+        out.contains("    Site_1 1:3 rate 999mbit ceil 1gbit, circuits 0 (subtree 2)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("      AP_A 1:4 rate 499mbit ceil 500mbit, circuits 2 (subtree 2)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("circuit c1 \"Main St, 5\" 1:5 rate 2500kbit ceil 10500kbit, leaf "),
+        "{out}"
+    );
+    assert!(!out.contains("ens20"));
+    // From a saved plan.
+    ok(&lqos(dir.path(), &["plan", "--out", "out"]));
+    let saved = ok(&lqos(
+        dir.path(),
+        &[
+            "show",
+            "--plan",
+            "out/plan.json",
+            "--circuits",
+            "--interface",
+            "ens19",
+        ],
+    ));
+    assert_eq!(saved, out);
+    assert!(!lqos(dir.path(), &["show", "--interface", "eth9"])
+        .status
+        .success());
+}
+
+#[test]
+fn diff_of_plans_and_inputs() {
+    let dir = setup(DEVICES);
+    ok(&lqos(dir.path(), &["plan", "--out", "old"]));
+    // c1 faster, c2 gone, c4 new.
+    let devices = "\
+c1,\"Main St, 5\",d1,Router,AP_A,,100.64.0.1,,2.5,1,20,5.25,
+c3,Farm,d3,Router,Site_2,,100.64.0.3,,100,10,100,20,
+c4,New,d4,Router,Site_2,,100.64.0.4,,1,1,10,10,
+";
+    std::fs::write(
+        dir.path().join("ShapedDevices.csv"),
+        format!("{HEADER}{devices}"),
+    )
+    .unwrap();
+    ok(&lqos(
+        dir.path(),
+        &["plan", "--out", "new", "--previous", "old/plan.json"],
+    ));
+    let out = ok(&lqos(
+        dir.path(),
+        &["diff", "old/plan.json", "new/plan.json"],
+    ));
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.contains(&"class change dev ens19 parent 1:4 classid 1:5 htb rate 2500kbit ceil 20mbit prio 3 quantum 1522"), "{out}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("class del dev ens19 parent 1:4 classid 1:6")),
+        "{out}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("class add dev ens20 parent 2:3 classid 2:")),
+        "{out}"
+    );
+    // ens19: c1 change; c2 leaf+class removed; c4 class+leaf added. Same on ens20 except c1 (upload unchanged).
+    assert_eq!(*lines.last().unwrap(), "4 added, 1 changed, 4 removed");
+    // Same diff straight from the inputs (keeping OLD's classids).
+    let from_inputs = ok(&lqos(dir.path(), &["diff", "old/plan.json"]));
+    assert_eq!(from_inputs, out);
+    // Old side from inputs too.
+    std::fs::write(dir.path().join("old.csv"), format!("{HEADER}{DEVICES}")).unwrap();
+    let both = ok(&lqos(
+        dir.path(),
+        &[
+            "diff",
+            "--old-network",
+            "network.json",
+            "--old-devices",
+            "old.csv",
+            "--summary",
+        ],
+    ));
+    assert_eq!(both, "4 added, 1 changed, 4 removed\n");
+    // No change: empty diff.
+    let same = ok(&lqos(
+        dir.path(),
+        &["diff", "new/plan.json", "new/plan.json"],
+    ));
+    assert_eq!(same, "0 added, 0 changed, 0 removed\n");
+}

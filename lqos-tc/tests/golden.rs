@@ -1,0 +1,76 @@
+//! Golden tests: LibreQoS's sample inputs render to checked-in tc text.
+//! Regenerate with `LQOS_BLESS=1 cargo test -p lqos-tc --test golden`.
+
+use std::path::Path;
+
+use lqos_tc::parse::parse_batch;
+use lqos_tc::{plan, render_combined, PlanConfig, TcTree};
+
+fn check(name: &str, network: &str, devices: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let net_text = std::fs::read_to_string(dir.join("data").join(network)).unwrap();
+    let dev_bytes = std::fs::read(dir.join("data").join(devices)).unwrap();
+    let loaded = lqos_model::load((network, &net_text), (devices, dev_bytes.as_slice()));
+    assert_eq!(loaded.report.error_count(), 0, "{}", loaded.report);
+    let cfg = PlanConfig::bridge("ens19", "ens20", 4);
+    let p = plan(&loaded.network, &cfg, None).unwrap();
+    let text = render_combined(&p, false);
+    // The text is valid: it parses back and builds both trees on the model.
+    let parsed = parse_batch(&text).unwrap();
+    for ip in &p.interfaces {
+        let ops: Vec<_> = parsed
+            .iter()
+            .filter(|(d, _)| *d == ip.dev)
+            .map(|(_, o)| o.clone())
+            .collect();
+        assert_eq!(TcTree::from_ops(&ops).unwrap(), ip.tree());
+    }
+    let golden = dir.join("golden").join(format!("{name}.txt"));
+    if std::env::var_os("LQOS_BLESS").is_some() {
+        std::fs::write(&golden, &text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with LQOS_BLESS=1 to create it)",
+            golden.display()
+        )
+    });
+    if want != text {
+        let first = want
+            .lines()
+            .zip(text.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(want.lines().count().min(text.lines().count()));
+        panic!(
+            "{name}: output differs from {} at line {}:\n want: {:?}\n  got: {:?}\n(LQOS_BLESS=1 to accept)",
+            golden.display(),
+            first + 1,
+            want.lines().nth(first),
+            text.lines().nth(first)
+        );
+    }
+}
+
+#[test]
+fn libreqos_example() {
+    check(
+        "example",
+        "network.example.json",
+        "ShapedDevices.example.csv",
+    );
+}
+
+#[test]
+fn libreqos_v14_legacy() {
+    check(
+        "v14-legacy",
+        "network.v14.example.json",
+        "ShapedDevices.v14-legacy.example.csv",
+    );
+}
+
+#[test]
+fn libreqos_radius() {
+    check("radius", "radius-network.json", "radius-ShapedDevices.csv");
+}
