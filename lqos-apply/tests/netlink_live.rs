@@ -626,3 +626,26 @@ fn socket_is_send() {
     fn is_send<T: Send>() {}
     is_send::<NetlinkSocket>();
 }
+
+fn current_netns() -> std::path::PathBuf {
+    std::fs::read_link("/proc/thread-self/ns/net").unwrap()
+}
+
+#[test]
+fn open_in_netns_returns_to_the_original_netns() {
+    let Some(ns) = Netns::create("netns_restore") else {
+        return;
+    };
+    let before = current_netns();
+    let nl = NetlinkSocket::open_in_netns(&ns.name).unwrap();
+    assert_eq!(current_netns(), before);
+    drop(nl);
+    // Also on error.
+    let e = NetlinkSocket::open_in_netns("lqos-no-such-netns-x").unwrap_err();
+    assert!(e.to_string().contains("lqos-no-such-netns-x"), "{e}");
+    assert_eq!(current_netns(), before);
+    assert!(NetlinkSocket::open_in_netns("../etc").is_err());
+    // The socket really lives in the namespace: ens19 is visible there only.
+    let mut inside = ns.socket();
+    assert!(inside.link("ens19").is_ok());
+}

@@ -349,23 +349,11 @@ impl BenchTree {
         let changed = lqos_tc::plan(&changed_net, cfg, Some(&base.allocation)).map_err(plan_err)?;
         Ok(BenchTree {
             circuits: net.circuits().len(),
-            base: targets(&base),
-            changed: targets(&changed),
+            base: Target::from_plan(&base),
+            changed: Target::from_plan(&changed),
             base_ops: IfaceOps::all_from_plan(&base),
         })
     }
-}
-
-/// One [`Target`] per interface of `plan`.
-pub fn targets(plan: &lqos_tc::Plan) -> Vec<Target> {
-    plan.interfaces
-        .iter()
-        .map(|ip| Target {
-            dev: ip.dev.clone(),
-            ops: ip.ops.clone(),
-            labels: plan.labels(&ip.dev),
-        })
-        .collect()
 }
 
 /// `net` with every 100th circuit's download and upload ceilings raised by
