@@ -618,4 +618,29 @@ mod tests {
         }
         assert!(r.verify.unwrap().is_clean());
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Whatever op a load dies at, and whatever the plan changes to,
+        /// the next apply converges to the plan.
+        #[test]
+        fn incremental_converges_from_any_partial_tree(
+            fail_at in 0usize..200,
+            n1 in 1usize..40,
+            n2 in 1usize..40,
+            bump in 0usize..40,
+            full in proptest::bool::ANY,
+        ) {
+            let rec = Recording::new().with_link("ens19", 4);
+            let first = [target("ens19", 4, n1, |_| 10, pfifo())];
+            run(&first, &rec, false);
+            let second = [target("ens19", 4, n2, |i| if i == bump { 30 } else { 10 }, pfifo())];
+            rec.fail_at("ens19", rec.sent_for("ens19").len() + fail_at, "Error: injected.");
+            let _ = run(&second, &rec, full);
+            let r = run(&second, &rec, false);
+            proptest::prop_assert!(r.load.unwrap().is_ok());
+            proptest::prop_assert!(r.verify.unwrap().is_clean());
+            proptest::prop_assert_eq!(rec.tree("ens19").unwrap(), second[0].tree());
+        }
+    }
 }
