@@ -2,11 +2,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use lqos_tc::{QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::{diff, Plan, QdiscKind, TcHandle, TcOp, TcTree};
 use serde::Serialize;
 
 use crate::backend::{Backend, IfaceOps, LoadReport, Progress, RootDelete};
-use crate::compat::{diff, tree_apply};
 use crate::error::{ApplyError, Result};
 use crate::live::{LinkSummary, LiveSource};
 use crate::timing::{CpuScope, Stopwatch, Timing};
@@ -25,12 +24,25 @@ pub struct Target {
 }
 
 impl Target {
-    /// The tree the full build produces.
+    /// One target per interface of `plan`, with its labels.
+    pub fn from_plan(plan: &Plan) -> Vec<Target> {
+        plan.interfaces
+            .iter()
+            .map(|ip| Target {
+                dev: ip.dev.clone(),
+                ops: ip.ops.clone(),
+                labels: plan.labels(&ip.dev),
+            })
+            .collect()
+    }
+
+    /// The tree the full build produces (a build the tree model rejects,
+    /// which the planner never emits, yields the part before the error).
     pub fn tree(&self) -> TcTree {
+        // `apply_all` builds the tree model once (O(n)); `apply` per op
+        // would rebuild it every time (O(n^2)).
         let mut t = TcTree::default();
-        for op in &self.ops {
-            tree_apply(&mut t, op);
-        }
+        let _ = t.apply_all(&self.ops);
         t
     }
 
@@ -104,8 +116,10 @@ pub struct ApplyReport {
     pub changes: Vec<IfaceChange>,
     /// Preflight time (links, queues, qdisc kinds).
     pub preflight: Timing,
-    /// Readback + diff time.
+    /// Time to read the live trees back.
     pub readback: Timing,
+    /// Time to choose full/incremental and compute the diffs.
+    pub diff: Timing,
     /// The load (`None` for a dry run).
     pub load: Option<LoadReport>,
     /// Post-load verification, if asked for.
@@ -142,7 +156,7 @@ pub fn preflight(
     for t in targets {
         let link = live.link(&t.dev)?.ok_or_else(|| ApplyError::NoInterface {
             dev: t.dev.clone(),
-            netns: None,
+            netns: live.netns().map(str::to_string),
         })?;
         let needed = t.queues_needed();
         if needed > link.num_tx_queues as usize {
@@ -157,37 +171,43 @@ pub fn preflight(
     // One probe per kind (first instance's options); mq needs a multiqueue
     // device and is part of every kernel with tc, so it is not probed.
     let mut seen = BTreeSet::new();
+    let mut kinds = Vec::new();
     for t in targets {
         for op in &t.ops {
-            let (TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q)) = op else {
-                continue;
-            };
-            if q.kind == QdiscKind::Mq || !seen.insert(q.kind.name().to_string()) {
-                continue;
-            }
-            if let Err(message) = live.probe_qdisc(&q.kind)? {
-                let kind = q.kind.name().to_string();
-                if !message.contains("unknown") {
-                    return Err(ApplyError::QdiscRejected { kind, message });
+            if let TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) = op {
+                if q.kind != QdiscKind::Mq && seen.insert(q.kind.name().to_string()) {
+                    kinds.push(q.kind.clone());
                 }
-                let mut ok = Vec::new();
-                for alt in sqm_alternatives() {
-                    if alt.name() != kind && live.probe_qdisc(&alt)?.is_ok() {
-                        ok.push(alt.name().to_string());
-                    }
-                }
-                let hint = if ok.is_empty() {
-                    "no alternative leaf qdisc (cake, fq_codel, pfifo) works either".to_string()
-                } else {
-                    format!("use --sqm {}", ok.join(" or "))
-                };
-                return Err(ApplyError::UnsupportedQdisc {
-                    kind,
-                    message,
-                    hint,
-                });
             }
         }
+    }
+    let results = live.probe_qdiscs(&kinds)?;
+    for (k, r) in kinds.iter().zip(results) {
+        let Err(message) = r else { continue };
+        let kind = k.name().to_string();
+        if !message.contains("unknown") {
+            return Err(ApplyError::QdiscRejected { kind, message });
+        }
+        let alts: Vec<QdiscKind> = sqm_alternatives()
+            .into_iter()
+            .filter(|a| a.name() != kind)
+            .collect();
+        let ok: Vec<&str> = alts
+            .iter()
+            .zip(live.probe_qdiscs(&alts)?)
+            .filter(|(_, r)| r.is_ok())
+            .map(|(a, _)| a.name())
+            .collect();
+        let hint = if ok.is_empty() {
+            "no alternative leaf qdisc (cake, fq_codel, pfifo) works either".to_string()
+        } else {
+            format!("use --sqm {}", ok.join(" or "))
+        };
+        return Err(ApplyError::UnsupportedQdisc {
+            kind,
+            message,
+            hint,
+        });
     }
     Ok(links)
 }
@@ -232,6 +252,19 @@ pub fn layout_mismatch(planned: &TcTree, live: &TcTree) -> Option<String> {
                 ))
             }
             None => return Some(format!("queue qdisc {} is missing", q.handle)),
+        }
+    }
+    for q in live.qdiscs.values() {
+        if q.handle != TcHandle::UNSPEC
+            && q.parent != TcHandle::ROOT
+            && q.parent.qdisc() == root.handle
+            && planned.qdiscs.get(&q.handle).map(|p| p.parent) != Some(q.parent)
+        {
+            return Some(format!(
+                "live queue qdisc {} ({}) is not in the plan (queue count changed)",
+                q.handle,
+                q.kind.name()
+            ));
         }
     }
     None
@@ -299,16 +332,23 @@ pub fn apply_targets(
     preflight(targets, live)?;
     let preflight_t = sw.stop();
     let sw = Stopwatch::start(CpuScope::Process);
-    let mut changes = Vec::with_capacity(targets.len());
+    let mut trees = Vec::with_capacity(targets.len());
     for t in targets {
-        let tree = live.dump(&t.dev)?;
-        changes.push(plan_change(t, &tree, opts.full));
+        trees.push(live.dump(&t.dev)?);
     }
     let readback = sw.stop();
+    let sw = Stopwatch::start(CpuScope::Process);
+    let changes = targets
+        .iter()
+        .zip(&trees)
+        .map(|(t, tree)| plan_change(t, tree, opts.full))
+        .collect();
+    let diff_t = sw.stop();
     let mut report = ApplyReport {
         changes,
         preflight: preflight_t,
         readback,
+        diff: diff_t,
         load: None,
         verify: None,
     };
@@ -318,10 +358,7 @@ pub fn apply_targets(
     let streams: Vec<IfaceOps> = report
         .changes
         .iter()
-        .map(|c| IfaceOps {
-            dev: c.dev.clone(),
-            ops: c.ops.clone(),
-        })
+        .map(|c| IfaceOps::new(c.dev.clone(), c.ops.clone()))
         .collect();
     let load = backend.load(&streams, RootDelete::None, progress);
     let ok = load.is_ok();
@@ -480,7 +517,7 @@ mod tests {
                 ..
             } => {
                 assert_eq!((dev.as_str(), *index), ("ens20", 30));
-                assert_eq!(op_text, &crate::compat::render_line("ens20", &t[1].ops[30]));
+                assert_eq!(op_text, &lqos_tc::render_line("ens20", &t[1].ops[30]));
                 assert_eq!(message, "Error: boom.");
             }
             e => panic!("{e}"),
@@ -569,5 +606,41 @@ mod tests {
         }
         assert_eq!(rec.sent_for("ens19")[0], TcOp::delete_root());
         assert!(r.verify.unwrap().is_clean());
+        rec.clear_sent();
+        // Back to 4 queues: queue qdiscs 5..8 are extra -> full rebuild.
+        let t = [target("ens19", 4, 8, |_| 10, pfifo())];
+        let r = run(&t, &rec, false);
+        match &r.changes[0].kind {
+            LoadKind::Full { reason } => {
+                assert!(reason.contains("queue count changed"), "{reason}")
+            }
+            k => panic!("{k:?}"),
+        }
+        assert!(r.verify.unwrap().is_clean());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Whatever op a load dies at, and whatever the plan changes to,
+        /// the next apply converges to the plan.
+        #[test]
+        fn incremental_converges_from_any_partial_tree(
+            fail_at in 0usize..200,
+            n1 in 1usize..40,
+            n2 in 1usize..40,
+            bump in 0usize..40,
+            full in proptest::bool::ANY,
+        ) {
+            let rec = Recording::new().with_link("ens19", 4);
+            let first = [target("ens19", 4, n1, |_| 10, pfifo())];
+            run(&first, &rec, false);
+            let second = [target("ens19", 4, n2, |i| if i == bump { 30 } else { 10 }, pfifo())];
+            rec.fail_at("ens19", rec.sent_for("ens19").len() + fail_at, "Error: injected.");
+            let _ = run(&second, &rec, full);
+            let r = run(&second, &rec, false);
+            proptest::prop_assert!(r.load.unwrap().is_ok());
+            proptest::prop_assert!(r.verify.unwrap().is_clean());
+            proptest::prop_assert_eq!(rec.tree("ens19").unwrap(), second[0].tree());
+        }
     }
 }

@@ -10,36 +10,57 @@
 //! - [`engine`]: preflight, full-or-incremental choice, load.
 //! - [`verify`]: live tree vs plan.
 //! - [`netns`]: scratch network namespaces (tests, benches, probes).
-//! - [`state`]: state directory, last good plan, apply lock.
+//! - [`state`]: state directory, atomic files, apply lock.
+//! - [`session`]: lock + apply + save the last good plan; rollback.
+//!
+//! A whole apply, here against the [`Recording`] fake kernel (in real use
+//! [`NetlinkLive`] reads the kernel and [`NetlinkBackend`] or [`TcBatch`]
+//! loads it):
 //!
 //! ```
-//! use lqos_apply::backend::{Backend, IfaceOps, NoProgress, Recording, RootDelete};
-//! use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp};
-//! let rec = Recording::new().with_link("ens19", 4);
-//! let mq = TcOp::ReplaceQdisc(Qdisc { parent: TcHandle::ROOT, handle: TcHandle::new(0x7fff, 0), kind: QdiscKind::Mq });
-//! let report = rec.load(&[IfaceOps { dev: "ens19".into(), ops: vec![mq] }], RootDelete::None, &NoProgress);
-//! assert!(report.is_ok());
-//! assert_eq!(rec.sent_for("ens19").len(), 1);
+//! use lqos_apply::{ApplyOptions, NoProgress, Recording, Session, state::StateDir};
+//!
+//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 50, ..Default::default() });
+//! let mut cfg = lqos_tc::PlanConfig::from_lqos_config(&g.config, 4).unwrap();
+//! cfg.default_sqm = "pfifo".parse().unwrap();
+//! let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
+//!
+//! let kernel = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
+//! let dir = tempfile::tempdir().unwrap();
+//! let state = StateDir::open(dir.path()).unwrap();
+//! let s = Session { state: &state, netns: None, live: &kernel, backend: &kernel };
+//! let first = s.apply(&plan, ApplyOptions::default(), &NoProgress).unwrap();
+//! assert_eq!(first.ops_total(), 2 * plan.interfaces[0].ops.len()); // full build
+//! let again = s.apply(&plan, ApplyOptions::default(), &NoProgress).unwrap();
+//! assert_eq!(again.ops_total(), 0); // incremental: nothing changed
 //! ```
+//!
+//! For benchmarks: [`netns::ScratchNetns::with_veth`] gives a private
+//! namespace with `ens19`/`ens20`; [`IfaceOps::all_from_plan`] the full
+//! builds; [`TcBatch`] ([`TcMode`] combined / serial / parallel) and
+//! [`NetlinkBackend`] ([`Parallelism`]) load them with a [`RootDelete`]
+//! placement; [`LoadReport`] has per-interface [`Timing`] (wall, user, sys)
+//! and the total; [`read_live`] + [`plan_change`] is an incremental reload.
 
 pub mod backend;
 pub mod bench;
-mod compat;
 pub mod engine;
 pub mod error;
 pub mod live;
 pub mod netlink;
 pub mod netns;
+pub mod session;
 pub mod state;
 pub mod timing;
 pub mod verify;
 
 pub use backend::{
-    Backend, IfaceOps, IfaceReport, LoadReport, NetlinkBackend, Parallelism, Progress, Recording,
-    RootDelete, TcBatch, TcMode,
+    Backend, IfaceOps, IfaceReport, LoadReport, NetlinkBackend, NoProgress, Parallelism, Progress,
+    Recording, RootDelete, TcBatch, TcMode,
 };
 pub use engine::{apply_targets, plan_change, preflight, ApplyOptions, ApplyReport, Target};
 pub use error::ApplyError;
 pub use live::{read_live, LinkSummary, LiveSource, NetlinkLive};
+pub use session::{load_saved_plan, SavedPlan, Session};
 pub use timing::Timing;
 pub use verify::{verify_tree, VerifyReport};

@@ -1,18 +1,21 @@
 //! Reading the kernel: links, live trees, and which qdisc kinds exist.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+use serde::{Deserialize, Serialize};
 
 use crate::error::{ApplyError, Result};
+use crate::netlink::{NetlinkError, NetlinkSocket, SendOptions};
 use crate::netns::{unique_name, ScratchNetns};
 
 /// What preflight needs to know about an interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LinkSummary {
     /// Kernel interface index.
-    pub ifindex: u32,
+    pub ifindex: i32,
     /// Number of TX queues (`num_tx_queues`).
     pub num_tx_queues: u32,
 }
@@ -20,14 +23,18 @@ pub struct LinkSummary {
 /// Where live state comes from: the kernel over netlink
 /// ([`NetlinkLive`]), or a fake ([`crate::backend::Recording`]).
 pub trait LiveSource: Sync {
+    /// The network namespace read (for messages); `None` = the current one.
+    fn netns(&self) -> Option<&str> {
+        None
+    }
     /// The interface, or `None` if it does not exist.
     fn link(&self, dev: &str) -> Result<Option<LinkSummary>>;
     /// The interface's qdiscs and classes.
     fn dump(&self, dev: &str) -> Result<TcTree>;
-    /// Whether this kernel accepts a qdisc of `kind` (with those options),
-    /// checked without touching any real interface. `Ok(Err(msg))` carries
-    /// the kernel's refusal.
-    fn probe_qdisc(&self, kind: &QdiscKind) -> Result<std::result::Result<(), String>>;
+    /// Whether this kernel accepts a qdisc of each kind (with those
+    /// options), checked without touching any real interface. `Ok(Err(msg))`
+    /// carries the kernel's refusal.
+    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>>;
 }
 
 /// Reads the live trees of `devs` from `source`.
@@ -38,10 +45,28 @@ pub fn read_live(source: &dyn LiveSource, devs: &[&str]) -> Result<BTreeMap<Stri
 }
 
 /// Probes qdisc kinds in a throwaway namespace with a veth pair, once per
-/// kind per value of this type (cache the value for a run).
+/// kind per value of this type (keep the value for a run). With a cache
+/// file, kinds found supported are remembered until the next reboot, so a
+/// reload does not create a namespace at all.
 #[derive(Debug, Default)]
 pub struct KindProbe {
     cache: Mutex<HashMap<String, std::result::Result<(), String>>>,
+    file: Option<PathBuf>,
+}
+
+/// Supported qdisc kinds as saved in the probe cache file.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct ProbeFile {
+    /// `/proc/sys/kernel/random/boot_id` when written.
+    boot_id: String,
+    /// Kinds the kernel accepted.
+    supported: BTreeSet<String>,
+}
+
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 impl KindProbe {
@@ -50,55 +75,132 @@ impl KindProbe {
         KindProbe::default()
     }
 
-    /// Tries `qdisc add dev p0 root handle 1: KIND ...` in a scratch
-    /// namespace (created and deleted here). The options are the ones given,
-    /// so a kernel that has the kind but rejects the options also fails.
-    pub fn probe(&self, kind: &QdiscKind) -> Result<std::result::Result<(), String>> {
-        let name = kind.name().to_string();
-        if let Some(r) = self.cache.lock().expect("probe cache").get(&name) {
-            return Ok(r.clone());
+    /// A probe that reads and updates `file` (kinds found supported since
+    /// the last boot). Unreadable or stale files are ignored; write errors
+    /// too (the cache is only an optimisation).
+    pub fn with_cache_file(file: PathBuf) -> KindProbe {
+        let mut cache = HashMap::new();
+        if let Ok(text) = std::fs::read(&file) {
+            if let Ok(pf) = serde_json::from_slice::<ProbeFile>(&text) {
+                if !pf.boot_id.is_empty() && pf.boot_id == boot_id() {
+                    cache.extend(pf.supported.into_iter().map(|k| (k, Ok(()))));
+                }
+            }
         }
-        let ns = ScratchNetns::with_veth(&unique_name("lqos-probe", &name), "p0", "p1", 1)?;
-        let op = TcOp::AddQdisc(Qdisc {
-            parent: TcHandle::ROOT,
-            handle: TcHandle::new(1, 0),
-            kind: kind.clone(),
-        });
-        let r = probe_send(ns.name(), "p0", &op)?;
-        drop(ns);
-        self.cache
+        KindProbe {
+            cache: Mutex::new(cache),
+            file: Some(file),
+        }
+    }
+
+    fn save(&self) {
+        let Some(file) = &self.file else { return };
+        let supported = self
+            .cache
             .lock()
             .expect("probe cache")
-            .insert(name, r.clone());
-        Ok(r)
+            .iter()
+            .filter(|(_, r)| r.is_ok())
+            .map(|(k, _)| k.clone())
+            .collect();
+        let pf = ProbeFile {
+            boot_id: boot_id(),
+            supported,
+        };
+        if let Ok(bytes) = serde_json::to_vec(&pf) {
+            let _ = crate::state::write_atomic(file, &bytes);
+        }
+    }
+
+    /// [`KindProbe::probe_many`] for one kind.
+    pub fn probe(&self, kind: &QdiscKind) -> Result<std::result::Result<(), String>> {
+        Ok(self
+            .probe_many(std::slice::from_ref(kind))?
+            .pop()
+            .unwrap_or(Ok(())))
+    }
+
+    /// For each kind: `qdisc add dev p0 root handle 1: KIND ...` over
+    /// netlink in one scratch namespace (created and deleted here, only if
+    /// some kind is not cached yet), then the root delete. The options are
+    /// the ones given, so a kernel that has the kind but rejects the
+    /// options also fails. `Ok(Err(msg))` carries the kernel's refusal.
+    pub fn probe_many(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
+        let todo: Vec<&QdiscKind> = {
+            let cache = self.cache.lock().expect("probe cache");
+            kinds
+                .iter()
+                .filter(|k| !cache.contains_key(k.name()))
+                .collect()
+        };
+        if !todo.is_empty() {
+            // Probe namespaces of killed runs.
+            let _ = crate::netns::cleanup_stale("lqos-probe");
+            let ns = ScratchNetns::with_veth(&unique_name("lqos-probe", "kinds"), "p0", "p1", 1)?;
+            let mut sock = NetlinkSocket::open_in_netns(ns.name())
+                .map_err(|e| netlink_error(None, "opening a probe socket", e))?;
+            let link = sock
+                .link("p0")
+                .map_err(|e| netlink_error(Some("p0"), "probe link", e))?;
+            for kind in todo {
+                let ops = [
+                    TcOp::AddQdisc(Qdisc {
+                        parent: TcHandle::ROOT,
+                        handle: TcHandle::new(1, 0),
+                        kind: kind.clone(),
+                    }),
+                    TcOp::delete_root(),
+                ];
+                let r =
+                    match sock.send_ops(link.ifindex, &ops, &SendOptions::default(), &mut |_| {}) {
+                        Ok(_) => Ok(()),
+                        Err(f) if f.index == 0 => Err(f.message),
+                        Err(_) => Ok(()), // added fine; the cleanup does not matter
+                    };
+                self.cache
+                    .lock()
+                    .expect("probe cache")
+                    .insert(kind.name().to_string(), r);
+            }
+            drop(sock);
+            drop(ns);
+            self.save();
+        }
+        let cache = self.cache.lock().expect("probe cache");
+        Ok(kinds.iter().map(|k| cache[k.name()].clone()).collect())
     }
 }
 
-/// Sends one op to `dev` in `netns`; `Ok(Err(kernel message))` if refused.
-fn probe_send(netns: &str, dev: &str, op: &TcOp) -> Result<std::result::Result<(), String>> {
-    use crate::backend::{Backend, IfaceOps, NoProgress, RootDelete, TcBatch, TcMode};
-    let tc = TcBatch::new(Some(netns.to_string()), TcMode::Serial);
-    let rep = tc.load(
-        &[IfaceOps {
-            dev: dev.to_string(),
-            ops: vec![op.clone()],
-        }],
-        RootDelete::None,
-        &NoProgress,
-    );
-    match rep.into_result() {
-        Ok(_) => Ok(Ok(())),
-        Err(ApplyError::OpFailed { message, .. }) => Ok(Err(message)),
-        Err(e) => Err(e),
+/// Maps a socket-layer error to [`ApplyError`].
+pub(crate) fn netlink_error(dev: Option<&str>, context: &str, e: NetlinkError) -> ApplyError {
+    match e {
+        NetlinkError::NoSuchInterface { name } => ApplyError::NoInterface {
+            dev: name,
+            netns: None,
+        },
+        e => ApplyError::Netlink {
+            dev: dev.map(str::to_string),
+            context: context.to_string(),
+            message: e.to_string(),
+        },
     }
+}
+
+/// Opens a netlink socket in `netns` (or the current namespace).
+pub(crate) fn open_socket(netns: Option<&str>) -> Result<NetlinkSocket> {
+    match netns {
+        Some(ns) => NetlinkSocket::open_in_netns(ns),
+        None => NetlinkSocket::open(),
+    }
+    .map_err(|e| netlink_error(None, "opening the rtnetlink socket", e))
 }
 
 /// Live state from the kernel over rtnetlink, optionally inside a network
-/// namespace, with a per-run [`KindProbe`].
+/// namespace, with a per-run [`KindProbe`]. One socket, reused.
 #[derive(Debug, Default)]
 pub struct NetlinkLive {
-    /// Namespace to read (None = the current one).
-    pub netns: Option<String>,
+    netns: Option<String>,
+    sock: Mutex<Option<NetlinkSocket>>,
     probe: KindProbe,
 }
 
@@ -107,29 +209,91 @@ impl NetlinkLive {
     pub fn new(netns: Option<String>) -> NetlinkLive {
         NetlinkLive {
             netns,
+            sock: Mutex::new(None),
             probe: KindProbe::new(),
+        }
+    }
+
+    /// Remembers supported qdisc kinds in `file` across runs (see
+    /// [`KindProbe::with_cache_file`]).
+    pub fn with_probe_cache(mut self, file: PathBuf) -> NetlinkLive {
+        self.probe = KindProbe::with_cache_file(file);
+        self
+    }
+
+    fn with_sock<T>(&self, f: impl FnOnce(&mut NetlinkSocket) -> Result<T>) -> Result<T> {
+        let mut guard = self.sock.lock().expect("netlink socket");
+        if guard.is_none() {
+            *guard = Some(open_socket(self.netns.as_deref())?);
+        }
+        f(guard.as_mut().expect("socket just opened"))
+    }
+
+    fn in_ns(&self, e: ApplyError) -> ApplyError {
+        match e {
+            ApplyError::NoInterface { dev, .. } => ApplyError::NoInterface {
+                dev,
+                netns: self.netns.clone(),
+            },
+            e => e,
         }
     }
 }
 
 impl LiveSource for NetlinkLive {
-    fn link(&self, _dev: &str) -> Result<Option<LinkSummary>> {
-        Err(ApplyError::Netlink {
-            dev: None,
-            context: "link".into(),
-            message: "netlink module not merged yet".into(),
+    fn netns(&self) -> Option<&str> {
+        self.netns.as_deref()
+    }
+
+    fn link(&self, dev: &str) -> Result<Option<LinkSummary>> {
+        self.with_sock(|s| match s.link(dev) {
+            Ok(l) => Ok(Some(LinkSummary {
+                ifindex: l.ifindex,
+                num_tx_queues: l.num_tx_queues,
+            })),
+            Err(NetlinkError::NoSuchInterface { .. }) => Ok(None),
+            Err(e) => Err(netlink_error(Some(dev), "looking up the interface", e)),
         })
     }
 
-    fn dump(&self, _dev: &str) -> Result<TcTree> {
-        Err(ApplyError::Netlink {
-            dev: None,
-            context: "dump".into(),
-            message: "netlink module not merged yet".into(),
+    fn dump(&self, dev: &str) -> Result<TcTree> {
+        self.with_sock(|s| {
+            let link = s
+                .link(dev)
+                .map_err(|e| netlink_error(Some(dev), "looking up the interface", e))?;
+            s.dump(link.ifindex)
+                .map_err(|e| netlink_error(Some(dev), "reading the tc tree", e))
         })
+        .map_err(|e| self.in_ns(e))
     }
 
-    fn probe_qdisc(&self, kind: &QdiscKind) -> Result<std::result::Result<(), String>> {
-        self.probe.probe(kind)
+    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
+        self.probe.probe_many(kinds)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_cache_file_is_used_this_boot_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kinds.json");
+        let write = |boot: &str| {
+            let pf = ProbeFile {
+                boot_id: boot.to_string(),
+                supported: ["weird".to_string()].into(),
+            };
+            std::fs::write(&file, serde_json::to_vec(&pf).unwrap()).unwrap();
+        };
+        write(&boot_id());
+        // Answered from the file: no namespace needed (works without root).
+        let p = KindProbe::with_cache_file(file.clone());
+        assert_eq!(p.probe(&QdiscKind::Other("weird".into())).unwrap(), Ok(()));
+        // Another boot's file is ignored.
+        write("another-boot");
+        let p = KindProbe::with_cache_file(file.clone());
+        assert!(p.cache.lock().unwrap().is_empty());
     }
 }

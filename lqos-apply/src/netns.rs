@@ -244,6 +244,25 @@ mod tests {
     }
 
     #[test]
+    fn cleanup_stale_removes_only_dead_owners() {
+        if !require_netns("cleanup_stale_removes_only_dead_owners") {
+            return;
+        }
+        // pid 0x7ffffff0 is above pid_max: certainly not running.
+        let prefix = format!("lqos-stale{}", std::process::id());
+        let dead = format!("{prefix}-2147483632-x");
+        run("ip", &["netns", "add", &dead]).unwrap();
+        let alive = ScratchNetns::create(&unique_name(&prefix, "alive")).unwrap();
+        let deleted = cleanup_stale(&prefix).unwrap();
+        assert_eq!(deleted, vec![dead.clone()]);
+        let list = run("ip", &["netns", "list"]).unwrap();
+        assert!(
+            !list.contains(&dead) && list.contains(alive.name()),
+            "{list}"
+        );
+    }
+
+    #[test]
     fn scratch_netns_is_removed_on_panic() {
         if !require_netns("scratch_netns_is_removed_on_panic") {
             return;

@@ -64,7 +64,7 @@ pub enum Drift {
 fn lab(label: &Option<String>) -> String {
     label
         .as_ref()
-        .map(|l| format!(" ({l})"))
+        .map(|l| format!(" ({})", l.escape_debug()))
         .unwrap_or_default()
 }
 

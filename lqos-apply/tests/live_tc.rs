@@ -94,3 +94,30 @@ fn a_failing_line_is_mapped_to_its_op_and_interface() {
         assert!(matches!(err, ApplyError::OpFailed { .. }), "{err}");
     }
 }
+
+#[test]
+fn force_keeps_going_and_still_reports_the_failure() {
+    let Some(ns) = fixture("tc-force") else {
+        return;
+    };
+    let ops = hand_built(20, 4, |_| 10);
+    let mut streams = both(&ops);
+    if let lqos_tc::TcOp::AddClass(c) = &mut streams[0].ops[29] {
+        c.parent = lqos_tc::TcHandle::new(0x99, 1);
+        c.classid = lqos_tc::TcHandle::new(0x99, 5);
+    } else {
+        panic!("op 29 is not a class");
+    }
+    let mut tc = TcBatch::new(Some(ns.name().to_string()), TcMode::Combined);
+    tc.force = true; // LibreQoS runs `tc -f -b`
+    let rep = tc.load(&streams, RootDelete::InBatch, &NoProgress);
+    let r = &rep.interfaces[0];
+    // The refused class and the leaf qdisc that needed it fail; the rest loads.
+    assert_eq!(r.ops_applied, r.ops_total - 2, "{:?}", r.error);
+    match r.error.as_ref().unwrap() {
+        ApplyError::OpFailed { index, .. } => assert_eq!(*index, 30),
+        e => panic!("{e}"),
+    }
+    assert!(rep.interfaces[1].error.is_none());
+    assert_eq!(rep.interfaces[1].ops_applied, rep.interfaces[1].ops_total);
+}

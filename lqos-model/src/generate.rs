@@ -1,17 +1,8 @@
 //! A deterministic synthetic ISP network for tests and benches.
 //!
-//! The same [`GenParams`] (including the seed) always give the same network,
-//! byte for byte once written. The output passes validation with no warning
-//! and re-reads equal (see the tests).
-//!
-//! Shape: `sites` top-level sites; each site above the last site level has
-//! `site_fanout` child sites (`depth` levels of sites in all); every site of
-//! the last level has `fanout` APs; circuits are spread over the APs at
-//! random. `depth = 0` gives a flat network (`{}`, circuits without parent).
-//! The node depth (`depth` + 1 for the APs) is capped at
-//! [`MAX_NODE_DEPTH`](crate::MAX_NODE_DEPTH).
+//! See [`generate`].
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use core::net::{Ipv4Addr, Ipv6Addr};
 
 use ipnet::{Ipv4Net, Ipv6Net};
 use rand::{Rng, SeedableRng};
@@ -44,6 +35,9 @@ pub struct GenParams {
     /// Share of devices that get a small IPv4 range (/30) instead of one
     /// address.
     pub ipv4_range_fraction: f64,
+    /// Unevenness of top-level sites: top-level site `k` (1-based) gets a
+    /// share of circuits proportional to `1 / k^site_skew`. 0 = even.
+    pub site_skew: f64,
 }
 
 impl Default for GenParams {
@@ -60,6 +54,7 @@ impl Default for GenParams {
             multi_device_fraction: 0.05,
             ipv6_fraction: 0.5,
             ipv4_range_fraction: 0.02,
+            site_skew: 0.0,
         }
     }
 }
@@ -105,7 +100,35 @@ const TOWNS: [&str; 6] = [
     "Bakersfield, CA",
 ];
 
+/// 0-based index of the top-level site a site named `Site_K[_...]` is under.
+fn top_site_index(site: &str) -> usize {
+    site.strip_prefix("Site_")
+        .and_then(|r| r.split('_').next())
+        .and_then(|k| k.parse::<usize>().ok())
+        .map_or(0, |k| k.saturating_sub(1))
+}
+
 /// Generates a network as described by `params` (deterministic).
+///
+/// The same [`GenParams`] (including the seed) always give the same network,
+/// byte for byte once written. The output passes validation with no warning
+/// and re-reads equal (see the tests).
+///
+/// Shape: `sites` top-level sites; each site above the last site level has
+/// `site_fanout` child sites (`depth` levels of sites in all); every site of
+/// the last level has `fanout` APs; circuits are spread over the APs at
+/// random. `depth = 0` gives a flat network (`{}`, circuits without parent).
+/// The node depth (`depth` + 1 for the APs) is capped at
+/// [`MAX_NODE_DEPTH`](crate::MAX_NODE_DEPTH).
+///
+/// Circuits get realistic plans (25/5, 50/10, 100/20, 300/50, 1000/100,
+/// 155/20 Mbps and fractional ones such as 2.5/1, 10.5/5.25, 100.5/20.25)
+/// with min = max / 4, one IPv4 address from 100.64.0.0/10 per device (a
+/// few get a /30), an IPv6 /56 from fdd7:b724::/32 for some circuits,
+/// random locally administered MACs, and device lines numbered as
+/// [`write_shaped_devices`](crate::write_shaped_devices) writes them. The
+/// config bridges `ens19` (to_network) and `ens20` (to_internet) with
+/// `cake diffserv4`.
 ///
 /// ```
 /// use lqos_model::{generate, GenParams};
@@ -118,6 +141,7 @@ pub fn generate(params: &GenParams) -> Generated {
     let depth = params.depth.min(MAX_NODE_DEPTH - 1);
     let mut net = Network::new();
     let mut aps: Vec<String> = Vec::new();
+    let mut ap_top: Vec<usize> = Vec::new();
     let leaf_cap = 10_000u64;
     let cap_at = |level: usize| -> Rate {
         // Level 1 = top. Leaf sites 10 Gbit, doubling per level up, <= 100 Gbit.
@@ -168,9 +192,30 @@ pub fn generate(params: &GenParams) -> Generated {
                     Rate::from_mbps(u),
                 );
                 aps.push(name);
+                ap_top.push(top_site_index(site));
             }
         }
     }
+    // Cumulative AP weights for uneven top-level sites (skew > 0).
+    let ap_cumulative: Vec<f64> = if params.site_skew > 0.0 && !aps.is_empty() {
+        let mut per_top: Vec<usize> = Vec::new();
+        for &t in &ap_top {
+            if per_top.len() <= t {
+                per_top.resize(t + 1, 0);
+            }
+            per_top[t] += 1;
+        }
+        let mut acc = 0.0;
+        ap_top
+            .iter()
+            .map(|&t| {
+                acc += 1.0 / ((t + 1) as f64).powf(params.site_skew) / per_top[t] as f64;
+                acc
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
 
     let total_weight: u32 = PLANS.iter().map(|p| p.2).sum();
     let mut next_v4: u32 = u32::from(Ipv4Addr::new(100, 64, 0, 1));
@@ -198,6 +243,12 @@ pub fn generate(params: &GenParams) -> Generated {
         let umin = Rate::from_bps((umax.bps() / 4).max(1));
         let parent = if aps.is_empty() {
             None
+        } else if let Some(&total) = ap_cumulative.last() {
+            let x = rng.random_range(0.0..total);
+            let k = ap_cumulative
+                .partition_point(|&c| c <= x)
+                .min(aps.len() - 1);
+            Some(aps[k].clone())
         } else {
             Some(aps[rng.random_range(0..aps.len())].clone())
         };

@@ -2,11 +2,9 @@
 
 use std::io::Read;
 
+use crate::network_json::parse_with_lines;
 use crate::report::{Problem, Report};
-use crate::{
-    parse_config, parse_network_json_with_report, parse_shaped_devices, LqosConfig, ModelError,
-    Network,
-};
+use crate::{parse_config, parse_shaped_devices, LqosConfig, ModelError, Network};
 
 /// Everything read from a set of inputs, with every problem found.
 #[derive(Debug, Clone, Default)]
@@ -114,19 +112,28 @@ pub fn load_with_config<R: Read>(
     let mut report = Report::new();
     let (nfile, ntext) = network;
     let (dfile, dreader) = devices;
-    let (mut net, network_ok) = match parse_network_json_with_report(nfile, ntext) {
-        Ok((net, r)) => {
+    let (mut net, network_ok, node_lines) = match parse_with_lines(nfile, ntext) {
+        Ok((net, r, lines)) => {
             report.extend(r);
-            (net, true)
+            (net, true, lines)
         }
         Err(e) => {
             report.push(error_problem(e, nfile));
-            (Network::new(), false)
+            (Network::new(), false, Vec::new())
         }
     };
     match parse_shaped_devices(dfile, dreader) {
-        Ok(sd) => {
+        Ok(mut sd) => {
             report.extend(sd.report);
+            if network_ok {
+                resolve_parent_ids(
+                    &net,
+                    &mut sd.circuits,
+                    &sd.parent_node_ids,
+                    dfile,
+                    &mut report,
+                );
+            }
             net.set_circuits(sd.circuits);
         }
         Err(e) => report.push(error_problem(e, dfile)),
@@ -144,8 +151,22 @@ pub fn load_with_config<R: Read>(
             }
         },
     };
-    let v = crate::validate::validate_with(&net, nfile, dfile, network_ok);
+    let v = crate::validate::validate_with(&net, nfile, dfile, network_ok, &node_lines);
     report.extend(v);
+    // Group by file (network, devices, config), then by line; stable, so
+    // problems of one line keep the order they were found in.
+    let rank = |f: &str| {
+        if f == nfile {
+            0
+        } else if f == dfile {
+            1
+        } else {
+            2
+        }
+    };
+    report
+        .problems
+        .sort_by_key(|p| (rank(&p.file), p.line.unwrap_or(0)));
     Loaded {
         network: net,
         config,
@@ -180,6 +201,55 @@ fn check_config(c: &LqosConfig, file: &str, report: &mut Report) {
     ] {
         if v == 0 {
             report.push(Problem::error(file, format!("[queues] {k} is zero")));
+        }
+    }
+}
+
+/// Uses the `Parent Node ID` column: a circuit with an empty `Parent Node`
+/// gets the node whose `id` matches; a mismatch between the two columns is
+/// a warning (the `Parent Node` name wins, as in older LibreQoS).
+fn resolve_parent_ids(
+    net: &Network,
+    circuits: &mut [crate::Circuit],
+    ids: &[Option<String>],
+    file: &str,
+    report: &mut Report,
+) {
+    if ids.iter().all(Option::is_none) || net.node_count() == 0 {
+        return;
+    }
+    let by_id: std::collections::HashMap<&str, &str> = net
+        .nodes_preorder()
+        .into_iter()
+        .filter_map(|i| {
+            let n = net.node(i);
+            n.id.as_deref().map(|id| (id, n.name.as_str()))
+        })
+        .collect();
+    for (c, id) in circuits.iter_mut().zip(ids) {
+        let Some(id) = id else { continue };
+        let line = c.devices.first().map(|d| d.line).filter(|&l| l > 0);
+        match (by_id.get(id.as_str()), &c.parent) {
+            (Some(name), None) => c.parent = Some((*name).to_string()),
+            (Some(name), Some(p)) if p != name => report.push(
+                Problem::warning(
+                    file,
+                    format!(
+                        "Parent Node ID {id:?} is node {name:?} but Parent Node is {p:?}; using Parent Node"
+                    ),
+                )
+                .at_opt(line)
+                .circuit(&c.id),
+            ),
+            (Some(_), Some(_)) => {}
+            (None, _) => report.push(
+                Problem::warning(
+                    file,
+                    format!("Parent Node ID {id:?} matches no node id in network.json"),
+                )
+                .at_opt(line)
+                .circuit(&c.id),
+            ),
         }
     }
 }

@@ -1,16 +1,6 @@
 //! `network.json`: nested node objects keyed by node name.
 //!
-//! Each node is an object with `downloadBandwidthMbps` and
-//! `uploadBandwidthMbps` (numbers, fractional allowed, read exactly from
-//! their decimal text, never through a float), optional `type` (string),
-//! `id` (string or number), `virtual` (bool) and `children` (an object of
-//! nodes). Other keys are ignored. `{}` is a flat network. Nodes keep file
-//! order.
-//!
-//! Node problems (missing or bad bandwidth, zero or absurd rates, a
-//! duplicate name, a value that is not an object) are collected with the
-//! node's line; a node whose name is a duplicate is dropped with its
-//! subtree, as LibreQoS does.
+//! See [`parse_network_json_with_report`] for the accepted form.
 
 use std::fmt;
 
@@ -21,6 +11,11 @@ use crate::report::{Problem, Report};
 use crate::shaped_devices::rate_error_message;
 use crate::validate::MAX_RATE;
 use crate::{ModelError, Network, Node, Rate, RateError};
+
+/// Nesting beyond this is not read at all (far beyond what HTB can shape,
+/// see [`MAX_NODE_DEPTH`](crate::MAX_NODE_DEPTH); bounds work and stack on
+/// hostile input).
+const MAX_NESTING: usize = 32;
 
 /// A JSON object as its entries in file order, values left unparsed.
 struct Entries<'a>(Vec<(String, &'a RawValue)>);
@@ -71,11 +66,31 @@ pub fn parse_network_json(file: &str, text: &str) -> Result<Network, ModelError>
 
 /// Reads `network.json`, collecting every node problem into a report.
 ///
+/// Each node is an object with `downloadBandwidthMbps` and
+/// `uploadBandwidthMbps` (numbers, fractional allowed, read exactly from
+/// their decimal text, never through a float), optional `type` (string),
+/// `id` (string or number), `virtual` (bool) and `children` (an object of
+/// nodes). Other keys are ignored. `{}` is a flat network. Nodes keep file
+/// order.
+///
+/// Node problems (missing or bad bandwidth, zero or absurd rates, a
+/// duplicate name or `id`, a value that is not an object) are collected with the
+/// node's line; a node whose name is a duplicate is dropped with its
+/// subtree, as LibreQoS does.
+///
 /// `Err` only when the text is not JSON or its top level is not an object.
 pub fn parse_network_json_with_report(
     file: &str,
     text: &str,
 ) -> Result<(Network, Report), ModelError> {
+    parse_with_lines(file, text).map(|(n, r, _)| (n, r))
+}
+
+/// The parse plus the 1-based line of each node (indexed by `NodeIdx`).
+pub(crate) fn parse_with_lines(
+    file: &str,
+    text: &str,
+) -> Result<(Network, Report, Vec<usize>), ModelError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let top: Entries<'_> = serde_json::from_str(text).map_err(|e| ModelError::Json {
         file: file.to_string(),
@@ -89,9 +104,11 @@ pub fn parse_network_json_with_report(
         line_starts: line_starts(text),
         net: Network::new(),
         report: Report::new(),
+        node_lines: Vec::new(),
+        ids: std::collections::HashMap::new(),
     };
-    p.nodes(None, top);
-    Ok((p.net, p.report))
+    p.nodes(None, top, 1);
+    Ok((p.net, p.report, p.node_lines))
 }
 
 /// serde_json appends " at line L column C"; we print the position ourselves.
@@ -119,6 +136,8 @@ struct JsonParser<'a> {
     line_starts: Vec<usize>,
     net: Network,
     report: Report,
+    node_lines: Vec<usize>,
+    ids: std::collections::HashMap<String, (String, usize)>,
 }
 
 impl<'a> JsonParser<'a> {
@@ -131,16 +150,22 @@ impl<'a> JsonParser<'a> {
         self.line_starts.partition_point(|&s| s <= offset)
     }
 
-    fn nodes(&mut self, parent: Option<&str>, entries: Entries<'a>) {
+    fn nodes(&mut self, parent: Option<&str>, entries: Entries<'a>, level: usize) {
         for (name, raw) in entries.0 {
-            self.node(parent, name, raw);
+            self.node(parent, name, raw, level);
         }
     }
 
-    fn node(&mut self, parent: Option<&str>, name: String, raw: &'a RawValue) {
+    fn node(&mut self, parent: Option<&str>, name: String, raw: &'a RawValue, level: usize) {
         let line = self.line_of(raw);
         let file = self.file;
         let err = |msg: String| Problem::error(file, msg).at(line).node(&name);
+        if level > MAX_NESTING {
+            self.report.push(err(format!(
+                "node is nested more than {MAX_NESTING} levels deep; skipped with its children"
+            )));
+            return;
+        }
         let fields: Entries<'a> = match serde_json::from_str(raw.get()) {
             Ok(f) => f,
             Err(_) => {
@@ -235,10 +260,24 @@ impl<'a> JsonParser<'a> {
             upload: upload.unwrap_or(Rate::ZERO),
             virtual_node,
         };
+        let node_id = node.id.clone();
         match self.net.add_node(parent, node) {
-            Ok(_) => {
+            Ok(idx) => {
+                if let Some(id) = node_id {
+                    if let Some((other, other_line)) = self.ids.get(&id) {
+                        self.report.push(err(format!(
+                            "node id {id:?} is already used by node {other:?} (line {other_line})"
+                        )));
+                    } else {
+                        self.ids.insert(id, (name.clone(), line));
+                    }
+                }
+                if self.node_lines.len() <= idx.index() {
+                    self.node_lines.resize(idx.index() + 1, 0);
+                }
+                self.node_lines[idx.index()] = line;
                 if let Some(c) = children {
-                    self.nodes(Some(&name), c);
+                    self.nodes(Some(&name), c, level + 1);
                 }
             }
             Err(_) => self.report.push(err(

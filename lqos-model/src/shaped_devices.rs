@@ -1,50 +1,7 @@
 //! `ShapedDevices.csv`: one row per device, rows sharing a Circuit ID form
 //! one circuit.
 //!
-//! # How rows are read
-//!
-//! - The first non-comment row is the header. Columns are matched by name,
-//!   ignoring case, spaces, `_`/`-` and a trailing `Mbps` (`Circuit ID`,
-//!   `circuit_id` and `CIRCUIT ID` are one column). Unknown columns are
-//!   ignored with a warning. Required: the 12 legacy columns other than
-//!   `Comment`; `Parent Node ID`, `Anchor Node ID`, `Comment` and `sqm` are
-//!   optional.
-//! - Lines starting with `#` are comments, anywhere in the file. Blank lines
-//!   and rows whose fields are all empty are skipped. CRLF line ends and a
-//!   UTF-8 byte order mark are accepted. Fields may be quoted (`"a, b"`).
-//! - **13-field rows under a longer header.** LibreQoS itself reads rows by
-//!   position, in the legacy 13-column order (Circuit ID, Circuit Name,
-//!   Device ID, Device Name, Parent Node, MAC, IPv4, IPv6, Download Min,
-//!   Upload Min, Download Max, Upload Max, Comment), whatever the header
-//!   says. LibreQoS's own `ShapedDevices.example.csv` depends on that: its
-//!   header has 15 columns but its rows have 13 fields. So a row with exactly
-//!   13 fields under a header of more columns is read in that legacy order,
-//!   as LibreQoS reads it, and the file gets one warning saying so.
-//! - Other rows with fewer fields than the header are accepted when only
-//!   optional trailing columns are missing (they read as empty); otherwise
-//!   the row is an error and skipped. Rows with more fields than the header
-//!   are errors (usually an unquoted comma) and skipped.
-//! - IPv4 / IPv6 cells hold comma-separated addresses or CIDR ranges; a bare
-//!   address is a /32 or /128. Spaces around entries are ignored.
-//! - Rates are decimal Mbps, read exactly (see [`Rate`]).
-//! - Circuit ID, Device ID, Parent Node, MAC, IP and rate cells are trimmed
-//!   of surrounding whitespace; names and comments are kept verbatim.
-//!
-//! Row-level problems go into [`ShapedDevices::report`] with their line
-//! numbers; a row with an error that makes it unusable (no circuit ID, a rate
-//! that is not a number, a wrong field count) is skipped, everything else is
-//! kept so that all problems can be reported in one pass.
-//!
-//! # Devices of one circuit
-//!
-//! The first row of a circuit defines its name, parent, rates, comment and
-//! sqm. A later row that names another parent is an error (LibreQoS refuses
-//! such a file). Later rows with other rates, name, comment or sqm are
-//! warnings, and the first row wins (as in LibreQoS).
-//!
-//! Device IDs must be unique in the file (a repeated non-empty Device ID is
-//! an error, naming the first line that used it); an empty Device ID is a
-//! warning.
+//! See [`parse_shaped_devices`] for how rows are read.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -101,6 +58,12 @@ pub struct ShapedDevices {
     /// Circuits in order of first appearance, each with its devices in file
     /// order.
     pub circuits: Vec<Circuit>,
+    /// The `Parent Node ID` cell of each circuit's first row (same index as
+    /// `circuits`; `None` when empty or the column is absent). [`load`]
+    /// uses it to find the parent of a circuit whose `Parent Node` is empty.
+    ///
+    /// [`load`]: crate::load
+    pub parent_node_ids: Vec<Option<String>>,
     /// Row-level problems (with line numbers).
     pub report: Report,
 }
@@ -221,9 +184,64 @@ impl<'a> Row<'a> {
 
 /// Reads `ShapedDevices.csv` from `reader`; `file` names it in messages.
 ///
-/// Only input that cannot be read at all is an `Err`: an I/O error, broken
-/// CSV quoting, no header, or a header without a required column. Every
-/// row-level problem goes into the returned report (see the module docs).
+/// Only input that cannot be read at all is an `Err`: an I/O error, a quote
+/// never closed in the header, no header, or a header without a required
+/// column. Every row-level problem goes into the returned report.
+///
+/// # How rows are read
+///
+/// - The first non-comment row is the header. Columns are matched by name,
+///   ignoring case, spaces, `_`/`-` and a trailing `Mbps` (`Circuit ID`,
+///   `circuit_id` and `CIRCUIT ID` are one column). Unknown columns are
+///   ignored with a warning. Required: the 12 legacy columns other than
+///   `Comment`; `Parent Node ID`, `Anchor Node ID`, `Comment` and `sqm` are
+///   optional.
+/// - Lines starting with `#` are comments, anywhere in the file. Blank lines
+///   and rows whose fields are all empty are skipped. CRLF line ends and a
+///   UTF-8 byte order mark are accepted. Fields may be quoted (`"a, b"`).
+/// - **13-field rows under a longer header.** LibreQoS itself reads rows by
+///   position, in the legacy 13-column order (Circuit ID, Circuit Name,
+///   Device ID, Device Name, Parent Node, MAC, IPv4, IPv6, Download Min,
+///   Upload Min, Download Max, Upload Max, Comment), whatever the header
+///   says. LibreQoS's own `ShapedDevices.example.csv` depends on that: its
+///   header has 15 columns but its rows have 13 fields. So a row with exactly
+///   13 fields under a header of more columns is read in that legacy order,
+///   as LibreQoS reads it, and the file gets one warning saying so.
+/// - Other rows with fewer fields than the header are accepted when only
+///   optional trailing columns are missing (they read as empty); otherwise
+///   the row is an error and skipped. Rows with more fields than the header
+///   are errors (usually an unquoted comma) and skipped.
+/// - IPv4 / IPv6 cells hold comma-separated addresses or CIDR ranges; a bare
+///   address is a /32 or /128. Spaces around entries are ignored.
+/// - Rates are decimal Mbps, read exactly (see [`Rate`]).
+/// - Circuit ID, Device ID, Parent Node, MAC, IP and rate cells are trimmed
+///   of surrounding whitespace; names and comments are kept verbatim (text
+///   with control characters is kept too, with a warning).
+/// - A MAC that is not `aa:bb:cc:dd:ee:ff` (or `-`-separated) is a warning
+///   and kept as written: LibreQoS does not check MACs and some
+///   integrations put other text there (e.g. `pppoe-known`).
+/// - `sqm` is `spec` (both directions) or `down/up`; a first word other
+///   than those in [`KNOWN_SQM`] is a warning. An empty half means the
+///   default.
+/// - `Parent Node ID` is kept per circuit in
+///   [`ShapedDevices::parent_node_ids`]; [`load`](crate::load) uses it when
+///   `Parent Node` is empty.
+///
+/// Row-level problems go into [`ShapedDevices::report`] with their line
+/// numbers; a row with an error that makes it unusable (no circuit ID, a rate
+/// that is not a number, a wrong field count) is skipped, everything else is
+/// kept so that all problems can be reported in one pass.
+///
+/// # Devices of one circuit
+///
+/// The first row of a circuit defines its name, parent, rates, comment and
+/// sqm. A later row that names another parent is an error (LibreQoS refuses
+/// such a file). Later rows with other rates, name, comment or sqm are
+/// warnings, and the first row wins (as in LibreQoS).
+///
+/// Device IDs must be unique in the file (a repeated non-empty Device ID is
+/// an error, naming the first line that used it); an empty Device ID is a
+/// warning.
 ///
 /// ```
 /// let csv = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,\
@@ -248,35 +266,44 @@ pub fn parse_shaped_devices<R: Read>(
             message: e.to_string(),
         })?;
     let data = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
-    let mut csv = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .comment(Some(b'#'))
-        .from_reader(data);
-
+    let mut records = Records {
+        data,
+        pos: 0,
+        line: 1,
+    };
     let mut parser = Parser::new(file);
+    // Size the tables once: growing 100k-entry tables and vectors row by
+    // row is a large share of the parse time.
+    // (A real row has 12 commas and values: never less than ~32 bytes, so a
+    // file of blank lines cannot make this reserve much.)
+    let lines = data.iter().filter(|&&b| b == b'\n').count();
+    parser.reserve(lines.min(data.len() / 32));
     let mut header: Option<(Vec<Option<Col>>, usize)> = None;
-    let mut record = csv::ByteRecord::new();
-    loop {
-        match csv.read_byte_record(&mut record) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => {
-                let line = e.position().map(|p| p.line() as usize);
-                return Err(ModelError::Csv {
-                    file: file.to_string(),
-                    line,
-                    message: e.to_string(),
-                });
+    while let Some(rec) = records.next_record() {
+        let (line, raw) = match rec {
+            Ok(r) => r,
+            Err(line) => {
+                let msg = format!("a quote opened on line {line} is never closed");
+                if header.is_none() {
+                    return Err(ModelError::Csv {
+                        file: file.to_string(),
+                        line: Some(line),
+                        message: msg,
+                    });
+                }
+                parser.report.push(
+                    Problem::error(file, format!("{msg}; the rest of the file is skipped"))
+                        .at(line),
+                );
+                break;
             }
-        }
-        let line = record.position().map(|p| p.line() as usize).unwrap_or(0);
-        if record.iter().all(|f| f.iter().all(u8::is_ascii_whitespace)) {
+        };
+        if raw.iter().all(|f| f.iter().all(u8::is_ascii_whitespace)) {
             continue;
         }
-        let fields: Vec<&str> = match record
+        let fields: Vec<&str> = match raw
             .iter()
-            .map(std::str::from_utf8)
+            .map(|f| std::str::from_utf8(f))
             .collect::<Result<Vec<_>, _>>()
         {
             Ok(f) => f,
@@ -300,12 +327,157 @@ pub fn parse_shaped_devices<R: Read>(
     Ok(parser.finish())
 }
 
+/// A small RFC 4180 record splitter that knows LibreQoS's `#` comment
+/// lines and counts lines exactly (CRLF, LF or CR line ends; quoted fields
+/// may span lines; `""` in a quoted field is one quote; text after a closing
+/// quote is kept, as Python's csv module does).
+struct Records<'a> {
+    data: &'a [u8],
+    pos: usize,
+    line: usize,
+}
+
+type RawFields<'a> = Vec<std::borrow::Cow<'a, [u8]>>;
+
+impl<'a> Records<'a> {
+    /// Consumes one line end at `pos` (CRLF, LF or CR) if there is one.
+    fn eat_line_end(&mut self) -> bool {
+        match self.data.get(self.pos) {
+            Some(b'\r') => {
+                self.pos += 1;
+                if self.data.get(self.pos) == Some(&b'\n') {
+                    self.pos += 1;
+                }
+                self.line += 1;
+                true
+            }
+            Some(b'\n') => {
+                self.pos += 1;
+                self.line += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The next record and its first line; `Err(line)` for a quote opened
+    /// on `line` and never closed.
+    fn next_record(&mut self) -> Option<Result<(usize, RawFields<'a>), usize>> {
+        use std::borrow::Cow;
+        let d = self.data;
+        // Skip comment lines.
+        while self.pos < d.len() && d[self.pos] == b'#' {
+            while self.pos < d.len() && !self.eat_line_end() {
+                self.pos += 1;
+            }
+        }
+        if self.pos >= d.len() {
+            return None;
+        }
+        let start_line = self.line;
+        let mut fields: RawFields<'a> = Vec::with_capacity(16);
+        loop {
+            let field: Cow<'a, [u8]> = if d.get(self.pos) == Some(&b'"') {
+                let open_line = self.line;
+                self.pos += 1;
+                // Fast path: no doubled quote inside and a delimiter right
+                // after the closing quote: borrow the text.
+                if let Some(i) = d[self.pos..].iter().position(|&b| b == b'"') {
+                    let after = d.get(self.pos + i + 1);
+                    if matches!(after, None | Some(b',' | b'\r' | b'\n')) {
+                        let chunk = &d[self.pos..self.pos + i];
+                        self.line += chunk.iter().filter(|&&b| b == b'\n').count();
+                        self.pos += i + 1;
+                        fields.push(Cow::Borrowed(chunk));
+                        if d.get(self.pos) == Some(&b',') {
+                            self.pos += 1;
+                            continue;
+                        }
+                        self.eat_line_end();
+                        return Some(Ok((start_line, fields)));
+                    }
+                }
+                let mut buf = Vec::new();
+                loop {
+                    match d[self.pos.min(d.len())..].iter().position(|&b| b == b'"') {
+                        None => {
+                            self.pos = d.len();
+                            return Some(Err(open_line));
+                        }
+                        Some(i) => {
+                            let chunk = &d[self.pos..self.pos + i];
+                            self.line += chunk.iter().filter(|&&b| b == b'\n').count();
+                            buf.extend_from_slice(chunk);
+                            self.pos += i + 1;
+                            if d.get(self.pos) == Some(&b'"') {
+                                buf.push(b'"');
+                                self.pos += 1;
+                            } else {
+                                break;
+                            }
+                        }
+                    }
+                }
+                while let Some(&b) = d.get(self.pos) {
+                    if matches!(b, b',' | b'\r' | b'\n') {
+                        break;
+                    }
+                    buf.push(b);
+                    self.pos += 1;
+                }
+                Cow::Owned(buf)
+            } else {
+                let start = self.pos;
+                while let Some(&b) = d.get(self.pos) {
+                    if matches!(b, b',' | b'\r' | b'\n') {
+                        break;
+                    }
+                    self.pos += 1;
+                }
+                Cow::Borrowed(&d[start..self.pos])
+            };
+            fields.push(field);
+            if d.get(self.pos) == Some(&b',') {
+                self.pos += 1;
+                continue;
+            }
+            self.eat_line_end();
+            return Some(Ok((start_line, fields)));
+        }
+    }
+}
+
+/// FNV-1a: ids are short and the maps are hot; no need for SipHash here.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+
 struct Parser<'f> {
     file: &'f str,
     report: Report,
     circuits: Vec<Circuit>,
-    circuit_index: HashMap<String, usize>,
-    device_ids: HashMap<String, usize>,
+    parent_node_ids: Vec<Option<String>>,
+    circuit_index: FastMap<String, usize>,
+    device_ids: FastMap<String, usize>,
     legacy_rows: usize,
     legacy_first_line: usize,
     header_len: usize,
@@ -317,12 +489,20 @@ impl<'f> Parser<'f> {
             file,
             report: Report::new(),
             circuits: Vec::new(),
-            circuit_index: HashMap::new(),
-            device_ids: HashMap::new(),
+            parent_node_ids: Vec::new(),
+            circuit_index: FastMap::default(),
+            device_ids: FastMap::default(),
             legacy_rows: 0,
             legacy_first_line: 0,
             header_len: 0,
         }
+    }
+
+    fn reserve(&mut self, rows: usize) {
+        self.circuits.reserve(rows);
+        self.parent_node_ids.reserve(rows);
+        self.circuit_index.reserve(rows);
+        self.device_ids.reserve(rows);
     }
 
     fn read_header(
@@ -466,6 +646,23 @@ impl<'f> Parser<'f> {
         }
         let sqm = sqm.2;
 
+        for col in [
+            Col::CircuitId,
+            Col::CircuitName,
+            Col::DeviceId,
+            Col::DeviceName,
+            Col::ParentNode,
+            Col::Comment,
+        ] {
+            if row.get(col).chars().any(char::is_control) {
+                self.report.push(warn(format!(
+                    "{} {:?} contains control characters (kept as written)",
+                    col.name(),
+                    row.get(col)
+                )));
+            }
+        }
+
         let device_id = row.get(Col::DeviceId).trim();
         if device_id.is_empty() {
             self.report
@@ -496,6 +693,9 @@ impl<'f> Parser<'f> {
             None => {
                 self.circuit_index
                     .insert(circuit_id.to_string(), self.circuits.len());
+                let pid = row.get(Col::ParentNodeId).trim();
+                self.parent_node_ids
+                    .push((!pid.is_empty()).then(|| pid.to_string()));
                 self.circuits.push(Circuit {
                     id: circuit_id.to_string(),
                     name: name.to_string(),
@@ -557,6 +757,7 @@ impl<'f> Parser<'f> {
             );
         }
         ShapedDevices {
+            parent_node_ids: self.parent_node_ids,
             circuits: self.circuits,
             report: self.report,
         }

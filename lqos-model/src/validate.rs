@@ -14,8 +14,13 @@ use std::collections::HashMap;
 use crate::report::{Problem, Report};
 use crate::{Network, NodeIdx, Rate};
 
-/// Most non-virtual node levels above a circuit (HTB's 8 class levels minus
-/// the queue's top class and the circuit class).
+/// Most non-virtual node levels above a circuit.
+///
+/// The kernel's HTB allows at most 8 levels of classes in one qdisc
+/// (`TC_HTB_MAXDEPTH`). In the LibreQoS tree every queue has a top class
+/// (minor 1) and every circuit is a leaf class, so at most 8 - 2 = 6 levels
+/// of `network.json` nodes fit between them. Virtual nodes get no class, so
+/// only non-virtual nodes count. A deeper node is an error.
 pub const MAX_NODE_DEPTH: usize = 6;
 
 /// Rates above this (400 Gbit/s) are treated as typing mistakes.
@@ -27,7 +32,7 @@ pub const MAX_RATE: Rate = Rate::from_bps(400_000_000_000);
 /// Per-file parse problems are not repeated here: this looks at the
 /// hierarchy and circuits as built.
 pub fn validate(network: &Network, network_file: &str, devices_file: &str) -> Report {
-    validate_with(network, network_file, devices_file, true)
+    validate_with(network, network_file, devices_file, true, &[])
 }
 
 /// [`validate`]; `check_parents = false` skips the circuit-parent rules
@@ -37,9 +42,10 @@ pub(crate) fn validate_with(
     network_file: &str,
     devices_file: &str,
     check_parents: bool,
+    node_lines: &[usize],
 ) -> Report {
     let mut report = Report::new();
-    check_nodes(network, network_file, &mut report);
+    check_nodes(network, network_file, node_lines, &mut report);
     check_circuits(network, devices_file, check_parents, &mut report);
     check_overlaps(network, devices_file, &mut report);
     report
@@ -55,11 +61,12 @@ fn shaping_ancestor(net: &Network, mut idx: NodeIdx) -> Option<NodeIdx> {
     }
 }
 
-fn check_nodes(net: &Network, file: &str, report: &mut Report) {
+fn check_nodes(net: &Network, file: &str, node_lines: &[usize], report: &mut Report) {
     // Non-virtual depth of each node, computed parents first.
     let mut depth: HashMap<NodeIdx, usize> = HashMap::with_capacity(net.node_count());
     for idx in net.nodes_preorder() {
         let node = net.node(idx);
+        let line = node_lines.get(idx.index()).copied().filter(|&l| l > 0);
         let parent = net.parent(idx);
         let above = parent.map(|p| depth[&p]).unwrap_or(0);
         let d = above + usize::from(!node.virtual_node);
@@ -72,6 +79,7 @@ fn check_nodes(net: &Network, file: &str, report: &mut Report) {
                         "node is at level {d} of the hierarchy (virtual nodes not counted); HTB allows 8 class levels, so at most {MAX_NODE_DEPTH} node levels fit between a queue's top class and its circuits"
                     ),
                 )
+                .at_opt(line)
                 .node(&node.name),
             );
         }
@@ -93,6 +101,7 @@ fn check_nodes(net: &Network, file: &str, report: &mut Report) {
                                 pn.name
                             ),
                         )
+                        .at_opt(line)
                         .node(&node.name),
                     );
                 }

@@ -109,14 +109,53 @@ proptest! {
         multi in 0.0f64..0.5,
         v6 in 0.0f64..1.0,
         range in 0.0f64..0.3,
+        skew in 0.0f64..2.0,
     ) {
         let g = generate(&GenParams {
             circuits, seed, sites, site_fanout, fanout, depth,
             multi_device_fraction: multi, ipv6_fraction: v6, ipv4_range_fraction: range,
+            site_skew: skew,
         });
         let (net, config, report) = reread(&g);
         prop_assert!(report.is_clean(), "{}", report);
         prop_assert_eq!(config, g.config);
         prop_assert_eq!(net, g.network);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Untrusted text (quotes, commas, newlines, `#`, control and non-ASCII
+    /// characters) survives a write and a re-read unchanged.
+    #[test]
+    fn any_text_fields_survive_write_and_reread(
+        id in "[#\"a-z0-9,;$`\n ]{0,8}[a-z0-9#\"]",
+        name in any::<String>(),
+        comment in any::<String>(),
+        dev_name in any::<String>(),
+        sqm in prop_oneof![Just(None), Just(Some(("cake".to_string(), "fq_codel".to_string())))],
+    ) {
+        let mut g = generate(&GenParams { circuits: 2, depth: 0, ..GenParams::default() });
+        let mut circuits = g.network.circuits().to_vec();
+        circuits[0].id = id.trim().to_string();
+        prop_assume!(!circuits[0].id.is_empty() && circuits[0].id != circuits[1].id);
+        circuits[0].name = name;
+        circuits[0].comment = comment;
+        circuits[0].devices[0].name = dev_name;
+        circuits[0].sqm = sqm.map(|(d, u)| lqos_model::SqmOverride { download: d, upload: u });
+        g.network.set_circuits(circuits);
+        let text = write_shaped_devices(&g.network);
+        let sd = parse_shaped_devices("ShapedDevices.csv", text.as_bytes()).unwrap();
+        prop_assert!(!sd.report.has_errors(), "{}", sd.report);
+        // Line numbers follow embedded newlines; compare the rest.
+        let without_lines = |cs: &[lqos_model::Circuit]| {
+            let mut cs = cs.to_vec();
+            for d in cs.iter_mut().flat_map(|c| c.devices.iter_mut()) {
+                d.line = 0;
+            }
+            cs
+        };
+        prop_assert_eq!(without_lines(&sd.circuits), without_lines(g.network.circuits()));
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use lqos_tc::TcOp;
+use lqos_tc::{InterfacePlan, Plan, TcOp};
 use serde::Serialize;
 
 use crate::error::ApplyError;
@@ -25,6 +25,26 @@ pub struct IfaceOps {
     pub dev: String,
     /// Ops in order.
     pub ops: Vec<TcOp>,
+}
+
+impl IfaceOps {
+    /// A stream of `ops` for `dev`.
+    pub fn new(dev: impl Into<String>, ops: Vec<TcOp>) -> IfaceOps {
+        IfaceOps {
+            dev: dev.into(),
+            ops,
+        }
+    }
+
+    /// The full build of one planned interface.
+    pub fn from_plan(ip: &InterfacePlan) -> IfaceOps {
+        IfaceOps::new(ip.dev.clone(), ip.ops.clone())
+    }
+
+    /// The full builds of all interfaces of `plan`.
+    pub fn all_from_plan(plan: &Plan) -> Vec<IfaceOps> {
+        plan.interfaces.iter().map(IfaceOps::from_plan).collect()
+    }
 }
 
 /// Where the `qdisc del dev X root` of a full reload goes.
@@ -163,6 +183,15 @@ pub(crate) fn with_root_delete(ops: &[TcOp], root_delete: RootDelete) -> Vec<TcO
     }
     v.extend_from_slice(ops);
     v
+}
+
+/// Length of the queue-layout prefix of a stream: the ops before the first
+/// class with minor >= 3 (root, HTBs, `:1`, `:2` and its leaf in planner
+/// output; the whole stream if it has no such class).
+pub(crate) fn setup_len(ops: &[TcOp]) -> usize {
+    ops.iter()
+        .position(|op| matches!(op, TcOp::AddClass(c) if c.classid.minor() >= 3))
+        .unwrap_or(ops.len())
 }
 
 /// True for the root delete (`qdisc del dev X root`).

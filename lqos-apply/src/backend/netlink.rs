@@ -1,24 +1,156 @@
-//! The rtnetlink backend (one socket per interface worker).
+//! The rtnetlink backend: one socket per interface worker, many requests
+//! per `sendmsg`, ACKs matched by sequence number.
 
-use serde::Serialize;
+use lqos_tc::TcOp;
 
-use super::{Backend, IfaceOps, IfaceReport, LoadReport, Parallelism, Progress, RootDelete};
+use super::{
+    is_benign_root_delete_failure, is_root_delete, with_root_delete, Backend, IfaceOps,
+    IfaceReport, LoadReport, Parallelism, Progress, RootDelete,
+};
 use crate::error::ApplyError;
-use crate::timing::Timing;
+use crate::live::{netlink_error, open_socket};
+use crate::netlink::{NetlinkSocket, SendOptions};
+use crate::timing::{CpuScope, Stopwatch};
+use lqos_tc::render_line;
 
-/// Netlink loader: serial, or one thread (and socket) per interface.
-#[derive(Debug, Clone, Serialize)]
+/// Netlink loader: serial, or one thread (with its own socket) per
+/// interface.
+#[derive(Debug, Clone)]
 pub struct NetlinkBackend {
-    /// Run inside this network namespace.
+    /// Run inside this network namespace (each worker enters it to open
+    /// its socket).
     pub netns: Option<String>,
     /// Serial or one worker per interface.
     pub parallelism: Parallelism,
+    /// Pipelining (requests per `sendmsg`, in flight).
+    pub send: SendOptions,
 }
 
 impl NetlinkBackend {
-    /// A loader for `netns` (None = current namespace).
+    /// A loader for `netns` (None = current namespace) with default
+    /// pipelining.
     pub fn new(netns: Option<String>, parallelism: Parallelism) -> NetlinkBackend {
-        NetlinkBackend { netns, parallelism }
+        NetlinkBackend {
+            netns,
+            parallelism,
+            send: SendOptions::default(),
+        }
+    }
+
+    /// Sends `ops[start..]`, skipping a root delete that found nothing to
+    /// delete. Returns (ops applied, first real failure).
+    fn send_stream(
+        &self,
+        sock: &mut NetlinkSocket,
+        ifindex: i32,
+        dev: &str,
+        ops: &[TcOp],
+        progress: &dyn Progress,
+    ) -> (usize, Option<ApplyError>) {
+        let mut applied = 0;
+        let mut start = 0;
+        while start < ops.len() {
+            // A root delete goes alone: when it finds nothing to delete, the
+            // ops behind it in the same sendmsg would still be applied.
+            let end = if is_root_delete(&ops[start]) {
+                start + 1
+            } else {
+                ops[start..]
+                    .iter()
+                    .position(is_root_delete)
+                    .map_or(ops.len(), |p| start + p)
+            };
+            let mut last = 0usize;
+            let mut report = |n: usize| {
+                if n > last {
+                    progress.advance(dev, n - last);
+                    last = n;
+                }
+            };
+            match sock.send_ops(ifindex, &ops[start..end], &self.send, &mut report) {
+                Ok(stats) => {
+                    applied += stats.acked;
+                    start = end;
+                }
+                Err(f) if is_benign_root_delete_failure(&f.op, &f.message) => {
+                    applied += f.succeeded + 1;
+                    start += f.index + 1;
+                }
+                Err(f) => {
+                    applied += f.succeeded + f.applied_after;
+                    return (
+                        applied,
+                        Some(ApplyError::OpFailed {
+                            dev: dev.to_string(),
+                            index: start + f.index,
+                            op_text: render_line(dev, &f.op),
+                            message: f.message,
+                            errno: Some(f.errno),
+                        }),
+                    );
+                }
+            }
+        }
+        (applied, None)
+    }
+
+    fn load_iface(
+        &self,
+        iface: &IfaceOps,
+        root_delete: RootDelete,
+        progress: &dyn Progress,
+    ) -> IfaceReport {
+        let sw = Stopwatch::start(CpuScope::Thread);
+        let stream = with_root_delete(&iface.ops, root_delete);
+        let mut rep = IfaceReport {
+            dev: iface.dev.clone(),
+            ops_total: stream.len(),
+            ops_applied: 0,
+            timing: None,
+            root_delete: None,
+            error: None,
+        };
+        let opened = open_socket(self.netns.as_deref()).and_then(|mut s| {
+            let link = s.link(&iface.dev).map_err(|e| {
+                match netlink_error(Some(&iface.dev), "looking up the interface", e) {
+                    ApplyError::NoInterface { dev, .. } => ApplyError::NoInterface {
+                        dev,
+                        netns: self.netns.clone(),
+                    },
+                    e => e,
+                }
+            })?;
+            Ok((s, link.ifindex))
+        });
+        let (mut sock, ifindex) = match opened {
+            Ok(x) => x,
+            Err(e) => {
+                rep.error = Some(e);
+                rep.timing = Some(sw.stop());
+                return rep;
+            }
+        };
+        if root_delete == RootDelete::Separate {
+            let rd = Stopwatch::start(CpuScope::Thread);
+            let (_, err) = self.send_stream(
+                &mut sock,
+                ifindex,
+                &iface.dev,
+                &[TcOp::delete_root()],
+                &super::NoProgress,
+            );
+            rep.root_delete = Some(rd.stop());
+            if err.is_some() {
+                rep.error = err;
+                rep.timing = Some(sw.stop());
+                return rep;
+            }
+        }
+        let (applied, err) = self.send_stream(&mut sock, ifindex, &iface.dev, &stream, progress);
+        rep.ops_applied = applied;
+        rep.error = err;
+        rep.timing = Some(sw.stop());
+        rep
     }
 }
 
@@ -30,25 +162,48 @@ impl Backend for NetlinkBackend {
         }
     }
 
-    fn load(&self, ifaces: &[IfaceOps], _root_delete: RootDelete, _p: &dyn Progress) -> LoadReport {
+    fn load(
+        &self,
+        ifaces: &[IfaceOps],
+        root_delete: RootDelete,
+        progress: &dyn Progress,
+    ) -> LoadReport {
+        let sw = Stopwatch::start(CpuScope::Process);
+        let interfaces = match self.parallelism {
+            Parallelism::Serial => ifaces
+                .iter()
+                .map(|i| self.load_iface(i, root_delete, progress))
+                .collect(),
+            Parallelism::Parallel => std::thread::scope(|s| {
+                let handles: Vec<_> = ifaces
+                    .iter()
+                    .map(|i| s.spawn(move || self.load_iface(i, root_delete, progress)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .zip(ifaces)
+                    .map(|(h, i)| {
+                        h.join().unwrap_or_else(|_| IfaceReport {
+                            dev: i.dev.clone(),
+                            ops_total: i.ops.len(),
+                            ops_applied: 0,
+                            timing: None,
+                            root_delete: None,
+                            error: Some(ApplyError::Incomplete {
+                                dev: i.dev.clone(),
+                                sent: 0,
+                                total: i.ops.len(),
+                                reason: "the worker thread panicked".into(),
+                            }),
+                        })
+                    })
+                    .collect()
+            }),
+        };
         LoadReport {
             backend: self.describe(),
-            interfaces: ifaces
-                .iter()
-                .map(|i| IfaceReport {
-                    dev: i.dev.clone(),
-                    ops_total: i.ops.len(),
-                    ops_applied: 0,
-                    timing: None,
-                    root_delete: None,
-                    error: Some(ApplyError::Netlink {
-                        dev: Some(i.dev.clone()),
-                        context: "load".into(),
-                        message: "netlink module not merged yet".into(),
-                    }),
-                })
-                .collect(),
-            total: Timing::default(),
+            interfaces,
+            total: sw.stop(),
         }
     }
 }

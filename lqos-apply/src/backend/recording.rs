@@ -5,13 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use lqos_tc::{QdiscKind, TcOp, TcTree};
+use lqos_tc::{render_line, QdiscKind, TcOp, TcTree};
 
 use super::{
-    is_benign_root_delete_failure, with_root_delete, Backend, IfaceOps, IfaceReport, LoadReport,
-    Progress, RootDelete,
+    is_root_delete, with_root_delete, Backend, IfaceOps, IfaceReport, LoadReport, Progress,
+    RootDelete,
 };
-use crate::compat::{render_line, tree_apply};
 use crate::error::{ApplyError, Result};
 use crate::live::{LinkSummary, LiveSource};
 use crate::timing::Timing;
@@ -130,43 +129,70 @@ impl Recording {
             });
             return rep;
         }
-        for (index, op) in ops.iter().enumerate() {
-            let n = *s.per_dev.get(dev).unwrap_or(&0);
-            s.per_dev.insert(dev.to_string(), n + 1);
-            s.sent.push((dev.to_string(), op.clone()));
+        let n0 = *s.per_dev.get(dev).unwrap_or(&0);
+        // Where a scheduled failure or an unsupported kind stops the stream.
+        let stop = ops.iter().enumerate().find_map(|(i, op)| {
             let planned = s
                 .failures
                 .iter()
-                .find(|f| f.dev == dev && f.op_index == n)
+                .find(|f| f.dev == dev && f.op_index == n0 + i)
                 .map(|f| f.message.clone());
             let unsupported = match op {
                 TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) => s.unsupported.contains(q.kind.name()),
                 _ => false,
             };
-            let tree = s.trees.entry(dev.to_string()).or_default();
-            let empty_root = is_benign_root_delete_failure(op, "handle of zero")
-                && !tree
-                    .qdiscs
-                    .values()
-                    .any(|q| q.parent == lqos_tc::TcHandle::ROOT);
-            let message = planned.or_else(|| {
-                unsupported.then(|| "Error: Specified qdisc kind is unknown.".to_string())
-            });
-            if let Some(message) = message {
-                rep.error = Some(ApplyError::OpFailed {
-                    dev: dev.to_string(),
-                    index,
-                    op_text: render_line(dev, op),
-                    message,
-                    errno: Some(libc::EINVAL),
+            planned
+                .or_else(|| unsupported.then(|| "Specified qdisc kind is unknown.".to_string()))
+                .map(|m| (i, m))
+        });
+        let upto = stop.as_ref().map_or(ops.len(), |(i, _)| *i);
+        // The tree model enforces the kernel's rules; apply in runs between
+        // root deletes (a root delete on an empty device is a no-op here).
+        let tree = s.trees.entry(dev.to_string()).or_default();
+        let mut failure = None;
+        let mut i = 0;
+        while i < upto {
+            if is_root_delete(&ops[i]) {
+                let has_root = tree.qdiscs.values().any(|q| {
+                    q.parent == lqos_tc::TcHandle::ROOT && q.handle != lqos_tc::TcHandle::UNSPEC
                 });
+                if has_root {
+                    if let Err(e) = tree.apply(&ops[i]) {
+                        failure = Some((i, e.to_string()));
+                        break;
+                    }
+                }
+                i += 1;
+                continue;
+            }
+            let j = ops[i..upto]
+                .iter()
+                .position(is_root_delete)
+                .map_or(upto, |p| i + p);
+            if let Err((k, e)) = tree.apply_all(&ops[i..j]) {
+                failure = Some((i + k, e.to_string()));
                 break;
             }
-            if !empty_root {
-                tree_apply(tree, op);
-            }
-            rep.ops_applied += 1;
+            i = j;
         }
+        let failure = failure.or(stop);
+        let processed = failure.as_ref().map_or(ops.len(), |(i, _)| i + 1);
+        rep.ops_applied = failure.as_ref().map_or(ops.len(), |(i, _)| *i);
+        if let Some((index, message)) = failure {
+            rep.error = Some(ApplyError::OpFailed {
+                dev: dev.to_string(),
+                index,
+                op_text: render_line(dev, &ops[index]),
+                message,
+                errno: Some(libc::EINVAL),
+            });
+        }
+        s.per_dev.insert(dev.to_string(), n0 + processed);
+        s.sent.extend(
+            ops[..processed]
+                .iter()
+                .map(|op| (dev.to_string(), op.clone())),
+        );
         drop(s);
         progress.advance(dev, rep.ops_applied);
         rep
@@ -208,7 +234,7 @@ impl LiveSource for Recording {
         let s = self.state.lock().expect("recording lock");
         let names: Vec<&String> = s.links.keys().collect();
         Ok(s.links.get(dev).map(|q| LinkSummary {
-            ifindex: 1 + names.iter().position(|n| *n == dev).unwrap_or(0) as u32,
+            ifindex: 1 + names.iter().position(|n| *n == dev).unwrap_or(0) as i32,
             num_tx_queues: *q,
         }))
     }
@@ -220,12 +246,17 @@ impl LiveSource for Recording {
         })
     }
 
-    fn probe_qdisc(&self, kind: &QdiscKind) -> Result<std::result::Result<(), String>> {
+    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
         let s = self.state.lock().expect("recording lock");
-        Ok(if s.unsupported.contains(kind.name()) {
-            Err("Error: Specified qdisc kind is unknown.".into())
-        } else {
-            Ok(())
-        })
+        Ok(kinds
+            .iter()
+            .map(|k| {
+                if s.unsupported.contains(k.name()) {
+                    Err("Specified qdisc kind is unknown.".into())
+                } else {
+                    Ok(())
+                }
+            })
+            .collect())
     }
 }

@@ -11,12 +11,12 @@ use nix::unistd::Pid;
 use serde::Serialize;
 
 use super::{
-    is_benign_root_delete_failure, with_root_delete, Backend, IfaceOps, IfaceReport, LoadReport,
-    Progress, RootDelete,
+    is_benign_root_delete_failure, setup_len, with_root_delete, Backend, IfaceOps, IfaceReport,
+    LoadReport, Progress, RootDelete,
 };
-use crate::compat::render_line;
 use crate::error::ApplyError;
 use crate::timing::{zombie_cpu, CpuScope, Stopwatch, Timing};
+use lqos_tc::render_line;
 
 /// How the tc backend groups interfaces into `tc -b` processes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -357,6 +357,47 @@ pub(crate) fn parse_tc_errors(stderr: &str) -> Vec<(usize, String)> {
     out
 }
 
+/// The line order of a combined batch, the same as
+/// [`lqos_tc::render_combined`]: the in-batch root deletes, each
+/// interface's setup ops, then the interfaces' entity groups (a class op and
+/// the ops after it up to the next class op) round-robin.
+fn combined_order(
+    ifaces: &[IfaceOps],
+    streams: &[Vec<TcOp>],
+    root_delete: RootDelete,
+) -> Vec<Line> {
+    let skip = usize::from(root_delete == RootDelete::InBatch);
+    let mut lines = Vec::with_capacity(streams.iter().map(Vec::len).sum());
+    if skip == 1 {
+        lines.extend((0..streams.len()).map(|iface| Line { iface, op: 0 }));
+    }
+    let mut cursors = Vec::with_capacity(streams.len());
+    for (iface, (i, s)) in ifaces.iter().zip(streams).enumerate() {
+        let setup_end = (skip + setup_len(&i.ops)).min(s.len());
+        lines.extend((skip..setup_end).map(|op| Line { iface, op }));
+        cursors.push(setup_end);
+    }
+    loop {
+        let mut progressed = false;
+        for (iface, (s, cur)) in streams.iter().zip(cursors.iter_mut()).enumerate() {
+            if *cur >= s.len() {
+                continue;
+            }
+            progressed = true;
+            let mut end = *cur + 1;
+            while end < s.len() && !matches!(s[end], TcOp::AddClass(_)) {
+                end += 1;
+            }
+            lines.extend((*cur..end).map(|op| Line { iface, op }));
+            *cur = end;
+        }
+        if !progressed {
+            break;
+        }
+    }
+    lines
+}
+
 fn new_reports(ifaces: &[IfaceOps], streams: &[Vec<TcOp>]) -> Vec<IfaceReport> {
     ifaces
         .iter()
@@ -425,16 +466,7 @@ impl Backend for TcBatch {
                     }
                 }
                 if reports.iter().all(|r| r.error.is_none()) {
-                    // Round-robin interleave; root deletes come first anyway.
-                    let mut lines = Vec::new();
-                    let longest = streams.iter().map(Vec::len).max().unwrap_or(0);
-                    for op in 0..longest {
-                        for (iface, s) in streams.iter().enumerate() {
-                            if op < s.len() {
-                                lines.push(Line { iface, op });
-                            }
-                        }
-                    }
+                    let lines = combined_order(ifaces, &streams, root_delete);
                     self.load_lines(ifaces, &streams, &lines, true, progress, &mut reports);
                 }
             }
@@ -463,6 +495,32 @@ impl Backend for TcBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn combined_order_matches_render_combined() {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits: 50,
+            seed: 7,
+            ..Default::default()
+        });
+        let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
+        let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
+        let ifaces = IfaceOps::all_from_plan(&plan);
+        for rd in [RootDelete::None, RootDelete::InBatch] {
+            let streams: Vec<Vec<TcOp>> = ifaces
+                .iter()
+                .map(|i| with_root_delete(&i.ops, rd))
+                .collect();
+            let text: String = combined_order(&ifaces, &streams, rd)
+                .iter()
+                .map(|l| render_line(&ifaces[l.iface].dev, &streams[l.iface][l.op]) + "\n")
+                .collect();
+            assert_eq!(
+                text,
+                lqos_tc::render_combined(&plan, rd == RootDelete::InBatch)
+            );
+        }
+    }
 
     #[test]
     fn parses_tc_batch_errors() {

@@ -1,7 +1,7 @@
 //! Load-method benchmarks (`lqos bench` and the criterion loader benches).
 
-mod clock;
+mod runner;
 mod stats;
 
-pub use clock::{CpuTimes, Stopwatch};
+pub use runner::{BenchTree, Measured, Method, Runner};
 pub use stats::{Sample, Spread, Summary};

@@ -17,6 +17,18 @@ pub struct Sample {
     pub ops: usize,
 }
 
+impl Sample {
+    /// A sample from a measured [`Timing`](crate::Timing) and the ops sent.
+    pub fn new(t: crate::Timing, ops: usize) -> Sample {
+        Sample {
+            wall: t.wall,
+            user: t.user,
+            sys: t.sys,
+            ops,
+        }
+    }
+}
+
 /// Median, minimum and maximum of one quantity over runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Spread {

@@ -149,7 +149,8 @@ impl PschedClock {
 
     /// Bytes that `ticks` of transmit time hold at `bytes_per_sec` (the
     /// inverse of [`PschedClock::xmit_ticks`], rounded to the nearest byte;
-    /// exact to within about `bytes_per_sec` x 1 µs).
+    /// exact to within the bytes of ~1.1 µs at `bytes_per_sec`: tc's
+    /// whole-microsecond truncation plus one 64 ns tick).
     pub fn xmit_size(&self, bytes_per_sec: u64, ticks: u32) -> u32 {
         let bytes = f64::from(ticks) / self.tick_in_usec() * bytes_per_sec as f64 / 1e6;
         bytes.round().min(f64::from(u32::MAX)) as u32

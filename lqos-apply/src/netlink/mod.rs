@@ -10,6 +10,30 @@
 //! - [`NetlinkSocket::dump`] reads an interface's qdiscs and HTB classes
 //!   back into a [`lqos_tc::TcTree`].
 //!
+//! # What a dump contains (observed on kernel 6.18, veth in a netns)
+//!
+//! - Before any tc op, a veth's root is `noqueue` with handle `0:` (kind
+//!   [`lqos_tc::QdiscKind::Other`]`("noqueue")`, parent `root`).
+//! - `mq` creates one default qdisc per TX queue (`net.core.default_qdisc`,
+//!   `pfifo_fast` here) with handle `0:` and parent `7fff:N`. Each one an
+//!   HTB replaces disappears; queues a plan leaves unused keep theirs.
+//!   Handle-0 qdiscs keep `handle == 0` and are keyed by their parent in
+//!   [`lqos_tc::TcTree::qdiscs`] ([`qdisc_tree_key`]), so all of them are
+//!   kept; filter on `q.handle == TcHandle::UNSPEC` to ignore them.
+//! - The `pfifo` HTB attaches to every new leaf class is invisible and not
+//!   dumped; an explicit leaf replaces it.
+//! - Options come back complete: HTB qdiscs always report `r2q` (10 unless
+//!   set) and `direct_qlen` (the device's txqueuelen, 1000), `pfifo`/`bfifo`
+//!   their effective limit, classes their burst and cburst (converted from
+//!   ticks, so up to ~1 µs worth of bytes smaller than sent because tc's
+//!   tick formula, which lqos reproduces, truncates to whole µs: tc's
+//!   default 1600 bytes read back as 1496 at 1 Gbit and 1200 at 10 Gbit).
+//!   Compare with a plan modulo the fields the plan leaves `None`.
+//! - `mq`'s per-queue classes (`7fff:N`) are skipped: only HTB classes are
+//!   returned; a top class's parent (`TC_H_ROOT` on the wire) is its HTB
+//!   qdisc (`1:`). Rates above 2^32 bytes/s come from
+//!   `TCA_HTB_RATE64`/`CEIL64` and read back exactly.
+//!
 //! ```no_run
 //! use lqos_apply::netlink::{NetlinkSocket, SendOptions};
 //! use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp};

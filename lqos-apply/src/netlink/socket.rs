@@ -143,14 +143,26 @@ pub struct OpFailure {
     /// Ops after `index` that the kernel nevertheless applied because they
     /// were in the same `sendmsg` batch.
     pub applied_after: usize,
+    /// The interface index the ops were sent for.
+    pub ifindex: i32,
+    /// Its name, if this socket looked it up with [`NetlinkSocket::link`].
+    pub dev: Option<String>,
 }
 
 impl fmt::Display for OpFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dev = self
+            .dev
+            .clone()
+            .unwrap_or_else(|| format!("ifindex{}", self.ifindex));
         write!(
             f,
-            "op #{} failed: {:?}: {} (errno {}); {} earlier op(s) applied",
-            self.index, self.op, self.message, self.errno, self.succeeded
+            "op #{} `tc {}` failed: {} (errno {}); {} earlier op(s) applied",
+            self.index,
+            lqos_tc::render_line(&dev, &self.op),
+            self.message,
+            self.errno,
+            self.succeeded
         )?;
         if self.applied_after > 0 {
             write!(
@@ -193,6 +205,8 @@ pub struct NetlinkSocket {
     ack_capacity: usize,
     sendbuf: Vec<u8>,
     recvbuf: Vec<u8>,
+    /// Names of interfaces looked up with `link`, for error messages.
+    names: Vec<(i32, String)>,
 }
 
 impl fmt::Debug for NetlinkSocket {
@@ -220,25 +234,42 @@ impl NetlinkSocket {
             .map_err(NetlinkError::Open)?;
         sock.block().map_err(NetlinkError::Open)?;
         sock.enable_ext_ack(true).map_err(NetlinkError::Open)?;
-        sock.set_recv_buffer_size(RCVBUF_REQUEST)
+        let psched = std::fs::read_to_string("/proc/net/psched")
+            .map_err(|e| NetlinkError::Psched(e.to_string()))?;
+        let clock = PschedClock::parse(&psched).map_err(|e| NetlinkError::Psched(e.to_string()))?;
+        let mut s = NetlinkSocket {
+            sock,
+            clock,
+            next_seq: 1,
+            ack_capacity: 1,
+            sendbuf: Vec::with_capacity(MAX_SEND_BYTES + 4096),
+            recvbuf: vec![0; RECV_BUF],
+            names: Vec::new(),
+        };
+        s.set_recv_buffer_size(RCVBUF_REQUEST)?;
+        Ok(s)
+    }
+
+    /// Sets `SO_RCVBUF` (the kernel caps it at `net.core.rmem_max` and
+    /// doubles it) and bounds the requests in flight so their ACKs fit.
+    pub fn set_recv_buffer_size(&mut self, bytes: usize) -> Result<(), NetlinkError> {
+        self.sock
+            .set_recv_buffer_size(bytes)
             .map_err(NetlinkError::Open)?;
-        // SO_RCVBUF is capped at net.core.rmem_max and doubled by the kernel.
         let rmem_max = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
             .ok()
             .and_then(|s| s.trim().parse::<usize>().ok())
             .unwrap_or(212_992);
-        let rcvbuf = 2 * RCVBUF_REQUEST.min(rmem_max);
-        let psched = std::fs::read_to_string("/proc/net/psched")
-            .map_err(|e| NetlinkError::Psched(e.to_string()))?;
-        let clock = PschedClock::parse(&psched).map_err(|e| NetlinkError::Psched(e.to_string()))?;
-        Ok(NetlinkSocket {
-            sock,
-            clock,
-            next_seq: 1,
-            ack_capacity: (rcvbuf / ACK_BUDGET).max(1),
-            sendbuf: Vec::with_capacity(MAX_SEND_BYTES + 4096),
-            recvbuf: vec![0; RECV_BUF],
-        })
+        let rcvbuf = 2 * bytes.min(rmem_max);
+        self.ack_capacity = (rcvbuf / ACK_BUDGET).max(1);
+        Ok(())
+    }
+
+    /// Test hook: overrides the in-flight bound derived from the receive
+    /// buffer, to provoke lost ACKs (`ENOBUFS`).
+    #[doc(hidden)]
+    pub fn force_ack_capacity(&mut self, n: usize) {
+        self.ack_capacity = n.max(1);
     }
 
     /// Opens the socket inside network namespace `name` (`/run/netns/NAME`,
@@ -318,11 +349,6 @@ impl NetlinkSocket {
         }
     }
 
-    /// Discards anything queued (after lost ACKs), without blocking.
-    fn drain_nonblocking(&mut self) {
-        while self.recv_one(Msg::DONTWAIT).is_ok() {}
-    }
-
     /// Looks up an interface by name.
     pub fn link(&mut self, name: &str) -> Result<LinkInfo, NetlinkError> {
         if name.is_empty() || name.len() > 15 {
@@ -383,6 +409,10 @@ impl NetlinkSocket {
                                 _ => {}
                             }
                         }
+                        if !self.names.iter().any(|(i, n)| *i == ifindex && n == name) {
+                            self.names.retain(|(i, _)| *i != ifindex);
+                            self.names.push((ifindex, name.to_string()));
+                        }
                         return Ok(info);
                     }
                     _ => {}
@@ -434,6 +464,7 @@ impl NetlinkSocket {
         loop {
             // Send a batch if there is room and nothing failed yet.
             if first_err.is_none()
+                && lost.is_none()
                 && next < n
                 && (outstanding == 0 || outstanding + batch <= max_in_flight)
             {
@@ -468,12 +499,20 @@ impl NetlinkSocket {
             if outstanding == 0 {
                 break;
             }
-            // Receive one datagram of ACKs.
-            let len = match self.recv_one(Msg::empty()) {
+            // Receive one datagram of ACKs. After an error (ENOBUFS: some
+            // ACKs were dropped) keep reading what is queued, without
+            // blocking, to learn as much as possible about the outcome.
+            let flags = if lost.is_some() {
+                Msg::DONTWAIT
+            } else {
+                Msg::empty()
+            };
+            let len = match self.recv_one(flags) {
                 Ok(len) => len,
+                Err(_) if lost.is_some() => break,
                 Err(e) => {
                     lost = Some(e);
-                    break;
+                    continue;
                 }
             };
             for m in msgs(&self.recvbuf[..len]) {
@@ -507,34 +546,35 @@ impl NetlinkSocket {
         }
 
         if let Some(e) = lost {
-            // ACKs lost (ENOBUFS) or the socket broke: the kernel state of
-            // the unanswered ops is unknown.
-            self.drain_nonblocking();
-            let idx = state.iter().position(|&s| s == PENDING).unwrap_or(0);
-            let errno = e.raw_os_error().unwrap_or(libc::EIO);
-            let e_idx = match &first_err {
-                Some((i, _, _)) if *i < idx => *i,
-                _ => idx,
-            };
-            let (errno, message) = match first_err.take() {
-                Some((i, en, msg)) if i == e_idx => (en, msg),
-                _ => (
+            // ACKs lost (ENOBUFS) or the socket broke: the outcome of the
+            // unanswered ops is unknown. Report the first of them, unless
+            // the kernel refused an earlier op.
+            let idx = state[..next]
+                .iter()
+                .position(|&s| s == PENDING)
+                .unwrap_or(next.min(n.saturating_sub(1)));
+            if !matches!(&first_err, Some((i, _, _)) if *i < idx) {
+                let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                first_err = Some((
+                    idx,
                     errno,
                     format!(
                         "receiving ACKs: {e}; {outstanding} request(s) unanswered, their outcome is unknown"
                     ),
-                ),
-            };
-            return Err(self.failure(ops, &state, e_idx, errno, message));
+                ));
+            }
         }
         match first_err {
             None => Ok(stats),
-            Some((idx, errno, message)) => Err(self.failure(ops, &state, idx, errno, message)),
+            Some((idx, errno, message)) => {
+                Err(self.failure(ifindex, ops, &state, idx, errno, message))
+            }
         }
     }
 
     fn failure(
         &self,
+        ifindex: i32,
         ops: &[TcOp],
         state: &[u8],
         index: usize,
@@ -549,6 +589,12 @@ impl NetlinkSocket {
             message,
             succeeded: state[..index].iter().filter(|&&s| s == 1).count(),
             applied_after: state[index + 1..].iter().filter(|&&s| s == 1).count(),
+            ifindex,
+            dev: self
+                .names
+                .iter()
+                .find(|(i, _)| *i == ifindex)
+                .map(|(_, n)| n.clone()),
         }
     }
 

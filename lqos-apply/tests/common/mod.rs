@@ -91,10 +91,7 @@ pub fn hand_built(circuits: usize, queues: u16, rate: impl Fn(usize) -> u64) -> 
 /// The same hand-built stream on both interfaces.
 pub fn both(ops: &[TcOp]) -> Vec<IfaceOps> {
     DEVS.iter()
-        .map(|d| IfaceOps {
-            dev: d.to_string(),
-            ops: ops.to_vec(),
-        })
+        .map(|d| IfaceOps::new(*d, ops.to_vec()))
         .collect()
 }
 
@@ -144,4 +141,55 @@ pub fn tc_qdiscs(ns: &ScratchNetns, dev: &str) -> Vec<serde_json::Value> {
         .as_array()
         .cloned()
         .unwrap_or_default()
+}
+
+/// A generated network of `circuits` circuits (bridge ens19/ens20).
+pub fn generated(circuits: usize, seed: u64) -> lqos_model::Generated {
+    lqos_model::generate(&lqos_model::GenParams {
+        circuits,
+        seed,
+        ..Default::default()
+    })
+}
+
+/// The plan of `net` for 16 queues with pfifo leaves (this kernel has no
+/// cake), reusing `prev`'s classids.
+pub fn plan_for(
+    g: &lqos_model::Generated,
+    net: &lqos_model::Network,
+    prev: Option<&lqos_tc::Allocation>,
+) -> lqos_tc::Plan {
+    let mut cfg =
+        lqos_tc::PlanConfig::from_lqos_config(&g.config, QUEUES).expect("generated config");
+    cfg.default_sqm = "pfifo".parse().expect("pfifo spec");
+    lqos_tc::plan(net, &cfg, prev).expect("plan")
+}
+
+/// `net` with 1% of the circuits at a new rate, `add` circuits added
+/// (copies with new IDs) and `remove` removed (from the end).
+pub fn mutate(net: &lqos_model::Network, add: usize, remove: usize) -> lqos_model::Network {
+    let mut net = net.clone();
+    let mut circuits = net.circuits().to_vec();
+    let n = circuits.len();
+    for c in circuits.iter_mut().step_by(100) {
+        c.download_max = Rate::from_bps(c.download_max.bps() / 2 + 8_000_000);
+        c.download_min = c.download_min.min(c.download_max);
+        c.upload_max = Rate::from_bps(c.upload_max.bps() / 2 + 8_000_000);
+        c.upload_min = c.upload_min.min(c.upload_max);
+    }
+    let extra: Vec<_> = circuits[..add]
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut c = c.clone();
+            c.id = format!("added-{i}");
+            c.name = format!("Added {i}");
+            c.devices.clear();
+            c
+        })
+        .collect();
+    circuits.truncate(n - remove);
+    circuits.extend(extra);
+    net.set_circuits(circuits);
+    net
 }

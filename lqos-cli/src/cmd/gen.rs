@@ -36,7 +36,13 @@ pub struct Args {
     /// Output directory (created if missing).
     #[arg(long, default_value = ".")]
     pub out: PathBuf,
+    /// Overwrite existing files (without it, gen refuses to replace a
+    /// real network.json / ShapedDevices.csv / lqos.conf).
+    #[arg(long)]
+    pub force: bool,
 }
+
+const FILES: [&str; 3] = ["network.json", "ShapedDevices.csv", "lqos.conf"];
 
 /// Runs `lqos gen`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -50,14 +56,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         multi_device_fraction: args.multi_device_fraction,
         ..GenParams::default()
     };
+    if !args.force {
+        if let Some(f) = FILES.iter().map(|f| args.out.join(f)).find(|p| p.exists()) {
+            anyhow::bail!(
+                "{} already exists; not overwriting it (use --force, or another --out)",
+                f.display()
+            );
+        }
+    }
     let g = generate(&params);
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    for (name, text) in [
-        ("network.json", write_network_json(&g.network)),
-        ("ShapedDevices.csv", write_shaped_devices(&g.network)),
-        ("lqos.conf", write_config(&g.config)),
-    ] {
+    for (name, text) in FILES.into_iter().zip([
+        write_network_json(&g.network),
+        write_shaped_devices(&g.network),
+        write_config(&g.config),
+    ]) {
         let path = args.out.join(name);
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }

@@ -66,7 +66,8 @@ impl Loaded {
 fn read(path: &Path, what: &str) -> anyhow::Result<String> {
     let bytes =
         std::fs::read(path).with_context(|| format!("cannot read {what} {}", path.display()))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    String::from_utf8(bytes)
+        .map_err(|e| anyhow::anyhow!("{what} {} is not valid UTF-8: {e}", path.display()))
 }
 
 impl InputArgs {

@@ -1,12 +1,59 @@
-//! `lqos verify`.
+//! `lqos verify`: compare the live kernel trees with a plan.
 
 use std::process::ExitCode;
 
+use anyhow::Context;
+use lqos_apply::engine::{verify_targets, Target};
+use lqos_apply::state::StateDir;
+use lqos_apply::{load_saved_plan, NetlinkLive};
+
+use super::apply::{state_path, PlanArgs, TargetArgs};
+use super::{EXIT_OK, EXIT_WARN};
+
 /// Arguments of `lqos verify`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Plan source.
+    #[command(flatten)]
+    pub source: PlanArgs,
+    /// Namespace and state directory.
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Verify against the last plan `lqos apply` loaded successfully.
+    #[arg(long, conflicts_with = "plan")]
+    pub last: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
 
-/// Runs `lqos verify`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("lqos verify is not implemented yet")
+/// Runs `lqos verify`: exit 0 in sync, 1 on drift, 2 on error.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let netns = args.target.netns.clone();
+    let state_path = state_path(&args.target);
+    let live = NetlinkLive::new(netns.clone());
+    let plan = if args.last {
+        let dir = StateDir::open(&state_path)?;
+        load_saved_plan(&dir, netns.as_deref())?
+            .with_context(|| {
+                format!(
+                    "no plan was applied successfully yet (state dir {})",
+                    state_path.display()
+                )
+            })?
+            .plan
+    } else {
+        args.source.resolve(&live, &state_path, netns.as_deref())?
+    };
+    let report = verify_targets(&Target::from_plan(&plan), &live)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{report}");
+    }
+    Ok(ExitCode::from(if report.is_clean() {
+        EXIT_OK
+    } else {
+        EXIT_WARN
+    }))
 }

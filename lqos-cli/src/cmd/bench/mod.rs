@@ -1,15 +1,279 @@
-//! `lqos bench`: reproduce the ens19/ens20 reload tests in a private netns.
+//! `lqos bench`: reproduce the ens19/ens20 reload tests (LibreQoS issue
+//! 526) in a private network namespace, and time lqos's own loaders.
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[allow(dead_code)] // wired up when the runner lands
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use lqos_apply::bench::{BenchTree, Method, Runner, Sample, Summary};
+use lqos_apply::netns::{cleanup_stale, netns_available, ScratchNetns};
+use lqos_apply::{backend::NoProgress, live::KindProbe};
+use lqos_model::{GenParams, Network};
+use lqos_tc::{LeafSpec, PlanConfig, QdiscKind, QueueStrategy};
+
 mod report;
+
+use report::Row;
+
+/// Interfaces of the scratch namespace, named like the users' boxes.
+const DOWNLINK: &str = "ens19";
+const UPLINK: &str = "ens20";
+
+/// Groups samples into rows: (circuits, strategy index, method index, label).
+type RowKey = (usize, usize, usize, String);
 
 /// Arguments of `lqos bench`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Circuits in the generated network.
+    #[arg(long, default_value_t = 10_000)]
+    circuits: usize,
+    /// Circuit counts to sweep instead (e.g. 1000,2000,5000,10000).
+    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
+    sweep: Vec<usize>,
+    /// Runs of each method.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Methods to run, by number (1,2,3a,3b,4,5,6,7,8,9) [default: all].
+    #[arg(long, value_delimiter = ',', value_name = "ID,ID,...")]
+    methods: Vec<String>,
+    /// Queue strategy: balanced, round-robin, or both (compared).
+    #[arg(long, default_value = "balanced")]
+    strategy: String,
+    /// Make top-level sites uneven in size (shows what balancing buys).
+    #[arg(long)]
+    uneven: bool,
+    /// TX queues of the veth pair (one HTB each).
+    #[arg(long, default_value_t = 16)]
+    queues: u32,
+    /// Leaf qdisc [default: cake diffserv4 if this kernel has it, else pfifo].
+    #[arg(long, value_name = "SPEC")]
+    sqm: Option<String>,
+    /// Generator seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Bench your own network.json instead of a generated network.
+    #[arg(long, value_name = "FILE", requires = "devices")]
+    network: Option<PathBuf>,
+    /// Bench your own ShapedDevices.csv instead of a generated network.
+    #[arg(long, value_name = "FILE", requires = "network")]
+    devices: Option<PathBuf>,
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Also print the table as markdown.
+    #[arg(long)]
+    markdown: bool,
+    /// Draw median wall time against circuit count into this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+}
 
 /// Runs `lqos bench`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("lqos bench is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let methods = parse_methods(&args.methods)?;
+    let strategies: Vec<QueueStrategy> = match args.strategy.as_str() {
+        "both" => vec![QueueStrategy::Balanced, QueueStrategy::RoundRobin],
+        s => vec![s.parse().map_err(anyhow::Error::msg)?],
+    };
+    anyhow::ensure!(args.runs > 0, "--runs must be at least 1");
+    anyhow::ensure!(args.queues > 0, "--queues must be at least 1");
+    netns_available()
+        .map_err(|why| anyhow::anyhow!("lqos bench needs root and network namespaces: {why}"))?;
+    let own = match (&args.network, &args.devices) {
+        (Some(n), Some(d)) => Some(load_own(n, d)?),
+        _ => None,
+    };
+    let sizes: Vec<usize> = match (&own, args.sweep.is_empty()) {
+        (Some(net), _) => vec![net.circuits().len()],
+        (None, true) => vec![args.circuits],
+        (None, false) => args.sweep.clone(),
+    };
+
+    let _ = cleanup_stale("lqos-bench");
+    let ns_name = format!("lqos-bench-{}", std::process::id());
+    install_interrupt_cleanup(&ns_name)?;
+    let ns = ScratchNetns::with_veth(&ns_name, DOWNLINK, UPLINK, args.queues)
+        .with_context(|| format!("creating network namespace {ns_name}"))?;
+    let sqm = choose_sqm(args.sqm.as_deref())?;
+    eprintln!(
+        "lqos bench: namespace {} ({DOWNLINK}/{UPLINK}, {} TX queues), leaf qdisc {sqm}, {} run(s) per method",
+        ns.name(),
+        args.queues,
+        args.runs
+    );
+
+    let runner = Runner::new(ns.name());
+    let total = sizes.len() * strategies.len() * args.runs * methods.len();
+    let bar = progress_bar(total as u64);
+    let mut samples: BTreeMap<RowKey, (Method, Vec<Sample>)> = BTreeMap::new();
+    for &n in &sizes {
+        let net = match &own {
+            Some(net) => net.clone(),
+            None => generated(n, args.seed, args.uneven),
+        };
+        for (si, &strategy) in strategies.iter().enumerate() {
+            let mut cfg = PlanConfig::bridge(DOWNLINK, UPLINK, args.queues);
+            cfg.default_sqm = sqm.clone();
+            cfg.strategy = strategy;
+            if !sqm.is_cake() {
+                cfg.fq_codel_threshold = None;
+            }
+            bar.set_message(format!("{n} circuits: planning"));
+            let tree = BenchTree::plan(&net, &cfg)?;
+            bar.set_message(format!("{n} circuits: initial load"));
+            runner.converge(&tree.base)?;
+            for run in 0..args.runs {
+                for (mi, &m) in methods.iter().enumerate() {
+                    bar.set_message(format!(
+                        "{n} circuits, {strategy:?}, run {}/{}: method {} ({})",
+                        run + 1,
+                        args.runs,
+                        m.id(),
+                        m.name()
+                    ));
+                    let rows = runner
+                        .run(&tree, m, &NoProgress)
+                        .with_context(|| format!("method {} ({})", m.id(), m.name()))?;
+                    for r in rows {
+                        samples
+                            .entry((n, si, mi, r.label))
+                            .or_insert_with(|| (m, Vec::new()))
+                            .1
+                            .push(r.sample);
+                    }
+                    bar.inc(1);
+                }
+            }
+        }
+    }
+    bar.finish_and_clear();
+    drop(ns);
+
+    let mut rows: Vec<Row> = samples
+        .into_iter()
+        .map(|((n, si, _, label), (m, s))| Row {
+            id: m.id().to_string(),
+            name: if strategies.len() > 1 {
+                format!("{label} [{}]", strategy_name(strategies[si]))
+            } else {
+                label
+            },
+            circuits: n,
+            summary: Summary::of(&s),
+            ratio_to_combined: None,
+        })
+        .collect();
+    report::fill_ratios(&mut rows);
+    if args.json {
+        let out = serde_json::json!({
+            "namespace": ns_name,
+            "interfaces": [DOWNLINK, UPLINK],
+            "queues": args.queues,
+            "sqm": sqm.to_string(),
+            "runs": args.runs,
+            "rows": rows,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print!("{}", report::table(&rows));
+    }
+    if args.markdown {
+        print!("\n{}", report::markdown(&rows));
+    }
+    if let Some(path) = &args.plot {
+        report::plot_svg(&rows, path)?;
+        eprintln!("lqos bench: plot written to {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn strategy_name(s: QueueStrategy) -> &'static str {
+    match s {
+        QueueStrategy::Balanced => "balanced",
+        QueueStrategy::RoundRobin => "round-robin",
+    }
+}
+
+fn parse_methods(ids: &[String]) -> anyhow::Result<Vec<Method>> {
+    if ids.is_empty() {
+        return Ok(Method::ALL.to_vec());
+    }
+    ids.iter()
+        .map(|id| {
+            Method::from_id(id.trim()).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "unknown method {id:?} (expected one of {})",
+                    Method::ALL.map(|m| m.id()).join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
+/// A generated network; `uneven` gives top-level sites very different
+/// sizes (site k gets about 1/k of the circuits).
+fn generated(circuits: usize, seed: u64, uneven: bool) -> Network {
+    let params = GenParams {
+        circuits,
+        seed,
+        sites: 48,
+        site_skew: if uneven { 1.0 } else { 0.0 },
+        ..GenParams::default()
+    };
+    lqos_model::generate(&params).network
+}
+
+fn load_own(network: &std::path::Path, devices: &std::path::Path) -> anyhow::Result<Network> {
+    let inputs = crate::cmd::inputs::InputArgs {
+        network: network.to_path_buf(),
+        devices: devices.to_path_buf(),
+        config: None,
+    };
+    let loaded = inputs.load()?;
+    loaded.require_valid()?;
+    Ok(loaded.network)
+}
+
+/// The leaf qdisc: as asked, else cake where the kernel has it, else pfifo
+/// with a notice.
+fn choose_sqm(asked: Option<&str>) -> anyhow::Result<LeafSpec> {
+    if let Some(s) = asked {
+        return s.parse().map_err(|e| anyhow::anyhow!("--sqm {s:?}: {e}"));
+    }
+    let cake = QdiscKind::Cake(Default::default());
+    match KindProbe::new().probe(&cake)? {
+        Ok(()) => Ok(LeafSpec::cake_diffserv4()),
+        Err(why) => {
+            eprintln!(
+                "lqos bench: notice: this kernel has no sch_cake ({why}); using pfifo leaves instead"
+            );
+            Ok("pfifo".parse().map_err(|e| anyhow::anyhow!("{e}"))?)
+        }
+    }
+}
+
+/// On Ctrl-C / SIGTERM, delete the namespace before exiting (the normal
+/// and error paths delete it when `ScratchNetns` drops).
+fn install_interrupt_cleanup(ns: &str) -> anyhow::Result<()> {
+    let ns = ns.to_string();
+    ctrlc::set_handler(move || {
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &ns])
+            .status();
+        eprintln!("\nlqos bench: interrupted; removed namespace {ns}");
+        std::process::exit(130);
+    })
+    .context("installing the Ctrl-C handler")
+}
+
+fn progress_bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("[{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+            .expect("valid template"),
+    );
+    bar
 }

@@ -42,64 +42,53 @@ fn secs(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64())
 }
 
+/// The cells of one row, in column order.
+fn cells(r: &Row) -> [String; 10] {
+    let s = &r.summary;
+    [
+        r.id.clone(),
+        r.name.clone(),
+        r.circuits.to_string(),
+        secs(s.wall.median),
+        secs(s.wall.min),
+        secs(s.wall.max),
+        secs(s.user.median),
+        secs(s.sys.median),
+        format!("{:.0}", s.ops_per_sec),
+        r.ratio_to_combined
+            .map(|x| format!("{x:.3}"))
+            .unwrap_or_else(|| "-".into()),
+    ]
+}
+
+const HEADERS: [&str; 10] = [
+    "#", "method", "circuits", "wall(s)", "min", "max", "user", "sys", "ops/s", "vs #2",
+];
+
 /// The human-readable table.
 pub fn table(rows: &[Row]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<4} {:<44} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>7}",
-        "#", "method", "circuits", "wall(s)", "min", "max", "user", "sys", "ops/s", "vs #2"
-    );
+    let line = |c: [&str; 10]| {
+        format!(
+            "{:<4} {:<44} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>7}\n",
+            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9]
+        )
+    };
+    let mut out = line(HEADERS);
     for r in rows {
-        let s = &r.summary;
-        let ratio = r
-            .ratio_to_combined
-            .map(|x| format!("{x:.3}"))
-            .unwrap_or_else(|| "-".into());
-        let _ = writeln!(
-            out,
-            "{:<4} {:<44} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10.0} {:>7}",
-            r.id,
-            r.name,
-            r.circuits,
-            secs(s.wall.median),
-            secs(s.wall.min),
-            secs(s.wall.max),
-            secs(s.user.median),
-            secs(s.sys.median),
-            s.ops_per_sec,
-            ratio
-        );
+        let c = cells(r);
+        out += &line(c.each_ref().map(String::as_str));
     }
     out
 }
 
 /// A markdown table (for the README).
 pub fn markdown(rows: &[Row]) -> String {
-    let mut out = String::from(
-        "| # | method | circuits | wall median (s) | min | max | user (s) | sys (s) | ops/s | vs #2 |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    let mut out = format!(
+        "| {} |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        HEADERS.join(" | ")
     );
     for r in rows {
-        let s = &r.summary;
-        let ratio = r
-            .ratio_to_combined
-            .map(|x| format!("{x:.3}"))
-            .unwrap_or_else(|| "-".into());
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {} |",
-            r.id,
-            r.name,
-            r.circuits,
-            secs(s.wall.median),
-            secs(s.wall.min),
-            secs(s.wall.max),
-            secs(s.user.median),
-            secs(s.sys.median),
-            s.ops_per_sec,
-            ratio
-        );
+        let _ = writeln!(out, "| {} |", cells(r).join(" | "));
     }
     out
 }

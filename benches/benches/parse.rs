@@ -1,0 +1,39 @@
+//! Input parsing throughput: `network.json` + `ShapedDevices.csv` of 10k
+//! and 100k generated circuits, parsed and validated (no root needed).
+
+#![allow(missing_docs)] // criterion_group! generates undocumented functions
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use lqos_model::{generate, write_network_json, write_shaped_devices, GenParams};
+
+fn parse(c: &mut Criterion) {
+    let mut group = c.benchmark_group("parse_inputs");
+    group.sample_size(10);
+    for circuits in [10_000usize, 100_000] {
+        let g = generate(&GenParams {
+            circuits,
+            ..GenParams::default()
+        });
+        let json = write_network_json(&g.network);
+        let csv = write_shaped_devices(&g.network);
+        group.throughput(Throughput::Elements(circuits as u64));
+        group.bench_with_input(
+            BenchmarkId::new("csv_json_load", circuits),
+            &circuits,
+            |b, _| {
+                b.iter(|| {
+                    let loaded = lqos_model::load(
+                        ("network.json", &json),
+                        ("ShapedDevices.csv", csv.as_bytes()),
+                    );
+                    assert_eq!(loaded.network.circuits().len(), circuits);
+                    loaded
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, parse);
+criterion_main!(benches);

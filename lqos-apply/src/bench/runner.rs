@@ -1,0 +1,429 @@
+//! The load methods of `lqos bench`, run against a scratch namespace.
+//!
+//! Every method starts from the base tree fully loaded (as a reload on a
+//! running shaper does) and leaves it loaded again, so methods can run in
+//! any order and be repeated. Full reloads include the root delete of the
+//! old tree; method 9 times that teardown alone.
+
+use std::collections::BTreeMap;
+
+use lqos_tc::{TcOp, TcTree};
+use serde::Serialize;
+
+use super::Sample;
+use crate::backend::{
+    Backend, IfaceOps, NetlinkBackend, NoProgress, Parallelism, Progress, RootDelete, TcBatch,
+    TcMode,
+};
+use crate::engine::{plan_change, Target};
+use crate::error::{ApplyError, Result};
+use crate::live::{read_live, NetlinkLive};
+use crate::timing::{CpuScope, Stopwatch};
+
+/// A load method, numbered as in issue 526's reproduction (README).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum Method {
+    /// 1: `tc -b` of each interface's file on its own (one row per interface).
+    TcEachAlone,
+    /// 2: `tc -b` of the combined interleaved file (LibreQoS's way).
+    TcCombined,
+    /// 3a: per-interface files one after another, root delete outside the batch.
+    TcSerialRootOutside,
+    /// 3b: per-interface files one after another, root delete inside the batch.
+    TcSerialRootInside,
+    /// 4: per-interface files in parallel.
+    TcParallel,
+    /// 5: netlink, one interface after another.
+    NetlinkSerial,
+    /// 6: netlink, one worker per interface.
+    NetlinkParallel,
+    /// 7: incremental reload with no change (readback + diff + send).
+    IncrementalNoChange,
+    /// 8: incremental reload with 1% of circuits changed in rate.
+    IncrementalChanged,
+    /// 9: full teardown (root delete of both interfaces).
+    Teardown,
+}
+
+impl Method {
+    /// All methods, in table order.
+    pub const ALL: [Method; 10] = [
+        Method::TcEachAlone,
+        Method::TcCombined,
+        Method::TcSerialRootOutside,
+        Method::TcSerialRootInside,
+        Method::TcParallel,
+        Method::NetlinkSerial,
+        Method::NetlinkParallel,
+        Method::IncrementalNoChange,
+        Method::IncrementalChanged,
+        Method::Teardown,
+    ];
+
+    /// The method's number in the table ("1", "3a", ...).
+    pub fn id(self) -> &'static str {
+        match self {
+            Method::TcEachAlone => "1",
+            Method::TcCombined => "2",
+            Method::TcSerialRootOutside => "3a",
+            Method::TcSerialRootInside => "3b",
+            Method::TcParallel => "4",
+            Method::NetlinkSerial => "5",
+            Method::NetlinkParallel => "6",
+            Method::IncrementalNoChange => "7",
+            Method::IncrementalChanged => "8",
+            Method::Teardown => "9",
+        }
+    }
+
+    /// A short description.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::TcEachAlone => "tc -b, one interface alone",
+            Method::TcCombined => "tc -b, combined interleaved file",
+            Method::TcSerialRootOutside => "tc -b per iface, serial, root del outside",
+            Method::TcSerialRootInside => "tc -b per iface, serial, root del inside",
+            Method::TcParallel => "tc -b per iface, parallel",
+            Method::NetlinkSerial => "netlink, serial",
+            Method::NetlinkParallel => "netlink, parallel",
+            Method::IncrementalNoChange => "incremental reload, no change",
+            Method::IncrementalChanged => "incremental reload, 1% changed",
+            Method::Teardown => "teardown (root delete)",
+        }
+    }
+
+    /// Parses a method id (`"1"`, `"3a"`, ...).
+    pub fn from_id(id: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.id() == id)
+    }
+}
+
+/// One measured row: method, what exactly was timed, and the sample.
+#[derive(Debug, Clone, Serialize)]
+pub struct Measured {
+    /// The method.
+    pub method: Method,
+    /// Row label (the method name, plus the interface for method 1).
+    pub label: String,
+    /// The run's timing.
+    pub sample: Sample,
+}
+
+/// A tree to benchmark: the base plan's targets, and the same plan with
+/// 1% of circuits changed in rate (for method 8).
+#[derive(Debug, Clone)]
+pub struct BenchTree {
+    /// Circuits in the tree.
+    pub circuits: usize,
+    /// Full builds of the base plan, one per interface.
+    pub base: Vec<Target>,
+    /// Full builds of the changed plan, same interfaces and order.
+    pub changed: Vec<Target>,
+    /// The base plan's op streams as loaders take them.
+    pub base_ops: Vec<IfaceOps>,
+}
+
+impl BenchTree {
+    fn devs(&self) -> Vec<&str> {
+        self.base.iter().map(|t| t.dev.as_str()).collect()
+    }
+}
+
+/// Runs methods in one network namespace.
+#[derive(Debug)]
+pub struct Runner {
+    netns: String,
+    live: NetlinkLive,
+}
+
+impl Runner {
+    /// A runner for the interfaces of namespace `netns`.
+    pub fn new(netns: &str) -> Runner {
+        Runner {
+            netns: netns.to_string(),
+            live: NetlinkLive::new(Some(netns.to_string())),
+        }
+    }
+
+    fn tc(&self, mode: TcMode) -> TcBatch {
+        TcBatch::new(Some(self.netns.clone()), mode)
+    }
+
+    fn netlink(&self, p: Parallelism) -> NetlinkBackend {
+        NetlinkBackend::new(Some(self.netns.clone()), p)
+    }
+
+    /// Runs one load and turns its report into a sample, failing on any
+    /// op error.
+    fn timed_load(
+        &self,
+        backend: &dyn Backend,
+        ifaces: &[IfaceOps],
+        root_delete: RootDelete,
+        progress: &dyn Progress,
+    ) -> Result<Sample> {
+        let sw = Stopwatch::start(CpuScope::ProcessAndChildren);
+        let rep = backend.load(ifaces, root_delete, progress);
+        let ops = rep.interfaces.iter().map(|i| i.ops_total).sum::<usize>()
+            + if root_delete == RootDelete::Separate {
+                ifaces.len()
+            } else {
+                0
+            };
+        let sample = Sample::new(sw.stop(), ops);
+        rep.into_result()?;
+        Ok(sample)
+    }
+
+    /// Makes the live trees equal `targets` (incremental, untimed).
+    pub fn converge(&self, targets: &[Target]) -> Result<usize> {
+        let devs: Vec<&str> = targets.iter().map(|t| t.dev.as_str()).collect();
+        let live = read_live(&self.live, &devs)?;
+        let ifaces: Vec<IfaceOps> = targets
+            .iter()
+            .map(|t| IfaceOps::new(t.dev.clone(), plan_change(t, &live[&t.dev], false).ops))
+            .collect();
+        let n = ifaces.iter().map(|i| i.ops.len()).sum();
+        self.netlink(Parallelism::Parallel)
+            .load(&ifaces, RootDelete::None, &NoProgress)
+            .into_result()?;
+        Ok(n)
+    }
+
+    /// Checks that the live trees have exactly the classes and qdiscs of
+    /// `targets` (same handles), so a method that silently loaded nothing
+    /// cannot look fast.
+    pub fn check_loaded(&self, targets: &[Target]) -> Result<()> {
+        let devs: Vec<&str> = targets.iter().map(|t| t.dev.as_str()).collect();
+        let live = read_live(&self.live, &devs)?;
+        for t in targets {
+            let want = t.tree();
+            let got = &live[&t.dev];
+            let planned_classes = want.classes.len();
+            let live_classes = got.classes.len();
+            let qdiscs_missing = want
+                .qdiscs
+                .keys()
+                .filter(|h| !got.qdiscs.contains_key(h))
+                .count();
+            if live_classes != planned_classes || qdiscs_missing != 0 {
+                return Err(ApplyError::Netlink {
+                    dev: Some(t.dev.clone()),
+                    context: "bench check".into(),
+                    message: format!(
+                        "after loading, {live_classes} classes live vs {planned_classes} planned, \
+                         {qdiscs_missing} planned qdiscs missing"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `method` once on `tree` (which must be loaded) and leaves the
+    /// base tree loaded.
+    pub fn run(
+        &self,
+        tree: &BenchTree,
+        method: Method,
+        progress: &dyn Progress,
+    ) -> Result<Vec<Measured>> {
+        let row = |sample| {
+            vec![Measured {
+                method,
+                label: method.name().to_string(),
+                sample,
+            }]
+        };
+        let base = &tree.base_ops;
+        let rows = match method {
+            Method::TcEachAlone => {
+                let mut rows = Vec::new();
+                for iface in base {
+                    let sample = self.timed_load(
+                        &self.tc(TcMode::Serial),
+                        std::slice::from_ref(iface),
+                        RootDelete::InBatch,
+                        progress,
+                    )?;
+                    rows.push(Measured {
+                        method,
+                        label: format!("tc -b, {} alone", iface.dev),
+                        sample,
+                    });
+                }
+                rows
+            }
+            Method::TcCombined => row(self.timed_load(
+                &self.tc(TcMode::Combined),
+                base,
+                RootDelete::InBatch,
+                progress,
+            )?),
+            Method::TcSerialRootOutside => row(self.timed_load(
+                &self.tc(TcMode::Serial),
+                base,
+                RootDelete::Separate,
+                progress,
+            )?),
+            Method::TcSerialRootInside => row(self.timed_load(
+                &self.tc(TcMode::Serial),
+                base,
+                RootDelete::InBatch,
+                progress,
+            )?),
+            Method::TcParallel => row(self.timed_load(
+                &self.tc(TcMode::Parallel),
+                base,
+                RootDelete::InBatch,
+                progress,
+            )?),
+            Method::NetlinkSerial => row(self.timed_load(
+                &self.netlink(Parallelism::Serial),
+                base,
+                RootDelete::InBatch,
+                progress,
+            )?),
+            Method::NetlinkParallel => row(self.timed_load(
+                &self.netlink(Parallelism::Parallel),
+                base,
+                RootDelete::InBatch,
+                progress,
+            )?),
+            Method::IncrementalNoChange => row(self.incremental(&tree.base, progress)?),
+            Method::IncrementalChanged => {
+                let s = self.incremental(&tree.changed, progress)?;
+                self.check_loaded(&tree.changed)?;
+                self.converge(&tree.base)?;
+                row(s)
+            }
+            Method::Teardown => {
+                let dels: Vec<IfaceOps> = tree
+                    .devs()
+                    .into_iter()
+                    .map(|d| IfaceOps::new(d, vec![TcOp::delete_root()]))
+                    .collect();
+                let s = self.timed_load(
+                    &self.netlink(Parallelism::Serial),
+                    &dels,
+                    RootDelete::None,
+                    progress,
+                )?;
+                self.netlink(Parallelism::Parallel)
+                    .load(base, RootDelete::None, &NoProgress)
+                    .into_result()?;
+                row(s)
+            }
+        };
+        self.check_loaded(&tree.base)?;
+        Ok(rows)
+    }
+
+    /// Readback + diff + send of the difference to `targets`, timed as one.
+    fn incremental(&self, targets: &[Target], progress: &dyn Progress) -> Result<Sample> {
+        let sw = Stopwatch::start(CpuScope::ProcessAndChildren);
+        let devs: Vec<&str> = targets.iter().map(|t| t.dev.as_str()).collect();
+        let live: BTreeMap<String, TcTree> = read_live(&self.live, &devs)?;
+        let ifaces: Vec<IfaceOps> = targets
+            .iter()
+            .map(|t| IfaceOps::new(t.dev.clone(), plan_change(t, &live[&t.dev], false).ops))
+            .collect();
+        let ops: usize = ifaces.iter().map(|i| i.ops.len()).sum();
+        if ops > 0 {
+            self.netlink(Parallelism::Parallel)
+                .load(&ifaces, RootDelete::None, progress)
+                .into_result()?;
+        }
+        Ok(Sample::new(sw.stop(), ops))
+    }
+}
+
+impl BenchTree {
+    /// Plans `net` with `cfg`, and the same network with every 100th
+    /// circuit's ceilings raised by 10% (classids kept stable through the
+    /// base plan's allocation).
+    pub fn plan(net: &lqos_model::Network, cfg: &lqos_tc::PlanConfig) -> Result<BenchTree> {
+        let plan_err = |e: lqos_tc::PlanError| ApplyError::Plan(e.to_string());
+        let base = lqos_tc::plan(net, cfg, None).map_err(plan_err)?;
+        let changed_net = one_percent_changed(net);
+        let changed = lqos_tc::plan(&changed_net, cfg, Some(&base.allocation)).map_err(plan_err)?;
+        Ok(BenchTree {
+            circuits: net.circuits().len(),
+            base: Target::from_plan(&base),
+            changed: Target::from_plan(&changed),
+            base_ops: IfaceOps::all_from_plan(&base),
+        })
+    }
+}
+
+/// `net` with every 100th circuit's download and upload ceilings raised by
+/// 10% (at least 1 Mbps): a 1% rate change.
+pub fn one_percent_changed(net: &lqos_model::Network) -> lqos_model::Network {
+    use lqos_model::Rate;
+    let bump = |r: Rate| Rate::from_bps(r.bps() + (r.bps() / 10).max(1_000_000));
+    let mut changed = net.clone();
+    let circuits = net
+        .circuits()
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut c = c.clone();
+            if i % 100 == 0 {
+                c.download_max = bump(c.download_max);
+                c.upload_max = bump(c.upload_max);
+            }
+            c
+        })
+        .collect();
+    changed.set_circuits(circuits);
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_percent_means_every_hundredth_circuit() {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits: 1000,
+            ..Default::default()
+        });
+        let changed = one_percent_changed(&g.network);
+        let differing = g
+            .network
+            .circuits()
+            .iter()
+            .zip(changed.circuits())
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(differing, 10);
+    }
+
+    #[test]
+    fn method_ids_round_trip() {
+        for m in Method::ALL {
+            assert_eq!(Method::from_id(m.id()), Some(m));
+        }
+        assert_eq!(Method::from_id("10"), None);
+    }
+
+    #[test]
+    fn changed_tree_differs_only_in_class_changes() {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits: 500,
+            ..Default::default()
+        });
+        let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
+        cfg.default_sqm = "pfifo".parse().unwrap();
+        let t = BenchTree::plan(&g.network, &cfg).unwrap();
+        for (b, c) in t.base.iter().zip(&t.changed) {
+            let ops = lqos_tc::diff(&b.tree(), &c.tree());
+            assert!(!ops.is_empty());
+            assert!(
+                ops.iter().all(|o| matches!(o, TcOp::ChangeClass(_))),
+                "{ops:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! Black-box tests of `lqos apply` / `lqos verify` in a private network
+//! namespace (skipped without root unless LQOS_REQUIRE_NETNS=1).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
+use lqos_apply::state::StateDir;
+use lqos_tc::TcOp;
+
+fn lqos(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lqos"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run lqos")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+#[test]
+fn apply_verify_drift_repair_lock_and_rollback() {
+    if !require_netns("cli apply") {
+        return;
+    }
+    let ns =
+        ScratchNetns::with_veth(&unique_name("lqos-cli", "apply"), "ens19", "ens20", 16).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(
+        code(&lqos(d, &["gen", "--circuits", "500", "--out", "."])),
+        0
+    );
+    let base = ["--netns", ns.name(), "--state-dir", "st", "--sqm", "pfifo"];
+    let with = |extra: &[&str]| -> Vec<String> {
+        extra
+            .iter()
+            .chain(base.iter())
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let run = |extra: &[&str]| {
+        let args = with(extra);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        lqos(d, &refs)
+    };
+
+    let o = run(&["apply"]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}\n{err}");
+    assert!(
+        out.contains("ens19: full rebuild (no tree loaded yet)"),
+        "{out}"
+    );
+    assert!(out.contains("wall ") && out.contains(" sys "), "{out}");
+
+    let o = run(&["verify"]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}\n{err}");
+    assert!(
+        out.contains("ens20: plan") && out.contains("in sync"),
+        "{out}"
+    );
+
+    // In sync: a dry run prints no ops.
+    let o = run(&["apply", "--dry-run"]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    assert_eq!(out, "");
+    assert!(err.contains("ens19: incremental, 0 ops"), "{err}");
+
+    // Drift: change one circuit class behind lqos's back.
+    let state = StateDir::open(d.join("st")).unwrap();
+    let saved = lqos_apply::load_saved_plan(&state, Some(ns.name()))
+        .unwrap()
+        .unwrap();
+    let class = saved.plan.interfaces[0]
+        .ops
+        .iter()
+        .find_map(|op| match op {
+            TcOp::AddClass(c) if c.classid.minor() >= 3 && !c.htb.rate.is_zero() => Some(c.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let id = class.classid.to_string();
+    ns.tc(&[
+        "class",
+        "change",
+        "dev",
+        "ens19",
+        "parent",
+        &class.parent.to_string(),
+        "classid",
+        &id,
+        "htb",
+        "rate",
+        "1mbit",
+        "ceil",
+        "1mbit",
+    ])
+    .unwrap();
+    let o = run(&["verify"]);
+    let (out, _) = text(&o);
+    assert_eq!(code(&o), 1, "{out}");
+    assert!(
+        out.contains(&format!("class {id}")) && out.contains("rate is 1 Mbps"),
+        "{out}"
+    );
+
+    // The next apply repairs it in place.
+    let o = run(&["apply", "--backend", "tc", "--serial"]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}\n{err}");
+    assert!(
+        out.contains("ens19: incremental, 1 ops (0 added, 1 changed, 0 removed)"),
+        "{out}"
+    );
+    assert!(out.contains("ens20: incremental, 0 ops"), "{out}");
+    let o = lqos(
+        d,
+        &[
+            "verify",
+            "--last",
+            "--netns",
+            ns.name(),
+            "--state-dir",
+            "st",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{:?}", text(&o));
+
+    // A second apply while one holds the lock is refused, naming the holder.
+    let lock = state.lock().unwrap();
+    let o = run(&["apply"]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "another lqos apply is running (pid {})",
+            std::process::id()
+        )),
+        "{err}"
+    );
+    drop(lock);
+
+    // A plan.json from `lqos plan` applies as well (same inputs, same
+    // classids: nothing to do).
+    let o = lqos(
+        d,
+        &["plan", "--out", "p", "--queues", "16", "--sqm", "pfifo"],
+    );
+    assert_eq!(code(&o), 0, "{:?}", text(&o));
+    let o = lqos(
+        d,
+        &[
+            "apply",
+            "--plan",
+            "p/plan.json",
+            "--netns",
+            ns.name(),
+            "--state-dir",
+            "st",
+            "--dry-run",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    assert!(
+        err.contains("ens19: incremental") && err.contains("ens20: incremental"),
+        "{err}"
+    );
+    assert!(out.lines().count() < 50, "{out}");
+
+    // Rollback re-applies the last good plan after the tree was wiped.
+    ns.tc(&["qdisc", "del", "dev", "ens20", "root"]).unwrap();
+    let o = lqos(
+        d,
+        &[
+            "apply",
+            "--rollback",
+            "--netns",
+            ns.name(),
+            "--state-dir",
+            "st",
+            "--verify",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}\n{err}");
+    assert!(out.contains("ens20: full rebuild"), "{out}");
+    assert!(
+        out.contains("ens20: plan") && !out.contains("difference"),
+        "{out}"
+    );
+}
+
+#[test]
+fn apply_errors_exit_2_and_change_nothing() {
+    if !require_netns("cli apply errors") {
+        return;
+    }
+    let ns = ScratchNetns::create(&unique_name("lqos-cli", "errors")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(
+        code(&lqos(d, &["gen", "--circuits", "50", "--out", "."])),
+        0
+    );
+    // No interfaces in the namespace.
+    let o = lqos(
+        d,
+        &[
+            "apply",
+            "--netns",
+            ns.name(),
+            "--state-dir",
+            "st",
+            "--queues",
+            "4",
+            "--sqm",
+            "pfifo",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "interface ens19 does not exist in network namespace {}",
+            ns.name()
+        )),
+        "{err}"
+    );
+    // Without --queues the probe says what to do.
+    let o = lqos(
+        d,
+        &[
+            "apply",
+            "--netns",
+            ns.name(),
+            "--state-dir",
+            "st",
+            "--sqm",
+            "pfifo",
+        ],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("--queues"), "{err}");
+    // cake on a kernel without sch_cake: preflight refuses. The state dir
+    // comes from LQOS_STATE_DIR and is created on first use.
+    ns.add_veth("ens19", "ens20", 4).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_lqos"))
+        .args(["apply", "--netns", ns.name(), "--sqm", "cake diffserv4"])
+        .env("LQOS_STATE_DIR", d.join("env-state"))
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(d.join("env-state/apply.lock").exists());
+    let (out, err) = text(&o);
+    if code(&o) == 2 {
+        assert!(
+            err.contains("this kernel has no sch_cake") && err.contains("use --sqm"),
+            "{err}"
+        );
+        assert!(ns
+            .tc(&["class", "show", "dev", "ens19"])
+            .unwrap()
+            .is_empty());
+    } else {
+        assert_eq!(code(&o), 0, "{out}\n{err}"); // a kernel with cake
+    }
+}

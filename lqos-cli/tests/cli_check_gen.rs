@@ -1,0 +1,184 @@
+//! Black-box tests of `lqos check` and `lqos gen`: the built binary on
+//! files in a temp dir.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn lqos(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lqos"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run lqos")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+const H13: &str = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment";
+
+#[test]
+fn gen_then_check_is_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = lqos(
+        dir.path(),
+        &["gen", "--circuits", "300", "--seed", "5", "--out", "net"],
+    );
+    assert!(o.status.success(), "{:?}", text(&o));
+    let (out, _) = text(&o);
+    assert!(out.contains("300 circuits"), "{out}");
+    for f in ["network.json", "ShapedDevices.csv", "lqos.conf"] {
+        assert!(dir.path().join("net").join(f).is_file(), "{f} missing");
+    }
+    // Defaults: the three files in the current directory.
+    let o = lqos(&dir.path().join("net"), &["check", "--strict"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("network.json: 88 nodes, depth 3"), "{out}");
+    assert!(out.contains("ShapedDevices.csv: 300 circuits"), "{out}");
+    assert!(out.contains("config: lqos.conf"), "{out}");
+    assert!(out.ends_with("0 error(s), 0 warning(s)\n"), "{out}");
+}
+
+#[test]
+fn gen_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    for out in ["a", "b"] {
+        let o = lqos(
+            dir.path(),
+            &["gen", "--circuits", "50", "--seed", "9", "--out", out],
+        );
+        assert!(o.status.success());
+    }
+    for f in ["network.json", "ShapedDevices.csv", "lqos.conf"] {
+        let a = std::fs::read(dir.path().join("a").join(f)).unwrap();
+        let b = std::fs::read(dir.path().join("b").join(f)).unwrap();
+        assert_eq!(a, b, "{f} differs");
+    }
+}
+
+#[test]
+fn broken_csv_exits_2_and_names_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("network.json"), "{}").unwrap();
+    std::fs::write(
+        dir.path().join("ShapedDevices.csv"),
+        format!("{H13}\n1,a,d1,R,,,10.0.0.1,,1,1,2,2,\n10001,b,d2,R,,,10.0.0.2,,0,1,2,2,\n"),
+    )
+    .unwrap();
+    let o = lqos(dir.path(), &["check"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(
+        out.contains("error: ShapedDevices.csv:3: circuit \"10001\": download min 0 is zero"),
+        "{out}"
+    );
+    assert!(err.contains("no lqos.conf"), "{err}");
+}
+
+#[test]
+fn warnings_exit_0_or_1_with_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("n.json"), "{}").unwrap();
+    std::fs::write(
+        dir.path().join("d.csv"),
+        format!("{H13}\n1,a,d1,R,,not-a-mac,10.0.0.1,,1,1,2,2,\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "[bridge]\nto_internet = \"ens20\"\nto_network = \"ens19\"\n",
+    )
+    .unwrap();
+    let args = [
+        "check",
+        "--network",
+        "n.json",
+        "--devices",
+        "d.csv",
+        "--config",
+        "c.toml",
+    ];
+    let o = lqos(dir.path(), &args);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(
+        out.contains("warning: d.csv:2: circuit \"1\": MAC \"not-a-mac\""),
+        "{out}"
+    );
+    assert!(err.is_empty(), "{err}");
+    let mut strict = args.to_vec();
+    strict.push("--strict");
+    assert_eq!(lqos(dir.path(), &strict).status.code(), Some(1));
+}
+
+#[test]
+fn missing_files_exit_2_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = lqos(dir.path(), &["check"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("cannot read network file network.json"),
+        "{err}"
+    );
+
+    std::fs::write(dir.path().join("network.json"), "{}").unwrap();
+    std::fs::write(dir.path().join("ShapedDevices.csv"), H13).unwrap();
+    let o = lqos(dir.path(), &["check", "--config", "nope.conf"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err.contains("cannot read config file nope.conf"), "{err}");
+}
+
+#[test]
+fn libreqos_example_files_check_without_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus");
+    std::fs::copy(
+        corpus.join("network_json/network.example.json"),
+        dir.path().join("network.json"),
+    )
+    .unwrap();
+    std::fs::copy(
+        corpus.join("shaped_devices/ShapedDevices.example.csv"),
+        dir.path().join("ShapedDevices.csv"),
+    )
+    .unwrap();
+    let o = lqos(dir.path(), &["check"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("network.json: 11 nodes, depth 5"), "{out}");
+    assert!(
+        out.contains("ShapedDevices.csv: 10 circuits, 10 devices"),
+        "{out}"
+    );
+    assert!(out.contains("0 error(s), 3 warning(s)"), "{out}");
+}
+
+#[test]
+fn gen_does_not_overwrite_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ShapedDevices.csv"), "mine").unwrap();
+    let o = lqos(dir.path(), &["gen", "--circuits", "10"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("ShapedDevices.csv already exists; not overwriting it"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("ShapedDevices.csv")).unwrap(),
+        "mine"
+    );
+    let o = lqos(dir.path(), &["gen", "--circuits", "10", "--force"]);
+    assert!(o.status.success());
+    assert_ne!(
+        std::fs::read_to_string(dir.path().join("ShapedDevices.csv")).unwrap(),
+        "mine"
+    );
+}

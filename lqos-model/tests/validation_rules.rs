@@ -1,0 +1,266 @@
+//! One test per validation rule, each message asserted; the full report of
+//! `load` (parse problems + rules) grouped by file and line.
+
+use lqos_model::{load, load_with_config, Severity, MAX_NODE_DEPTH};
+
+const H13: &str = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment";
+
+const NET: &str = r#"{
+  "Site": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 1000,
+    "children": {
+      "AP_A": {"downloadBandwidthMbps": 500, "uploadBandwidthMbps": 100}
+    }}
+}"#;
+
+fn check(net: &str, rows: &str) -> Vec<String> {
+    let csv = format!("{H13}\n{rows}");
+    load(("network.json", net), ("SD.csv", csv.as_bytes()))
+        .report
+        .problems
+        .iter()
+        .map(|p| format!("{}: {p}", p.severity))
+        .collect()
+}
+
+#[test]
+fn a_clean_input_has_no_problem() {
+    assert!(check(NET, "1,a,d1,R,AP_A,,10.0.0.1,,10,2,100,20,\n").is_empty());
+}
+
+#[test]
+fn zero_rates_are_errors() {
+    assert_eq!(
+        check(NET, "10001,a,d1,R,AP_A,,10.0.0.1,,0,2,100,0,\n"),
+        [
+            "error: SD.csv:2: circuit \"10001\": download min 0 is zero",
+            "error: SD.csv:2: circuit \"10001\": upload max 0 is zero",
+            "error: SD.csv:2: circuit \"10001\": upload min 2 is above upload max 0",
+        ]
+    );
+}
+
+#[test]
+fn min_above_max_is_an_error_and_equal_is_fine() {
+    assert_eq!(
+        check(NET, "1,a,d1,R,AP_A,,10.0.0.1,,200,20,100,20,\n"),
+        ["error: SD.csv:2: circuit \"1\": download min 200 is above download max 100"]
+    );
+}
+
+#[test]
+fn absurd_rates_are_errors() {
+    assert_eq!(
+        check("{}", "1,a,d1,R,,,10.0.0.1,,1,1,400000.000001,2,\n"),
+        ["error: SD.csv:2: circuit \"1\": download max 400000.000001 Mbps is absurdly large (above 400000 Mbps)"]
+    );
+}
+
+#[test]
+fn unknown_parent_is_an_error() {
+    assert_eq!(
+        check(NET, "1,a,d1,R,AP_Z,,10.0.0.1,,1,1,2,2,\n"),
+        ["error: SD.csv:2: circuit \"1\": parent node \"AP_Z\" does not exist in network.json"]
+    );
+}
+
+#[test]
+fn parent_in_a_flat_network_is_a_warning() {
+    assert_eq!(
+        check("{}", "1,a,d1,R,AP_Z,,10.0.0.1,,1,1,2,2,\n"),
+        ["warning: SD.csv:2: circuit \"1\": parent node \"AP_Z\" is given but network.json is flat; the circuit goes under a generated parent node"]
+    );
+}
+
+#[test]
+fn circuit_ceiling_above_parent_is_a_warning() {
+    assert_eq!(
+        check(NET, "1,a,d1,R,AP_A,,10.0.0.1,,1,1,600,200,\n"),
+        [
+            "warning: SD.csv:2: circuit \"1\": download max 600 Mbps is above parent node \"AP_A\"'s 500 Mbps; it will be clamped to 500",
+            "warning: SD.csv:2: circuit \"1\": upload max 200 Mbps is above parent node \"AP_A\"'s 100 Mbps; it will be clamped to 100",
+        ]
+    );
+}
+
+#[test]
+fn virtual_parent_compares_with_nearest_real_ancestor() {
+    let net = r#"{"Site": {"downloadBandwidthMbps": 100, "uploadBandwidthMbps": 100,
+        "children": {"V": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 1000, "virtual": true}}}}"#;
+    assert_eq!(
+        check(net, "1,a,d1,R,V,,10.0.0.1,,1,1,200,20,\n"),
+        ["warning: SD.csv:2: circuit \"1\": download max 200 Mbps is above parent node \"Site\"'s 100 Mbps; it will be clamped to 100"]
+    );
+}
+
+#[test]
+fn node_above_its_parent_is_a_warning() {
+    let net = r#"{"Site": {"downloadBandwidthMbps": 100, "uploadBandwidthMbps": 100,
+        "children": {"AP": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 100}}}}"#;
+    assert_eq!(
+        check(net, ""),
+        ["warning: network.json:2: node \"AP\": download 1000 Mbps is above parent node \"Site\"'s 100 Mbps; it will be clamped to 100"]
+    );
+}
+
+#[test]
+fn hierarchy_deeper_than_htb_allows_is_an_error() {
+    // MAX_NODE_DEPTH real levels are fine; one more is not; virtual ones do not count.
+    let nest = |levels: usize, virtual_at: Option<usize>| {
+        let mut s = String::new();
+        for i in 1..=levels {
+            let v = if Some(i) == virtual_at {
+                ", \"virtual\": true"
+            } else {
+                ""
+            };
+            s.push_str(&format!(
+                "{{\"N{i}\": {{\"downloadBandwidthMbps\": 10, \"uploadBandwidthMbps\": 10{v}, \"children\": "
+            ));
+        }
+        s.push_str("{}");
+        s.push_str(&"}}".repeat(levels));
+        s
+    };
+    assert!(check(&nest(MAX_NODE_DEPTH, None), "").is_empty());
+    assert!(check(&nest(MAX_NODE_DEPTH + 1, Some(3)), "").is_empty());
+    assert_eq!(
+        check(&nest(MAX_NODE_DEPTH + 2, None), ""),
+        ["error: network.json:1: node \"N7\": node is at level 7 of the hierarchy (virtual nodes not counted); HTB allows 8 class levels, so at most 6 node levels fit between a queue's top class and its circuits"]
+    );
+}
+
+#[test]
+fn overlapping_addresses_across_circuits_are_errors() {
+    assert_eq!(
+        check(
+            "{}",
+            "1,a,d1,R,,,10.0.0.0/24,fd00::/48,1,1,2,2,\n\
+             2,b,d2,R,,,10.0.0.200,fd00:0:0:1::/64,1,1,2,2,\n\
+             3,c,d3,R,,,10.0.1.0/24,fd00:1::/48,1,1,2,2,\n\
+             1,a,d4,R,,,10.0.0.7,,1,1,2,2,\n"
+        ),
+        [
+            "error: SD.csv:3: circuit \"2\": IPv4 10.0.0.200/32 overlaps 10.0.0.0/24 of circuit \"1\" (line 2)",
+            "error: SD.csv:3: circuit \"2\": IPv6 fd00:0:0:1::/64 overlaps fd00::/48 of circuit \"1\" (line 2)",
+            "warning: SD.csv:5: circuit \"1\": IPv4 10.0.0.7/32 overlaps 10.0.0.0/24 of the same circuit (line 2)",
+        ]
+    );
+}
+
+#[test]
+fn circuit_without_addresses_is_a_warning() {
+    assert_eq!(
+        check("{}", "1,a,d1,R,,,,,1,1,2,2,\n"),
+        ["warning: SD.csv:2: circuit \"1\": circuit has no IPv4 or IPv6 address; no traffic will reach its class"]
+    );
+}
+
+#[test]
+fn all_problems_of_all_files_in_one_report_sorted_by_file_and_line() {
+    let net = r#"{"AP_A": {"downloadBandwidthMbps": 0, "uploadBandwidthMbps": 100}}"#;
+    let csv = format!(
+        "{H13}\n1,a,d1,R,AP_A,,10.0.0.1,,0,1,2,2,\n2,b,d2,R,AP_B,,10.0.0.1,,1,1,x,2,\n3,c,d3,R,AP_B,,10.0.0.3,,1,1,2,2,\n"
+    );
+    let conf = "[bridge]\nto_internet = \"eth0\"\nto_network = \"eth0\"\n";
+    let l = load_with_config(
+        ("network.json", net),
+        ("SD.csv", csv.as_bytes()),
+        Some(("lqos.conf", conf)),
+    );
+    let got: Vec<String> = l
+        .report
+        .problems
+        .iter()
+        .map(|p| format!("{}: {p}", p.severity))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "error: network.json:1: node \"AP_A\": downloadBandwidthMbps 0 is zero",
+            "error: SD.csv:2: circuit \"1\": download min 0 is zero",
+            "error: SD.csv:3: circuit \"2\": download max \"x\" is not a number",
+            "error: SD.csv:3: circuit \"2\": row skipped because of its rates",
+            "error: SD.csv:4: circuit \"3\": parent node \"AP_B\" does not exist in network.json",
+            "error: lqos.conf: [bridge] to_internet and to_network are the same interface \"eth0\"",
+        ]
+    );
+    assert_eq!(l.report.error_count(), 6);
+    assert_eq!(l.report.warnings().count(), 0);
+    assert!(l.require_valid().is_err());
+}
+
+#[test]
+fn unreadable_files_are_reported_and_the_rest_still_checked() {
+    let csv = format!("{H13}\n1,a,d1,R,AP_A,,10.0.0.1,,0,1,2,2,\n");
+    let l = load_with_config(
+        ("network.json", "{\"A\": "),
+        ("SD.csv", csv.as_bytes()),
+        Some((
+            "lqos.conf",
+            "[queues]\ndownlink_bandwidth_mbps = \"lots\"\n",
+        )),
+    );
+    let got: Vec<String> = l.report.problems.iter().map(|p| p.to_string()).collect();
+    assert_eq!(
+        got,
+        [
+            "network.json:1: invalid JSON: EOF while parsing a value",
+            "SD.csv:2: circuit \"1\": download min 0 is zero",
+            "lqos.conf:2: invalid config: invalid type: string \"lots\", expected u64",
+        ]
+    );
+    assert!(l
+        .report
+        .problems
+        .iter()
+        .all(|p| p.severity == Severity::Error));
+}
+
+#[test]
+fn config_rules() {
+    let conf = "[bridge]\nto_internet = \"a\"\nto_network = \"b\"\n[single_interface]\ninterface = \"c\"\n[queues]\nuplink_bandwidth_mbps = 0\n";
+    let l = load_with_config(
+        ("network.json", "{}"),
+        ("SD.csv", H13.as_bytes()),
+        Some(("lqos.conf", conf)),
+    );
+    let got: Vec<String> = l
+        .report
+        .problems
+        .iter()
+        .map(|p| format!("{}: {p}", p.severity))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "warning: lqos.conf: both [bridge] and [single_interface] are set; [single_interface] is used",
+            "error: lqos.conf: [queues] uplink_bandwidth_mbps is zero",
+        ]
+    );
+}
+
+#[test]
+fn parent_node_id_column_finds_or_checks_the_parent() {
+    let net = r#"{"Site": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 1000, "id": "s-1",
+        "children": {"AP_A": {"downloadBandwidthMbps": 500, "uploadBandwidthMbps": 100, "id": "ap-a"}}}}"#;
+    let csv = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,Parent Node ID,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps\n\
+        1,a,d1,R,,ap-a,,10.0.0.1,,1,1,2,2\n\
+        2,b,d2,R,Site,ap-a,,10.0.0.2,,1,1,2,2\n\
+        3,c,d3,R,AP_A,nope,,10.0.0.3,,1,1,2,2\n";
+    let l = load(("network.json", net), ("SD.csv", csv.as_bytes()));
+    assert_eq!(l.network.circuits()[0].parent.as_deref(), Some("AP_A"));
+    assert_eq!(l.network.circuits()[1].parent.as_deref(), Some("Site"));
+    let got: Vec<String> = l
+        .report
+        .problems
+        .iter()
+        .map(|p| format!("{}: {p}", p.severity))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "warning: SD.csv:3: circuit \"2\": Parent Node ID \"ap-a\" is node \"AP_A\" but Parent Node is \"Site\"; using Parent Node",
+            "warning: SD.csv:4: circuit \"3\": Parent Node ID \"nope\" matches no node id in network.json",
+        ]
+    );
+}
