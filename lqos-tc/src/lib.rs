@@ -7,7 +7,7 @@
 //! circuit with an explicit handle), plus a stable [`Allocation`] of
 //! queues, classids and leaf handles that the next plan reuses. Ops render
 //! as `tc -b` text ([`render`]) and parse back ([`parse`]); two trees diff
-//! into the minimal op stream between them ([`diff`]), checked on an
+//! into the minimal op stream between them ([`diff()`]), checked on an
 //! in-memory model of the kernel's rules ([`TcTree::apply`]). No I/O, no
 //! clock.
 //!
