@@ -85,7 +85,7 @@ pub enum PlanError {
         major: u16,
     },
     /// More leaf qdiscs on an interface than the 16-bit handle space holds.
-    #[error("interface {interface}: {needed} leaf qdiscs need more handles than the 16-bit qdisc handle space has ({available} free)")]
+    #[error("interface {interface}: {needed} circuit leaf qdiscs, but only {available} qdisc handles are available (16-bit majors); give some circuits sqm `none` or spread them over more interfaces")]
     LeafMajorOverflow {
         /// The interface.
         interface: String,
@@ -325,12 +325,6 @@ impl Bits {
             w += 1;
         }
         None
-    }
-
-    fn free_count(&self) -> usize {
-        (0..=self.max)
-            .filter(|&v| self.words[(v / 64) as usize] & (1 << (v % 64)) == 0)
-            .count()
     }
 }
 
@@ -902,7 +896,7 @@ pub fn plan(
         Interfaces::Bridge { download, upload } => (download.clone(), upload.clone()),
         Interfaces::OnAStick { interface, .. } => (interface.clone(), interface.clone()),
     };
-    let leaf_overflow = |pool: usize, pools: &[Bits; 2], cp: &[CircPlan]| {
+    let leaf_overflow = |pool: usize, cp: &[CircPlan]| {
         let needed = cp
             .iter()
             .map(|p| {
@@ -917,20 +911,20 @@ pub fn plan(
                 dev_u.clone()
             },
             needed,
-            available: pools[pool].free_count(),
+            available: 0x10000 - leaf_base as usize - 2,
         }
     };
     for i in 0..cp.len() {
         if cp[i].leaf_d != NO_LEAF && cp[i].major_d == 0 {
             match pools[0].alloc() {
                 Some(m) => cp[i].major_d = m as u16,
-                None => return Err(leaf_overflow(0, &pools, &cp)),
+                None => return Err(leaf_overflow(0, &cp)),
             }
         }
         if cp[i].leaf_u != NO_LEAF && cp[i].major_u == 0 {
             match pools[up_pool].alloc() {
                 Some(m) => cp[i].major_u = m as u16,
-                None => return Err(leaf_overflow(up_pool, &pools, &cp)),
+                None => return Err(leaf_overflow(up_pool, &cp)),
             }
         }
     }
