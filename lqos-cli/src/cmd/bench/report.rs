@@ -42,8 +42,11 @@ fn secs(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64())
 }
 
+/// Number of table columns.
+const COLUMNS: usize = 14;
+
 /// The cells of one row, in column order.
-fn cells(r: &Row) -> [String; 10] {
+fn cells(r: &Row) -> [String; COLUMNS] {
     let s = &r.summary;
     [
         r.id.clone(),
@@ -53,7 +56,11 @@ fn cells(r: &Row) -> [String; 10] {
         secs(s.wall.min),
         secs(s.wall.max),
         secs(s.user.median),
+        secs(s.user.min),
+        secs(s.user.max),
         secs(s.sys.median),
+        secs(s.sys.min),
+        secs(s.sys.max),
         format!("{:.0}", s.ops_per_sec),
         r.ratio_to_combined
             .map(|x| format!("{x:.3}"))
@@ -61,19 +68,26 @@ fn cells(r: &Row) -> [String; 10] {
     ]
 }
 
-const HEADERS: [&str; 10] = [
-    "#", "method", "circuits", "wall(s)", "min", "max", "user", "sys", "ops/s", "vs #2",
+const HEADERS: [&str; COLUMNS] = [
+    "#", "method", "circuits", "wall", "w.min", "w.max", "user", "u.min", "u.max", "sys", "s.min",
+    "s.max", "ops/s", "vs #2",
 ];
 
-/// The human-readable table.
+/// The human-readable table: median, min and max of wall, user and sys
+/// seconds per method, and the ratio of median wall time to method 2.
 pub fn table(rows: &[Row]) -> String {
-    let line = |c: [&str; 10]| {
-        format!(
-            "{:<4} {:<44} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>7}\n",
-            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9]
-        )
+    let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0).max(6);
+    let line = |c: [&str; COLUMNS]| {
+        let mut l = format!("{:<3} {:<width$} {:>8}", c[0], c[1], c[2]);
+        for (i, cell) in c[3..12].iter().enumerate() {
+            let gap = if i % 3 == 0 { "  " } else { " " };
+            l += &format!("{gap}{cell:>6}");
+        }
+        l += &format!("  {:>8} {:>6}\n", c[12], c[13]);
+        l
     };
-    let mut out = line(HEADERS);
+    let mut out = String::from("times in seconds: median, min and max over runs\n");
+    out += &line(HEADERS);
     for r in rows {
         let c = cells(r);
         out += &line(c.each_ref().map(String::as_str));
@@ -84,8 +98,8 @@ pub fn table(rows: &[Row]) -> String {
 /// A markdown table (for the README).
 pub fn markdown(rows: &[Row]) -> String {
     let mut out = format!(
-        "| {} |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-        HEADERS.join(" | ")
+        "| # | method | circuits | wall median (s) | min | max | user median (s) | min | max | sys median (s) | min | max | ops/s | vs #2 |\n|---|---|{}\n",
+        "---:|".repeat(COLUMNS - 2)
     );
     for r in rows {
         let _ = writeln!(out, "| {} |", cells(r).join(" | "));
@@ -187,8 +201,8 @@ mod tests {
         let r: Vec<f64> = rows.iter().map(|r| r.ratio_to_combined.unwrap()).collect();
         assert_eq!(r, vec![1.0, 0.5, 1.0, 0.25]);
         let t = table(&rows);
-        assert!(t.lines().nth(2).unwrap().contains("0.500"), "{t}");
-        assert!(markdown(&rows).contains("| 6 | method 6 | 1000 | 0.100 |"));
+        assert!(t.lines().nth(3).unwrap().contains("0.500"), "{t}");
+        assert!(markdown(&rows).contains("| 6 | method 6 | 1000 | 0.100 | 0.100 | 0.100 | 0.001 |"));
     }
 
     #[test]
