@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use lqos_tc::{diff, Plan, QdiscKind, TcHandle, TcOp, TcTree};
 use serde::Serialize;
 
-use crate::backend::{Backend, IfaceOps, LoadReport, Progress, RootDelete};
+use crate::backend::{load_deletes_first, Backend, IfaceOps, LoadReport, Progress};
 use crate::error::{ApplyError, Result};
 use crate::live::{LinkSummary, LiveSource};
 use crate::timing::{CpuScope, Stopwatch, Timing};
@@ -360,7 +360,7 @@ pub fn apply_targets(
         .iter()
         .map(|c| IfaceOps::new(c.dev.clone(), c.ops.clone()))
         .collect();
-    let load = backend.load(&streams, RootDelete::None, progress);
+    let load = load_deletes_first(backend, &streams, progress);
     let ok = load.is_ok();
     report.load = Some(load);
     if ok && opts.verify_after {

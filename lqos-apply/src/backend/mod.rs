@@ -175,6 +175,89 @@ pub trait Backend: Send + Sync {
     ) -> LoadReport;
 }
 
+/// Loads `ifaces`, first deleting every old tree that a stream starts by
+/// deleting (all interfaces' root deletes, in one step), then running the
+/// rest of each stream as `backend` does (serially or in parallel).
+///
+/// Why: each new HTB class makes the kernel scan a filter-block list that
+/// is global to the machine, so building one interface while another's old
+/// tree still exists costs more. Deleting every old tree first is what
+/// LibreQoS's combined file does by accident (its first lines are the root
+/// deletes); per-interface streams must do it on purpose. An interface whose
+/// delete fails is not built (its old tree stays); the others are.
+pub fn load_deletes_first(
+    backend: &dyn Backend,
+    ifaces: &[IfaceOps],
+    progress: &dyn Progress,
+) -> LoadReport {
+    let leading = |i: &IfaceOps| i.ops.first().is_some_and(is_root_delete);
+    if ifaces.len() < 2 || !ifaces.iter().any(leading) {
+        return backend.load(ifaces, RootDelete::None, progress);
+    }
+    let deletes: Vec<IfaceOps> = ifaces
+        .iter()
+        .filter(|i| leading(i))
+        .map(|i| IfaceOps::new(i.dev.clone(), vec![TcOp::delete_root()]))
+        .collect();
+    let mut first = backend.load(&deletes, RootDelete::None, progress);
+    let builds: Vec<IfaceOps> = ifaces
+        .iter()
+        .filter(|i| {
+            !first
+                .interfaces
+                .iter()
+                .any(|d| d.dev == i.dev && d.error.is_some())
+        })
+        .map(|i| {
+            let skip = usize::from(leading(i));
+            IfaceOps::new(i.dev.clone(), i.ops[skip..].to_vec())
+        })
+        .collect();
+    let mut second = backend.load(&builds, RootDelete::None, progress);
+    let delete_total = first.total;
+    let interfaces = ifaces
+        .iter()
+        .map(|i| {
+            let del = first
+                .interfaces
+                .iter()
+                .position(|d| d.dev == i.dev)
+                .map(|k| first.interfaces.swap_remove(k));
+            let build = second
+                .interfaces
+                .iter()
+                .position(|b| b.dev == i.dev)
+                .map(|k| second.interfaces.swap_remove(k));
+            let del_applied = del.as_ref().map_or(0, |d| d.ops_applied);
+            let del_timing = del.as_ref().and_then(|d| d.timing.or(Some(delete_total)));
+            let del_error = del.and_then(|d| d.error);
+            match build {
+                Some(b) => IfaceReport {
+                    dev: i.dev.clone(),
+                    ops_total: i.ops.len(),
+                    ops_applied: del_applied + b.ops_applied,
+                    timing: b.timing,
+                    root_delete: del_timing,
+                    error: del_error.or(b.error),
+                },
+                None => IfaceReport {
+                    dev: i.dev.clone(),
+                    ops_total: i.ops.len(),
+                    ops_applied: del_applied,
+                    timing: None,
+                    root_delete: del_timing,
+                    error: del_error,
+                },
+            }
+        })
+        .collect();
+    LoadReport {
+        backend: second.backend,
+        interfaces,
+        total: delete_total + second.total,
+    }
+}
+
 /// The stream actually sent for `ops` under `root_delete`.
 pub(crate) fn with_root_delete(ops: &[TcOp], root_delete: RootDelete) -> Vec<TcOp> {
     let mut v = Vec::with_capacity(ops.len() + 1);
@@ -206,4 +289,86 @@ pub(crate) fn is_benign_root_delete_failure(op: &TcOp, message: &str) -> bool {
         && (message.contains("handle of zero")
             || message.contains("Invalid handle")
             || message.contains("No such file or directory"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lqos_tc::{HtbQdisc, Qdisc, QdiscKind, TcHandle};
+
+    fn build() -> Vec<TcOp> {
+        vec![
+            TcOp::ReplaceQdisc(Qdisc {
+                parent: TcHandle::ROOT,
+                handle: TcHandle::new(0x7fff, 0),
+                kind: QdiscKind::Mq,
+            }),
+            TcOp::AddQdisc(Qdisc {
+                parent: TcHandle::new(0x7fff, 1),
+                handle: TcHandle::new(1, 0),
+                kind: QdiscKind::Htb(HtbQdisc {
+                    default_minor: 2,
+                    r2q: None,
+                    direct_qlen: None,
+                }),
+            }),
+        ]
+    }
+
+    fn reload_streams() -> Vec<IfaceOps> {
+        ["ens19", "ens20"]
+            .map(|dev| {
+                let mut ops = vec![TcOp::delete_root()];
+                ops.extend(build());
+                IfaceOps::new(dev, ops)
+            })
+            .to_vec()
+    }
+
+    fn loaded() -> Recording {
+        let rec = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
+        let full = ["ens19", "ens20"].map(|d| IfaceOps::new(d, build()));
+        assert!(rec.load(&full, RootDelete::None, &NoProgress).is_ok());
+        rec.clear_sent();
+        rec
+    }
+
+    #[test]
+    fn every_old_tree_is_deleted_before_any_build() {
+        let rec = loaded();
+        let rep = load_deletes_first(&rec, &reload_streams(), &NoProgress);
+        assert!(rep.is_ok(), "{:?}", rep.first_error());
+        let sent = rec.sent();
+        assert_eq!(sent.len(), 6);
+        assert!(sent[..2].iter().all(|(_, op)| is_root_delete(op)));
+        assert_eq!((sent[0].0.as_str(), sent[1].0.as_str()), ("ens19", "ens20"));
+        assert!(sent[2..].iter().all(|(_, op)| !is_root_delete(op)));
+        for i in &rep.interfaces {
+            assert_eq!((i.ops_total, i.ops_applied), (3, 3));
+        }
+        assert_eq!(rec.tree("ens20").unwrap().qdiscs.len(), 2);
+    }
+
+    #[test]
+    fn an_interface_whose_delete_fails_is_not_built_and_keeps_its_tree() {
+        let rec = loaded();
+        // ens20 has received 2 ops so far; its 3rd (index 2) is the delete.
+        rec.fail_at("ens20", 2, "RTNETLINK answers: Operation not permitted");
+        let before = rec.tree("ens20").unwrap();
+        let rep = load_deletes_first(&rec, &reload_streams(), &NoProgress);
+        let (a, b) = (&rep.interfaces[0], &rep.interfaces[1]);
+        assert!(a.error.is_none() && a.ops_applied == 3);
+        assert!(b.error.is_some() && b.ops_applied == 0, "{b:?}");
+        assert!(rec.sent_for("ens20").iter().all(is_root_delete));
+        assert_eq!(rec.tree("ens20").unwrap(), before);
+    }
+
+    #[test]
+    fn streams_without_a_leading_delete_go_straight_through() {
+        let rec = loaded();
+        let diff = ["ens19", "ens20"].map(|d| IfaceOps::new(d, vec![]));
+        let rep = load_deletes_first(&rec, &diff, &NoProgress);
+        assert!(rep.is_ok());
+        assert!(rec.sent().is_empty());
+    }
 }

@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use super::Sample;
 use crate::backend::{
-    Backend, IfaceOps, NetlinkBackend, NoProgress, Parallelism, Progress, RootDelete, TcBatch,
-    TcMode,
+    load_deletes_first, Backend, IfaceOps, NetlinkBackend, NoProgress, Parallelism, Progress,
+    RootDelete, TcBatch, TcMode,
 };
 use crate::engine::{plan_change, Target};
 use crate::error::{ApplyError, Result};
@@ -33,9 +33,9 @@ pub enum Method {
     TcSerialRootInside,
     /// 4: per-interface files in parallel.
     TcParallel,
-    /// 5: netlink, one interface after another.
+    /// 5: netlink, one interface after another, all old trees deleted first.
     NetlinkSerial,
-    /// 6: netlink, one worker per interface.
+    /// 6: netlink, one worker per interface, all old trees deleted first.
     NetlinkParallel,
     /// 7: incremental reload with no change (readback + diff + send).
     IncrementalNoChange,
@@ -84,8 +84,8 @@ impl Method {
             Method::TcSerialRootOutside => "tc -b per iface, serial, root del outside",
             Method::TcSerialRootInside => "tc -b per iface, serial, root del inside",
             Method::TcParallel => "tc -b per iface, parallel",
-            Method::NetlinkSerial => "netlink, serial",
-            Method::NetlinkParallel => "netlink, parallel",
+            Method::NetlinkSerial => "netlink, serial (old trees deleted first)",
+            Method::NetlinkParallel => "netlink, parallel (old trees deleted first)",
             Method::IncrementalNoChange => "incremental reload, no change",
             Method::IncrementalChanged => "incremental reload, 1% changed",
             Method::Teardown => "teardown (root delete)",
@@ -121,6 +121,8 @@ pub struct BenchTree {
     pub changed: Vec<Target>,
     /// The base plan's op streams as loaders take them.
     pub base_ops: Vec<IfaceOps>,
+    /// `base_ops`, each starting with its root delete (a full reload).
+    pub reload_ops: Vec<IfaceOps>,
 }
 
 impl BenchTree {
@@ -170,6 +172,22 @@ impl Runner {
             } else {
                 0
             };
+        let sample = Sample::new(sw.stop(), ops);
+        rep.into_result()?;
+        Ok(sample)
+    }
+
+    /// A full reload the way `lqos apply --full` does it: every old tree
+    /// deleted first, then the builds ([`load_deletes_first`]).
+    fn timed_reload(
+        &self,
+        backend: &dyn Backend,
+        reload: &[IfaceOps],
+        progress: &dyn Progress,
+    ) -> Result<Sample> {
+        let sw = Stopwatch::start(CpuScope::ProcessAndChildren);
+        let rep = load_deletes_first(backend, reload, progress);
+        let ops = rep.interfaces.iter().map(|i| i.ops_total).sum::<usize>();
         let sample = Sample::new(sw.stop(), ops);
         rep.into_result()?;
         Ok(sample)
@@ -278,16 +296,14 @@ impl Runner {
                 RootDelete::InBatch,
                 progress,
             )?),
-            Method::NetlinkSerial => row(self.timed_load(
+            Method::NetlinkSerial => row(self.timed_reload(
                 &self.netlink(Parallelism::Serial),
-                base,
-                RootDelete::InBatch,
+                &tree.reload_ops,
                 progress,
             )?),
-            Method::NetlinkParallel => row(self.timed_load(
+            Method::NetlinkParallel => row(self.timed_reload(
                 &self.netlink(Parallelism::Parallel),
-                base,
-                RootDelete::InBatch,
+                &tree.reload_ops,
                 progress,
             )?),
             Method::IncrementalNoChange => row(self.incremental(&tree.base, progress)?),
@@ -352,6 +368,15 @@ impl BenchTree {
             base: Target::from_plan(&base),
             changed: Target::from_plan(&changed),
             base_ops: IfaceOps::all_from_plan(&base),
+            reload_ops: IfaceOps::all_from_plan(&base)
+                .into_iter()
+                .map(|i| {
+                    let mut ops = Vec::with_capacity(i.ops.len() + 1);
+                    ops.push(TcOp::delete_root());
+                    ops.extend(i.ops);
+                    IfaceOps::new(i.dev, ops)
+                })
+                .collect(),
         })
     }
 }
