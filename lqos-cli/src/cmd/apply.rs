@@ -76,10 +76,12 @@ pub struct Args {
     /// Loader.
     #[arg(long, value_enum, default_value = "netlink")]
     pub backend: BackendArg,
-    /// One worker per interface (the default).
+    /// One worker per interface (the default for --backend tc).
     #[arg(long, conflicts_with = "serial")]
     pub parallel: bool,
-    /// One interface after another.
+    /// One interface after another (the default for --backend netlink: the
+    /// kernel handles tc messages one at a time under its RTNL lock, and two
+    /// netlink workers only contend for it; `lqos bench` measures this).
     #[arg(long)]
     pub serial: bool,
     /// With --backend tc: one combined tc batch for all interfaces
@@ -275,10 +277,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.source.resolve(&live, &state_path, netns.as_deref())?
     };
-    let parallelism = if args.serial {
-        Parallelism::Serial
-    } else {
-        Parallelism::Parallel
+    let parallelism = match (args.serial, args.parallel, args.backend) {
+        (true, _, _) => Parallelism::Serial,
+        (_, true, _) => Parallelism::Parallel,
+        (_, _, BackendArg::Netlink) => Parallelism::Serial,
+        (_, _, BackendArg::Tc) => Parallelism::Parallel,
     };
     let backend: Box<dyn Backend> = match args.backend {
         BackendArg::Netlink => Box::new(NetlinkBackend::new(netns.clone(), parallelism)),
