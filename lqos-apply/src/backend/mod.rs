@@ -231,7 +231,9 @@ pub fn load_deletes_first(
             let del_applied = del.as_ref().map_or(0, |d| d.ops_applied);
             let del_timing = del.as_ref().and_then(|d| d.timing.or(Some(delete_total)));
             let del_error = del.and_then(|d| d.error);
-            match build {
+            // Indexes count the stream as given, hoisted delete included.
+            let skip = usize::from(leading(i));
+            match build.map(|b| shift_op_index(b, skip)) {
                 Some(b) => IfaceReport {
                     dev: i.dev.clone(),
                     ops_total: i.ops.len(),
@@ -256,6 +258,15 @@ pub fn load_deletes_first(
         interfaces,
         total: delete_total + second.total,
     }
+}
+
+/// `report` with its failed op's index moved `by` places later (the ops
+/// of its stream that were sent in an earlier step).
+fn shift_op_index(mut report: IfaceReport, by: usize) -> IfaceReport {
+    if let Some(ApplyError::OpFailed { index, .. }) = &mut report.error {
+        *index += by;
+    }
+    report
 }
 
 /// The stream actually sent for `ops` under `root_delete`.
@@ -361,6 +372,20 @@ mod tests {
         assert!(b.error.is_some() && b.ops_applied == 0, "{b:?}");
         assert!(rec.sent_for("ens20").iter().all(is_root_delete));
         assert_eq!(rec.tree("ens20").unwrap(), before);
+    }
+
+    #[test]
+    fn a_failed_build_op_is_indexed_in_the_stream_as_given() {
+        let rec = loaded();
+        // ens19 has received 2 ops; after its hoisted delete (index 2) the
+        // build's second op is its 4th overall, index 2 of the given stream.
+        rec.fail_at("ens19", 4, "Specified class not found");
+        let rep = load_deletes_first(&rec, &reload_streams(), &NoProgress);
+        match &rep.interfaces[0].error {
+            Some(ApplyError::OpFailed { index, .. }) => assert_eq!(*index, 2),
+            e => panic!("{e:?}"),
+        }
+        assert!(rep.interfaces[1].error.is_none());
     }
 
     #[test]
