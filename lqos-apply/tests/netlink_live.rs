@@ -2,12 +2,14 @@
 //! `ens19`/`ens20` (16 TX queues each). They need root; otherwise they print
 //! a skip message and pass, unless `LQOS_REQUIRE_NETNS=1` (then they fail).
 
+mod common;
+
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lqos_apply::netlink::{NetlinkError, NetlinkSocket, SendOptions};
 use lqos_model::Rate;
-use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::{Class, HtbClass, QdiscKind, TcHandle, TcOp, TcTree};
 
 /// A scratch network namespace, deleted on drop (also when a test panics).
 struct Netns {
@@ -109,70 +111,16 @@ fn mbps(m: u64) -> Rate {
     Rate::from_mbps(m)
 }
 
-fn htb_class(parent: TcHandle, classid: TcHandle, rate: Rate, ceil: Rate, prio: u32) -> TcOp {
-    TcOp::AddClass(Class {
-        parent,
-        classid,
-        htb: HtbClass {
-            rate,
-            ceil,
-            quantum: 1522,
-            prio,
-            burst: None,
-            cburst: None,
-        },
-    })
-}
-
 /// A LibreQoS-shaped tree: mq, one HTB per queue with top class and
 /// default class, `circuits` circuit classes round-robin over the queues,
 /// each with an explicit-handle pfifo leaf.
 fn plan(queues: u16, circuits: usize) -> Vec<TcOp> {
-    let mut ops = vec![TcOp::ReplaceQdisc(Qdisc {
-        parent: TcHandle::ROOT,
-        handle: TcHandle::new(0x7fff, 0),
-        kind: QdiscKind::Mq,
-    })];
-    for q in 1..=queues {
-        ops.push(TcOp::AddQdisc(Qdisc {
-            parent: TcHandle::new(0x7fff, q),
-            handle: TcHandle::new(q, 0),
-            kind: QdiscKind::Htb(HtbQdisc {
-                default_minor: 2,
-                r2q: None,
-                direct_qlen: None,
-            }),
-        }));
-        ops.push(htb_class(
-            TcHandle::new(q, 0),
-            TcHandle::new(q, 1),
-            mbps(10_000),
-            mbps(10_000),
-            3,
-        ));
-        ops.push(htb_class(
-            TcHandle::new(q, 1),
-            TcHandle::new(q, 2),
-            Rate::from_bps(2_499_750_000),
-            mbps(9_999),
-            5,
-        ));
-    }
-    for i in 0..circuits {
-        let q = (i % queues as usize) as u16 + 1;
-        let minor = (i / queues as usize) as u16 + 3;
-        let classid = TcHandle::new(q, minor);
-        // Fractional and varied rates.
-        let rate = Rate::from_bps(500_000 + (i as u64 % 97) * 250_000);
-        let ceil = Rate::from_bps(rate.bps() * 4);
-        ops.push(htb_class(TcHandle::new(q, 1), classid, rate, ceil, 3));
-        ops.push(TcOp::AddQdisc(Qdisc {
-            parent: classid,
-            handle: TcHandle::new(0x100 + i as u16, 0),
-            kind: QdiscKind::Pfifo { limit: Some(100) },
-        }));
-    }
-    ops
+    common::tree_ops(
+        queues,
+        circuits,
+        common::varied_rates,
+        QdiscKind::Pfifo { limit: Some(100) },
+    )
 }
 
 /// The tree the ops should produce (adds only).

@@ -21,13 +21,15 @@
 //! 20000 class changes: netlink 0.75-0.81 s, tc -b 0.95-1.02 s (user 7-10 %).
 //! Kernel time dominates and is the same work for every loader.
 
+mod common;
+
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use lqos_apply::netlink::{encode_op, NetlinkSocket, SendOptions};
 use lqos_model::Rate;
-use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcHandle, TcOp};
+use lqos_tc::{QdiscKind, TcHandle, TcOp};
 
 struct Netns(String);
 
@@ -68,71 +70,13 @@ fn ip(args: &[&str]) {
     assert!(st.success(), "ip {}", args.join(" "));
 }
 
-fn class(parent: TcHandle, classid: TcHandle, rate: Rate, ceil: Rate, prio: u32) -> TcOp {
-    TcOp::AddClass(Class {
-        parent,
-        classid,
-        htb: HtbClass {
-            rate,
-            ceil,
-            quantum: 1522,
-            prio,
-            burst: None,
-            cburst: None,
-        },
-    })
-}
-
 fn plan(queues: u16, circuits: usize) -> Vec<TcOp> {
-    let mut ops = vec![TcOp::ReplaceQdisc(Qdisc {
-        parent: TcHandle::ROOT,
-        handle: TcHandle::new(0x7fff, 0),
-        kind: QdiscKind::Mq,
-    })];
-    for q in 1..=queues {
-        ops.push(TcOp::AddQdisc(Qdisc {
-            parent: TcHandle::new(0x7fff, q),
-            handle: TcHandle::new(q, 0),
-            kind: QdiscKind::Htb(HtbQdisc {
-                default_minor: 2,
-                r2q: None,
-                direct_qlen: None,
-            }),
-        }));
-        let top = TcHandle::new(q, 1);
-        ops.push(class(
-            TcHandle::new(q, 0),
-            top,
-            Rate::from_mbps(10_000),
-            Rate::from_mbps(10_000),
-            3,
-        ));
-        ops.push(class(
-            top,
-            TcHandle::new(q, 2),
-            Rate::from_mbps(2_499),
-            Rate::from_mbps(9_999),
-            5,
-        ));
-    }
-    for i in 0..circuits {
-        let q = (i % queues as usize) as u16 + 1;
-        let classid = TcHandle::new(q, (i / queues as usize) as u16 + 3);
-        let rate = Rate::from_bps(500_000 + (i as u64 % 97) * 250_000);
-        ops.push(class(
-            TcHandle::new(q, 1),
-            classid,
-            rate,
-            Rate::from_bps(rate.bps() * 4),
-            3,
-        ));
-        ops.push(TcOp::AddQdisc(Qdisc {
-            parent: classid,
-            handle: TcHandle::new(0x100 + i as u16, 0),
-            kind: QdiscKind::Pfifo { limit: Some(100) },
-        }));
-    }
-    ops
+    common::tree_ops(
+        queues,
+        circuits,
+        common::varied_rates,
+        QdiscKind::Pfifo { limit: Some(100) },
+    )
 }
 
 /// The same ops as `tc -b` lines.

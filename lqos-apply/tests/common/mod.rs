@@ -23,29 +23,34 @@ pub fn fixture(test: &str) -> Option<ScratchNetns> {
     )
 }
 
-fn class(parent: TcHandle, classid: TcHandle, rate_mbps: u64, ceil_mbps: u64, prio: u32) -> Class {
-    Class {
+fn class(parent: TcHandle, classid: TcHandle, rate: Rate, ceil: Rate, prio: u32) -> TcOp {
+    TcOp::AddClass(Class {
         parent,
         classid,
         htb: HtbClass {
-            rate: Rate::from_mbps(rate_mbps),
-            ceil: Rate::from_mbps(ceil_mbps),
+            rate,
+            ceil,
             quantum: 1522,
             prio,
             burst: None,
             cburst: None,
         },
-    }
+    })
 }
 
-/// A LibreQoS-shaped full build by hand: mq, one htb per queue, top and
-/// default classes, then `circuits` circuit classes round-robin over the
-/// queues, each with a pfifo leaf. `rate(i)` gives circuit i's rate.
-pub fn hand_built(circuits: usize, queues: u16, rate: impl Fn(usize) -> u64) -> Vec<TcOp> {
-    let root = TcHandle::new(0x7fff, 0);
+/// A LibreQoS-shaped full build by hand: mq, one htb per queue with top
+/// class `:1` (10 Gbit) and default class `:2`, then `circuits` circuit
+/// classes round-robin over the queues, each with a `leaf` qdisc of explicit
+/// handle `0x100 + i`. `circuit(i)` gives circuit i's (rate, ceil).
+pub fn tree_ops(
+    queues: u16,
+    circuits: usize,
+    circuit: impl Fn(usize) -> (Rate, Rate),
+    leaf: QdiscKind,
+) -> Vec<TcOp> {
     let mut ops = vec![TcOp::ReplaceQdisc(Qdisc {
         parent: TcHandle::ROOT,
-        handle: root,
+        handle: TcHandle::new(0x7fff, 0),
         kind: QdiscKind::Mq,
     })];
     for q in 1..=queues {
@@ -58,34 +63,47 @@ pub fn hand_built(circuits: usize, queues: u16, rate: impl Fn(usize) -> u64) -> 
                 direct_qlen: None,
             }),
         }));
-        ops.push(TcOp::AddClass(class(
-            TcHandle::new(q, 0),
-            TcHandle::new(q, 1),
-            10_000,
-            10_000,
-            3,
-        )));
-        ops.push(TcOp::AddClass(class(
-            TcHandle::new(q, 1),
+        let top = TcHandle::new(q, 1);
+        let link = Rate::from_mbps(10_000);
+        ops.push(class(TcHandle::new(q, 0), top, link, link, 3));
+        ops.push(class(
+            top,
             TcHandle::new(q, 2),
-            2_000,
-            9_999,
+            Rate::from_bps(2_499_750_000),
+            Rate::from_mbps(9_999),
             5,
-        )));
+        ));
     }
     for i in 0..circuits {
         let q = (i % queues as usize) as u16 + 1;
-        let minor = (i / queues as usize) as u16 + 3;
-        let id = TcHandle::new(q, minor);
-        let r = rate(i);
-        ops.push(TcOp::AddClass(class(TcHandle::new(q, 1), id, r, r * 2, 3)));
+        let id = TcHandle::new(q, (i / queues as usize) as u16 + 3);
+        let (rate, ceil) = circuit(i);
+        ops.push(class(TcHandle::new(q, 1), id, rate, ceil, 3));
         ops.push(TcOp::AddQdisc(Qdisc {
             parent: id,
             handle: TcHandle::new(0x100 + i as u16, 0),
-            kind: QdiscKind::Pfifo { limit: None },
+            kind: leaf.clone(),
         }));
     }
     ops
+}
+
+/// [`tree_ops`] with pfifo leaves and circuit i at `rate(i)` Mbit, ceil
+/// twice that.
+pub fn hand_built(circuits: usize, queues: u16, rate: impl Fn(usize) -> u64) -> Vec<TcOp> {
+    tree_ops(
+        queues,
+        circuits,
+        |i| (Rate::from_mbps(rate(i)), Rate::from_mbps(2 * rate(i))),
+        QdiscKind::Pfifo { limit: None },
+    )
+}
+
+/// Varied, fractional circuit rates (0.5 to 24.5 Mbit), ceil 4x: circuit
+/// `i`'s (rate, ceil) for [`tree_ops`].
+pub fn varied_rates(i: usize) -> (Rate, Rate) {
+    let rate = Rate::from_bps(500_000 + (i as u64 % 97) * 250_000);
+    (rate, Rate::from_bps(rate.bps() * 4))
 }
 
 /// The same hand-built stream on both interfaces.
