@@ -4,106 +4,33 @@
 
 mod common;
 
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use lqos_apply::netlink::{NetlinkError, NetlinkSocket, SendOptions};
+use lqos_apply::netns::ScratchNetns;
 use lqos_model::Rate;
 use lqos_tc::{Class, HtbClass, QdiscKind, TcHandle, TcOp, TcTree};
 
-/// A scratch network namespace, deleted on drop (also when a test panics).
-struct Netns {
-    name: String,
-}
+/// The shared scratch namespace (veth ens19/ens20, 16 TX queues, deleted
+/// on drop, also when a test panics) with netlink helpers.
+struct Netns(ScratchNetns);
 
 impl Netns {
-    /// Creates `lqos-nl-<pid>-<n>` with veth ens19/ens20 (16 TX queues), or
-    /// returns `None` (after printing why) when that is impossible here.
+    /// The fixture for `test`, or `None` (after printing why) when network
+    /// namespaces are unavailable and not required.
     fn create(test: &str) -> Option<Netns> {
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let required = std::env::var("LQOS_REQUIRE_NETNS").is_ok_and(|v| v == "1");
-        let skip = |why: String| {
-            if required {
-                panic!("{test}: LQOS_REQUIRE_NETNS=1 but {why}");
-            }
-            eprintln!("SKIP {test}: {why}");
-            None
-        };
-        if !nix::unistd::geteuid().is_root() {
-            return skip("not root".into());
-        }
-        let name = format!(
-            "lqos-nl-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
-        if let Err(e) = ip(&["netns", "add", &name]) {
-            return skip(format!("cannot create a network namespace: {e}"));
-        }
-        let ns = Netns { name };
-        let n = ns.name.as_str();
-        let setup = [
-            vec![
-                "-n",
-                n,
-                "link",
-                "add",
-                "ens19",
-                "numtxqueues",
-                "16",
-                "type",
-                "veth",
-                "peer",
-                "name",
-                "ens20",
-                "numtxqueues",
-                "16",
-            ],
-            vec!["-n", n, "link", "set", "ens19", "up"],
-            vec!["-n", n, "link", "set", "ens20", "up"],
-        ];
-        for args in setup {
-            if let Err(e) = ip(&args) {
-                return skip(format!("cannot set up veth pair: {e}"));
-            }
-        }
-        Some(ns)
+        common::fixture(test).map(Netns)
+    }
+
+    fn name(&self) -> &str {
+        self.0.name()
     }
 
     fn socket(&self) -> NetlinkSocket {
-        NetlinkSocket::open_in_netns(&self.name).expect("open netlink socket in netns")
+        NetlinkSocket::open_in_netns(self.name()).expect("open netlink socket in netns")
     }
 
     /// `tc` output inside the namespace, for diagnostics.
     fn tc(&self, args: &[&str]) -> String {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &self.name, "tc"])
-            .args(args)
-            .output()
-            .expect("run tc");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = ip(&["netns", "del", &self.name]);
-    }
-}
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
+        self.0.tc(args).unwrap_or_else(|e| e.to_string())
     }
 }
 
@@ -585,7 +512,7 @@ fn open_in_netns_returns_to_the_original_netns() {
         return;
     };
     let before = current_netns();
-    let nl = NetlinkSocket::open_in_netns(&ns.name).unwrap();
+    let nl = NetlinkSocket::open_in_netns(ns.name()).unwrap();
     assert_eq!(current_netns(), before);
     drop(nl);
     // Also on error.
