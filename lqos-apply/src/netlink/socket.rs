@@ -357,9 +357,65 @@ impl NetlinkSocket {
             });
         }
         let what = || format!("looking up interface {name:?}");
+        let info = self.request(
+            &what,
+            |buf, seq| encode::getlink_request(buf, name, seq),
+            |m| match m.ty {
+                NLMSG_ERROR => {
+                    let ack = parse_ack(m).map_err(|source| NetlinkError::Decode {
+                        what: what(),
+                        source,
+                    })?;
+                    if ack.errno == libc::ENODEV {
+                        return Err(NetlinkError::NoSuchInterface {
+                            name: name.to_string(),
+                        });
+                    }
+                    Err(kernel_error(what(), &ack))
+                }
+                RTM_NEWLINK if m.payload.len() >= IFINFOMSG_LEN => {
+                    let p = m.payload;
+                    let ifindex = i32::from_ne_bytes([p[4], p[5], p[6], p[7]]);
+                    let mut info = LinkInfo {
+                        name: name.to_string(),
+                        ifindex,
+                        num_tx_queues: 1,
+                        mtu: 0,
+                    };
+                    for (ty, v) in decode::attrs(&p[IFINFOMSG_LEN..]) {
+                        let x =
+                            (v.len() >= 4).then(|| u32::from_ne_bytes([v[0], v[1], v[2], v[3]]));
+                        match (ty, x) {
+                            (IFLA_MTU, Some(x)) => info.mtu = x,
+                            (IFLA_NUM_TX_QUEUES, Some(x)) => info.num_tx_queues = x,
+                            _ => {}
+                        }
+                    }
+                    Ok(Some(info))
+                }
+                _ => Ok(None),
+            },
+        )?;
+        let ifindex = info.ifindex;
+        if !self.names.iter().any(|(i, n)| *i == ifindex && n == name) {
+            self.names.retain(|(i, _)| *i != ifindex);
+            self.names.push((ifindex, name.to_string()));
+        }
+        Ok(info)
+    }
+
+    /// Sends one request (built by `encode` with its sequence number) and
+    /// hands every reply carrying that sequence number to `on_reply` until
+    /// it returns `Some` (or an error). `what` names the request in errors.
+    fn request<T>(
+        &mut self,
+        what: &dyn Fn() -> String,
+        encode: impl FnOnce(&mut Vec<u8>, u32),
+        mut on_reply: impl FnMut(&decode::RawMsg<'_>) -> Result<Option<T>, NetlinkError>,
+    ) -> Result<T, NetlinkError> {
         let seq = self.take_seq(1);
         self.sendbuf.clear();
-        encode::getlink_request(&mut self.sendbuf, name, seq);
+        encode(&mut self.sendbuf, seq);
         self.send_buf().map_err(io_what(what()))?;
         loop {
             let n = self.recv_one(Msg::empty()).map_err(io_what(what()))?;
@@ -371,51 +427,8 @@ impl NetlinkSocket {
                 if m.seq != seq {
                     continue;
                 }
-                match m.ty {
-                    NLMSG_ERROR => {
-                        let ack = parse_ack(&m).map_err(|source| NetlinkError::Decode {
-                            what: what(),
-                            source,
-                        })?;
-                        if ack.errno == libc::ENODEV {
-                            return Err(NetlinkError::NoSuchInterface {
-                                name: name.to_string(),
-                            });
-                        }
-                        return Err(NetlinkError::Kernel {
-                            what: what(),
-                            errno: ack.errno,
-                            message: ack
-                                .msg
-                                .map(str::to_string)
-                                .unwrap_or_else(|| strerror(ack.errno)),
-                        });
-                    }
-                    RTM_NEWLINK if m.payload.len() >= IFINFOMSG_LEN => {
-                        let p = m.payload;
-                        let ifindex = i32::from_ne_bytes([p[4], p[5], p[6], p[7]]);
-                        let mut info = LinkInfo {
-                            name: name.to_string(),
-                            ifindex,
-                            num_tx_queues: 1,
-                            mtu: 0,
-                        };
-                        for (ty, v) in decode::attrs(&p[IFINFOMSG_LEN..]) {
-                            let x = (v.len() >= 4)
-                                .then(|| u32::from_ne_bytes([v[0], v[1], v[2], v[3]]));
-                            match (ty, x) {
-                                (IFLA_MTU, Some(x)) => info.mtu = x,
-                                (IFLA_NUM_TX_QUEUES, Some(x)) => info.num_tx_queues = x,
-                                _ => {}
-                            }
-                        }
-                        if !self.names.iter().any(|(i, n)| *i == ifindex && n == name) {
-                            self.names.retain(|(i, _)| *i != ifindex);
-                            self.names.push((ifindex, name.to_string()));
-                        }
-                        return Ok(info);
-                    }
-                    _ => {}
+                if let Some(done) = on_reply(&m)? {
+                    return Ok(done);
                 }
             }
         }
@@ -659,35 +672,23 @@ impl NetlinkSocket {
                 }
             )
         };
-        let seq = self.take_seq(1);
-        self.sendbuf.clear();
-        encode::dump_request(&mut self.sendbuf, ty, ifindex, seq);
-        self.send_buf().map_err(io_what(what()))?;
         let reply = if ty == RTM_GETQDISC {
             RTM_NEWQDISC
         } else {
             RTM_NEWTCLASS
         };
         let mut interrupted = false;
-        loop {
-            let n = self.recv_one(Msg::empty()).map_err(io_what(what()))?;
-            for m in msgs(&self.recvbuf[..n]) {
-                let m = m.map_err(|source| NetlinkError::Decode {
-                    what: what(),
-                    source,
-                })?;
-                if m.seq != seq {
-                    continue;
-                }
+        self.request(
+            &what,
+            |buf, seq| encode::dump_request(buf, ty, ifindex, seq),
+            |m| {
                 interrupted |= m.flags & NLM_F_DUMP_INTR != 0;
                 match m.ty {
-                    NLMSG_DONE if interrupted => {
-                        return Err(NetlinkError::Kernel {
-                            what: what(),
-                            errno: libc::EINTR,
-                            message: "dump interrupted by a concurrent change".into(),
-                        })
-                    }
+                    NLMSG_DONE if interrupted => Err(NetlinkError::Kernel {
+                        what: what(),
+                        errno: libc::EINTR,
+                        message: "dump interrupted by a concurrent change".into(),
+                    }),
                     NLMSG_DONE => {
                         let err = m
                             .payload
@@ -701,38 +702,45 @@ impl NetlinkSocket {
                                 message: strerror(-err),
                             });
                         }
-                        return Ok(());
+                        Ok(Some(()))
                     }
                     NLMSG_ERROR => {
-                        let ack = parse_ack(&m).map_err(|source| NetlinkError::Decode {
+                        let ack = parse_ack(m).map_err(|source| NetlinkError::Decode {
                             what: what(),
                             source,
                         })?;
                         if ack.errno == 0 {
-                            return Ok(());
+                            return Ok(Some(()));
                         }
-                        return Err(NetlinkError::Kernel {
-                            what: what(),
-                            errno: ack.errno,
-                            message: ack
-                                .msg
-                                .map(str::to_string)
-                                .unwrap_or_else(|| strerror(ack.errno)),
-                        });
+                        Err(kernel_error(what(), &ack))
                     }
-                    NLMSG_OVERRUN => {
-                        return Err(NetlinkError::Io {
-                            what: what(),
-                            source: io::Error::from_raw_os_error(libc::ENOBUFS),
-                        })
-                    }
-                    t if t == reply => each(m.payload).map_err(|source| NetlinkError::Decode {
+                    NLMSG_OVERRUN => Err(NetlinkError::Io {
                         what: what(),
-                        source,
-                    })?,
-                    _ => {}
+                        source: io::Error::from_raw_os_error(libc::ENOBUFS),
+                    }),
+                    t if t == reply => {
+                        each(m.payload).map_err(|source| NetlinkError::Decode {
+                            what: what(),
+                            source,
+                        })?;
+                        Ok(None)
+                    }
+                    _ => Ok(None),
                 }
-            }
-        }
+            },
+        )
+    }
+}
+
+/// The kernel's refusal of a request, with its extended-ACK text (or the
+/// errno's description when it sent none).
+fn kernel_error(what: String, ack: &decode::Ack<'_>) -> NetlinkError {
+    NetlinkError::Kernel {
+        what,
+        errno: ack.errno,
+        message: ack
+            .msg
+            .map(str::to_string)
+            .unwrap_or_else(|| strerror(ack.errno)),
     }
 }
