@@ -5,9 +5,7 @@
 //! any order and be repeated. Full reloads include the root delete of the
 //! old tree; method 9 times that teardown alone.
 
-use std::collections::BTreeMap;
-
-use lqos_tc::{TcOp, TcTree};
+use lqos_tc::TcOp;
 use serde::Serialize;
 
 use super::Sample;
@@ -195,17 +193,26 @@ impl Runner {
 
     /// Makes the live trees equal `targets` (incremental, untimed).
     pub fn converge(&self, targets: &[Target]) -> Result<usize> {
+        self.sync_to(targets, &NoProgress)
+    }
+
+    /// What `lqos apply` does by default: read the live trees back, diff
+    /// them against `targets`, and send only the difference (nothing when
+    /// there is none) with the serial netlink loader. Returns the ops sent.
+    fn sync_to(&self, targets: &[Target], progress: &dyn Progress) -> Result<usize> {
         let devs: Vec<&str> = targets.iter().map(|t| t.dev.as_str()).collect();
         let live = read_live(&self.live, &devs)?;
         let ifaces: Vec<IfaceOps> = targets
             .iter()
             .map(|t| IfaceOps::new(t.dev.clone(), plan_change(t, &live[&t.dev], false).ops))
             .collect();
-        let n = ifaces.iter().map(|i| i.ops.len()).sum();
-        self.netlink(Parallelism::Parallel)
-            .load(&ifaces, RootDelete::None, &NoProgress)
-            .into_result()?;
-        Ok(n)
+        let ops = ifaces.iter().map(|i| i.ops.len()).sum();
+        if ops > 0 {
+            self.netlink(Parallelism::Serial)
+                .load(&ifaces, RootDelete::None, progress)
+                .into_result()?;
+        }
+        Ok(ops)
     }
 
     /// Checks that the live trees have exactly the classes and qdiscs of
@@ -338,18 +345,7 @@ impl Runner {
     /// Readback + diff + send of the difference to `targets`, timed as one.
     fn incremental(&self, targets: &[Target], progress: &dyn Progress) -> Result<Sample> {
         let sw = Stopwatch::start(CpuScope::ProcessAndChildren);
-        let devs: Vec<&str> = targets.iter().map(|t| t.dev.as_str()).collect();
-        let live: BTreeMap<String, TcTree> = read_live(&self.live, &devs)?;
-        let ifaces: Vec<IfaceOps> = targets
-            .iter()
-            .map(|t| IfaceOps::new(t.dev.clone(), plan_change(t, &live[&t.dev], false).ops))
-            .collect();
-        let ops: usize = ifaces.iter().map(|i| i.ops.len()).sum();
-        if ops > 0 {
-            self.netlink(Parallelism::Parallel)
-                .load(&ifaces, RootDelete::None, progress)
-                .into_result()?;
-        }
+        let ops = self.sync_to(targets, progress)?;
         Ok(Sample::new(sw.stop(), ops))
     }
 }
