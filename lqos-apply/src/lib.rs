@@ -43,7 +43,6 @@
 //! and the total; [`read_live`] + [`plan_change`] is an incremental reload.
 
 pub mod backend;
-pub mod bench;
 pub mod engine;
 pub mod error;
 pub mod live;

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use lqos_apply::bench::{BenchTree, Method, Runner, Sample, Summary};
 use lqos_apply::netns::{cleanup_stale, netns_available, ScratchNetns};
 use lqos_apply::{backend::NoProgress, live::KindProbe};
+use lqos_bench::{BenchTree, Method, Runner, Sample, Summary};
 use lqos_model::{GenParams, Network};
 use lqos_tc::{LeafSpec, PlanConfig, QdiscKind, QueueStrategy};
 

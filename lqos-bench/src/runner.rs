@@ -8,15 +8,16 @@
 use lqos_tc::TcOp;
 use serde::Serialize;
 
-use super::Sample;
-use crate::backend::{
+use lqos_apply::backend::{
     load_deletes_first, Backend, IfaceOps, NetlinkBackend, NoProgress, Parallelism, Progress,
     RootDelete, TcBatch, TcMode,
 };
-use crate::engine::{plan_change, Target};
-use crate::error::{ApplyError, Result};
-use crate::live::{read_live, NetlinkLive};
-use crate::timing::{CpuScope, Stopwatch};
+use lqos_apply::engine::{plan_change, Target};
+use lqos_apply::live::{read_live, NetlinkLive};
+use lqos_apply::timing::{CpuScope, Stopwatch};
+
+use crate::error::{BenchError, Result};
+use crate::stats::Sample;
 
 /// A load method, numbered as in issue 526's reproduction (README).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -219,6 +220,10 @@ impl Runner {
     /// `targets` (same handles), so a method that silently loaded nothing
     /// cannot look fast.
     pub fn check_loaded(&self, targets: &[Target]) -> Result<()> {
+        self.check_loaded_after("bench check", targets)
+    }
+
+    fn check_loaded_after(&self, method: &str, targets: &[Target]) -> Result<()> {
         let devs: Vec<&str> = targets.iter().map(|t| t.dev.as_str()).collect();
         let live = read_live(&self.live, &devs)?;
         for t in targets {
@@ -232,13 +237,12 @@ impl Runner {
                 .filter(|h| !got.qdiscs.contains_key(h))
                 .count();
             if live_classes != planned_classes || qdiscs_missing != 0 {
-                return Err(ApplyError::Netlink {
-                    dev: Some(t.dev.clone()),
-                    context: "bench check".into(),
-                    message: format!(
-                        "after loading, {live_classes} classes live vs {planned_classes} planned, \
-                         {qdiscs_missing} planned qdiscs missing"
-                    ),
+                return Err(BenchError::NotLoaded {
+                    method: method.to_string(),
+                    dev: t.dev.clone(),
+                    live_classes,
+                    planned_classes,
+                    qdiscs_missing,
                 });
             }
         }
@@ -316,7 +320,7 @@ impl Runner {
             Method::IncrementalNoChange => row(self.incremental(&tree.base, progress)?),
             Method::IncrementalChanged => {
                 let s = self.incremental(&tree.changed, progress)?;
-                self.check_loaded(&tree.changed)?;
+                self.check_loaded_after(method.name(), &tree.changed)?;
                 self.converge(&tree.base)?;
                 row(s)
             }
@@ -338,7 +342,7 @@ impl Runner {
                 row(s)
             }
         };
-        self.check_loaded(&tree.base)?;
+        self.check_loaded_after(method.name(), &tree.base)?;
         Ok(rows)
     }
 
@@ -355,10 +359,9 @@ impl BenchTree {
     /// circuit's ceilings raised by 10% (classids kept stable through the
     /// base plan's allocation).
     pub fn plan(net: &lqos_model::Network, cfg: &lqos_tc::PlanConfig) -> Result<BenchTree> {
-        let plan_err = |e: lqos_tc::PlanError| ApplyError::Plan(e.to_string());
-        let base = lqos_tc::plan(net, cfg, None).map_err(plan_err)?;
+        let base = lqos_tc::plan(net, cfg, None)?;
         let changed_net = one_percent_changed(net);
-        let changed = lqos_tc::plan(&changed_net, cfg, Some(&base.allocation)).map_err(plan_err)?;
+        let changed = lqos_tc::plan(&changed_net, cfg, Some(&base.allocation))?;
         Ok(BenchTree {
             circuits: net.circuits().len(),
             base: Target::from_plan(&base),
