@@ -24,7 +24,11 @@ use crate::stats::Sample;
 pub enum Method {
     /// 1: `tc -b` of each interface's file on its own (one row per interface).
     TcEachAlone,
-    /// 2: `tc -b` of the combined interleaved file (LibreQoS's way).
+    /// 2: `tc -b` of one combined file in LibreQoS.py's line order (the
+    /// baseline): root deletes as their own `tc` commands first (as
+    /// LibreQoS's `clearPriorSettings`), then both setups, then per node
+    /// depth-first its class on A and on B, per circuit class A, leaf A,
+    /// class B, leaf B (the planner's locality order, interleaved).
     TcCombined,
     /// 3a: per-interface files one after another, root delete outside the batch.
     TcSerialRootOutside,
@@ -79,7 +83,7 @@ impl Method {
     pub fn name(self) -> &'static str {
         match self {
             Method::TcEachAlone => "tc -b, one interface alone",
-            Method::TcCombined => "tc -b, combined interleaved file",
+            Method::TcCombined => "tc -b, combined file, LibreQoS.py order",
             Method::TcSerialRootOutside => "tc -b per iface, serial, root del outside",
             Method::TcSerialRootInside => "tc -b per iface, serial, root del inside",
             Method::TcParallel => "tc -b per iface, parallel",
@@ -286,7 +290,7 @@ impl Runner {
             Method::TcCombined => row(self.timed_load(
                 &self.tc(TcMode::Combined),
                 base,
-                RootDelete::InBatch,
+                RootDelete::Separate,
                 progress,
             )?),
             Method::TcSerialRootOutside => row(self.timed_load(
@@ -362,22 +366,28 @@ impl BenchTree {
         let base = lqos_tc::plan(net, cfg, None)?;
         let changed_net = one_percent_changed(net);
         let changed = lqos_tc::plan(&changed_net, cfg, Some(&base.allocation))?;
+        let base_ops = IfaceOps::all_from_plan(&base);
         Ok(BenchTree {
             circuits: net.circuits().len(),
             base: Target::from_plan(&base),
             changed: Target::from_plan(&changed),
-            base_ops: IfaceOps::all_from_plan(&base),
-            reload_ops: IfaceOps::all_from_plan(&base)
-                .into_iter()
-                .map(|i| {
-                    let mut ops = Vec::with_capacity(i.ops.len() + 1);
-                    ops.push(TcOp::delete_root());
-                    ops.extend(i.ops);
-                    IfaceOps::new(i.dev, ops)
-                })
-                .collect(),
+            reload_ops: with_root_deletes(&base_ops),
+            base_ops,
         })
     }
+}
+
+/// Each stream with the root delete in front (a full reload).
+fn with_root_deletes(ifaces: &[IfaceOps]) -> Vec<IfaceOps> {
+    ifaces
+        .iter()
+        .map(|i| {
+            let mut ops = Vec::with_capacity(i.ops.len() + 1);
+            ops.push(TcOp::delete_root());
+            ops.extend(i.ops.iter().cloned());
+            IfaceOps::new(i.dev.clone(), ops)
+        })
+        .collect()
 }
 
 /// `net` with every 100th circuit's download and upload ceilings raised by

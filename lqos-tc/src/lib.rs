@@ -40,6 +40,7 @@ pub mod diff;
 mod fx;
 mod handle;
 mod ops;
+pub mod order;
 pub mod parse;
 mod plan;
 pub mod render;
@@ -52,6 +53,7 @@ pub use ops::{
     CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, Class, FqCodelParams, HtbClass,
     HtbQdisc, Qdisc, QdiscKind, TcOp,
 };
+pub use order::locality_order;
 pub use parse::{parse_batch, ParseError};
 pub use plan::{
     just_below, plan, quantum_for, r2q_for, Allocation, CircuitSlot, Direction, InterfacePlan,

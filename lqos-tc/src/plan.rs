@@ -116,8 +116,9 @@ pub struct InterfacePlan {
     pub direction: Direction,
     /// The full build, in order: `qdisc replace` of the mq root, per queue
     /// the HTB qdisc, top class `:1`, default class `:2` and its leaf; then
-    /// every node class (parents first); then every circuit class, each
-    /// followed by its leaf qdisc, in input order. No root delete.
+    /// per HTB the class tree depth-first ([`crate::locality_order`]): a
+    /// node's class, its circuits (each class followed by its leaf qdisc),
+    /// then its child nodes. No root delete.
     pub ops: Vec<TcOp>,
     /// How many leading ops build the queue layout (root, HTBs, `:1`, `:2`).
     pub setup_ops: usize,
@@ -1080,6 +1081,9 @@ pub fn plan(
         slot.leaf_upload = (p.leaf_u != NO_LEAF).then_some(p.major_u);
     }
 
+    // 12. Locality: one HTB subtree at a time, a leaf right after its class.
+    let ops_d = crate::order::locality_order(&ops_d);
+    let ops_u = crate::order::locality_order(&ops_u);
     let interfaces = if stick {
         let mut counts = counts_d.clone();
         counts.extend_from_slice(&counts_d);
