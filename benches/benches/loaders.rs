@@ -50,7 +50,7 @@ fn loaders(c: &mut Criterion) {
     group.sample_size(10);
     group.warm_up_time(Duration::from_millis(1));
     for method in Method::ALL {
-        if method == Method::Teardown {
+        if method == Method::Teardown || method.is_process() {
             continue;
         }
         group.bench_function(format!("{}_{}", method.id(), method.name()), |b| {

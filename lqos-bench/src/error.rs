@@ -11,6 +11,20 @@ pub enum BenchError {
     /// The benchmark network could not be planned.
     #[error("planning the bench tree: {0}")]
     Plan(#[from] lqos_tc::PlanError),
+    /// A whole-process method was asked for without an `lqos apply` command.
+    #[error("method {method} runs `lqos apply` as a process: no lqos executable was given")]
+    NoApplyCommand {
+        /// The method id.
+        method: &'static str,
+    },
+    /// `lqos apply` as a process failed.
+    #[error("`{command}` failed: {message}")]
+    Process {
+        /// The command line.
+        command: String,
+        /// Exit status and stderr, or why it could not start.
+        message: String,
+    },
     /// After a method ran, the live tree was not the planned one.
     #[error("{method}: on {dev}, after loading, {live_classes} classes live vs {planned_classes} planned, {qdiscs_missing} planned qdiscs missing")]
     NotLoaded {

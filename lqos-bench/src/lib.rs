@@ -15,5 +15,5 @@ mod runner;
 mod stats;
 
 pub use error::{BenchError, Result};
-pub use runner::{one_percent_changed, BenchTree, Measured, Method, Runner};
+pub use runner::{one_percent_changed, ApplyCommand, BenchTree, Measured, Method, Runner};
 pub use stats::{Sample, Spread, Summary};

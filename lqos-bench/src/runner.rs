@@ -5,6 +5,12 @@
 //! any order and be repeated. Full reloads include the root delete of the
 //! old tree; method 9 times that teardown alone.
 
+use std::cell::Cell;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use lqos_apply::Timing;
 use lqos_tc::TcOp;
 use serde::Serialize;
 
@@ -40,8 +46,14 @@ pub enum Method {
     NetlinkSerial,
     /// 6: netlink, one worker per interface, all old trees deleted first.
     NetlinkParallel,
+    /// 5p: `lqos apply --full` as a whole process (parse the inputs, plan,
+    /// delete and rebuild both trees over netlink, save the state).
+    ApplyProcessFull,
     /// 7: incremental reload with no change (readback + diff + send).
     IncrementalNoChange,
+    /// 7p: `lqos apply` with nothing changed, as a whole process (parse the
+    /// inputs, plan, read both trees back, diff, send nothing).
+    ApplyProcessNoChange,
     /// 8: incremental reload with 1% of circuits changed in rate.
     IncrementalChanged,
     /// 9: full teardown (root delete of both interfaces).
@@ -50,7 +62,7 @@ pub enum Method {
 
 impl Method {
     /// All methods, in table order.
-    pub const ALL: [Method; 10] = [
+    pub const ALL: [Method; 12] = [
         Method::TcEachAlone,
         Method::TcCombined,
         Method::TcSerialRootOutside,
@@ -58,7 +70,9 @@ impl Method {
         Method::TcParallel,
         Method::NetlinkSerial,
         Method::NetlinkParallel,
+        Method::ApplyProcessFull,
         Method::IncrementalNoChange,
+        Method::ApplyProcessNoChange,
         Method::IncrementalChanged,
         Method::Teardown,
     ];
@@ -73,7 +87,9 @@ impl Method {
             Method::TcParallel => "4",
             Method::NetlinkSerial => "5",
             Method::NetlinkParallel => "6",
+            Method::ApplyProcessFull => "5p",
             Method::IncrementalNoChange => "7",
+            Method::ApplyProcessNoChange => "7p",
             Method::IncrementalChanged => "8",
             Method::Teardown => "9",
         }
@@ -89,10 +105,35 @@ impl Method {
             Method::TcParallel => "tc -b per iface, parallel",
             Method::NetlinkSerial => "netlink, serial (old trees deleted first)",
             Method::NetlinkParallel => "netlink, parallel (old trees deleted first)",
+            Method::ApplyProcessFull => "lqos apply --full, whole process",
             Method::IncrementalNoChange => "incremental reload, no change",
+            Method::ApplyProcessNoChange => "lqos apply, no change, whole process",
             Method::IncrementalChanged => "incremental reload, 1% changed",
             Method::Teardown => "teardown (root delete)",
         }
+    }
+
+    /// The quick default set of `lqos bench`: issue 526's question (1, 2,
+    /// 4), the netlink loader (5), and full vs no-op reloads in-process and
+    /// as whole `lqos apply` processes (5p, 7, 7p, 8).
+    pub const QUICK: [Method; 8] = [
+        Method::TcEachAlone,
+        Method::TcCombined,
+        Method::TcParallel,
+        Method::NetlinkSerial,
+        Method::ApplyProcessFull,
+        Method::IncrementalNoChange,
+        Method::ApplyProcessNoChange,
+        Method::IncrementalChanged,
+    ];
+
+    /// True for the methods that run `lqos apply` as a process (they need
+    /// [`Runner::with_apply_command`]).
+    pub fn is_process(self) -> bool {
+        matches!(
+            self,
+            Method::ApplyProcessFull | Method::ApplyProcessNoChange
+        )
     }
 
     /// Parses a method id (`"1"`, `"3a"`, ...).
@@ -134,11 +175,24 @@ impl BenchTree {
     }
 }
 
+/// How to run `lqos apply` as a process on the bench's tree: the program
+/// and the arguments that make it plan exactly the bench's base tree
+/// (inputs, `--queues`, `--sqm`, `--strategy`, `--netns`, `--state-dir`).
+#[derive(Debug, Clone)]
+pub struct ApplyCommand {
+    /// The `lqos` executable.
+    pub program: PathBuf,
+    /// Arguments after `apply`.
+    pub args: Vec<OsString>,
+}
+
 /// Runs methods in one network namespace.
 #[derive(Debug)]
 pub struct Runner {
     netns: String,
     live: NetlinkLive,
+    apply: Option<ApplyCommand>,
+    primed: Cell<bool>,
 }
 
 impl Runner {
@@ -147,7 +201,55 @@ impl Runner {
         Runner {
             netns: netns.to_string(),
             live: NetlinkLive::new(Some(netns.to_string())),
+            apply: None,
+            primed: Cell::new(false),
         }
+    }
+
+    /// Enables the whole-process methods (5p, 7p) with this command.
+    pub fn with_apply_command(mut self, cmd: ApplyCommand) -> Runner {
+        self.apply = Some(cmd);
+        self
+    }
+
+    /// Runs `lqos apply [extra]` once, timed as a whole child process.
+    fn apply_process(&self, method: Method, extra: &[&str]) -> Result<Timing> {
+        let cmd = self.apply.as_ref().ok_or(BenchError::NoApplyCommand {
+            method: method.id(),
+        })?;
+        let sw = Stopwatch::start(CpuScope::Children);
+        let out = Command::new(&cmd.program)
+            .arg("apply")
+            .args(&cmd.args)
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| BenchError::Process {
+                command: describe(cmd, extra),
+                message: e.to_string(),
+            })?;
+        let t = sw.stop();
+        if !out.status.success() {
+            return Err(BenchError::Process {
+                command: describe(cmd, extra),
+                message: format!(
+                    "{}: {}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            });
+        }
+        Ok(t)
+    }
+
+    /// The first whole-process run saves the state `lqos apply` keeps; do
+    /// that once, untimed, so every timed run sees a warm state directory.
+    fn prime(&self, method: Method) -> Result<()> {
+        if !self.primed.get() {
+            self.apply_process(method, &[])?;
+            self.primed.set(true);
+        }
+        Ok(())
     }
 
     fn tc(&self, mode: TcMode) -> TcBatch {
@@ -321,6 +423,16 @@ impl Runner {
                 &tree.reload_ops,
                 progress,
             )?),
+            Method::ApplyProcessFull => {
+                self.prime(method)?;
+                let t = self.apply_process(method, &["--full"])?;
+                let ops = tree.reload_ops.iter().map(|i| i.ops.len()).sum();
+                row(Sample::new(t, ops))
+            }
+            Method::ApplyProcessNoChange => {
+                self.prime(method)?;
+                row(Sample::new(self.apply_process(method, &[])?, 0))
+            }
             Method::IncrementalNoChange => row(self.incremental(&tree.base, progress)?),
             Method::IncrementalChanged => {
                 let s = self.incremental(&tree.changed, progress)?;
@@ -375,6 +487,19 @@ impl BenchTree {
             base_ops,
         })
     }
+}
+
+fn describe(cmd: &ApplyCommand, extra: &[&str]) -> String {
+    let mut s = format!("{} apply", cmd.program.display());
+    for a in cmd.args.iter().map(|a| a.to_string_lossy().into_owned()) {
+        s += " ";
+        s += &a;
+    }
+    for a in extra {
+        s += " ";
+        s += a;
+    }
+    s
 }
 
 /// Each stream with the root delete in front (a full reload).
