@@ -43,6 +43,7 @@ mod ops;
 pub mod order;
 pub mod parse;
 mod plan;
+pub mod record;
 pub mod render;
 mod tree;
 
@@ -59,5 +60,6 @@ pub use plan::{
     just_below, plan, quantum_for, r2q_for, Allocation, CircuitSlot, Direction, InterfacePlan,
     NodeSlot, Plan, PlanError, HTB_LEVELS, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
 };
+pub use record::{PlanInputs, PlanRecord, RecordError, RECORD_FORMAT};
 pub use render::{render_combined, render_interface, render_line};
 pub use tree::{TcTree, TreeError, HTB_MAX_DEPTH};
