@@ -116,6 +116,9 @@ pub struct PlanRecord {
     /// read from an old file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<PlanInputs>,
+    /// The allocation, when there are no inputs to carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation: Option<Allocation>,
     /// The ops (only when asked for, or when there are no inputs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interfaces: Option<Vec<InterfacePlan>>,
@@ -330,6 +333,7 @@ impl PlanRecord {
         Ok(PlanRecord {
             format: RECORD_FORMAT,
             config: plan.config.clone(),
+            allocation: inputs.is_none().then(|| plan.allocation.clone()),
             inputs,
             interfaces: keep_ops.then(|| plan.interfaces.clone()),
         })
@@ -341,13 +345,17 @@ impl PlanRecord {
             format: RECORD_FORMAT,
             config: plan.config,
             inputs: None,
+            allocation: Some(plan.allocation),
             interfaces: Some(plan.interfaces),
         }
     }
 
     /// The allocation, without re-planning (for stable classids).
     pub fn allocation(&self) -> Option<Allocation> {
-        self.inputs.as_ref().map(PlanInputs::allocation)
+        match &self.inputs {
+            Some(i) => Some(i.allocation()),
+            None => self.allocation.clone(),
+        }
     }
 
     /// The plan: the stored ops if there are any (with the allocation from
@@ -363,13 +371,10 @@ impl PlanRecord {
                 let alloc = inputs.allocation();
                 Ok(crate::plan(&net, &self.config, Some(&alloc))?)
             }
-            (inputs, Some(ifaces)) => Ok(Plan {
+            (_, Some(ifaces)) => Ok(Plan {
                 config: self.config.clone(),
                 interfaces: ifaces.clone(),
-                allocation: inputs
-                    .as_ref()
-                    .map(PlanInputs::allocation)
-                    .unwrap_or_default(),
+                allocation: self.allocation().unwrap_or_default(),
             }),
             (None, None) => Err(RecordError::Empty),
         }
@@ -434,7 +439,7 @@ mod tests {
         let (_, p) = net_and_plan(50, 1);
         let rec = PlanRecord::new(&p, None, false).unwrap();
         assert!(rec.interfaces.is_some());
-        assert_eq!(rec.replan().unwrap().interfaces, p.interfaces);
+        assert_eq!(rec.replan().unwrap(), p);
         let mut bad = rec.clone();
         bad.format = 7;
         assert_eq!(bad.replan(), Err(RecordError::Format { found: 7 }));
