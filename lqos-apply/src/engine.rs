@@ -158,6 +158,9 @@ pub fn preflight(
             dev: t.dev.clone(),
             netns: live.netns().map(str::to_string),
         })?;
+        if link.num_tx_queues < 2 && t.root().is_some_and(|r| r.kind == QdiscKind::Mq) {
+            return Err(ApplyError::MqOnSingleQueue { dev: t.dev.clone() });
+        }
         let needed = t.queues_needed();
         if needed > link.num_tx_queues as usize {
             return Err(ApplyError::TooFewQueues {
@@ -234,6 +237,10 @@ pub fn layout_mismatch(planned: &TcTree, live: &TcTree) -> Option<String> {
             root.kind.name(),
             root.handle
         ));
+    }
+    if root.kind != QdiscKind::Mq {
+        // An HTB root (single-queue interface) is the whole layout.
+        return None;
     }
     for q in planned.qdiscs.values() {
         if q.parent == TcHandle::ROOT || q.parent.qdisc() != root.handle {

@@ -279,10 +279,23 @@ fn layout(t: &TcTree) -> Vec<&Qdisc> {
     };
     let major = root.handle.major();
     let mut v = vec![root];
+    if root.kind != QdiscKind::Mq {
+        // An HTB root (single-queue interface) is the whole layout.
+        return v;
+    }
     v.extend(t.qdiscs.values().filter(|q| {
         q.handle != TcHandle::UNSPEC && q.parent != TcHandle::ROOT && q.parent.major() == major
     }));
     v
+}
+
+/// The HTB qdiscs whose class trees hold the sites and circuits: the
+/// per-queue HTBs under an mq root, or an HTB root itself.
+fn htbs(t: &TcTree) -> Vec<&Qdisc> {
+    match t.root() {
+        Some(r) if r.kind != QdiscKind::Mq => vec![r],
+        _ => layout(t).into_iter().skip(1).collect(),
+    }
 }
 
 fn layout_same(old: &TcTree, new: &TcTree) -> bool {
@@ -305,6 +318,18 @@ pub fn build_ops(t: &TcTree) -> Vec<TcOp> {
         return ops;
     };
     ops.push(TcOp::ReplaceQdisc(root.clone()));
+    if root.kind != QdiscKind::Mq {
+        emit_subtree(
+            t,
+            &by_parent,
+            &kids,
+            root.handle,
+            &mut ops,
+            &|_| true,
+            &|_| true,
+        );
+        return ops;
+    }
     let mut lay: Vec<&Qdisc> = layout(t).into_iter().skip(1).collect();
     lay.sort_by_key(|q| q.handle);
     for q in lay {
@@ -375,7 +400,12 @@ pub fn diff(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
     };
     if !layout_same(old, new) {
         let mut ops = Vec::new();
-        if old.root().is_some_and(|r| r.handle == new_root.handle) {
+        // Replacing the root in place needs a free handle: delete first when
+        // the old root has it, or when one of the old qdiscs (an HTB under
+        // an mq root being replaced by an HTB root) holds it.
+        if old.root().is_some_and(|r| r.handle == new_root.handle)
+            || (old.root().is_some() && old.qdiscs.contains_key(&new_root.handle))
+        {
             ops.push(TcOp::delete_root());
         }
         ops.extend(build_ops(new));
@@ -390,7 +420,7 @@ pub fn diff(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
     // Classes to delete: gone, moved, or below such a class.
     let mut doomed: FxSet<TcHandle> = FxSet::default();
     let mut doomed_order: Vec<TcHandle> = Vec::new(); // preorder
-    for q in layout(old).iter().skip(1) {
+    for q in htbs(old) {
         let mut stack: Vec<(TcHandle, bool)> = old_kids
             .get(&q.handle)
             .map(|v| v.iter().rev().map(|&c| (c, false)).collect())
@@ -468,7 +498,7 @@ pub fn diff(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
     // In-place class changes, in new's preorder.
     let mut adds = Vec::new();
     let kept = |id: TcHandle| old.classes.contains_key(&id) && !doomed.contains(&id);
-    for q in layout(new).iter().skip(1) {
+    for q in htbs(new) {
         let mut stack: Vec<TcHandle> = new_kids
             .get(&q.handle)
             .map(|v| v.iter().rev().copied().collect())

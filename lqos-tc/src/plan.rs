@@ -944,11 +944,29 @@ pub fn plan(
     let est_u = 1 + 4 * q + n + cp.len() + leaves_u;
     let mut ops_d: Vec<TcOp> = Vec::with_capacity(if stick { est_d + est_u } else { est_d });
     let mut ops_u: Vec<TcOp> = Vec::with_capacity(if stick { 0 } else { est_u });
-    let root = TcOp::ReplaceQdisc(Qdisc {
-        parent: TcHandle::ROOT,
-        handle: MQ_HANDLE,
-        kind: QdiscKind::Mq,
-    });
+    // One queue per direction on a bridge: the HTB is the root (mq needs a
+    // multiqueue device; a single-queue NIC refuses it).
+    let single = !stick && q == 1;
+    let htb_qdisc = || {
+        QdiscKind::Htb(HtbQdisc {
+            default_minor: 2,
+            r2q: None,
+            direct_qlen: None,
+        })
+    };
+    let root = if single {
+        TcOp::ReplaceQdisc(Qdisc {
+            parent: TcHandle::ROOT,
+            handle: TcHandle::new(1, 0),
+            kind: htb_qdisc(),
+        })
+    } else {
+        TcOp::ReplaceQdisc(Qdisc {
+            parent: TcHandle::ROOT,
+            handle: MQ_HANDLE,
+            kind: QdiscKind::Mq,
+        })
+    };
     ops_d.push(root.clone());
     if !stick {
         ops_u.push(root);
@@ -956,15 +974,13 @@ pub fn plan(
     let header = |ops: &mut Vec<TcOp>, cap: Rate, off: u16| {
         for i in 0..q as u16 {
             let m = i + 1 + off;
-            ops.push(TcOp::AddQdisc(Qdisc {
-                parent: TcHandle::new(0x7fff, m),
-                handle: TcHandle::new(m, 0),
-                kind: QdiscKind::Htb(HtbQdisc {
-                    default_minor: 2,
-                    r2q: None,
-                    direct_qlen: None,
-                }),
-            }));
+            if !single {
+                ops.push(TcOp::AddQdisc(Qdisc {
+                    parent: TcHandle::new(0x7fff, m),
+                    handle: TcHandle::new(m, 0),
+                    kind: htb_qdisc(),
+                }));
+            }
             ops.push(htb_class(
                 TcHandle::new(m, 0),
                 TcHandle::new(m, 1),
