@@ -28,14 +28,19 @@ pub fn setup_len(ops: &[TcOp]) -> usize {
 /// stream order. A stream with anything but `AddClass`/`AddQdisc` after its
 /// setup (an incremental change) is returned unchanged.
 pub fn locality_order(ops: &[TcOp]) -> Vec<TcOp> {
-    let setup = setup_len(ops);
-    let tree = &ops[setup..];
-    if !tree
+    into_locality_order(ops.to_vec())
+}
+
+/// [`locality_order`], moving the ops instead of cloning them.
+pub fn into_locality_order(mut ops: Vec<TcOp>) -> Vec<TcOp> {
+    let setup = setup_len(&ops);
+    if !ops[setup..]
         .iter()
         .all(|op| matches!(op, TcOp::AddClass(_) | TcOp::AddQdisc(_)))
     {
-        return ops.to_vec();
+        return ops;
     }
+    let tree = &ops[setup..];
     // Class index by classid, children and attached qdiscs by parent class.
     let mut class_at: HashMap<TcHandle, usize> = HashMap::with_capacity(tree.len());
     for (i, op) in tree.iter().enumerate() {
@@ -70,15 +75,15 @@ pub fn locality_order(ops: &[TcOp]) -> Vec<TcOp> {
     }
     roots.sort_by_key(|&r| first_seen[&classid(r).major()]);
 
-    let mut out: Vec<TcOp> = Vec::with_capacity(ops.len());
-    out.extend_from_slice(&ops[..setup]);
-    // Explicit stack (reversed pushes keep the visiting order).
+    // The visiting order as indices into `tree`; explicit stack (reversed
+    // pushes keep the visiting order).
+    let mut order: Vec<usize> = Vec::with_capacity(tree.len());
     let mut stack: Vec<usize> = roots.into_iter().rev().collect();
     while let Some(i) = stack.pop() {
         let id = classid(i);
-        out.push(tree[i].clone());
+        order.push(i);
         if let Some(qs) = qdiscs.get(&id) {
-            out.extend(qs.iter().map(|&q| tree[q].clone()));
+            order.extend(qs);
         }
         if let Some(kids) = children.get(&id) {
             let (leaves, inner): (Vec<usize>, Vec<usize>) = kids
@@ -88,8 +93,11 @@ pub fn locality_order(ops: &[TcOp]) -> Vec<TcOp> {
             stack.extend(leaves.iter().rev());
         }
     }
-    out.extend(loose.iter().map(|&i| tree[i].clone()));
-    out
+    order.extend(loose);
+    drop((class_at, children, qdiscs));
+    let mut slots: Vec<Option<TcOp>> = ops.drain(setup..).map(Some).collect();
+    ops.extend(order.into_iter().filter_map(|i| slots[i].take()));
+    ops
 }
 
 #[cfg(test)]

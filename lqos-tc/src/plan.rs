@@ -1098,8 +1098,8 @@ pub fn plan(
     }
 
     // 12. Locality: one HTB subtree at a time, a leaf right after its class.
-    let ops_d = crate::order::locality_order(&ops_d);
-    let ops_u = crate::order::locality_order(&ops_u);
+    let ops_d = crate::order::into_locality_order(ops_d);
+    let ops_u = crate::order::into_locality_order(ops_u);
     let interfaces = if stick {
         let mut counts = counts_d.clone();
         counts.extend_from_slice(&counts_d);
