@@ -45,6 +45,7 @@ pub mod parse;
 mod plan;
 pub mod record;
 pub mod render;
+pub mod rules;
 mod tree;
 
 pub use config::{Interfaces, LeafSpec, PlanConfig, QueueStrategy};
