@@ -77,7 +77,7 @@ impl NetlinkBackend {
                     start += f.index + 1;
                 }
                 Err(f) => {
-                    applied += f.succeeded + f.applied_after;
+                    applied += f.applied();
                     return (
                         applied,
                         Some(ApplyError::OpFailed {

@@ -6,7 +6,10 @@
 //!   and with sane HTB bursts above ~12.8 Gbit where tc 6.1 sends 0 ticks.
 //! - [`NetlinkSocket::send_ops`] sends op streams many-per-`sendmsg`,
 //!   matches ACKs by sequence number and reports the first failure with the
-//!   kernel's extended-ACK text ([`OpFailure`]).
+//!   kernel's extended-ACK text ([`OpFailure`]). Batching, ACK matching,
+//!   lost ACKs and mid-batch failures are decided by a pure state machine
+//!   (`pipeline.rs`, unit-tested without a socket); the socket only moves
+//!   bytes.
 //! - [`NetlinkSocket::dump`] reads an interface's qdiscs and HTB classes
 //!   back into a [`lqos_tc::TcTree`].
 //!
@@ -54,6 +57,7 @@
 mod consts;
 mod decode;
 mod encode;
+mod pipeline;
 mod socket;
 
 pub use decode::{qdisc_tree_key, DecodeError};
