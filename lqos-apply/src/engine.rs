@@ -183,10 +183,10 @@ pub fn preflight(
     }
     let results = live.probe_qdiscs(&kinds)?;
     for (k, r) in kinds.iter().zip(results) {
-        let Err(message) = r else { continue };
+        let Err(refusal) = r else { continue };
         let kind = k.name().to_string();
-        if !message.contains("unknown") {
-            return Err(ApplyError::QdiscRejected { kind, message });
+        if !refusal.is_unknown_kind() {
+            return Err(ApplyError::QdiscRejected { kind, refusal });
         }
         let alts: Vec<QdiscKind> = sqm_alternatives()
             .into_iter()
@@ -205,7 +205,7 @@ pub fn preflight(
         };
         return Err(ApplyError::UnsupportedQdisc {
             kind,
-            message,
+            refusal,
             hint,
         });
     }

@@ -2,10 +2,14 @@
 
 use std::path::PathBuf;
 
+use crate::live::QdiscRefusal;
+use crate::netlink::NetlinkError;
+
 /// Everything that can go wrong while loading, reading back or guarding a
 /// plan. Each variant names the interface, the op (as `tc` text) and the
 /// kernel's (or tc's) own message where there is one.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ApplyError {
     /// The kernel (or tc) rejected one op; the interface's load stopped there.
     #[error("{dev}: op #{index} `{op_text}` failed: {message}")]
@@ -56,22 +60,24 @@ pub enum ApplyError {
         available: u32,
     },
     /// A qdisc kind the plan needs is not available in this kernel.
-    #[error("this kernel has no sch_{kind} ({message}); {hint}")]
+    #[error("this kernel has no sch_{kind} ({refusal}); {hint}")]
     UnsupportedQdisc {
         /// Kind name (`cake`, `fq_codel`, ...).
         kind: String,
         /// The kernel's answer to the probe.
-        message: String,
+        #[source]
+        refusal: QdiscRefusal,
         /// What to do instead.
         hint: String,
     },
     /// The kernel has the qdisc kind but refuses the plan's options for it.
-    #[error("this kernel rejects the plan's sch_{kind} options: {message}")]
+    #[error("this kernel rejects the plan's sch_{kind} options: {refusal}")]
     QdiscRejected {
         /// Kind name.
         kind: String,
         /// The kernel's answer to the probe.
-        message: String,
+        #[source]
+        refusal: QdiscRefusal,
     },
     /// Another apply holds the machine-wide lock.
     #[error(
@@ -102,13 +108,23 @@ pub enum ApplyError {
         message: String,
     },
     /// A netlink operation outside of an op stream failed (open, dump, link).
-    #[error("netlink{}: {context}: {message}", .dev.as_ref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    #[error("netlink{}: {context}: {source}", .dev.as_ref().map(|d| format!(" ({d})")).unwrap_or_default())]
     Netlink {
         /// Interface, if any.
         dev: Option<String>,
         /// What was being done.
         context: String,
-        /// The error.
+        /// The socket layer's error (the kernel's errno and message for a
+        /// refused request).
+        #[source]
+        source: NetlinkError,
+    },
+    /// A check after loading found the kernel's tree not as planned.
+    #[error("{dev}: {message}")]
+    Check {
+        /// Interface.
+        dev: String,
+        /// What differs.
         message: String,
     },
     /// The saved state is unreadable or missing.
@@ -144,6 +160,7 @@ impl ApplyError {
     pub fn dev(&self) -> Option<&str> {
         match self {
             ApplyError::OpFailed { dev, .. }
+            | ApplyError::Check { dev, .. }
             | ApplyError::Incomplete { dev, .. }
             | ApplyError::NoInterface { dev, .. }
             | ApplyError::TooFewQueues { dev, .. } => Some(dev),

@@ -293,13 +293,22 @@ pub(crate) fn is_root_delete(op: &TcOp) -> bool {
     *op == TcOp::delete_root()
 }
 
-/// True when a failed root delete only means "nothing to delete" (the
-/// device has its default, handle-0 root such as `noqueue`).
-pub(crate) fn is_benign_root_delete_failure(op: &TcOp, message: &str) -> bool {
+/// True when a failed root delete only means "nothing to delete": the
+/// device has its default, handle-0 root such as `noqueue` (the kernel's
+/// `tc_get_qdisc` answers `ENOENT`, "Cannot delete qdisc with handle of
+/// zero", or "Cannot find specified qdisc" without any root). The netlink
+/// backend decides by `errno`; `tc -b` reports only text, so without an
+/// errno its message is matched.
+pub(crate) fn root_delete_found_nothing(op: &TcOp, errno: Option<i32>, message: &str) -> bool {
     is_root_delete(op)
-        && (message.contains("handle of zero")
-            || message.contains("Invalid handle")
-            || message.contains("No such file or directory"))
+        && match errno {
+            Some(e) => e == libc::ENOENT,
+            None => {
+                message.contains("handle of zero")
+                    || message.contains("Cannot find specified qdisc")
+                    || message.contains("No such file or directory")
+            }
+        }
 }
 
 #[cfg(test)]

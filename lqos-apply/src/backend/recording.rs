@@ -12,7 +12,7 @@ use super::{
     RootDelete,
 };
 use crate::error::{ApplyError, Result};
-use crate::live::{LinkSummary, LiveSource};
+use crate::live::{KindSupport, LinkSummary, LiveSource, QdiscRefusal};
 use crate::timing::Timing;
 
 /// A planned failure: the `op_index`-th op sent to `dev` (counting every op
@@ -246,13 +246,16 @@ impl LiveSource for Recording {
         })
     }
 
-    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
+    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<KindSupport>> {
         let s = self.state.lock().expect("recording lock");
         Ok(kinds
             .iter()
             .map(|k| {
                 if s.unsupported.contains(k.name()) {
-                    Err("Specified qdisc kind is unknown.".into())
+                    Err(QdiscRefusal::new(
+                        libc::ENOENT,
+                        "Specified qdisc kind is unknown.",
+                    ))
                 } else {
                     Ok(())
                 }

@@ -232,9 +232,8 @@ impl Runner {
                 .filter(|h| !got.qdiscs.contains_key(h))
                 .count();
             if live_classes != planned_classes || qdiscs_missing != 0 {
-                return Err(ApplyError::Netlink {
-                    dev: Some(t.dev.clone()),
-                    context: "bench check".into(),
+                return Err(ApplyError::Check {
+                    dev: t.dev.clone(),
                     message: format!(
                         "after loading, {live_classes} classes live vs {planned_classes} planned, \
                          {qdiscs_missing} planned qdiscs missing"

@@ -19,6 +19,7 @@ use super::pipeline::{strerror, RecvMode, SendPipeline, MAX_SEND_BYTES};
 /// Errors of the socket layer (everything except a failed op, which is an
 /// [`OpFailure`]).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NetlinkError {
     /// `socket()`/`bind()`/`setsockopt()` of the rtnetlink socket failed.
     #[error("cannot open rtnetlink socket: {0}")]
@@ -68,9 +69,12 @@ pub enum NetlinkError {
         #[source]
         source: DecodeError,
     },
-    /// `/proc/net/psched` could not be read or parsed.
+    /// `/proc/net/psched` could not be read.
     #[error("reading /proc/net/psched: {0}")]
-    Psched(String),
+    PschedRead(#[source] io::Error),
+    /// `/proc/net/psched` could not be parsed.
+    #[error("parsing /proc/net/psched: {0}")]
+    PschedParse(#[source] super::encode::PschedParseError),
 }
 
 /// An interface as the kernel reports it.
@@ -252,9 +256,9 @@ impl NetlinkSocket {
             .map_err(NetlinkError::Open)?;
         sock.block().map_err(NetlinkError::Open)?;
         sock.enable_ext_ack(true).map_err(NetlinkError::Open)?;
-        let psched = std::fs::read_to_string("/proc/net/psched")
-            .map_err(|e| NetlinkError::Psched(e.to_string()))?;
-        let clock = PschedClock::parse(&psched).map_err(|e| NetlinkError::Psched(e.to_string()))?;
+        let psched =
+            std::fs::read_to_string("/proc/net/psched").map_err(NetlinkError::PschedRead)?;
+        let clock = PschedClock::parse(&psched).map_err(NetlinkError::PschedParse)?;
         let mut s = NetlinkSocket {
             sock,
             clock,
