@@ -138,6 +138,44 @@ pub enum ApplyError {
     /// The plan itself is unusable (e.g. names no interface).
     #[error("plan: {0}")]
     Plan(String),
+    /// The LibreQoS inputs have errors (the report lists every problem with
+    /// its file, line, circuit or node).
+    #[error(
+        "the inputs have {} error(s) and {} warning(s); run `lqos check` for details",
+        report.error_count(),
+        report.warning_count()
+    )]
+    InvalidInputs {
+        /// Every problem found.
+        report: Box<lqos_model::Report>,
+    },
+    /// `lqos.conf` (or the overrides) cannot be turned into a planner config.
+    #[error("{}: {source}", .path.as_ref().map(|p| format!("config {}", p.display())).unwrap_or_else(|| "built-in config".into()))]
+    Config {
+        /// The config file, `None` for the built-in defaults.
+        path: Option<PathBuf>,
+        /// Why.
+        #[source]
+        source: lqos_tc::PlanError,
+    },
+    /// The planner refused the (valid) inputs.
+    #[error("planning{}: {source}", .devices.as_ref().map(|p| format!(" {}", p.display())).unwrap_or_default())]
+    Planning {
+        /// The devices file planned, if known.
+        devices: Option<PathBuf>,
+        /// Why.
+        #[source]
+        source: lqos_tc::PlanError,
+    },
+    /// A plan file is not an lqos plan.
+    #[error("{} is not an lqos plan: {source}", .path.display())]
+    PlanFile {
+        /// The file.
+        path: PathBuf,
+        /// The JSON error (with line and column).
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 fn in_netns(netns: &Option<String>) -> String {

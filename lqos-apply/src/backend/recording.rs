@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use lqos_tc::{render_line, QdiscKind, TcOp, TcTree};
 
 use super::{
-    is_root_delete, with_root_delete, Backend, IfaceOps, IfaceReport, LoadReport, Progress,
+    delete_placement, is_root_delete, stream, Backend, IfaceOps, IfaceReport, LoadReport, Progress,
     RootDelete,
 };
 use crate::error::{ApplyError, Result};
@@ -206,15 +206,15 @@ impl Backend for Recording {
 
     fn load(
         &self,
-        ifaces: &[IfaceOps],
+        ifaces: &[IfaceOps<'_>],
         root_delete: RootDelete,
         progress: &dyn Progress,
     ) -> LoadReport {
         let interfaces = ifaces
             .iter()
             .map(|i| {
-                let root = root_delete == RootDelete::Separate;
-                let mut ops = with_root_delete(&i.ops, root_delete);
+                let root = delete_placement(i, root_delete) == RootDelete::Separate;
+                let mut ops = stream(i, root_delete).into_owned();
                 if root {
                     ops.insert(0, TcOp::delete_root());
                 }

@@ -278,6 +278,8 @@ impl<'a> SendPipeline<'a> {
     /// The result: every op ACKed, or the lowest-index failure with what
     /// is known about the others. When ACKs were lost, the first op left
     /// unanswered is the failure unless the kernel refused an earlier one.
+    // Same trade-off as `send_ops`: one failure per call.
+    #[allow(clippy::result_large_err)]
     pub(crate) fn finish(mut self, dev: Option<String>) -> Result<SendStats, OpFailure> {
         if let Some(e) = self.lost.take() {
             if let Some(idx) = self.state.iter().position(|&s| s == OpState::InFlight) {
