@@ -67,7 +67,7 @@ mod verify;
 
 pub use backend::{
     load_deletes_first, Backend, CountProgress, IfaceOps, IfaceReport, LoadReport, NetlinkBackend,
-    NoProgress, Parallelism, Progress, Recording, RecordingFailure, RootDelete, TcBatch, TcMode,
+    NoProgress, Parallelism, Progress, Recording, RootDelete, TcBatch, TcMode,
 };
 pub use engine::{
     apply_plan, plan_change, preflight, queues_needed, verify_plan, ApplyOptions, ApplyReport,

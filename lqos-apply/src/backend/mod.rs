@@ -16,7 +16,7 @@ mod recording;
 mod tc;
 
 pub use netlink::NetlinkBackend;
-pub use recording::{Recording, RecordingFailure};
+pub use recording::Recording;
 pub use tc::{TcBatch, TcMode};
 
 /// What is sent to one interface: ops borrowed from a plan (a full build,
@@ -178,6 +178,7 @@ impl Progress for CountProgress {
 
 /// What happened on one interface.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct IfaceReport {
     /// Interface.
     pub dev: String,
@@ -195,8 +196,24 @@ pub struct IfaceReport {
     pub error: Option<ApplyError>,
 }
 
+impl IfaceReport {
+    /// A report for `dev` whose stream has `ops_total` ops, nothing applied
+    /// yet (for [`Backend`] implementations).
+    pub fn new(dev: impl Into<String>, ops_total: usize) -> IfaceReport {
+        IfaceReport {
+            dev: dev.into(),
+            ops_total,
+            ops_applied: 0,
+            timing: None,
+            root_delete: None,
+            error: None,
+        }
+    }
+}
+
 /// The outcome of one [`Backend::load`].
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct LoadReport {
     /// [`Backend::describe`] of the backend used.
     pub backend: String,
@@ -208,6 +225,16 @@ pub struct LoadReport {
 }
 
 impl LoadReport {
+    /// A report of `backend` ([`Backend::describe`]) over `interfaces`
+    /// that took `total` (for [`Backend`] implementations).
+    pub fn new(backend: impl Into<String>, interfaces: Vec<IfaceReport>, total: Timing) -> Self {
+        LoadReport {
+            backend: backend.into(),
+            interfaces,
+            total,
+        }
+    }
+
     /// True when every interface loaded completely.
     pub fn is_ok(&self) -> bool {
         self.interfaces.iter().all(|i| i.error.is_none())

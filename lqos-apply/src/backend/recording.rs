@@ -18,13 +18,13 @@ use crate::timing::Timing;
 /// A planned failure: the `op_index`-th op sent to `dev` (counting every op
 /// this recorder has received for `dev`, across loads) fails with `message`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordingFailure {
+pub(crate) struct RecordingFailure {
     /// Interface.
-    pub dev: String,
+    dev: String,
     /// 0-based index among all ops ever sent to `dev`.
-    pub op_index: usize,
+    op_index: usize,
     /// The "kernel" message.
-    pub message: String,
+    message: String,
 }
 
 #[derive(Debug, Default)]
@@ -70,7 +70,9 @@ impl Recording {
         self
     }
 
-    /// Schedules a failure (see [`RecordingFailure`]).
+    /// Schedules a failure: the `op_index`-th op sent to `dev` (counting
+    /// every op this recorder has received for `dev`, across loads) fails
+    /// with `message`.
     pub fn fail_at(&self, dev: &str, op_index: usize, message: &str) {
         self.state
             .lock()
