@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use lqos_tc::rules::{self, Layout};
 use lqos_tc::{diff, InterfacePlan, Plan, QdiscKind, TcHandle, TcOp, TcTree};
 use serde::Serialize;
 
@@ -216,73 +217,19 @@ pub fn preflight(plan: &Plan, live: &dyn LiveSource) -> Result<BTreeMap<String, 
     Ok(links)
 }
 
-/// Why the live tree cannot be reached incrementally, or `None` if it can:
-/// the root qdisc and every HTB directly under it must match the plan.
-pub fn layout_mismatch(planned: &TcTree, live: &TcTree) -> Option<String> {
-    let root = planned
-        .qdiscs
-        .values()
-        .find(|q| q.parent == TcHandle::ROOT)?;
-    let Some(live_root) = live
-        .qdiscs
-        .values()
-        .find(|q| q.parent == TcHandle::ROOT && q.handle != TcHandle::UNSPEC)
-    else {
-        return Some("no tree loaded yet".into());
-    };
-    if live_root.handle != root.handle || live_root.kind.name() != root.kind.name() {
-        return Some(format!(
-            "live root is {} {}, plan has {} {}",
-            live_root.kind.name(),
-            live_root.handle,
-            root.kind.name(),
-            root.handle
-        ));
-    }
-    for q in planned.qdiscs.values() {
-        if q.parent == TcHandle::ROOT || q.parent.qdisc() != root.handle {
-            continue;
-        }
-        match live.qdiscs.get(&q.handle) {
-            Some(l) if l.parent == q.parent && l.kind.name() == q.kind.name() => {}
-            Some(l) => {
-                return Some(format!(
-                    "queue qdisc {} is {} under {}, plan has {} under {}",
-                    q.handle,
-                    l.kind.name(),
-                    l.parent,
-                    q.kind.name(),
-                    q.parent
-                ))
-            }
-            None => return Some(format!("queue qdisc {} is missing", q.handle)),
-        }
-    }
-    for q in live.qdiscs.values() {
-        if q.handle != TcHandle::UNSPEC
-            && q.parent != TcHandle::ROOT
-            && q.parent.qdisc() == root.handle
-            && planned.qdiscs.get(&q.handle).map(|p| p.parent) != Some(q.parent)
-        {
-            return Some(format!(
-                "live queue qdisc {} ({}) is not in the plan (queue count changed)",
-                q.handle,
-                q.kind.name()
-            ));
-        }
-    }
-    None
-}
-
 /// The ops that take `live` to `ip`: the diff when the layout matches
-/// (and `full` is off), else a root delete (if a tree is there) plus the
-/// full build, borrowed from the plan.
+/// ([`rules::layout`]; and `full` is off), else a root delete (if a tree is
+/// there, [`rules::rebuild_deletes_root`]) plus the full build, borrowed
+/// from the plan.
 pub fn plan_change<'a>(ip: &'a InterfacePlan, live: &TcTree, full: bool) -> Change<'a> {
     let planned = ip.tree();
     let reason = if full {
         Some("--full".to_string())
     } else {
-        layout_mismatch(&planned, live)
+        match rules::layout(live, &planned) {
+            Layout::Same => None,
+            Layout::Rebuild(r) => Some(r.to_string()),
+        }
     };
     match reason {
         None => Change {
@@ -291,10 +238,7 @@ pub fn plan_change<'a>(ip: &'a InterfacePlan, live: &TcTree, full: bool) -> Chan
         },
         Some(reason) => {
             let mut stream = IfaceOps::from_plan(ip);
-            stream.delete_root = live
-                .qdiscs
-                .values()
-                .any(|q| q.parent == TcHandle::ROOT && q.handle != TcHandle::UNSPEC);
+            stream.delete_root = rules::rebuild_deletes_root(live);
             Change {
                 kind: LoadKind::Full { reason },
                 stream,
