@@ -543,6 +543,11 @@ mod tests {
         let p = plan_of(&t);
         let r = apply_plan(&p, &rec, &rec, opts, &NoProgress).unwrap();
         assert_eq!(r.changes[0].stream.ops[..], t[0].ops[..]);
+        // The full build is the plan's own ops, not a copy.
+        assert!(std::ptr::eq(
+            &r.changes[0].stream.ops[..],
+            &p.interfaces[0].ops[..]
+        ));
         assert!(r.load.is_none());
         assert!(rec.sent().is_empty());
     }

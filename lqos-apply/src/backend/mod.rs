@@ -505,6 +505,36 @@ mod tests {
     }
 
     #[test]
+    fn a_full_build_borrows_the_plan_and_its_setup_length() {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits: 20,
+            ..Default::default()
+        });
+        let plan =
+            lqos_tc::plan(&g.network, &lqos_tc::PlanConfig::bridge("a", "b", 2), None).unwrap();
+        let s = IfaceOps::from_plan(&plan.interfaces[0]);
+        assert!(matches!(s.ops, Cow::Borrowed(_)));
+        assert!(std::ptr::eq(&s.ops[..], &plan.interfaces[0].ops[..]));
+        assert_eq!(s.setup_len, plan.interfaces[0].setup_ops);
+        let s = s.with_delete_root();
+        assert_eq!(s.len(), plan.interfaces[0].ops.len() + 1);
+        assert_eq!(s.op(0).as_deref(), Some(&TcOp::delete_root()));
+        assert_eq!(s.sent().count(), s.len());
+        assert_eq!(s.summary().removed, 1);
+    }
+
+    #[test]
+    fn a_streams_own_root_delete_is_sent_first_in_its_batch() {
+        let rec = loaded();
+        let one = [IfaceOps::new("ens19", build()).with_delete_root()];
+        let rep = rec.load(&one, RootDelete::None, &NoProgress);
+        assert!(rep.is_ok(), "{:?}", rep.first_error());
+        assert_eq!(rep.interfaces[0].ops_total, 3);
+        let sent = rec.sent_for("ens19");
+        assert!(is_root_delete(&sent[0]) && sent[1..] == build()[..]);
+    }
+
+    #[test]
     fn streams_without_a_leading_delete_go_straight_through() {
         let rec = loaded();
         let diff = ["ens19", "ens20"].map(|d| IfaceOps::new(d, Vec::new()));
