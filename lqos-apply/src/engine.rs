@@ -466,12 +466,12 @@ mod tests {
             ApplyError::OpFailed {
                 dev,
                 index,
-                op_text,
+                op,
                 message,
                 ..
             } => {
                 assert_eq!((dev.as_str(), *index), ("ens20", 30));
-                assert_eq!(op_text, &lqos_tc::render_line("ens20", &t[1].ops[30]));
+                assert_eq!(**op, t[1].ops[30]);
                 assert_eq!(message, "Error: boom.");
             }
             e => panic!("{e}"),

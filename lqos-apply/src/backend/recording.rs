@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use lqos_tc::{render_line, QdiscKind, TcOp, TcTree};
+use lqos_tc::{QdiscKind, TcOp, TcTree};
 
 use super::{
     delete_placement, is_root_delete, stream, Backend, IfaceOps, IfaceReport, LoadReport, Progress,
@@ -184,7 +184,7 @@ impl Recording {
             rep.error = Some(ApplyError::OpFailed {
                 dev: dev.to_string(),
                 index,
-                op_text: render_line(dev, &ops[index]),
+                op: Box::new(ops[index].clone()),
                 message,
                 errno: Some(libc::EINVAL),
             });

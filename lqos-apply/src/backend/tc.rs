@@ -241,7 +241,7 @@ impl TcBatch {
                     r.error = Some(ApplyError::OpFailed {
                         dev: r.dev.clone(),
                         index: l.op,
-                        op_text: render_line(&r.dev, op),
+                        op: Box::new(op.clone()),
                         message: msg.clone(),
                         errno: None,
                     });
@@ -303,7 +303,7 @@ impl TcBatch {
                         Some(ApplyError::OpFailed {
                             dev: dev.to_string(),
                             index: 0,
-                            op_text: render_line(dev, &TcOp::delete_root()),
+                            op: Box::new(TcOp::delete_root()),
                             message: msg,
                             errno: None,
                         }),
