@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use lqos_tc::rules::{self, Layout};
-use lqos_tc::{diff, InterfacePlan, Plan, QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::{diff, InterfacePlan, Plan, QdiscKind, TcOp, TcTree};
 use serde::Serialize;
 
 use crate::backend::{load_deletes_first, Backend, IfaceOps, LoadReport, Progress};
@@ -11,34 +11,6 @@ use crate::error::{ApplyError, Result};
 use crate::live::{LinkSummary, LiveSource};
 use crate::timing::{CpuScope, Stopwatch, Timing};
 use crate::verify::{verify_tree, VerifyReport};
-
-/// Highest TX queue number (1-based mq class minor) `ip` uses: the
-/// parents of the HTB qdiscs in its setup prefix ([`InterfacePlan::setup_ops`])
-/// when the root is `mq`, else 0.
-pub fn queues_needed(ip: &InterfacePlan) -> usize {
-    let setup = &ip.ops[..ip.setup_ops.min(ip.ops.len())];
-    let Some(root) = setup.iter().find_map(|op| match op {
-        TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if q.parent == TcHandle::ROOT => Some(q),
-        _ => None,
-    }) else {
-        return 0;
-    };
-    if root.kind != QdiscKind::Mq {
-        return 0;
-    }
-    setup
-        .iter()
-        .filter_map(|op| match op {
-            TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q)
-                if q.parent != TcHandle::ROOT && q.parent.qdisc() == root.handle =>
-            {
-                Some(q.parent.minor() as usize)
-            }
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0)
-}
 
 /// How an interface is (or would be) loaded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -163,7 +135,7 @@ pub fn preflight(plan: &Plan, live: &dyn LiveSource) -> Result<BTreeMap<String, 
             dev: t.dev.clone(),
             netns: live.netns().map(str::to_string),
         })?;
-        let needed = queues_needed(t);
+        let needed = t.tx_queues();
         if needed > link.num_tx_queues as usize {
             return Err(ApplyError::TooFewQueues {
                 dev: t.dev.clone(),
@@ -316,7 +288,7 @@ mod tests {
     use super::*;
     use crate::backend::{NoProgress, Recording};
     use lqos_model::Rate;
-    use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc};
+    use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc, TcHandle};
 
     fn class(parent: TcHandle, classid: TcHandle, mbps: u64) -> Class {
         Class {
@@ -530,6 +502,41 @@ mod tests {
             "{e}"
         );
         assert!(rec.sent().is_empty());
+    }
+
+    #[test]
+    fn preflight_counts_the_queues_the_plan_uses_on_a_bridge_and_a_stick() {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits: 40,
+            ..Default::default()
+        });
+        let bridge = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
+        let mut stick = bridge.clone();
+        stick.interfaces = lqos_tc::Interfaces::OnAStick {
+            interface: "ens19".into(),
+            internet_vlan: 2,
+            network_vlan: 3,
+        };
+        let p = lqos_tc::plan(&g.network, &bridge, None).unwrap();
+        assert_eq!(p.interfaces[0].tx_queues(), 4);
+        let rec = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
+        assert!(preflight(&p, &rec).is_ok());
+        // A stick splits the 4 queues between the directions.
+        let p = lqos_tc::plan(&g.network, &stick, None).unwrap();
+        assert_eq!(p.interfaces[0].tx_queues(), 4);
+        let rec = Recording::new().with_link("ens19", 3);
+        let e = preflight(&p, &rec).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ApplyError::TooFewQueues {
+                    needed: 4,
+                    available: 3,
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
 
     #[test]

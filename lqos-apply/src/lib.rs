@@ -70,8 +70,7 @@ pub use backend::{
     NoProgress, Parallelism, Progress, Recording, RootDelete, TcBatch, TcMode,
 };
 pub use engine::{
-    apply_plan, plan_change, preflight, queues_needed, verify_plan, ApplyOptions, ApplyReport,
-    Change, LoadKind,
+    apply_plan, plan_change, preflight, verify_plan, ApplyOptions, ApplyReport, Change, LoadKind,
 };
 pub use error::{ApplyError, Result};
 pub use inputs::{
