@@ -184,7 +184,9 @@ pub struct IfaceReport {
     pub dev: String,
     /// Ops in the stream (including an in-batch root delete).
     pub ops_total: usize,
-    /// Ops the kernel accepted.
+    /// Ops the kernel accepted, each counted by its own ACK (with netlink
+    /// batches this includes ops after a failed one that the kernel still
+    /// applied) or, for `tc -b`, by the lines tc did not report as failed.
     pub ops_applied: usize,
     /// Wall and CPU time of this interface's load (the worker thread for
     /// netlink, the tc process for tc). `None` when interfaces shared one
@@ -270,9 +272,12 @@ pub trait Backend: Send + Sync {
     /// Short description (`tc -b serial`, `netlink parallel`, ...).
     fn describe(&self) -> String;
 
-    /// Sends each interface's ops in order. A failed op stops that
-    /// interface's stream (and, for a combined tc batch, the whole batch);
-    /// the failure is reported in its [`IfaceReport::error`]. Other
+    /// Sends each interface's ops in order, with a root delete first where
+    /// `root_delete` adds one or the stream asks for one
+    /// ([`IfaceOps::delete_root`]). A failed op stops that interface's
+    /// stream (and, for a combined tc batch, the whole batch); the failure
+    /// is reported in its [`IfaceReport::error`], and
+    /// [`IfaceReport::ops_applied`] counts what the kernel accepted. Other
     /// interfaces carry on where the backend allows it.
     fn load(
         &self,
@@ -282,9 +287,10 @@ pub trait Backend: Send + Sync {
     ) -> LoadReport;
 }
 
-/// Loads `ifaces`, first deleting every old tree that a stream starts by
-/// deleting (all interfaces' root deletes, in one step), then running the
-/// rest of each stream as `backend` does (serially or in parallel).
+/// Loads `ifaces`, first deleting every old tree a stream asks to delete
+/// ([`IfaceOps::delete_root`]: all interfaces' root deletes, in one step),
+/// then running the rest of each stream as `backend` does (serially or in
+/// parallel).
 ///
 /// Why: each new HTB class makes the kernel scan a filter-block list that
 /// is global to the machine, so building one interface while another's old
