@@ -392,16 +392,15 @@ pub(crate) fn delete_placement(iface: &IfaceOps<'_>, placement: RootDelete) -> R
     }
 }
 
-/// The stream actually sent for `iface` under the load's `placement`
-/// (borrowed when no in-batch root delete is added).
-pub(crate) fn stream<'s>(iface: &'s IfaceOps<'_>, placement: RootDelete) -> Cow<'s, [TcOp]> {
-    if delete_placement(iface, placement) == RootDelete::InBatch {
-        let mut v = Vec::with_capacity(iface.ops.len() + 1);
-        v.push(TcOp::delete_root());
-        v.extend_from_slice(&iface.ops);
-        Cow::Owned(v)
-    } else {
-        Cow::Borrowed(&iface.ops[..])
+/// The stream actually sent for `iface` under the load's `placement`: the
+/// same ops, borrowed, with `delete_root` set when an in-batch root delete
+/// goes first (index 0 of [`IfaceOps::op`]).
+pub(crate) fn as_sent<'s>(iface: &'s IfaceOps<'_>, placement: RootDelete) -> IfaceOps<'s> {
+    IfaceOps {
+        dev: iface.dev.clone(),
+        delete_root: delete_placement(iface, placement) == RootDelete::InBatch,
+        ops: Cow::Borrowed(&iface.ops[..]),
+        setup_len: iface.setup_len,
     }
 }
 

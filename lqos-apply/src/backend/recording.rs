@@ -8,8 +8,8 @@ use std::sync::Mutex;
 use lqos_tc::{QdiscKind, TcOp, TcTree};
 
 use super::{
-    delete_placement, is_root_delete, stream, Backend, IfaceOps, IfaceReport, LoadReport, Progress,
-    RootDelete,
+    as_sent, delete_placement, is_root_delete, Backend, IfaceOps, IfaceReport, LoadReport,
+    Progress, RootDelete,
 };
 use crate::error::{ApplyError, Result};
 use crate::live::{KindSupport, LinkSummary, LiveSource, QdiscRefusal};
@@ -216,7 +216,10 @@ impl Backend for Recording {
             .iter()
             .map(|i| {
                 let root = delete_placement(i, root_delete) == RootDelete::Separate;
-                let mut ops = stream(i, root_delete).into_owned();
+                let mut ops: Vec<TcOp> = as_sent(i, root_delete)
+                    .sent()
+                    .map(|o| o.into_owned())
+                    .collect();
                 if root {
                     ops.insert(0, TcOp::delete_root());
                 }
