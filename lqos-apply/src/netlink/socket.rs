@@ -79,6 +79,7 @@ pub enum NetlinkError {
 
 /// An interface as the kernel reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LinkInfo {
     /// Interface name.
     pub name: String,
@@ -118,6 +119,7 @@ impl Default for SendOptions {
 
 /// Outcome of a fully successful [`NetlinkSocket::send_ops`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SendStats {
     /// Requests sent.
     pub sent: usize,

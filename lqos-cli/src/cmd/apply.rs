@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use lqos_apply::{
     apply_plan, last_good_allocation, resolve_state_dir, ApplyError, ApplyOptions, ApplyReport,
-    Backend, Change, IfaceOps, LiveSource, LoadKind, NetlinkBackend, NetlinkLive, NoProgress,
-    Parallelism, Progress, QueueCount, Session, StateDir, TcBatch, TcMode,
+    Backend, Change, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
+    Progress, QueueCount, Session, StateDir, TcBatch, TcMode,
 };
 use lqos_tc::{render_line, Plan};
 
@@ -134,13 +134,10 @@ impl Progress for Bar {
 
 /// `ens19: full rebuild (why), N ops (a added, c changed, r removed)`.
 fn change_line(c: &Change<'_>) -> String {
-    let kind = match &c.kind {
-        LoadKind::Full { reason } => format!("full rebuild ({reason})"),
-        LoadKind::Incremental => "incremental".to_string(),
-    };
     format!(
-        "{}: {kind}, {} ops ({})",
+        "{}: {}, {} ops ({})",
         c.stream.dev,
+        c.kind,
         c.stream.len(),
         c.stream.summary()
     )
