@@ -301,10 +301,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(b) = &bar {
         b.0.finish_and_clear();
     }
-    let mut report = match report {
-        Err(ApplyError::State { .. }) if plan.is_none() => return Err(no_state(&state_path)),
-        r => r?,
-    };
+    // A missing saved plan is the library's State error naming the file.
+    let mut report = report?;
     print_report(&report);
     if let Some(load) = report.load.take() {
         if let Err(e) = load.into_result() {
