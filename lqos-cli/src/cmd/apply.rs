@@ -306,7 +306,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     print_report(&report);
     if let Some(load) = report.load.take() {
         if let Err(e) = load.into_result() {
-            eprintln!("lqos: error: {e}");
+            // With its causes (e.g. why the tc process failed).
+            eprintln!("lqos: error: {:#}", anyhow::Error::from(e));
             eprintln!(
                 "lqos: the interface was left partly loaded; the next `lqos apply` continues from there (or use --rollback)"
             );
