@@ -8,7 +8,7 @@ use lqos_tc::{Allocation, Plan, PlanRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Progress};
-use crate::engine::{apply_targets, ApplyOptions, ApplyReport, Target};
+use crate::engine::{apply_plan, ApplyOptions, ApplyReport};
 use crate::error::{ApplyError, Result};
 use crate::live::LiveSource;
 use crate::state::StateDir;
@@ -142,6 +142,20 @@ pub fn load_saved_allocation(state: &StateDir, netns: Option<&str>) -> Result<Op
     })
 }
 
+/// The allocation of the last good plan for `netns` in the state directory
+/// at `path`, to keep classids stable when planning the next one; `None`
+/// when there is none. Reads only: a missing directory is not created.
+pub fn last_good_allocation(
+    path: &std::path::Path,
+    netns: Option<&str>,
+) -> Result<Option<lqos_tc::Allocation>> {
+    if !path.join(saved_plan_file(netns)).exists() {
+        return Ok(None);
+    }
+    let dir = StateDir::open(path)?;
+    load_saved_allocation(&dir, netns)
+}
+
 /// Where and how to apply.
 pub struct Session<'a> {
     /// State directory (lock, saved plan).
@@ -160,12 +174,12 @@ impl Session<'_> {
     /// success saves `plan` as the last good plan. A dry run takes no lock
     /// and saves nothing. A failed load returns the report with the error in
     /// it (see [`ApplyReport::load`]) and leaves the saved plan untouched.
-    pub fn apply(
+    pub fn apply<'p>(
         &self,
-        plan: &Plan,
+        plan: &'p Plan,
         opts: ApplyOptions,
         progress: &dyn Progress,
-    ) -> Result<ApplyReport> {
+    ) -> Result<ApplyReport<'p>> {
         self.apply_planned(plan, None, opts, progress)
     }
 
@@ -173,20 +187,19 @@ impl Session<'_> {
     /// then the compact record (config, inputs, allocation; ~90 bytes per
     /// circuit) instead of the ops. When the saved record is already this
     /// one (a no-op reload), nothing is rewritten.
-    pub fn apply_planned(
+    pub fn apply_planned<'p>(
         &self,
-        plan: &Plan,
+        plan: &'p Plan,
         net: Option<&Network>,
         opts: ApplyOptions,
         progress: &dyn Progress,
-    ) -> Result<ApplyReport> {
+    ) -> Result<ApplyReport<'p>> {
         let _lock = if opts.dry_run {
             None
         } else {
             Some(self.state.lock()?)
         };
-        let targets = Target::from_plan(plan);
-        let report = apply_targets(&targets, self.live, self.backend, opts, progress)?;
+        let report = apply_plan(plan, self.live, self.backend, opts, progress)?;
         let loaded = report.load.as_ref().is_some_and(|l| l.is_ok());
         if loaded {
             let file = saved_plan_file(self.netns);
@@ -224,13 +237,19 @@ impl Session<'_> {
     }
 
     /// Re-applies the last good plan (incrementally, unless `opts.full`).
-    pub fn rollback(&self, opts: ApplyOptions, progress: &dyn Progress) -> Result<ApplyReport> {
+    pub fn rollback(
+        &self,
+        opts: ApplyOptions,
+        progress: &dyn Progress,
+    ) -> Result<ApplyReport<'static>> {
         let (saved, net) =
             load_saved(self.state, self.netns)?.ok_or_else(|| ApplyError::State {
                 path: self.state.path().join(saved_plan_file(self.netns)),
                 message: "no plan was applied successfully yet: nothing to roll back to".into(),
             })?;
-        self.apply_planned(&saved.plan, net.as_ref(), opts, progress)
+        Ok(self
+            .apply_planned(&saved.plan, net.as_ref(), opts, progress)?
+            .into_owned())
     }
 }
 
@@ -349,7 +368,8 @@ mod tests {
         assert_eq!(std::fs::metadata(&file).unwrap().ino(), meta.ino());
         // A changed plan is saved.
         let (net2, p2) = net_and_plan(2000, 2);
-        s.apply_planned(&p2, Some(&net2), opts, &NoProgress).unwrap();
+        s.apply_planned(&p2, Some(&net2), opts, &NoProgress)
+            .unwrap();
         assert_ne!(std::fs::read(&file).unwrap(), bytes);
         assert_eq!(load_saved_plan(&state, None).unwrap().unwrap().plan, p2);
     }
