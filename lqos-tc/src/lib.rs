@@ -40,6 +40,7 @@ pub mod diff;
 mod fx;
 mod handle;
 mod ops;
+pub mod options;
 pub mod parse;
 mod plan;
 pub mod render;
@@ -49,10 +50,8 @@ mod tree;
 pub use config::{Interfaces, LeafSpec, PlanConfig, QueueStrategy};
 pub use diff::{diff, DiffSummary};
 pub use handle::{HandleError, TcHandle};
-pub use ops::{
-    CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, Class, FqCodelParams, HtbClass,
-    HtbQdisc, Qdisc, QdiscKind, TcOp,
-};
+pub use ops::{CakeParams, Class, FqCodelParams, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcOp};
+pub use options::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
 pub use parse::{parse_batch, ParseError};
 pub use plan::{
     just_below, plan, quantum_for, r2q_for, Allocation, CircuitSlot, Direction, InterfacePlan,

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::TcHandle;
+use crate::{CakeAckFilter, CakeDiffserv, CakeFlowMode, TcHandle};
 use lqos_model::Rate;
 
 /// One tc operation on one interface (the interface is held by the stream).
@@ -139,53 +139,6 @@ pub struct HtbQdisc {
     pub r2q: Option<u32>,
     /// Direct queue length; `None` = kernel default.
     pub direct_qlen: Option<u32>,
-}
-
-/// CAKE `diffserv` modes (`TCA_CAKE_DIFFSERV_MODE` values).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CakeDiffserv {
-    /// `diffserv3` (0).
-    Diffserv3,
-    /// `diffserv4` (1).
-    Diffserv4,
-    /// `diffserv8` (2).
-    Diffserv8,
-    /// `besteffort` (3).
-    Besteffort,
-    /// `precedence` (4).
-    Precedence,
-}
-
-/// CAKE flow isolation modes (`TCA_CAKE_FLOW_MODE`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CakeFlowMode {
-    /// `flowblind` (0).
-    Flowblind,
-    /// `srchost` (1).
-    Srchost,
-    /// `dsthost` (2).
-    Dsthost,
-    /// `hosts` (3).
-    Hosts,
-    /// `flows` (4).
-    Flows,
-    /// `dual-srchost` (5).
-    DualSrchost,
-    /// `dual-dsthost` (6).
-    DualDsthost,
-    /// `triple-isolate` (7).
-    TripleIsolate,
-}
-
-/// CAKE ACK filter (`TCA_CAKE_ACK_FILTER`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CakeAckFilter {
-    /// `no-ack-filter` (0).
-    Off,
-    /// `ack-filter` (1).
-    On,
-    /// `ack-filter-aggressive` (2).
-    Aggressive,
 }
 
 /// CAKE options; `None` fields are not sent (kernel default).

@@ -112,15 +112,15 @@ impl Fields {
     }
 
     /// A plain field: must be equal.
-    fn eq<T: PartialEq + fmt::Debug>(&mut self, field: &'static str, live: &T, planned: &T) {
+    fn eq<T: PartialEq + fmt::Display>(&mut self, field: &'static str, live: &T, planned: &T) {
         if live != planned {
-            self.push(field, format!("{planned:?}"), format!("{live:?}"));
+            self.push(field, planned.to_string(), live.to_string());
         }
     }
 
     /// An option that the plan may leave unset: `None` planned accepts any
     /// live value (its default is unknown or irrelevant).
-    fn opt<T: PartialEq + fmt::Debug>(
+    fn opt<T: PartialEq + fmt::Display>(
         &mut self,
         field: &'static str,
         live: &Option<T>,
@@ -128,14 +128,14 @@ impl Fields {
     ) {
         if let Some(p) = planned {
             if live.as_ref() != Some(p) {
-                self.push(field, format!("{p:?}"), show(live.as_ref()));
+                self.push(field, p.to_string(), show(live.as_ref()));
             }
         }
     }
 
     /// An option with a known kernel default: a `None` on either side
     /// means that default.
-    fn def<T: PartialEq + Copy + fmt::Debug>(
+    fn def<T: PartialEq + Copy + fmt::Display>(
         &mut self,
         field: &'static str,
         live: Option<T>,
@@ -144,17 +144,17 @@ impl Fields {
     ) {
         if live.unwrap_or(default) != planned.unwrap_or(default) {
             let planned = match planned {
-                Some(p) => format!("{p:?}"),
-                None => format!("default ({default:?})"),
+                Some(p) => p.to_string(),
+                None => format!("default ({default})"),
             };
             self.push(field, planned, show(live.as_ref()));
         }
     }
 }
 
-fn show<T: fmt::Debug>(v: Option<&T>) -> String {
+fn show<T: fmt::Display>(v: Option<&T>) -> String {
     match v {
-        Some(v) => format!("{v:?}"),
+        Some(v) => v.to_string(),
         None => "unset".to_string(),
     }
 }
