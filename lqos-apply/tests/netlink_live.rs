@@ -351,6 +351,40 @@ fn kernel_error_message_is_reported() {
     );
 }
 
+/// What the kernel answers `tc qdisc del dev X root` when there is nothing
+/// to delete: the backends treat exactly this (a `DeleteRoot` answered
+/// `ENOENT`) as benign, so it must stay what this kernel sends.
+#[test]
+fn root_delete_with_nothing_to_delete_answers_enoent() {
+    let Some(ns) = Netns::create("root_delete_enoent") else {
+        return;
+    };
+    let mut nl = ns.socket();
+    let link = nl.link("ens19").unwrap();
+    let del = |nl: &mut NetlinkSocket| {
+        nl.send_ops(
+            link.ifindex,
+            &[TcOp::DeleteRoot],
+            &SendOptions::default(),
+            &mut |_| {},
+        )
+        .err()
+    };
+    // The veth's own default root (noqueue, handle 0).
+    let f = del(&mut nl).expect("the kernel refuses");
+    assert_eq!(f.op, TcOp::DeleteRoot);
+    assert_eq!(f.errno, libc::ENOENT, "{f}");
+    assert_eq!(f.message, "Cannot delete qdisc with handle of zero", "{f}");
+    // A tree of ours is deleted; the next delete finds the default again.
+    let ops = common::hand_built(4, 2, |_| 10);
+    nl.send_ops(link.ifindex, &ops, &SendOptions::default(), &mut |_| {})
+        .unwrap();
+    assert!(del(&mut nl).is_none());
+    let again = del(&mut nl).expect("the kernel refuses");
+    assert_eq!(again.errno, libc::ENOENT, "{again}");
+    eprintln!("{}", ns.tc(&["qdisc", "show", "dev", "ens19"]));
+}
+
 #[test]
 fn rate64_class_reads_back_exact() {
     let Some(ns) = Netns::create("rate64_class") else {

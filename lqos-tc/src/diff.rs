@@ -23,7 +23,7 @@ pub struct DiffSummary {
     pub added: usize,
     /// `ChangeClass` + `ReplaceQdisc`.
     pub changed: usize,
-    /// `DeleteClass` + `DeleteQdisc`.
+    /// `DeleteClass` + `DeleteQdisc` + `DeleteRoot`.
     pub removed: usize,
 }
 
@@ -41,7 +41,9 @@ impl DiffSummary {
             match op {
                 TcOp::AddClass(_) | TcOp::AddQdisc(_) => self.added += 1,
                 TcOp::ChangeClass(_) | TcOp::ReplaceQdisc(_) => self.changed += 1,
-                TcOp::DeleteClass { .. } | TcOp::DeleteQdisc { .. } => self.removed += 1,
+                TcOp::DeleteClass { .. } | TcOp::DeleteQdisc { .. } | TcOp::DeleteRoot => {
+                    self.removed += 1
+                }
             }
         }
     }

@@ -7,14 +7,23 @@ use crate::{CakeAckFilter, CakeDiffserv, CakeFlowMode, TcHandle};
 use lqos_model::Rate;
 
 /// One tc operation on one interface (the interface is held by the stream).
+///
+/// Deserializing also accepts the older spelling of the root delete,
+/// `DeleteQdisc { parent: ROOT, handle: UNSPEC }`, and reads it as
+/// [`TcOp::DeleteRoot`], so plans and diffs saved by earlier versions load.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "wire::TcOpWire")]
 pub enum TcOp {
+    /// `tc qdisc del dev X root`: delete the device's root qdisc and all
+    /// below it (the kernel answers `ENOENT` when the root is its own
+    /// handle-0 default, i.e. there is nothing to delete).
+    DeleteRoot,
     /// `tc qdisc add` (fails if it exists).
     AddQdisc(Qdisc),
     /// `tc qdisc replace` (create or replace).
     ReplaceQdisc(Qdisc),
-    /// `tc qdisc del dev X parent P [handle H]`; `parent == ROOT` with
-    /// `handle == UNSPEC` is `tc qdisc del dev X root`.
+    /// `tc qdisc del dev X parent P [handle H]` (a qdisc below the root;
+    /// the root delete is [`TcOp::DeleteRoot`]).
     DeleteQdisc {
         /// Parent of the qdisc to delete.
         parent: TcHandle,
@@ -35,18 +44,84 @@ pub enum TcOp {
 }
 
 impl TcOp {
-    /// The root delete: `tc qdisc del dev X root`.
+    /// The root delete: `tc qdisc del dev X root` ([`TcOp::DeleteRoot`]).
     pub const fn delete_root() -> TcOp {
-        TcOp::DeleteQdisc {
-            parent: TcHandle::ROOT,
-            handle: TcHandle::UNSPEC,
-        }
+        TcOp::DeleteRoot
+    }
+
+    /// True for [`TcOp::DeleteRoot`].
+    pub const fn is_root_delete(&self) -> bool {
+        matches!(self, TcOp::DeleteRoot)
     }
 
     /// True for ops that do not change anything in the kernel (none today;
     /// every op mutates). Kept so callers can assert "no mutating op".
     pub const fn is_mutating(&self) -> bool {
         true
+    }
+}
+
+/// The serde form that [`TcOp`] is read from (old sentinel included).
+mod wire {
+    use super::{Class, Qdisc, TcHandle, TcOp};
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    pub(super) enum TcOpWire {
+        DeleteRoot,
+        AddQdisc(Qdisc),
+        ReplaceQdisc(Qdisc),
+        DeleteQdisc { parent: TcHandle, handle: TcHandle },
+        AddClass(Class),
+        ChangeClass(Class),
+        DeleteClass { parent: TcHandle, classid: TcHandle },
+    }
+
+    impl From<TcOpWire> for TcOp {
+        fn from(w: TcOpWire) -> TcOp {
+            match w {
+                TcOpWire::DeleteRoot => TcOp::DeleteRoot,
+                TcOpWire::DeleteQdisc { parent, handle }
+                    if parent == TcHandle::ROOT && handle == TcHandle::UNSPEC =>
+                {
+                    TcOp::DeleteRoot
+                }
+                TcOpWire::AddQdisc(q) => TcOp::AddQdisc(q),
+                TcOpWire::ReplaceQdisc(q) => TcOp::ReplaceQdisc(q),
+                TcOpWire::DeleteQdisc { parent, handle } => TcOp::DeleteQdisc { parent, handle },
+                TcOpWire::AddClass(c) => TcOp::AddClass(c),
+                TcOpWire::ChangeClass(c) => TcOp::ChangeClass(c),
+                TcOpWire::DeleteClass { parent, classid } => TcOp::DeleteClass { parent, classid },
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_root_delete_sentinel_still_deserializes_as_delete_root() {
+        // What serde wrote for `TcOp::delete_root()` before `DeleteRoot`.
+        let old = r#"{"DeleteQdisc":{"parent":"root","handle":"none"}}"#;
+        let op: TcOp = serde_json::from_str(old).unwrap();
+        assert_eq!(op, TcOp::DeleteRoot);
+        let new = serde_json::to_string(&TcOp::DeleteRoot).unwrap();
+        assert_eq!(new, r#""DeleteRoot""#);
+        assert_eq!(
+            serde_json::from_str::<TcOp>(&new).unwrap(),
+            TcOp::DeleteRoot
+        );
+        // Other qdisc deletes are untouched.
+        let leaf = r#"{"DeleteQdisc":{"parent":"1:3","handle":"3:"}}"#;
+        assert_eq!(
+            serde_json::from_str::<TcOp>(leaf).unwrap(),
+            TcOp::DeleteQdisc {
+                parent: TcHandle::new(1, 3),
+                handle: TcHandle::new(3, 0)
+            }
+        );
     }
 }
 

@@ -125,13 +125,11 @@ fn parse_qdisc(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
         if !kind_tokens.is_empty() && kind_tokens.len() > 1 {
             return Err(format!("qdisc del: unexpected {:?}", kind_tokens.join(" ")));
         }
-        return Ok((
-            dev,
-            TcOp::DeleteQdisc {
-                parent: parent.unwrap_or(TcHandle::UNSPEC),
-                handle,
-            },
-        ));
+        let parent = parent.unwrap_or(TcHandle::UNSPEC);
+        if parent == TcHandle::ROOT && handle == TcHandle::UNSPEC {
+            return Ok((dev, TcOp::DeleteRoot));
+        }
+        return Ok((dev, TcOp::DeleteQdisc { parent, handle }));
     }
     let parent = parent.ok_or("qdisc: missing parent or root")?;
     if kind_tokens.is_empty() {

@@ -181,6 +181,11 @@ impl<'d> Out<'d> {
                 self.handle(q.parent);
                 self.qdisc_rest(q);
             }
+            TcOp::DeleteRoot => {
+                self.s("qdisc del dev ");
+                self.s(self.dev);
+                self.s(" root");
+            }
             TcOp::AddQdisc(q) => self.qdisc("add", q),
             TcOp::ReplaceQdisc(q) => self.qdisc("replace", q),
             TcOp::DeleteQdisc { parent, handle } => {

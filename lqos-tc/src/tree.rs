@@ -204,6 +204,7 @@ impl<'a> Model<'a> {
         match op {
             TcOp::AddQdisc(q) => self.put_qdisc(op, q, false),
             TcOp::ReplaceQdisc(q) => self.put_qdisc(op, q, true),
+            TcOp::DeleteRoot => self.del_root(op),
             TcOp::DeleteQdisc { parent, handle } => self.del_qdisc(op, *parent, *handle),
             TcOp::AddClass(c) => self.add_class(op, c),
             TcOp::ChangeClass(c) => self.change_class(op, c),
@@ -307,25 +308,29 @@ impl<'a> Model<'a> {
         Ok(())
     }
 
+    /// `qdisc del root`: the kernel refuses (`ENOENT`) when the root is its
+    /// own handle-0 default; otherwise everything goes, kernel defaults
+    /// below included.
+    fn del_root(&mut self, op: &TcOp) -> Result<(), TreeError> {
+        if !self.at_parent.contains_key(&TcHandle::ROOT) {
+            return Err(TreeError::NotFound {
+                op: text(op),
+                handle: TcHandle::ROOT,
+            });
+        }
+        self.t.qdiscs.clear();
+        self.t.classes.clear();
+        self.at_parent.clear();
+        self.children.clear();
+        Ok(())
+    }
+
     fn del_qdisc(
         &mut self,
         op: &TcOp,
         parent: TcHandle,
         handle: TcHandle,
     ) -> Result<(), TreeError> {
-        if parent == TcHandle::ROOT && handle == TcHandle::UNSPEC {
-            if !self.at_parent.contains_key(&TcHandle::ROOT) {
-                return Err(TreeError::NotFound {
-                    op: text(op),
-                    handle: TcHandle::ROOT,
-                });
-            }
-            self.t.qdiscs.clear();
-            self.t.classes.clear();
-            self.at_parent.clear();
-            self.children.clear();
-            return Ok(());
-        }
         let target = if handle != TcHandle::UNSPEC {
             let q = self
                 .t

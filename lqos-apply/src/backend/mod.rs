@@ -290,16 +290,38 @@ pub(crate) fn setup_len(ops: &[TcOp]) -> usize {
 
 /// True for the root delete (`qdisc del dev X root`).
 pub(crate) fn is_root_delete(op: &TcOp) -> bool {
-    *op == TcOp::delete_root()
+    op.is_root_delete()
 }
 
-/// True when a failed root delete only means "nothing to delete" (the
-/// device has its default, handle-0 root such as `noqueue`).
-pub(crate) fn is_benign_root_delete_failure(op: &TcOp, message: &str) -> bool {
-    is_root_delete(op)
-        && (message.contains("handle of zero")
-            || message.contains("Invalid handle")
-            || message.contains("No such file or directory"))
+/// The errno the kernel answers a root delete with when there is nothing
+/// to delete: `ENOENT`, both when the root is the device's own handle-0
+/// default ("Cannot delete qdisc with handle of zero", e.g. `noqueue` on a
+/// veth) and when there is no root qdisc at all (`tc_get_qdisc` in
+/// `net/sched/sch_api.c`; checked live in `tests/netlink_live.rs`). The
+/// root delete sends handle 0, so the kernel's `EINVAL` "Invalid handle"
+/// cannot mean "nothing there" and is a real failure.
+pub(crate) const NOTHING_TO_DELETE: i32 = libc::ENOENT;
+
+/// True when a failed op only means "nothing to delete": a
+/// [`TcOp::DeleteRoot`] answered with [`NOTHING_TO_DELETE`].
+pub(crate) fn is_benign_delete_failure(op: &TcOp, errno: i32) -> bool {
+    op.is_root_delete() && errno == NOTHING_TO_DELETE
+}
+
+/// The errno behind a failure that `tc` reported only as text. tc prints
+/// the kernel's extended-ACK message when there is one, else `RTNETLINK
+/// answers: <strerror>`; only the `ENOENT` answers to a delete are
+/// recognised (the rest stays unknown, which is never benign).
+pub(crate) fn tc_message_errno(message: &str) -> Option<i32> {
+    const ENOENT_TEXTS: [&str; 3] = [
+        "No such file or directory",
+        "Cannot delete qdisc with handle of zero",
+        "Cannot find specified qdisc on specified device",
+    ];
+    ENOENT_TEXTS
+        .iter()
+        .any(|t| message.contains(t))
+        .then_some(libc::ENOENT)
 }
 
 #[cfg(test)]
@@ -386,6 +408,30 @@ mod tests {
             e => panic!("{e:?}"),
         }
         assert!(rep.interfaces[1].error.is_none());
+    }
+
+    #[test]
+    fn only_a_root_delete_answered_enoent_is_benign() {
+        assert!(is_benign_delete_failure(&TcOp::DeleteRoot, libc::ENOENT));
+        assert!(!is_benign_delete_failure(&TcOp::DeleteRoot, libc::EINVAL));
+        assert!(!is_benign_delete_failure(&TcOp::DeleteRoot, libc::EPERM));
+        let leaf = TcOp::DeleteQdisc {
+            parent: TcHandle::new(1, 3),
+            handle: TcHandle::new(3, 0),
+        };
+        assert!(!is_benign_delete_failure(&leaf, libc::ENOENT));
+        // What tc prints for the kernel's ENOENT, with and without ext-ack.
+        for m in [
+            "Error: Cannot delete qdisc with handle of zero.",
+            "RTNETLINK answers: No such file or directory",
+        ] {
+            assert_eq!(tc_message_errno(m), Some(libc::ENOENT), "{m}");
+        }
+        assert_eq!(tc_message_errno("Error: Invalid handle."), None);
+        assert_eq!(
+            tc_message_errno("RTNETLINK answers: Operation not permitted"),
+            None
+        );
     }
 
     #[test]

@@ -4,8 +4,8 @@
 use lqos_tc::TcOp;
 
 use super::{
-    is_benign_root_delete_failure, is_root_delete, with_root_delete, Backend, IfaceOps,
-    IfaceReport, LoadReport, Parallelism, Progress, RootDelete,
+    is_benign_delete_failure, is_root_delete, with_root_delete, Backend, IfaceOps, IfaceReport,
+    LoadReport, Parallelism, Progress, RootDelete,
 };
 use crate::error::ApplyError;
 use crate::live::{netlink_error, open_socket};
@@ -72,7 +72,7 @@ impl NetlinkBackend {
                     applied += stats.acked;
                     start = end;
                 }
-                Err(f) if is_benign_root_delete_failure(&f.op, &f.message) => {
+                Err(f) if is_benign_delete_failure(&f.op, f.errno) => {
                     applied += f.succeeded + 1;
                     start += f.index + 1;
                 }

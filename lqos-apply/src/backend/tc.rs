@@ -11,8 +11,8 @@ use nix::unistd::Pid;
 use serde::Serialize;
 
 use super::{
-    is_benign_root_delete_failure, setup_len, with_root_delete, Backend, IfaceOps, IfaceReport,
-    LoadReport, Progress, RootDelete,
+    is_benign_delete_failure, setup_len, tc_message_errno, with_root_delete, Backend, IfaceOps,
+    IfaceReport, LoadReport, Progress, RootDelete,
 };
 use crate::error::ApplyError;
 use crate::timing::{zombie_cpu, CpuScope, Stopwatch, Timing};
@@ -227,7 +227,7 @@ impl TcBatch {
             for (idx, msg) in &run.failures {
                 let Some(l) = slice.get(*idx) else { continue };
                 let op = &streams[l.iface][l.op];
-                if is_benign_root_delete_failure(op, msg) {
+                if tc_message_errno(msg).is_some_and(|e| is_benign_delete_failure(op, e)) {
                     if !self.force {
                         restart_at = Some(start + idx + 1);
                     }
@@ -242,7 +242,7 @@ impl TcBatch {
                         index: l.op,
                         op_text: render_line(&r.dev, op),
                         message: msg.clone(),
-                        errno: None,
+                        errno: tc_message_errno(msg),
                     });
                 }
             }
@@ -294,7 +294,9 @@ impl TcBatch {
             Ok(o) if o.status.success() => (t, None),
             Ok(o) => {
                 let msg = String::from_utf8_lossy(&o.stderr).trim().to_string();
-                if is_benign_root_delete_failure(&TcOp::delete_root(), &msg) {
+                if tc_message_errno(&msg)
+                    .is_some_and(|e| is_benign_delete_failure(&TcOp::DeleteRoot, e))
+                {
                     (t, None)
                 } else {
                     (
@@ -303,8 +305,8 @@ impl TcBatch {
                             dev: dev.to_string(),
                             index: 0,
                             op_text: render_line(dev, &TcOp::delete_root()),
+                            errno: tc_message_errno(&msg),
                             message: msg,
-                            errno: None,
                         }),
                     )
                 }

@@ -210,6 +210,12 @@ fn encode_inner(
     match op {
         TcOp::AddQdisc(q) => qdisc_msg(buf, q, ADD, ifindex, seq),
         TcOp::ReplaceQdisc(q) => qdisc_msg(buf, q, REPLACE, ifindex, seq),
+        // `tc qdisc del dev X root`: parent TC_H_ROOT, handle 0.
+        TcOp::DeleteRoot => {
+            let m = Msg::begin(buf, RTM_DELQDISC, DELETE, seq);
+            tcmsg(m.buf, ifindex, TcHandle::UNSPEC, TcHandle::ROOT);
+            m.finish()
+        }
         TcOp::DeleteQdisc { parent, handle } => {
             let m = Msg::begin(buf, RTM_DELQDISC, DELETE, seq);
             tcmsg(m.buf, ifindex, *handle, *parent);
