@@ -144,6 +144,7 @@ impl fmt::Display for LeafSpec {
 /// assert!(matches!(cfg.interfaces, Interfaces::Bridge { .. }));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PlanConfig {
     /// Interfaces and how the directions map onto them.
     pub interfaces: Interfaces,

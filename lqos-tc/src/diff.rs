@@ -18,6 +18,7 @@ use crate::{Plan, Qdisc, TcHandle, TcOp, TcTree};
 
 /// Counts of the ops in a diff.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DiffSummary {
     /// `AddClass` + `AddQdisc`.
     pub added: usize,

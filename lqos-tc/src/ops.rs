@@ -136,6 +136,37 @@ pub struct Qdisc {
     pub kind: QdiscKind,
 }
 
+impl Qdisc {
+    /// A qdisc `handle` of `kind` under `parent`.
+    pub fn new(parent: TcHandle, handle: TcHandle, kind: QdiscKind) -> Qdisc {
+        Qdisc {
+            parent,
+            handle,
+            kind,
+        }
+    }
+
+    /// The device's root qdisc (`qdisc replace dev X root handle H: kind`).
+    pub fn root(handle: TcHandle, kind: QdiscKind) -> Qdisc {
+        Qdisc::new(TcHandle::ROOT, handle, kind)
+    }
+
+    /// A leaf qdisc `major:` of `kind` on HTB class `class`.
+    pub fn leaf(class: TcHandle, major: u16, kind: QdiscKind) -> Qdisc {
+        Qdisc::new(class, TcHandle::new(major, 0), kind)
+    }
+
+    /// An HTB qdisc `major:` under `parent` (an mq class, or the root) with
+    /// `default default_minor` and the kernel's r2q and direct_qlen.
+    pub fn htb(parent: TcHandle, major: u16, default_minor: u32) -> Qdisc {
+        Qdisc::new(
+            parent,
+            TcHandle::new(major, 0),
+            QdiscKind::Htb(HtbQdisc::with_default(default_minor)),
+        )
+    }
+}
+
 /// An HTB class.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Class {
@@ -145,6 +176,32 @@ pub struct Class {
     pub classid: TcHandle,
     /// HTB parameters.
     pub htb: HtbClass,
+}
+
+impl Class {
+    /// An HTB class `classid` under `parent` (a class, or the HTB qdisc for
+    /// a top class) with an explicit quantum and tc's default bursts.
+    pub fn htb(
+        parent: TcHandle,
+        classid: TcHandle,
+        rate: Rate,
+        ceil: Rate,
+        prio: u32,
+        quantum: u32,
+    ) -> Class {
+        Class {
+            parent,
+            classid,
+            htb: HtbClass {
+                rate,
+                ceil,
+                quantum,
+                prio,
+                burst: None,
+                cburst: None,
+            },
+        }
+    }
 }
 
 /// HTB class parameters. Rates are exact; quantum is always explicit.
@@ -214,6 +271,17 @@ pub struct HtbQdisc {
     pub r2q: Option<u32>,
     /// Direct queue length; `None` = kernel default.
     pub direct_qlen: Option<u32>,
+}
+
+impl HtbQdisc {
+    /// `htb default M` with the kernel's r2q and direct_qlen.
+    pub const fn with_default(default_minor: u32) -> HtbQdisc {
+        HtbQdisc {
+            default_minor,
+            r2q: None,
+            direct_qlen: None,
+        }
+    }
 }
 
 /// CAKE options; `None` fields are not sent (kernel default).

@@ -9,8 +9,8 @@ use crate::fx::{FxHasher, FxMap, FxSet};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    Class, FqCodelParams, HtbClass, HtbQdisc, Interfaces, LeafSpec, PlanConfig, Qdisc, QdiscKind,
-    QueueStrategy, TcHandle, TcOp, TcTree,
+    Class, FqCodelParams, Interfaces, LeafSpec, PlanConfig, Qdisc, QdiscKind, QueueStrategy,
+    TcHandle, TcOp, TcTree,
 };
 use lqos_model::{Circuit, Network, Rate};
 
@@ -27,6 +27,7 @@ pub const HTB_LEVELS: u32 = 8;
 
 /// Why a plan cannot be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PlanError {
     /// Bad or inconsistent configuration.
     #[error("config: {0}")]
@@ -167,6 +168,7 @@ impl InterfacePlan {
 
 /// A planned node's (site, AP, generated parent node) stable slot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NodeSlot {
     /// Node name.
     pub name: String,
@@ -182,6 +184,7 @@ pub struct NodeSlot {
 
 /// A planned circuit's stable slot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CircuitSlot {
     /// Circuit ID.
     pub id: String,
@@ -202,6 +205,7 @@ pub struct CircuitSlot {
 /// Where every node and circuit went: queue, class minor, leaf majors.
 /// Feed it back to [`plan`] to keep classids stable across reloads.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Allocation {
     /// HTB queues per direction this allocation was made for (a previous
     /// allocation is only reused when this matches).
@@ -477,18 +481,14 @@ fn htb_class(
     prio: u32,
     r2q: u64,
 ) -> TcOp {
-    TcOp::AddClass(Class {
+    TcOp::AddClass(Class::htb(
         parent,
         classid,
-        htb: HtbClass {
-            rate,
-            ceil,
-            quantum: quantum_for(ceil, r2q),
-            prio,
-            burst: None,
-            cburst: None,
-        },
-    })
+        rate,
+        ceil,
+        prio,
+        quantum_for(ceil, r2q),
+    ))
 }
 
 /// Plans the trees for `net`.
@@ -1035,15 +1035,7 @@ fn layout_ops(ops: &mut Vec<TcOp>, cfg: &PlanConfig, cap: Rate, off: u16, r2q: u
     let htbs = htbs_per_dev(cfg) as u16;
     for i in 0..cfg.queues_per_direction() as u16 {
         let m = i + 1 + off;
-        ops.push(TcOp::AddQdisc(Qdisc {
-            parent: TcHandle::new(0x7fff, m),
-            handle: TcHandle::new(m, 0),
-            kind: QdiscKind::Htb(HtbQdisc {
-                default_minor: 2,
-                r2q: None,
-                direct_qlen: None,
-            }),
-        }));
+        ops.push(TcOp::AddQdisc(Qdisc::htb(TcHandle::new(0x7fff, m), m, 2)));
         ops.push(htb_class(
             TcHandle::new(m, 0),
             TcHandle::new(m, 1),
@@ -1063,11 +1055,11 @@ fn layout_ops(ops: &mut Vec<TcOp>, cfg: &PlanConfig, cap: Rate, off: u16, r2q: u
             r2q,
         ));
         if let LeafSpec::Qdisc(k) = &cfg.default_sqm {
-            ops.push(TcOp::AddQdisc(Qdisc {
-                parent: TcHandle::new(m, 2),
-                handle: TcHandle::new(htbs + m, 0),
-                kind: k.clone(),
-            }));
+            ops.push(TcOp::AddQdisc(Qdisc::leaf(
+                TcHandle::new(m, 2),
+                htbs + m,
+                k.clone(),
+            )));
         }
     }
 }
@@ -1087,11 +1079,7 @@ fn build(h: Hierarchy, queue: &[u32], ids: &Ids, cfg: &PlanConfig) -> Plan {
     let est_u = 1 + 4 * q + n + h.circ.len() + leaves_u;
     let mut ops_d: Vec<TcOp> = Vec::with_capacity(if stick { est_d + est_u } else { est_d });
     let mut ops_u: Vec<TcOp> = Vec::with_capacity(if stick { 0 } else { est_u });
-    let root = TcOp::ReplaceQdisc(Qdisc {
-        parent: TcHandle::ROOT,
-        handle: MQ_HANDLE,
-        kind: QdiscKind::Mq,
-    });
+    let root = TcOp::ReplaceQdisc(Qdisc::root(MQ_HANDLE, QdiscKind::Mq));
     ops_d.push(root.clone());
     if !stick {
         ops_u.push(root);
@@ -1149,20 +1137,20 @@ fn build(h: Hierarchy, queue: &[u32], ids: &Ids, cfg: &PlanConfig) -> Plan {
         let (cid_d, cid_u) = (TcHandle::new(md, c.minor), TcHandle::new(mu, c.minor));
         ops_d.push(htb_class(nd, cid_d, r.rate_d, r.ceil_d, 3, r2q));
         if r.leaf_d != NO_LEAF {
-            ops_d.push(TcOp::AddQdisc(Qdisc {
-                parent: cid_d,
-                handle: TcHandle::new(c.major_d, 0),
-                kind: h.kinds[r.leaf_d as usize].clone(),
-            }));
+            ops_d.push(TcOp::AddQdisc(Qdisc::leaf(
+                cid_d,
+                c.major_d,
+                h.kinds[r.leaf_d as usize].clone(),
+            )));
         }
         let up_ops = if stick { &mut ops_d } else { &mut ops_u };
         up_ops.push(htb_class(nu, cid_u, r.rate_u, r.ceil_u, 3, r2q));
         if r.leaf_u != NO_LEAF {
-            up_ops.push(TcOp::AddQdisc(Qdisc {
-                parent: cid_u,
-                handle: TcHandle::new(c.major_u, 0),
-                kind: h.kinds[r.leaf_u as usize].clone(),
-            }));
+            up_ops.push(TcOp::AddQdisc(Qdisc::leaf(
+                cid_u,
+                c.major_u,
+                h.kinds[r.leaf_u as usize].clone(),
+            )));
         }
     }
 
@@ -1419,11 +1407,7 @@ mod tests {
         assert_eq!(down.setup_ops, 1 + 2 * 4);
         assert_eq!(
             down.ops[0],
-            TcOp::ReplaceQdisc(Qdisc {
-                parent: TcHandle::ROOT,
-                handle: MQ_HANDLE,
-                kind: QdiscKind::Mq,
-            })
+            TcOp::ReplaceQdisc(Qdisc::root(MQ_HANDLE, QdiscKind::Mq))
         );
         // 5 node classes, then 4 circuits with a leaf each.
         assert_eq!(down.ops.len(), down.setup_ops + 5 + 4 * 2);

@@ -79,6 +79,7 @@ pub fn is_kernel_default(q: &Qdisc) -> bool {
 
 /// One field of one object whose live value does not satisfy the plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct FieldDrift {
     /// Field name: `parent`, `kind`, `rate`, `ceil`, `quantum`, `prio`,
     /// `burst`, `cburst`, or an option name (`rtt_us`, `default_minor`...).
@@ -433,6 +434,7 @@ pub enum Layout {
 
 /// Why a live tree must be rebuilt rather than changed in place.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum RebuildReason {
     /// No tree of ours is loaded (no root qdisc with an explicit handle).
     NoTree,
@@ -548,21 +550,18 @@ pub fn rebuild_deletes_root(live: &TcTree) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CakeDiffserv, HtbClass, HtbQdisc};
+    use crate::CakeDiffserv;
 
     fn class(minor: u16, quantum: u32) -> Class {
-        Class {
-            parent: TcHandle::new(1, 1),
-            classid: TcHandle::new(1, minor),
-            htb: HtbClass {
-                rate: Rate::from_mbps(10),
-                ceil: Rate::from_mbps(10),
-                quantum,
-                prio: 3,
-                burst: None,
-                cburst: None,
-            },
-        }
+        let r = Rate::from_mbps(10);
+        Class::htb(
+            TcHandle::new(1, 1),
+            TcHandle::new(1, minor),
+            r,
+            r,
+            3,
+            quantum,
+        )
     }
 
     #[test]
@@ -625,28 +624,12 @@ mod tests {
         assert_eq!(d[0].to_string(), "kind is bfifo, plan says pfifo");
     }
 
-    fn htb(major: u16, parent: TcHandle, default_minor: u32) -> Qdisc {
-        Qdisc {
-            parent,
-            handle: TcHandle::new(major, 0),
-            kind: QdiscKind::Htb(HtbQdisc {
-                default_minor,
-                r2q: None,
-                direct_qlen: None,
-            }),
-        }
-    }
-
     fn mq_tree(queues: u16, default_minor: u32) -> TcTree {
         let mut t = TcTree::default();
-        let root = Qdisc {
-            parent: TcHandle::ROOT,
-            handle: TcHandle::new(0x7fff, 0),
-            kind: QdiscKind::Mq,
-        };
+        let root = Qdisc::root(TcHandle::new(0x7fff, 0), QdiscKind::Mq);
         t.qdiscs.insert(root.handle, root);
         for q in 1..=queues {
-            let h = htb(q, TcHandle::new(0x7fff, q), default_minor);
+            let h = Qdisc::htb(TcHandle::new(0x7fff, q), q, default_minor);
             t.qdiscs.insert(h.handle, h);
         }
         t
@@ -681,7 +664,7 @@ mod tests {
             "queue qdisc 1: default_minor is 3, plan says 2"
         );
         let mut htb_root = TcTree::default();
-        let h = htb(1, TcHandle::ROOT, 2);
+        let h = Qdisc::htb(TcHandle::ROOT, 1, 2);
         htb_root.qdiscs.insert(h.handle, h);
         assert_eq!(
             reason(&htb_root, &mq_tree(2, 2)),

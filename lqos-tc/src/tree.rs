@@ -21,14 +21,14 @@ pub const HTB_MAX_DEPTH: usize = 8;
 /// ```
 /// use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
 /// let mut t = TcTree::default();
-/// t.apply(&TcOp::ReplaceQdisc(Qdisc {
-///     parent: TcHandle::ROOT, handle: TcHandle::new(0x7fff, 0), kind: QdiscKind::Mq,
-/// })).unwrap();
+/// t.apply(&TcOp::ReplaceQdisc(Qdisc::root(TcHandle::new(0x7fff, 0), QdiscKind::Mq)))
+///     .unwrap();
 /// assert!(t.apply(&TcOp::DeleteClass {
 ///     parent: TcHandle::UNSPEC, classid: TcHandle::new(1, 3),
 /// }).is_err());
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TcTree {
     /// Qdiscs by handle.
     pub qdiscs: BTreeMap<TcHandle, Qdisc>,
@@ -38,6 +38,7 @@ pub struct TcTree {
 
 /// Why an op is invalid on a tree (what the kernel would refuse).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TreeError {
     /// The parent qdisc/class does not exist.
     #[error("`{op}`: parent {parent} does not exist")]
