@@ -259,14 +259,12 @@ mod tests {
             h.direct_qlen = Some(1000);
         }
         l.classes.get_mut(&TcHandle::new(1, 3)).unwrap().htb.burst = Some(1600);
-        l.qdiscs.insert(
+        l.insert_qdisc(Qdisc::new(
             TcHandle::ROOT,
-            Qdisc {
-                parent: TcHandle::ROOT,
-                handle: TcHandle::UNSPEC,
-                kind: QdiscKind::Other("noqueue".into()),
-            },
-        );
+            TcHandle::UNSPEC,
+            QdiscKind::Other("noqueue".into()),
+        ));
+        assert_eq!(l.kernel_defaults.len(), 1);
         let v = verify_tree("ens19", &p, &l, &BTreeMap::new());
         assert!(v.drift.is_empty(), "{:?}", v.drift);
     }
@@ -443,14 +441,11 @@ mod tests {
             // A kernel-created qdisc filed under a class without a leaf.
             (9, Some(c), _) => {
                 if !live.qdiscs.values().any(|q| q.parent == c.classid) {
-                    live.qdiscs.insert(
+                    live.insert_qdisc(Qdisc::new(
                         c.classid,
-                        Qdisc {
-                            parent: c.classid,
-                            handle: TcHandle::UNSPEC,
-                            kind: QdiscKind::Other("pfifo_fast".into()),
-                        },
-                    );
+                        TcHandle::UNSPEC,
+                        QdiscKind::Other("pfifo_fast".into()),
+                    ));
                 }
                 return;
             }

@@ -213,14 +213,12 @@ fn full_tree_round_trip() {
     let peer = nl.link("ens20").unwrap();
     let other = nl.dump(peer.ifindex).unwrap();
     assert!(other.classes.is_empty());
-    assert!(
-        other.qdiscs.values().all(|q| q.handle == TcHandle::UNSPEC),
-        "{other:?}"
-    );
+    assert!(other.qdiscs.is_empty(), "{other:?}");
+    assert!(!other.kernel_defaults.is_empty(), "{other:?}");
 }
 
 #[test]
-fn kernel_default_qdiscs_are_keyed_by_parent() {
+fn kernel_default_qdiscs_are_kept_apart_by_parent() {
     let Some(ns) = Netns::create("kernel_default_qdiscs") else {
         return;
     };
@@ -228,8 +226,9 @@ fn kernel_default_qdiscs_are_keyed_by_parent() {
     let link = nl.link("ens19").unwrap();
     // Before anything: the veth's default root qdisc.
     let before = nl.dump(link.ifindex).unwrap();
+    assert!(before.qdiscs.is_empty(), "{before:?}");
     let root = before
-        .qdiscs
+        .kernel_defaults
         .get(&TcHandle::ROOT)
         .expect("root default qdisc");
     assert_eq!(root.handle, TcHandle::UNSPEC);
@@ -251,7 +250,7 @@ fn kernel_default_qdiscs_are_keyed_by_parent() {
     assert!(t.qdiscs.contains_key(&TcHandle::new(0x7fff, 0)));
     for q in 1..=16u16 {
         let d = t
-            .qdiscs
+            .kernel_defaults
             .get(&TcHandle::new(0x7fff, q))
             .unwrap_or_else(|| panic!("default qdisc under 7fff:{q:x}: {t:?}"));
         assert_eq!(d.handle, TcHandle::UNSPEC);

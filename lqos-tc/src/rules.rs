@@ -14,8 +14,9 @@
 //!   of 0 means "let the kernel compute it from rate/r2q", so any live
 //!   quantum satisfies it.
 //! - **Kernel-created qdiscs.** Qdiscs with handle `0:` (`noqueue`, the
-//!   default pfifo under an HTB leaf class, the default `mq` root) are not
-//!   part of any plan and never drift ([`is_kernel_default`]).
+//!   default qdisc under an unused mq queue, the default `mq` root) are not
+//!   part of any plan and never drift ([`is_kernel_default`]); a tree keeps
+//!   them apart, in [`TcTree::kernel_defaults`].
 //! - **Layout.** The root qdisc and the qdiscs on its classes (the per-queue
 //!   HTBs under `mq`) decide whether a change can be incremental
 //!   ([`layout`]): the same layout is changed in place, any difference is a
@@ -676,12 +677,12 @@ mod tests {
     fn kernel_default_qdiscs_never_drift() {
         let planned = mq_tree(1, 2);
         let mut live = planned.clone();
-        let noqueue = Qdisc {
-            parent: TcHandle::new(1, 3),
-            handle: TcHandle::UNSPEC,
-            kind: QdiscKind::Other("pfifo_fast".into()),
-        };
-        live.qdiscs.insert(noqueue.parent, noqueue);
+        live.insert_qdisc(Qdisc::new(
+            TcHandle::new(0x7fff, 2),
+            TcHandle::UNSPEC,
+            QdiscKind::Other("pfifo_fast".into()),
+        ));
+        assert_eq!(live.kernel_defaults.len(), 1);
         assert!(tree_satisfies(&live, &planned));
         assert_eq!(layout(&live, &planned), Layout::Same);
     }

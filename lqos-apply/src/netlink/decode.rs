@@ -345,19 +345,6 @@ pub(crate) fn decode_class(
     )))
 }
 
-/// Where [`lqos_tc::TcTree::qdiscs`] files a dumped qdisc: its handle, or,
-/// for a kernel-created default qdisc with handle 0 (e.g. the `pfifo_fast
-/// 0:` under each unused mq queue, or a veth's `noqueue 0:` root), its
-/// parent. Real qdisc handles always have minor 0 and parents never do
-/// (classes, `root` = ffff:ffff), so the two never collide.
-pub fn qdisc_tree_key(q: &Qdisc) -> TcHandle {
-    if q.handle == TcHandle::UNSPEC {
-        q.parent
-    } else {
-        q.handle
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

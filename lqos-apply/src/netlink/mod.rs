@@ -17,9 +17,8 @@
 //! - `mq` creates one default qdisc per TX queue (`net.core.default_qdisc`,
 //!   `pfifo_fast` here) with handle `0:` and parent `7fff:N`. Each one an
 //!   HTB replaces disappears; queues a plan leaves unused keep theirs.
-//!   Handle-0 qdiscs keep `handle == 0` and are keyed by their parent in
-//!   [`lqos_tc::TcTree::qdiscs`] ([`qdisc_tree_key`]), so all of them are
-//!   kept; filter on `q.handle == TcHandle::UNSPEC` to ignore them.
+//!   Handle-0 qdiscs keep `handle == 0` and are kept apart from the
+//!   explicit ones, by parent, in [`lqos_tc::TcTree::kernel_defaults`].
 //! - The `pfifo` HTB attaches to every new leaf class is invisible and not
 //!   dumped; an explicit leaf replaces it.
 //! - Options come back complete: HTB qdiscs always report `r2q` (10 unless
@@ -56,6 +55,6 @@ mod decode;
 mod encode;
 mod socket;
 
-pub use decode::{qdisc_tree_key, DecodeError};
+pub use decode::DecodeError;
 pub use encode::{encode_op, encode_op_with, EncodeError, PschedClock, PschedParseError};
 pub use socket::{LinkInfo, NetlinkError, NetlinkSocket, OpFailure, SendOptions, SendStats};
