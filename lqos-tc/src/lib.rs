@@ -47,7 +47,7 @@ pub mod render;
 pub mod rules;
 mod tree;
 
-pub use config::{Interfaces, LeafSpec, PlanConfig, QueueStrategy};
+pub use config::{CircuitSqm, Interfaces, LeafSpec, PlanConfig, QueueStrategy, SqmChoice};
 pub use diff::{diff, DiffSummary};
 pub use handle::{HandleError, TcHandle};
 pub use ops::{CakeParams, Class, FqCodelParams, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcOp};

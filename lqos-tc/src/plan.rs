@@ -9,8 +9,8 @@ use crate::fx::{FxHasher, FxMap, FxSet};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    Class, FqCodelParams, Interfaces, LeafSpec, PlanConfig, Qdisc, QdiscKind, QueueStrategy,
-    TcHandle, TcOp, TcTree,
+    CircuitSqm, Class, FqCodelParams, Interfaces, LeafSpec, PlanConfig, Qdisc, QdiscKind,
+    QueueStrategy, SqmChoice, TcHandle, TcOp, TcTree,
 };
 use lqos_model::{Circuit, Network, Rate};
 
@@ -41,10 +41,12 @@ pub enum PlanError {
         reason: String,
     },
     /// A circuit's `sqm` override that lqos cannot use.
-    #[error("circuit {circuit:?}: sqm {spec:?}: {reason}")]
+    #[error("circuit {circuit:?}{}: sqm {spec:?}: {reason}", csv_line(*.line))]
     CircuitSqm {
         /// Circuit ID.
         circuit: String,
+        /// 1-based CSV line of the override (0 if not from a file).
+        line: usize,
         /// The spec as written.
         spec: String,
         /// Why.
@@ -95,6 +97,15 @@ pub enum PlanError {
         /// Handles available for leaves.
         available: usize,
     },
+}
+
+/// ` (ShapedDevices line N)`, or nothing for line 0 (not from a file).
+fn csv_line(line: usize) -> String {
+    if line == 0 {
+        String::new()
+    } else {
+        format!(" (ShapedDevices line {line})")
+    }
 }
 
 /// Which traffic an interface plan shapes.
@@ -390,9 +401,12 @@ fn cake_rtt_fixup(kind: QdiscKind, ceil: Rate) -> QdiscKind {
     }
 }
 
+/// Turns a circuit's parsed [`SqmChoice`] (or none) into its leaf kind.
 struct LeafChooser<'c> {
     cfg: &'c PlanConfig,
-    cache: HashMap<String, LeafSpec>,
+    /// Overrides already parsed, by the text as written (most files repeat
+    /// a few values).
+    cache: HashMap<(String, String), CircuitSqm>,
 }
 
 impl LeafChooser<'_> {
@@ -411,48 +425,51 @@ impl LeafChooser<'_> {
         }
     }
 
-    fn choose(
-        &mut self,
-        circuit: &Circuit,
-        ov: Option<&str>,
-        ceil: Rate,
-    ) -> Result<Option<QdiscKind>, PlanError> {
-        let ov = ov.map(str::trim).filter(|s| !s.is_empty());
-        let Some(ov) = ov else {
-            return Ok(self.default_for(ceil));
-        };
-        let lower = ov.to_ascii_lowercase();
-        match lower.as_str() {
-            "none" => return Ok(None),
-            "fq_codel" => return Ok(Some(QdiscKind::FqCodel(FqCodelParams::default()))),
-            "cake" => {
+    /// The leaf for `choice` on a class with ceiling `ceil`.
+    fn leaf(&self, choice: &SqmChoice, ceil: Rate) -> Option<QdiscKind> {
+        match choice {
+            SqmChoice::Default => self.default_for(ceil),
+            SqmChoice::Cake => {
                 let base = if self.cfg.default_sqm.is_cake() {
                     self.cfg.default_sqm.clone()
                 } else {
                     LeafSpec::cake_diffserv4()
                 };
-                return Ok(match base {
+                match base {
                     LeafSpec::Qdisc(k) => Some(cake_rtt_fixup(k, ceil)),
                     LeafSpec::None => None,
-                });
+                }
             }
-            _ => {}
+            SqmChoice::Spec(LeafSpec::None) => None,
+            SqmChoice::Spec(LeafSpec::Qdisc(k)) => Some(cake_rtt_fixup(k.clone(), ceil)),
         }
-        if !self.cache.contains_key(&lower) {
-            let spec: LeafSpec = lower.parse().map_err(|e| match e {
-                PlanError::Sqm { spec, reason } => PlanError::CircuitSqm {
-                    circuit: circuit.id.clone(),
-                    spec,
-                    reason,
-                },
-                other => other,
-            })?;
-            self.cache.insert(lower.clone(), spec);
-        }
-        Ok(match &self.cache[&lower] {
-            LeafSpec::None => None,
-            LeafSpec::Qdisc(k) => Some(cake_rtt_fixup(k.clone(), ceil)),
-        })
+    }
+
+    /// Circuit `c`'s leaves (download, upload), its override parsed once
+    /// per distinct text; an unusable override is an error naming the
+    /// circuit and its CSV line.
+    fn choose(
+        &mut self,
+        c: &Circuit,
+        ceil_d: Rate,
+        ceil_u: Rate,
+    ) -> Result<(Option<QdiscKind>, Option<QdiscKind>), PlanError> {
+        let Some(o) = &c.sqm else {
+            return Ok((self.default_for(ceil_d), self.default_for(ceil_u)));
+        };
+        let key = (o.download.clone(), o.upload.clone());
+        let sqm = match self.cache.get(&key) {
+            Some(s) => s.clone(),
+            None => {
+                let s = CircuitSqm::parse(o, &c.id)?;
+                self.cache.insert(key, s.clone());
+                s
+            }
+        };
+        Ok((
+            self.leaf(&sqm.download, ceil_d),
+            self.leaf(&sqm.upload, ceil_u),
+        ))
     }
 }
 
@@ -721,13 +738,7 @@ fn hierarchy<'n>(
         };
         let (rate_d, ceil_cd) = circuit_rates(c.download_min, c.download_max, pd);
         let (rate_u, ceil_cu) = circuit_rates(c.upload_min, c.upload_max, pu);
-        let (leaf_d, leaf_u) = match &c.sqm {
-            Some(s) => (
-                chooser.choose(c, Some(&s.download), ceil_cd)?,
-                chooser.choose(c, Some(&s.upload), ceil_cu)?,
-            ),
-            None => (chooser.default_for(ceil_cd), chooser.default_for(ceil_cu)),
-        };
+        let (leaf_d, leaf_u) = chooser.choose(c, ceil_cd, ceil_cu)?;
         circ.push(CircRates {
             rate_d,
             ceil_d: ceil_cd,

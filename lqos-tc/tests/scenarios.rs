@@ -267,6 +267,15 @@ fn leaf_qdisc_choices() {
         e.to_string().starts_with("circuit \"bad\": sqm \"sfq\""),
         "{e}"
     );
+    // Read from a file, the error names the CSV line.
+    let mut circuits = net.circuits().to_vec();
+    circuits.last_mut().unwrap().sqm.as_mut().unwrap().line = 7;
+    net.set_circuits(circuits);
+    let e = plan(&net, &c, None).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "circuit \"bad\" (ShapedDevices line 7): sqm \"sfq\": unsupported qdisc kind \"sfq\" (cake, fq_codel, pfifo, bfifo, none)"
+    );
     let mut circuits = net.circuits().to_vec();
     circuits.pop();
     net.set_circuits(circuits);
@@ -670,4 +679,26 @@ fn tree_model_enforces_kernel_rules() {
     tt.apply(&TcOp::delete_root()).unwrap();
     assert_eq!(tt, TcTree::default());
     assert!(tt.apply(&TcOp::delete_root()).is_err());
+}
+
+/// A bad `sqm` cell read from ShapedDevices.csv: the loader warns about
+/// the unknown qdisc, and the plan refuses it naming the circuit and the
+/// CSV line (comments and the header count).
+#[test]
+fn sqm_error_names_the_csv_line() {
+    let csv = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,Parent Node ID,Anchor Node ID,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment,sqm\n\
+               # a comment line\n\
+               c1,One,d1,R1,,,,,100.64.0.1,,1,1,10,10,,cake\n\
+               c2,Two,d2,R2,,,,,100.64.0.2,,1,1,10,10,,fq_codel/sfq\n";
+    let loaded = lqos_model::load(
+        ("network.json", "{}"),
+        ("ShapedDevices.csv", csv.as_bytes()),
+    );
+    assert!(!loaded.report.has_errors(), "{}", loaded.report);
+    let e = plan(&loaded.network, &cfg(2), None).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("circuit \"c2\" (ShapedDevices line 4): sqm \"sfq\": "),
+        "{e}"
+    );
 }
