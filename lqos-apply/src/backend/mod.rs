@@ -303,9 +303,11 @@ pub(crate) fn is_root_delete(op: &TcOp) -> bool {
 pub(crate) const NOTHING_TO_DELETE: i32 = libc::ENOENT;
 
 /// True when a failed op only means "nothing to delete": a
-/// [`TcOp::DeleteRoot`] answered with [`NOTHING_TO_DELETE`].
-pub(crate) fn is_benign_delete_failure(op: &TcOp, errno: i32) -> bool {
-    op.is_root_delete() && errno == NOTHING_TO_DELETE
+/// [`TcOp::DeleteRoot`] answered with [`NOTHING_TO_DELETE`]. The netlink
+/// backend passes the kernel's errno; `tc -b` reports only text, so
+/// without an errno it is read from the message ([`tc_message_errno`]).
+pub(crate) fn root_delete_found_nothing(op: &TcOp, errno: Option<i32>, message: &str) -> bool {
+    op.is_root_delete() && errno.or_else(|| tc_message_errno(message)) == Some(NOTHING_TO_DELETE)
 }
 
 /// The errno behind a failure that `tc` reported only as text. tc prints
@@ -412,14 +414,23 @@ mod tests {
 
     #[test]
     fn only_a_root_delete_answered_enoent_is_benign() {
-        assert!(is_benign_delete_failure(&TcOp::DeleteRoot, libc::ENOENT));
-        assert!(!is_benign_delete_failure(&TcOp::DeleteRoot, libc::EINVAL));
-        assert!(!is_benign_delete_failure(&TcOp::DeleteRoot, libc::EPERM));
+        let found_nothing = |op: &TcOp, e| root_delete_found_nothing(op, Some(e), "");
+        assert!(found_nothing(&TcOp::DeleteRoot, libc::ENOENT));
+        assert!(!found_nothing(&TcOp::DeleteRoot, libc::EINVAL));
+        assert!(!found_nothing(&TcOp::DeleteRoot, libc::EPERM));
         let leaf = TcOp::DeleteQdisc {
             parent: TcHandle::new(1, 3),
             handle: TcHandle::new(3, 0),
         };
-        assert!(!is_benign_delete_failure(&leaf, libc::ENOENT));
+        assert!(!found_nothing(&leaf, libc::ENOENT));
+        // The errno wins over the text.
+        let text = "Error: Cannot delete qdisc with handle of zero.";
+        assert!(root_delete_found_nothing(&TcOp::DeleteRoot, None, text));
+        assert!(!root_delete_found_nothing(
+            &TcOp::DeleteRoot,
+            Some(libc::EPERM),
+            text
+        ));
         // What tc prints for the kernel's ENOENT, with and without ext-ack.
         for m in [
             "Error: Cannot delete qdisc with handle of zero.",

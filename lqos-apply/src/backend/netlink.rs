@@ -4,7 +4,7 @@
 use lqos_tc::TcOp;
 
 use super::{
-    is_benign_delete_failure, is_root_delete, with_root_delete, Backend, IfaceOps, IfaceReport,
+    is_root_delete, root_delete_found_nothing, with_root_delete, Backend, IfaceOps, IfaceReport,
     LoadReport, Parallelism, Progress, RootDelete,
 };
 use crate::error::ApplyError;
@@ -72,7 +72,7 @@ impl NetlinkBackend {
                     applied += stats.acked;
                     start = end;
                 }
-                Err(f) if is_benign_delete_failure(&f.op, f.errno) => {
+                Err(f) if root_delete_found_nothing(&f.op, Some(f.errno), &f.message) => {
                     applied += f.succeeded + 1;
                     start += f.index + 1;
                 }

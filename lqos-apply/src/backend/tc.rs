@@ -11,7 +11,7 @@ use nix::unistd::Pid;
 use serde::Serialize;
 
 use super::{
-    is_benign_delete_failure, setup_len, tc_message_errno, with_root_delete, Backend, IfaceOps,
+    root_delete_found_nothing, setup_len, tc_message_errno, with_root_delete, Backend, IfaceOps,
     IfaceReport, LoadReport, Progress, RootDelete,
 };
 use crate::error::ApplyError;
@@ -227,7 +227,7 @@ impl TcBatch {
             for (idx, msg) in &run.failures {
                 let Some(l) = slice.get(*idx) else { continue };
                 let op = &streams[l.iface][l.op];
-                if tc_message_errno(msg).is_some_and(|e| is_benign_delete_failure(op, e)) {
+                if root_delete_found_nothing(op, None, msg) {
                     if !self.force {
                         restart_at = Some(start + idx + 1);
                     }
@@ -294,9 +294,7 @@ impl TcBatch {
             Ok(o) if o.status.success() => (t, None),
             Ok(o) => {
                 let msg = String::from_utf8_lossy(&o.stderr).trim().to_string();
-                if tc_message_errno(&msg)
-                    .is_some_and(|e| is_benign_delete_failure(&TcOp::DeleteRoot, e))
-                {
+                if root_delete_found_nothing(&TcOp::delete_root(), None, &msg) {
                     (t, None)
                 } else {
                     (
