@@ -8,8 +8,10 @@
 //! queues, classids and leaf handles that the next plan reuses. Ops render
 //! as `tc -b` text ([`render`]) and parse back ([`parse`]); two trees diff
 //! into the minimal op stream between them ([`diff()`]), checked on an
-//! in-memory model of the kernel's rules ([`TcTree::apply`]). No I/O, no
-//! clock.
+//! in-memory model of the kernel's rules ([`TcTree::apply`]). Whether a
+//! live object satisfies the plan (and whether a change can be incremental)
+//! is decided once, in [`rules`]; option words and kernel numbers live
+//! once, in [`options`]. No I/O, no clock.
 //!
 //! ```
 //! use lqos_model::{Circuit, Network, Node, Rate};

@@ -516,9 +516,9 @@ fn htb_class(
 /// ones free theirs.
 ///
 /// The work is four stages, each a function of the ones before:
-/// [`hierarchy`] (nodes, parents, rates, leaf kinds), [`queues`] (a queue
-/// per top-level subtree), [`ids`] (class minors and leaf majors) and
-/// [`build`] (the ops and the allocation).
+/// `hierarchy` (nodes, parents, rates, leaf kinds), `queues` (a queue per
+/// top-level subtree), `ids` (class minors and leaf majors) and `build`
+/// (the ops and the allocation).
 ///
 /// ```
 /// use lqos_model::{Circuit, Network, Node, Rate};
