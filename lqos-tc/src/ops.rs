@@ -49,6 +49,17 @@ impl TcOp {
         TcOp::DeleteRoot
     }
 
+    /// `qdisc del dev X parent P handle H` as the typed op: the root delete
+    /// (`parent root`, no handle) is [`TcOp::DeleteRoot`], anything else
+    /// [`TcOp::DeleteQdisc`]. For readers of text, bytes and old JSON.
+    pub const fn delete_qdisc(parent: TcHandle, handle: TcHandle) -> TcOp {
+        if parent.raw() == TcHandle::ROOT.raw() && handle.raw() == TcHandle::UNSPEC.raw() {
+            TcOp::DeleteRoot
+        } else {
+            TcOp::DeleteQdisc { parent, handle }
+        }
+    }
+
     /// True for [`TcOp::DeleteRoot`].
     pub const fn is_root_delete(&self) -> bool {
         matches!(self, TcOp::DeleteRoot)
@@ -81,14 +92,9 @@ mod wire {
         fn from(w: TcOpWire) -> TcOp {
             match w {
                 TcOpWire::DeleteRoot => TcOp::DeleteRoot,
-                TcOpWire::DeleteQdisc { parent, handle }
-                    if parent == TcHandle::ROOT && handle == TcHandle::UNSPEC =>
-                {
-                    TcOp::DeleteRoot
-                }
                 TcOpWire::AddQdisc(q) => TcOp::AddQdisc(q),
                 TcOpWire::ReplaceQdisc(q) => TcOp::ReplaceQdisc(q),
-                TcOpWire::DeleteQdisc { parent, handle } => TcOp::DeleteQdisc { parent, handle },
+                TcOpWire::DeleteQdisc { parent, handle } => TcOp::delete_qdisc(parent, handle),
                 TcOpWire::AddClass(c) => TcOp::AddClass(c),
                 TcOpWire::ChangeClass(c) => TcOp::ChangeClass(c),
                 TcOpWire::DeleteClass { parent, classid } => TcOp::DeleteClass { parent, classid },

@@ -126,10 +126,7 @@ fn parse_qdisc(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
             return Err(format!("qdisc del: unexpected {:?}", kind_tokens.join(" ")));
         }
         let parent = parent.unwrap_or(TcHandle::UNSPEC);
-        if parent == TcHandle::ROOT && handle == TcHandle::UNSPEC {
-            return Ok((dev, TcOp::DeleteRoot));
-        }
-        return Ok((dev, TcOp::DeleteQdisc { parent, handle }));
+        return Ok((dev, TcOp::delete_qdisc(parent, handle)));
     }
     let parent = parent.ok_or("qdisc: missing parent or root")?;
     if kind_tokens.is_empty() {
