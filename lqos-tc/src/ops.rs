@@ -101,6 +101,23 @@ mod wire {
             }
         }
     }
+
+    /// The way back, exhaustive over [`TcOp`]: a new op variant does not
+    /// compile until the wire enum (and so deserialization) has it too.
+    #[cfg(test)]
+    impl From<TcOp> for TcOpWire {
+        fn from(op: TcOp) -> TcOpWire {
+            match op {
+                TcOp::DeleteRoot => TcOpWire::DeleteRoot,
+                TcOp::AddQdisc(q) => TcOpWire::AddQdisc(q),
+                TcOp::ReplaceQdisc(q) => TcOpWire::ReplaceQdisc(q),
+                TcOp::DeleteQdisc { parent, handle } => TcOpWire::DeleteQdisc { parent, handle },
+                TcOp::AddClass(c) => TcOpWire::AddClass(c),
+                TcOp::ChangeClass(c) => TcOpWire::ChangeClass(c),
+                TcOp::DeleteClass { parent, classid } => TcOpWire::DeleteClass { parent, classid },
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -119,6 +136,32 @@ mod tests {
             serde_json::from_str::<TcOp>(&new).unwrap(),
             TcOp::DeleteRoot
         );
+        // Every op survives the wire form (see `From<TcOp> for TcOpWire`).
+        let q = Qdisc::leaf(TcHandle::new(1, 3), 3, QdiscKind::Pfifo { limit: None });
+        let c = Class::htb(
+            TcHandle::new(1, 1),
+            TcHandle::new(1, 3),
+            Rate::from_mbps(1),
+            Rate::from_mbps(2),
+            3,
+            1522,
+        );
+        for op in [
+            TcOp::DeleteRoot,
+            TcOp::AddQdisc(q.clone()),
+            TcOp::ReplaceQdisc(q),
+            TcOp::AddClass(c.clone()),
+            TcOp::ChangeClass(c),
+            TcOp::DeleteClass {
+                parent: TcHandle::new(1, 1),
+                classid: TcHandle::new(1, 3),
+            },
+        ] {
+            let back: TcOp = wire::TcOpWire::from(op.clone()).into();
+            assert_eq!(back, op);
+            let json = serde_json::to_string(&op).unwrap();
+            assert_eq!(serde_json::from_str::<TcOp>(&json).unwrap(), op);
+        }
         // Other qdisc deletes are untouched.
         let leaf = r#"{"DeleteQdisc":{"parent":"1:3","handle":"3:"}}"#;
         assert_eq!(
