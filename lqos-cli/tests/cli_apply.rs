@@ -1,31 +1,14 @@
 //! Black-box tests of `lqos apply` / `lqos verify` in a private network
 //! namespace (skipped without root unless LQOS_REQUIRE_NETNS=1).
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
+use std::process::Command;
+
+use common::{code, lqos, text};
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
-use lqos_apply::state::StateDir;
+use lqos_apply::StateDir;
 use lqos_tc::TcOp;
-
-fn lqos(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lqos"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run lqos")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
 
 #[test]
 fn apply_verify_drift_repair_lock_and_rollback() {

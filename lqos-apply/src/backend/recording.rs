@@ -8,11 +8,11 @@ use std::sync::Mutex;
 use lqos_tc::{render_line, QdiscKind, TcOp, TcTree};
 
 use super::{
-    is_root_delete, with_root_delete, Backend, IfaceOps, IfaceReport, LoadReport, Progress,
+    delete_placement, is_root_delete, stream, Backend, IfaceOps, IfaceReport, LoadReport, Progress,
     RootDelete,
 };
 use crate::error::{ApplyError, Result};
-use crate::live::{LinkSummary, LiveSource};
+use crate::live::{KindSupport, LinkSummary, LiveSource, QdiscRefusal};
 use crate::timing::Timing;
 
 /// A planned failure: the `op_index`-th op sent to `dev` (counting every op
@@ -206,15 +206,15 @@ impl Backend for Recording {
 
     fn load(
         &self,
-        ifaces: &[IfaceOps],
+        ifaces: &[IfaceOps<'_>],
         root_delete: RootDelete,
         progress: &dyn Progress,
     ) -> LoadReport {
         let interfaces = ifaces
             .iter()
             .map(|i| {
-                let root = root_delete == RootDelete::Separate;
-                let mut ops = with_root_delete(&i.ops, root_delete);
+                let root = delete_placement(i, root_delete) == RootDelete::Separate;
+                let mut ops = stream(i, root_delete).into_owned();
                 if root {
                     ops.insert(0, TcOp::delete_root());
                 }
@@ -246,13 +246,16 @@ impl LiveSource for Recording {
         })
     }
 
-    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
+    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<KindSupport>> {
         let s = self.state.lock().expect("recording lock");
         Ok(kinds
             .iter()
             .map(|k| {
                 if s.unsupported.contains(k.name()) {
-                    Err("Specified qdisc kind is unknown.".into())
+                    Err(QdiscRefusal::new(
+                        libc::ENOENT,
+                        "Specified qdisc kind is unknown.",
+                    ))
                 } else {
                     Ok(())
                 }

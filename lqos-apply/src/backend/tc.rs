@@ -1,6 +1,7 @@
 //! The `tc -b` backend: spawns `tc [-n NETNS] [-force] -b -` and streams
 //! the ops' text on its stdin.
 
+use std::borrow::Cow;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -11,7 +12,7 @@ use nix::unistd::Pid;
 use serde::Serialize;
 
 use super::{
-    is_benign_root_delete_failure, setup_len, with_root_delete, Backend, IfaceOps, IfaceReport,
+    delete_placement, root_delete_found_nothing, stream, Backend, IfaceOps, IfaceReport,
     LoadReport, Progress, RootDelete,
 };
 use crate::error::ApplyError;
@@ -92,8 +93,8 @@ impl TcBatch {
     /// of ours runs meanwhile, so RUSAGE_CHILDREN is exact.
     fn run_batch(
         &self,
-        ifaces: &[IfaceOps],
-        streams: &[Vec<TcOp>],
+        ifaces: &[IfaceOps<'_>],
+        streams: &[Cow<'_, [TcOp]>],
         lines: &[Line],
         exclusive_child: bool,
         progress: &dyn Progress,
@@ -196,8 +197,8 @@ impl TcBatch {
     /// all processes together.
     fn load_lines(
         &self,
-        ifaces: &[IfaceOps],
-        streams: &[Vec<TcOp>],
+        ifaces: &[IfaceOps<'_>],
+        streams: &[Cow<'_, [TcOp]>],
         lines: &[Line],
         exclusive_child: bool,
         progress: &dyn Progress,
@@ -227,7 +228,7 @@ impl TcBatch {
             for (idx, msg) in &run.failures {
                 let Some(l) = slice.get(*idx) else { continue };
                 let op = &streams[l.iface][l.op];
-                if is_benign_root_delete_failure(op, msg) {
+                if root_delete_found_nothing(op, None, msg) {
                     if !self.force {
                         restart_at = Some(start + idx + 1);
                     }
@@ -294,7 +295,7 @@ impl TcBatch {
             Ok(o) if o.status.success() => (t, None),
             Ok(o) => {
                 let msg = String::from_utf8_lossy(&o.stderr).trim().to_string();
-                if is_benign_root_delete_failure(&TcOp::delete_root(), &msg) {
+                if root_delete_found_nothing(&TcOp::delete_root(), None, &msg) {
                     (t, None)
                 } else {
                     (
@@ -362,18 +363,24 @@ pub(crate) fn parse_tc_errors(stderr: &str) -> Vec<(usize, String)> {
 /// interface's setup ops, then the interfaces' entity groups (a class op and
 /// the ops after it up to the next class op) round-robin.
 fn combined_order(
-    ifaces: &[IfaceOps],
-    streams: &[Vec<TcOp>],
+    ifaces: &[IfaceOps<'_>],
+    streams: &[Cow<'_, [TcOp]>],
     root_delete: RootDelete,
 ) -> Vec<Line> {
-    let skip = usize::from(root_delete == RootDelete::InBatch);
-    let mut lines = Vec::with_capacity(streams.iter().map(Vec::len).sum());
-    if skip == 1 {
-        lines.extend((0..streams.len()).map(|iface| Line { iface, op: 0 }));
-    }
+    let skips: Vec<usize> = ifaces
+        .iter()
+        .map(|i| usize::from(delete_placement(i, root_delete) == RootDelete::InBatch))
+        .collect();
+    let mut lines = Vec::with_capacity(streams.iter().map(|s| s.len()).sum());
+    lines.extend(
+        (0..streams.len())
+            .filter(|&i| skips[i] == 1)
+            .map(|iface| Line { iface, op: 0 }),
+    );
     let mut cursors = Vec::with_capacity(streams.len());
     for (iface, (i, s)) in ifaces.iter().zip(streams).enumerate() {
-        let setup_end = (skip + setup_len(&i.ops)).min(s.len());
+        let skip = skips[iface];
+        let setup_end = (skip + i.setup_len).min(s.len());
         lines.extend((skip..setup_end).map(|op| Line { iface, op }));
         cursors.push(setup_end);
     }
@@ -398,7 +405,7 @@ fn combined_order(
     lines
 }
 
-fn new_reports(ifaces: &[IfaceOps], streams: &[Vec<TcOp>]) -> Vec<IfaceReport> {
+fn new_reports(ifaces: &[IfaceOps<'_>], streams: &[Cow<'_, [TcOp]>]) -> Vec<IfaceReport> {
     ifaces
         .iter()
         .zip(streams)
@@ -425,15 +432,12 @@ impl Backend for TcBatch {
 
     fn load(
         &self,
-        ifaces: &[IfaceOps],
+        ifaces: &[IfaceOps<'_>],
         root_delete: RootDelete,
         progress: &dyn Progress,
     ) -> LoadReport {
         let sw = Stopwatch::start(CpuScope::Children);
-        let streams: Vec<Vec<TcOp>> = ifaces
-            .iter()
-            .map(|i| with_root_delete(&i.ops, root_delete))
-            .collect();
+        let streams: Vec<Cow<'_, [TcOp]>> = ifaces.iter().map(|i| stream(i, root_delete)).collect();
         let mut reports = new_reports(ifaces, &streams);
         let one_iface = |i: usize, rep: &mut IfaceReport, exclusive: bool| {
             if root_delete == RootDelete::Separate {
@@ -507,10 +511,7 @@ mod tests {
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
         let ifaces = IfaceOps::all_from_plan(&plan);
         for rd in [RootDelete::None, RootDelete::InBatch] {
-            let streams: Vec<Vec<TcOp>> = ifaces
-                .iter()
-                .map(|i| with_root_delete(&i.ops, rd))
-                .collect();
+            let streams: Vec<Cow<'_, [TcOp]>> = ifaces.iter().map(|i| stream(i, rd)).collect();
             let text: String = combined_order(&ifaces, &streams, rd)
                 .iter()
                 .map(|l| render_line(&ifaces[l.iface].dev, &streams[l.iface][l.op]) + "\n")
