@@ -61,13 +61,18 @@ pub fn lazy_plan(plan: &Plan, active: &ActiveLeaves) -> Plan {
             ops.extend_from_slice(&ip.ops[..setup]);
             // One lookup key per interface; the set is small next to the plan.
             let mut key: LeafKey = (ip.dev.clone(), TcHandle::UNSPEC);
-            ops.extend(ip.ops[setup..].iter().filter(|op| match op {
-                TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if is_class_leaf(q) => {
-                    key.1 = q.parent;
-                    active.contains(&key)
-                }
-                _ => true,
-            }).cloned());
+            ops.extend(
+                ip.ops[setup..]
+                    .iter()
+                    .filter(|op| match op {
+                        TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if is_class_leaf(q) => {
+                            key.1 = q.parent;
+                            active.contains(&key)
+                        }
+                        _ => true,
+                    })
+                    .cloned(),
+            );
             InterfacePlan {
                 dev: ip.dev.clone(),
                 direction: ip.direction,
@@ -93,7 +98,11 @@ pub fn present_leaves(plan: &Plan, live: &BTreeMap<String, TcTree>) -> ActiveLea
             continue;
         };
         for q in circuit_leaves(ip) {
-            if tree.qdiscs.get(&q.handle).is_some_and(|l| l.parent == q.parent) {
+            if tree
+                .qdiscs
+                .get(&q.handle)
+                .is_some_and(|l| l.parent == q.parent)
+            {
                 out.insert((ip.dev.clone(), q.parent));
             }
         }
@@ -179,11 +188,7 @@ impl LeafTracker {
                 )
             })
             .collect();
-        LeafTracker {
-            idle,
-            seen,
-            active,
-        }
+        LeafTracker { idle, seen, active }
     }
 
     /// The circuits that have (or are getting) their leaf.
@@ -210,7 +215,12 @@ impl LeafTracker {
     /// and take the leaf from each active circuit idle for the idle time.
     /// The first sample of a circuit is its baseline (counters from before
     /// do not count). Circuits no longer in the plan are forgotten.
-    pub fn observe(&mut self, ip: &InterfacePlan, stats: &[ClassStats], now: Instant) -> LeafChanges {
+    pub fn observe(
+        &mut self,
+        ip: &InterfacePlan,
+        stats: &[ClassStats],
+        now: Instant,
+    ) -> LeafChanges {
         let by_class: HashMap<TcHandle, &ClassStats> =
             stats.iter().map(|s| (s.classid, s)).collect();
         let mut changes = LeafChanges::default();
@@ -260,8 +270,7 @@ impl LeafTracker {
         let dev = &ip.dev;
         self.seen
             .retain(|(d, c), _| d != dev || planned.contains(c));
-        self.active
-            .retain(|(d, c)| d != dev || planned.contains(c));
+        self.active.retain(|(d, c)| d != dev || planned.contains(c));
         changes
     }
 }
@@ -333,7 +342,9 @@ mod tests {
         let s = Duration::from_secs(1);
         let mut tr = LeafTracker::new(3 * s, ActiveLeaves::new(), t0);
         // Baseline: counters from before do not count.
-        assert!(tr.observe(ip, &stats(ip, |i| i as u64 * 1000), t0).is_empty());
+        assert!(tr
+            .observe(ip, &stats(ip, |i| i as u64 * 1000), t0)
+            .is_empty());
         // Circuit 2 moves: its leaf, with its planned handle, in one op.
         let c = tr.observe(
             ip,

@@ -67,8 +67,8 @@ mod netns;
 mod session;
 pub mod state;
 pub mod timing;
-pub mod watch;
 mod verify;
+pub mod watch;
 
 pub use backend::{
     load_deletes_first, Backend, CountProgress, IfaceOps, IfaceReport, LoadReport, NetlinkBackend,

@@ -22,7 +22,7 @@ pub fn status_file(netns: Option<&str>) -> String {
     }
 }
 
-/// What started an event.
+/// What started an event (shown kebab-case, as in the JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Trigger {
@@ -44,11 +44,11 @@ impl fmt::Display for Trigger {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Trigger::Start => "start",
-            Trigger::FileChange => "file change",
-            Trigger::Sighup => "SIGHUP",
+            Trigger::FileChange => "file-change",
+            Trigger::Sighup => "sighup",
             Trigger::Retry => "retry",
             Trigger::Verify => "verify",
-            Trigger::LeafPoll => "leaf poll",
+            Trigger::LeafPoll => "leaf-poll",
         })
     }
 }
@@ -209,7 +209,12 @@ impl fmt::Display for WatchStatus {
             .map(|n| format!(" in netns {n}"))
             .unwrap_or_default();
         match self.stopped_ms {
-            Some(s) => writeln!(f, "lqos watch (pid {}){ns}: stopped at {}", self.pid, time(s))?,
+            Some(s) => writeln!(
+                f,
+                "lqos watch (pid {}){ns}: stopped at {}",
+                self.pid,
+                time(s)
+            )?,
             None => writeln!(
                 f,
                 "lqos watch (pid {}){ns}: running since {}",
@@ -250,7 +255,11 @@ mod tests {
         let mut bad = WatchEvent::now(Trigger::FileChange, Outcome::Rejected, Duration::ZERO);
         bad.error = Some("ShapedDevices.csv:7: bad rate".into());
         s.record(bad);
-        let mut ok = WatchEvent::now(Trigger::FileChange, Outcome::Applied, Duration::from_millis(12));
+        let mut ok = WatchEvent::now(
+            Trigger::FileChange,
+            Outcome::Applied,
+            Duration::from_millis(12),
+        );
         ok.changed = 1;
         s.record(ok);
         s.active_leaves = 3;
@@ -259,8 +268,14 @@ mod tests {
         assert_eq!(back, s);
         let text = back.to_string();
         assert!(text.contains("leaves loaded: 3 (lazy)"), "{text}");
-        assert!(text.contains("file change: applied, 0 added, 1 changed, 0 removed, 12.0 ms"), "{text}");
-        assert!(text.contains("last error:") && text.contains("ShapedDevices.csv:7"), "{text}");
+        assert!(
+            text.contains("file-change: applied, 0 added, 1 changed, 0 removed, 12.0 ms"),
+            "{text}"
+        );
+        assert!(
+            text.contains("last error:") && text.contains("ShapedDevices.csv:7"),
+            "{text}"
+        );
         assert_eq!(status_file(None), "watch-status.json");
     }
 }

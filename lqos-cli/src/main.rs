@@ -12,7 +12,7 @@ mod cmd;
 /// Plan and load ISP traffic-shaping trees (HTB + cake/fq_codel under mq).
 #[derive(Parser)]
 #[command(name = "lqos", version, about, long_about = None)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -35,6 +35,15 @@ enum Command {
     Verify(cmd::verify::Args),
     /// Benchmark loading methods in a private network namespace.
     Bench(cmd::bench::Args),
+    /// Run as a daemon: apply at start and on every input change, verify
+    /// periodically, optionally with lazy leaves.
+    Watch(cmd::watch::Args),
+    /// Print what the `lqos watch` daemon last did.
+    Status(cmd::status::Args),
+    /// Print the man page (or write all pages with --out DIR).
+    Man(cmd::docs::ManArgs),
+    /// Print a shell completion script.
+    Completions(cmd::docs::CompletionArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +57,10 @@ fn main() -> ExitCode {
         Command::Apply(a) => cmd::apply::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Watch(a) => cmd::watch::run(a),
+        Command::Status(a) => cmd::status::run(a),
+        Command::Man(a) => cmd::docs::man(a),
+        Command::Completions(a) => cmd::docs::completions(a),
     };
     match result {
         Ok(code) => code,

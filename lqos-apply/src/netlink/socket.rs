@@ -14,8 +14,8 @@ use nix::sched::{setns, CloneFlags};
 use super::consts::*;
 use super::decode::{self, msgs, parse_ack, DecodeError};
 use super::encode::{self, PschedClock};
-use super::stats::ClassStats;
 use super::pipeline::{strerror, RecvMode, SendPipeline, MAX_SEND_BYTES};
+use super::stats::ClassStats;
 
 /// Errors of the socket layer (everything except a failed op, which is an
 /// [`OpFailure`]).
