@@ -26,6 +26,7 @@
 //! Every event is one log line with its numbers; the last one is also in
 //! the status file `lqos status` prints.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -41,7 +42,7 @@ use lqos_apply::{
     NetlinkBackend, NetlinkLive, NoProgress, Parallelism, QueueCount, RootDelete, SavedPlan,
     StateDir, SAVED_PLAN_VERSION,
 };
-use lqos_tc::{render_line, DiffSummary, Plan, TcOp, TcTree};
+use lqos_tc::{render_line, DiffSummary, Plan, TcTree};
 use tracing::{debug, error, info, warn};
 
 use super::apply::{state_path, TargetArgs, PROBE_CACHE_FILE};
@@ -135,6 +136,8 @@ struct Daemon {
     model: Option<BTreeMap<String, TcTree>>,
     tracker: Option<LeafTracker>,
     status: WatchStatus,
+    /// How long the last read + validate + plan of the inputs took.
+    plan_time: Duration,
 }
 
 /// A failure of one apply step, already logged: [`Outcome::Rejected`]
@@ -150,13 +153,6 @@ fn retry_after(r: Result<(), Failed>, retry: Duration) -> Option<Instant> {
 }
 
 impl Daemon {
-    fn effective(&self, plan: &Plan) -> Plan {
-        match &self.tracker {
-            Some(t) => lazy::lazy_plan(plan, t.active()),
-            None => plan.clone(),
-        }
-    }
-
     fn active_leaves(&self, plan: &Plan) -> usize {
         match &self.tracker {
             Some(t) => t.active().len(),
@@ -187,12 +183,14 @@ impl Daemon {
                 })
             }
         };
+        let t = Instant::now();
         let r = plan_files(
             &self.inputs,
             &self.overrides,
             QueueCount::FromInterfaces(&self.live),
             prev.as_ref(),
         );
+        self.plan_time = t.elapsed();
         match r {
             Ok(planned) => {
                 for w in planned.report.warnings() {
@@ -239,7 +237,8 @@ impl Daemon {
 
     /// Loads `plan` (its lazy form): against the known kernel state when
     /// there is one (and `readback` is off), else reading the kernel back.
-    /// Returns the ops sent, rendered.
+    /// Returns the ops sent, rendered (read-back path only: verify logs
+    /// them).
     fn load(
         &mut self,
         plan: Plan,
@@ -247,12 +246,19 @@ impl Daemon {
         since: Instant,
         readback: bool,
     ) -> Result<Vec<String>, Failed> {
-        let eff = self.effective(&plan);
-        let result = match (&self.model, readback) {
+        let eff: Cow<Plan> = match &self.tracker {
+            Some(t) => Cow::Owned(lazy::lazy_plan(&plan, t.active())),
+            None => Cow::Borrowed(&plan),
+        };
+        let load_start = Instant::now();
+        let mut model = self.model.take();
+        let used_readback = readback || model.is_none();
+        let result = match (&mut model, readback) {
             (Some(model), false) => self.load_known(&eff, model),
             _ => self.load_readback(&eff),
         };
         let took = since.elapsed();
+        let load_time = load_start.elapsed();
         let (sum, sent, err) = match result {
             Ok(x) => x,
             Err(e) => (DiffSummary::default(), Vec::new(), Some(e)),
@@ -282,34 +288,45 @@ impl Daemon {
             self.save_status(ev);
             return Err(Failed(Outcome::Failed));
         }
-        self.model = Some(
-            eff.interfaces
-                .iter()
-                .map(|ip| (ip.dev.clone(), ip.tree()))
-                .collect(),
-        );
+        // The known model was updated op by op; after a read-back it is the
+        // plan's trees.
+        self.model = match (model, readback) {
+            (Some(m), false) => Some(m),
+            _ => Some(
+                eff.interfaces
+                    .iter()
+                    .map(|ip| (ip.dev.clone(), ip.tree()))
+                    .collect(),
+            ),
+        };
+        drop(eff);
         self.save_last_good(&plan);
         self.status.circuits = plan.allocation.circuits.len();
         self.status.active_leaves = self.active_leaves(&plan);
         self.plan = Some(plan);
         self.save_status(ev);
-        // Logged once the state files are written (the time is kernel done).
+        // Logged once the state files are written (the times end at kernel
+        // done).
         info!(
             %trigger,
             added = sum.added,
             changed = sum.changed,
             removed = sum.removed,
             ms = format!("{:.1}", took.as_secs_f64() * 1e3),
+            plan_ms = format!("{:.1}", self.plan_time.as_secs_f64() * 1e3),
+            load_ms = format!("{:.1}", load_time.as_secs_f64() * 1e3),
+            readback = used_readback,
             "applied"
         );
         Ok(sent)
     }
 
-    /// Diff against what the daemon loaded last; no kernel read-back.
+    /// Diff against what the daemon loaded last (no kernel read-back);
+    /// on success `model` is updated with the ops sent.
     fn load_known(
         &self,
         eff: &Plan,
-        model: &BTreeMap<String, TcTree>,
+        model: &mut BTreeMap<String, TcTree>,
     ) -> Result<(DiffSummary, Vec<String>, Option<ApplyError>), ApplyError> {
         preflight(eff, &self.live)?;
         let empty = TcTree::default();
@@ -319,7 +336,29 @@ impl Daemon {
             .map(|ip| plan_change(ip, model.get(&ip.dev).unwrap_or(&empty), false))
             .collect();
         let streams: Vec<IfaceOps> = changes.iter().map(|c| c.stream.clone()).collect();
-        Ok(self.send(&streams))
+        let sum = summarize(&streams);
+        if streams.iter().all(|s| s.is_empty()) {
+            return Ok((sum, Vec::new(), None));
+        }
+        let err = load_deletes_first(&self.backend, &streams, &NoProgress)
+            .into_result()
+            .err();
+        if err.is_none() {
+            for s in &streams {
+                let tree = model.entry(s.dev.clone()).or_default();
+                if s.sent().any(|op| tree.apply(&op).is_err()) {
+                    // Our model and the kernel disagree: read back next time.
+                    model.clear();
+                    break;
+                }
+            }
+            if model.is_empty() {
+                return Err(ApplyError::Plan(
+                    "the daemon's model of the kernel went out of step; reading back".into(),
+                ));
+            }
+        }
+        Ok((sum, Vec::new(), err))
     }
 
     /// Read back, diff, load ([`apply_plan`]).
@@ -344,18 +383,6 @@ impl Daemon {
         let sent = rendered(&streams);
         let err = report.load.and_then(|l| l.into_result().err());
         Ok((sum, sent, err))
-    }
-
-    fn send(&self, streams: &[IfaceOps<'_>]) -> (DiffSummary, Vec<String>, Option<ApplyError>) {
-        let sum = summarize(streams);
-        let sent = rendered(streams);
-        if streams.iter().all(|s| s.is_empty()) {
-            return (sum, sent, None);
-        }
-        let err = load_deletes_first(&self.backend, streams, &NoProgress)
-            .into_result()
-            .err();
-        (sum, sent, err)
     }
 
     fn save_last_good(&self, plan: &Plan) {
@@ -446,16 +473,8 @@ impl Daemon {
                 break;
             }
             if let Some(tree) = self.model.as_mut().and_then(|m| m.get_mut(&ip.dev)) {
-                for op in &ops {
-                    match op {
-                        TcOp::ReplaceQdisc(q) => {
-                            tree.qdiscs.insert(q.handle, q.clone());
-                        }
-                        TcOp::DeleteQdisc { handle, .. } => {
-                            tree.qdiscs.remove(handle);
-                        }
-                        _ => {}
-                    }
+                if ops.iter().any(|op| tree.apply(op).is_err()) {
+                    self.model = None;
                 }
             }
             total.0 += ch.add.len();
@@ -608,6 +627,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         model: None,
         tracker: None,
         status: WatchStatus::new(netns.as_deref(), lazy_on),
+        plan_time: Duration::ZERO,
     };
     info!(
         netns = netns.as_deref(),
@@ -633,6 +653,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         d.tracker = Some(LeafTracker::new(idle, active, start));
     }
     let mut retry_at = retry_after(d.reload(Trigger::Start, start, true), retry);
+    // The counters' baseline right away: traffic from now on gives a leaf
+    // at the next poll.
+    d.poll_leaves();
 
     let mut pending: Option<(Instant, Instant)> = None; // (first, last) event
     let mut next_poll = Instant::now() + poll;
