@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use lqos_tc::rules::{self, Layout};
-use lqos_tc::{diff, InterfacePlan, Plan, QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::{diff, InterfacePlan, Plan, QdiscKind, TcOp, TcTree};
 use serde::Serialize;
 
 use crate::backend::{load_deletes_first, Backend, IfaceOps, LoadReport, Progress};
@@ -11,34 +11,6 @@ use crate::error::{ApplyError, Result};
 use crate::live::{LinkSummary, LiveSource};
 use crate::timing::{CpuScope, Stopwatch, Timing};
 use crate::verify::{verify_tree, VerifyReport};
-
-/// Highest TX queue number (1-based mq class minor) `ip` uses: the
-/// parents of the HTB qdiscs in its setup prefix ([`InterfacePlan::setup_ops`])
-/// when the root is `mq`, else 0.
-pub fn queues_needed(ip: &InterfacePlan) -> usize {
-    let setup = &ip.ops[..ip.setup_ops.min(ip.ops.len())];
-    let Some(root) = setup.iter().find_map(|op| match op {
-        TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if q.parent == TcHandle::ROOT => Some(q),
-        _ => None,
-    }) else {
-        return 0;
-    };
-    if root.kind != QdiscKind::Mq {
-        return 0;
-    }
-    setup
-        .iter()
-        .filter_map(|op| match op {
-            TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q)
-                if q.parent != TcHandle::ROOT && q.parent.qdisc() == root.handle =>
-            {
-                Some(q.parent.minor() as usize)
-            }
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0)
-}
 
 /// How an interface is (or would be) loaded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -163,7 +135,7 @@ pub fn preflight(plan: &Plan, live: &dyn LiveSource) -> Result<BTreeMap<String, 
             dev: t.dev.clone(),
             netns: live.netns().map(str::to_string),
         })?;
-        let needed = queues_needed(t);
+        let needed = t.tx_queues();
         if needed > link.num_tx_queues as usize {
             return Err(ApplyError::TooFewQueues {
                 dev: t.dev.clone(),
@@ -316,7 +288,7 @@ mod tests {
     use super::*;
     use crate::backend::{NoProgress, Recording};
     use lqos_model::Rate;
-    use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc};
+    use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc, TcHandle};
 
     fn class(parent: TcHandle, classid: TcHandle, mbps: u64) -> Class {
         Class {
@@ -466,12 +438,12 @@ mod tests {
             ApplyError::OpFailed {
                 dev,
                 index,
-                op_text,
+                op,
                 message,
                 ..
             } => {
                 assert_eq!((dev.as_str(), *index), ("ens20", 30));
-                assert_eq!(op_text, &lqos_tc::render_line("ens20", &t[1].ops[30]));
+                assert_eq!(**op, t[1].ops[30]);
                 assert_eq!(message, "Error: boom.");
             }
             e => panic!("{e}"),
@@ -533,6 +505,41 @@ mod tests {
     }
 
     #[test]
+    fn preflight_counts_the_queues_the_plan_uses_on_a_bridge_and_a_stick() {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits: 40,
+            ..Default::default()
+        });
+        let bridge = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
+        let mut stick = bridge.clone();
+        stick.interfaces = lqos_tc::Interfaces::OnAStick {
+            interface: "ens19".into(),
+            internet_vlan: 2,
+            network_vlan: 3,
+        };
+        let p = lqos_tc::plan(&g.network, &bridge, None).unwrap();
+        assert_eq!(p.interfaces[0].tx_queues(), 4);
+        let rec = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
+        assert!(preflight(&p, &rec).is_ok());
+        // A stick splits the 4 queues between the directions.
+        let p = lqos_tc::plan(&g.network, &stick, None).unwrap();
+        assert_eq!(p.interfaces[0].tx_queues(), 4);
+        let rec = Recording::new().with_link("ens19", 3);
+        let e = preflight(&p, &rec).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ApplyError::TooFewQueues {
+                    needed: 4,
+                    available: 3,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn dry_run_returns_ops_without_sending() {
         let rec = Recording::new().with_link("ens19", 4);
         let t = [target("ens19", 4, 8, |_| 10, pfifo())];
@@ -543,6 +550,11 @@ mod tests {
         let p = plan_of(&t);
         let r = apply_plan(&p, &rec, &rec, opts, &NoProgress).unwrap();
         assert_eq!(r.changes[0].stream.ops[..], t[0].ops[..]);
+        // The full build is the plan's own ops, not a copy.
+        assert!(std::ptr::eq(
+            &r.changes[0].stream.ops[..],
+            &p.interfaces[0].ops[..]
+        ));
         assert!(r.load.is_none());
         assert!(rec.sent().is_empty());
     }

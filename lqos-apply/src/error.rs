@@ -12,14 +12,17 @@ use crate::netlink::NetlinkError;
 #[non_exhaustive]
 pub enum ApplyError {
     /// The kernel (or tc) rejected one op; the interface's load stopped there.
-    #[error("{dev}: op #{index} `{op_text}` failed: {message}")]
+    #[error(
+        "{dev}: op #{index} `{}` failed: {message}",
+        lqos_tc::render_line(dev, op)
+    )]
     OpFailed {
         /// Interface.
         dev: String,
         /// 0-based index of the op in the interface's stream.
         index: usize,
-        /// The op as a `tc -b` line.
-        op_text: String,
+        /// The op (shown as its `tc -b` line).
+        op: Box<lqos_tc::TcOp>,
         /// The kernel's extended-ACK text or tc's error text.
         message: String,
         /// errno, when the backend knows it.

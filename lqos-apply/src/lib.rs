@@ -72,11 +72,10 @@ pub mod watch;
 
 pub use backend::{
     load_deletes_first, Backend, CountProgress, IfaceOps, IfaceReport, LoadReport, NetlinkBackend,
-    NoProgress, Parallelism, Progress, Recording, RecordingFailure, RootDelete, TcBatch, TcMode,
+    NoProgress, Parallelism, Progress, Recording, RootDelete, TcBatch, TcMode,
 };
 pub use engine::{
-    apply_plan, plan_change, preflight, queues_needed, verify_plan, ApplyOptions, ApplyReport,
-    Change, LoadKind,
+    apply_plan, plan_change, preflight, verify_plan, ApplyOptions, ApplyReport, Change, LoadKind,
 };
 pub use error::{ApplyError, Result};
 pub use inputs::{

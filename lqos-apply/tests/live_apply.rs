@@ -12,7 +12,7 @@ use lqos_apply::{
     ApplyError, NetlinkBackend, NetlinkLive, Parallelism, RootDelete, Session, TcBatch, TcMode,
 };
 use lqos_apply::{Backend, IfaceOps, NoProgress};
-use lqos_tc::{render_line, TcOp};
+use lqos_tc::TcOp;
 
 const CIRCUITS: usize = 3000;
 
@@ -241,7 +241,7 @@ fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
             ApplyError::OpFailed {
                 dev,
                 index,
-                op_text,
+                op,
                 message,
                 ..
             } => {
@@ -250,7 +250,7 @@ fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
                 // there from the previous round).
                 let shift = usize::from(round > 0);
                 assert_eq!(index, k + shift, "{}", backend.describe());
-                assert_eq!(op_text, render_line("ens20", &bad.interfaces[1].ops[k]));
+                assert_eq!(*op, bad.interfaces[1].ops[k]);
                 assert!(!message.is_empty());
                 assert!(failed_at >= k, "{failed_at} < {k}");
             }

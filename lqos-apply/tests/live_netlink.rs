@@ -7,6 +7,7 @@ use common::{both, fixture, hand_built, tc_classes, DEVS};
 use lqos_apply::LiveSource;
 use lqos_apply::{ApplyError, NetlinkBackend, NetlinkLive, Parallelism, RootDelete};
 use lqos_apply::{Backend, CountProgress, NoProgress};
+use lqos_tc::render_line;
 use lqos_tc::{QdiscKind, TcOp};
 
 #[test]
@@ -71,14 +72,15 @@ fn netlink_failure_names_op_and_kernel_message() {
             ApplyError::OpFailed {
                 dev,
                 index,
-                op_text,
+                op,
                 message,
                 errno,
             } => {
                 assert_eq!((dev.as_str(), *index), ("ens20", 30));
                 assert!(
-                    op_text.starts_with("class add dev ens20 parent 99:1 classid 99:5"),
-                    "{op_text}"
+                    render_line("ens20", op)
+                        .starts_with("class add dev ens20 parent 99:1 classid 99:5"),
+                    "{op:?}"
                 );
                 assert!(!message.is_empty());
                 assert!(errno.is_some());

@@ -5,6 +5,7 @@ mod common;
 use common::{both, fixture, hand_built, tc_classes, tc_qdiscs, DEVS};
 use lqos_apply::{ApplyError, RootDelete, TcBatch, TcMode};
 use lqos_apply::{Backend, CountProgress, NoProgress};
+use lqos_tc::render_line;
 
 #[test]
 fn every_tc_mode_loads_and_reloads_a_tree() {
@@ -72,15 +73,16 @@ fn a_failing_line_is_mapped_to_its_op_and_interface() {
             ApplyError::OpFailed {
                 dev,
                 index,
-                op_text,
+                op,
                 message,
                 ..
             } => {
                 assert_eq!(dev, "ens20");
                 assert_eq!(*index, 30, "index counts the in-batch root delete");
                 assert!(
-                    op_text.starts_with("class add dev ens20 parent 99:1 classid 99:5"),
-                    "{op_text}"
+                    render_line("ens20", op)
+                        .starts_with("class add dev ens20 parent 99:1 classid 99:5"),
+                    "{op:?}"
                 );
                 assert!(!message.is_empty());
             }

@@ -16,7 +16,7 @@ mod recording;
 mod tc;
 
 pub use netlink::NetlinkBackend;
-pub use recording::{Recording, RecordingFailure};
+pub use recording::Recording;
 pub use tc::{TcBatch, TcMode};
 
 /// What is sent to one interface: ops borrowed from a plan (a full build,
@@ -178,12 +178,15 @@ impl Progress for CountProgress {
 
 /// What happened on one interface.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct IfaceReport {
     /// Interface.
     pub dev: String,
     /// Ops in the stream (including an in-batch root delete).
     pub ops_total: usize,
-    /// Ops the kernel accepted.
+    /// Ops the kernel accepted, each counted by its own ACK (with netlink
+    /// batches this includes ops after a failed one that the kernel still
+    /// applied) or, for `tc -b`, by the lines tc did not report as failed.
     pub ops_applied: usize,
     /// Wall and CPU time of this interface's load (the worker thread for
     /// netlink, the tc process for tc). `None` when interfaces shared one
@@ -195,8 +198,24 @@ pub struct IfaceReport {
     pub error: Option<ApplyError>,
 }
 
+impl IfaceReport {
+    /// A report for `dev` whose stream has `ops_total` ops, nothing applied
+    /// yet (for [`Backend`] implementations).
+    pub fn new(dev: impl Into<String>, ops_total: usize) -> IfaceReport {
+        IfaceReport {
+            dev: dev.into(),
+            ops_total,
+            ops_applied: 0,
+            timing: None,
+            root_delete: None,
+            error: None,
+        }
+    }
+}
+
 /// The outcome of one [`Backend::load`].
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct LoadReport {
     /// [`Backend::describe`] of the backend used.
     pub backend: String,
@@ -208,6 +227,16 @@ pub struct LoadReport {
 }
 
 impl LoadReport {
+    /// A report of `backend` ([`Backend::describe`]) over `interfaces`
+    /// that took `total` (for [`Backend`] implementations).
+    pub fn new(backend: impl Into<String>, interfaces: Vec<IfaceReport>, total: Timing) -> Self {
+        LoadReport {
+            backend: backend.into(),
+            interfaces,
+            total,
+        }
+    }
+
     /// True when every interface loaded completely.
     pub fn is_ok(&self) -> bool {
         self.interfaces.iter().all(|i| i.error.is_none())
@@ -243,9 +272,12 @@ pub trait Backend: Send + Sync {
     /// Short description (`tc -b serial`, `netlink parallel`, ...).
     fn describe(&self) -> String;
 
-    /// Sends each interface's ops in order. A failed op stops that
-    /// interface's stream (and, for a combined tc batch, the whole batch);
-    /// the failure is reported in its [`IfaceReport::error`]. Other
+    /// Sends each interface's ops in order, with a root delete first where
+    /// `root_delete` adds one or the stream asks for one
+    /// ([`IfaceOps::delete_root`]). A failed op stops that interface's
+    /// stream (and, for a combined tc batch, the whole batch); the failure
+    /// is reported in its [`IfaceReport::error`], and
+    /// [`IfaceReport::ops_applied`] counts what the kernel accepted. Other
     /// interfaces carry on where the backend allows it.
     fn load(
         &self,
@@ -255,9 +287,10 @@ pub trait Backend: Send + Sync {
     ) -> LoadReport;
 }
 
-/// Loads `ifaces`, first deleting every old tree that a stream starts by
-/// deleting (all interfaces' root deletes, in one step), then running the
-/// rest of each stream as `backend` does (serially or in parallel).
+/// Loads `ifaces`, first deleting every old tree a stream asks to delete
+/// ([`IfaceOps::delete_root`]: all interfaces' root deletes, in one step),
+/// then running the rest of each stream as `backend` does (serially or in
+/// parallel).
 ///
 /// Why: each new HTB class makes the kernel scan a filter-block list that
 /// is global to the machine, so building one interface while another's old
@@ -359,16 +392,15 @@ pub(crate) fn delete_placement(iface: &IfaceOps<'_>, placement: RootDelete) -> R
     }
 }
 
-/// The stream actually sent for `iface` under the load's `placement`
-/// (borrowed when no in-batch root delete is added).
-pub(crate) fn stream<'s>(iface: &'s IfaceOps<'_>, placement: RootDelete) -> Cow<'s, [TcOp]> {
-    if delete_placement(iface, placement) == RootDelete::InBatch {
-        let mut v = Vec::with_capacity(iface.ops.len() + 1);
-        v.push(TcOp::delete_root());
-        v.extend_from_slice(&iface.ops);
-        Cow::Owned(v)
-    } else {
-        Cow::Borrowed(&iface.ops[..])
+/// The stream actually sent for `iface` under the load's `placement`: the
+/// same ops, borrowed, with `delete_root` set when an in-batch root delete
+/// goes first (index 0 of [`IfaceOps::op`]).
+pub(crate) fn as_sent<'s>(iface: &'s IfaceOps<'_>, placement: RootDelete) -> IfaceOps<'s> {
+    IfaceOps {
+        dev: iface.dev.clone(),
+        delete_root: delete_placement(iface, placement) == RootDelete::InBatch,
+        ops: Cow::Borrowed(&iface.ops[..]),
+        setup_len: iface.setup_len,
     }
 }
 
@@ -475,6 +507,36 @@ mod tests {
             e => panic!("{e:?}"),
         }
         assert!(rep.interfaces[1].error.is_none());
+    }
+
+    #[test]
+    fn a_full_build_borrows_the_plan_and_its_setup_length() {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits: 20,
+            ..Default::default()
+        });
+        let plan =
+            lqos_tc::plan(&g.network, &lqos_tc::PlanConfig::bridge("a", "b", 2), None).unwrap();
+        let s = IfaceOps::from_plan(&plan.interfaces[0]);
+        assert!(matches!(s.ops, Cow::Borrowed(_)));
+        assert!(std::ptr::eq(&s.ops[..], &plan.interfaces[0].ops[..]));
+        assert_eq!(s.setup_len, plan.interfaces[0].setup_ops);
+        let s = s.with_delete_root();
+        assert_eq!(s.len(), plan.interfaces[0].ops.len() + 1);
+        assert_eq!(s.op(0).as_deref(), Some(&TcOp::delete_root()));
+        assert_eq!(s.sent().count(), s.len());
+        assert_eq!(s.summary().removed, 1);
+    }
+
+    #[test]
+    fn a_streams_own_root_delete_is_sent_first_in_its_batch() {
+        let rec = loaded();
+        let one = [IfaceOps::new("ens19", build()).with_delete_root()];
+        let rep = rec.load(&one, RootDelete::None, &NoProgress);
+        assert!(rep.is_ok(), "{:?}", rep.first_error());
+        assert_eq!(rep.interfaces[0].ops_total, 3);
+        let sent = rec.sent_for("ens19");
+        assert!(is_root_delete(&sent[0]) && sent[1..] == build()[..]);
     }
 
     #[test]

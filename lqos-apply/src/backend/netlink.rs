@@ -11,7 +11,6 @@ use crate::error::ApplyError;
 use crate::live::{netlink_error, open_socket};
 use crate::netlink::{NetlinkSocket, SendOptions};
 use crate::timing::{CpuScope, Stopwatch};
-use lqos_tc::render_line;
 
 /// Netlink loader: serial, or one thread (with its own socket) per
 /// interface.
@@ -85,7 +84,7 @@ impl NetlinkBackend {
                         Some(ApplyError::OpFailed {
                             dev: dev.to_string(),
                             index: offset + start + f.index,
-                            op_text: render_line(dev, &f.op),
+                            op: Box::new(f.op),
                             message: f.message,
                             errno: Some(f.errno),
                         }),

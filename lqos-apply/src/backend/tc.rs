@@ -12,8 +12,8 @@ use nix::unistd::Pid;
 use serde::Serialize;
 
 use super::{
-    delete_placement, root_delete_found_nothing, stream, Backend, IfaceOps, IfaceReport,
-    LoadReport, Progress, RootDelete,
+    as_sent, root_delete_found_nothing, Backend, IfaceOps, IfaceReport, LoadReport, Progress,
+    RootDelete,
 };
 use crate::error::ApplyError;
 use crate::timing::{zombie_cpu, CpuScope, Stopwatch, Timing};
@@ -57,6 +57,11 @@ impl TcBatch {
     }
 }
 
+/// Op `index` of a stream as sent (a line's op; lines are built in range).
+fn at<'a>(s: &'a IfaceOps<'_>, index: usize) -> Cow<'a, TcOp> {
+    s.op(index).expect("batch line within its stream")
+}
+
 /// One line of a batch: which interface and which op of its stream.
 #[derive(Debug, Clone, Copy)]
 struct Line {
@@ -94,7 +99,7 @@ impl TcBatch {
     fn run_batch(
         &self,
         ifaces: &[IfaceOps<'_>],
-        streams: &[Cow<'_, [TcOp]>],
+        streams: &[IfaceOps<'_>],
         lines: &[Line],
         exclusive_child: bool,
         progress: &dyn Progress,
@@ -131,7 +136,7 @@ impl TcBatch {
                         pending = 0;
                     }
                     last_dev = l.iface;
-                    let text = render_line(dev, &streams[l.iface][l.op]);
+                    let text = render_line(dev, &at(&streams[l.iface], l.op));
                     if w.write_all(text.as_bytes()).is_err() || w.write_all(b"\n").is_err() {
                         return; // tc stopped reading (it exits at the first error)
                     }
@@ -198,7 +203,7 @@ impl TcBatch {
     fn load_lines(
         &self,
         ifaces: &[IfaceOps<'_>],
-        streams: &[Cow<'_, [TcOp]>],
+        streams: &[IfaceOps<'_>],
         lines: &[Line],
         exclusive_child: bool,
         progress: &dyn Progress,
@@ -227,7 +232,7 @@ impl TcBatch {
             let mut restart_at = None;
             for (idx, msg) in &run.failures {
                 let Some(l) = slice.get(*idx) else { continue };
-                let op = &streams[l.iface][l.op];
+                let op = &*at(&streams[l.iface], l.op);
                 if root_delete_found_nothing(op, None, msg) {
                     if !self.force {
                         restart_at = Some(start + idx + 1);
@@ -241,7 +246,7 @@ impl TcBatch {
                     r.error = Some(ApplyError::OpFailed {
                         dev: r.dev.clone(),
                         index: l.op,
-                        op_text: render_line(&r.dev, op),
+                        op: Box::new(op.clone()),
                         message: msg.clone(),
                         errno: None,
                     });
@@ -303,7 +308,7 @@ impl TcBatch {
                         Some(ApplyError::OpFailed {
                             dev: dev.to_string(),
                             index: 0,
-                            op_text: render_line(dev, &TcOp::delete_root()),
+                            op: Box::new(TcOp::delete_root()),
                             message: msg,
                             errno: None,
                         }),
@@ -362,15 +367,8 @@ pub(crate) fn parse_tc_errors(stderr: &str) -> Vec<(usize, String)> {
 /// [`lqos_tc::render_combined`]: the in-batch root deletes, each
 /// interface's setup ops, then the interfaces' entity groups (a class op and
 /// the ops after it up to the next class op) round-robin.
-fn combined_order(
-    ifaces: &[IfaceOps<'_>],
-    streams: &[Cow<'_, [TcOp]>],
-    root_delete: RootDelete,
-) -> Vec<Line> {
-    let skips: Vec<usize> = ifaces
-        .iter()
-        .map(|i| usize::from(delete_placement(i, root_delete) == RootDelete::InBatch))
-        .collect();
+fn combined_order(streams: &[IfaceOps<'_>]) -> Vec<Line> {
+    let skips: Vec<usize> = streams.iter().map(|s| usize::from(s.delete_root)).collect();
     let mut lines = Vec::with_capacity(streams.iter().map(|s| s.len()).sum());
     lines.extend(
         (0..streams.len())
@@ -378,9 +376,9 @@ fn combined_order(
             .map(|iface| Line { iface, op: 0 }),
     );
     let mut cursors = Vec::with_capacity(streams.len());
-    for (iface, (i, s)) in ifaces.iter().zip(streams).enumerate() {
+    for (iface, s) in streams.iter().enumerate() {
         let skip = skips[iface];
-        let setup_end = (skip + i.setup_len).min(s.len());
+        let setup_end = (skip + s.setup_len).min(s.len());
         lines.extend((skip..setup_end).map(|op| Line { iface, op }));
         cursors.push(setup_end);
     }
@@ -392,7 +390,7 @@ fn combined_order(
             }
             progressed = true;
             let mut end = *cur + 1;
-            while end < s.len() && !matches!(s[end], TcOp::AddClass(_)) {
+            while end < s.len() && !matches!(*at(s, end), TcOp::AddClass(_)) {
                 end += 1;
             }
             lines.extend((*cur..end).map(|op| Line { iface, op }));
@@ -405,7 +403,7 @@ fn combined_order(
     lines
 }
 
-fn new_reports(ifaces: &[IfaceOps<'_>], streams: &[Cow<'_, [TcOp]>]) -> Vec<IfaceReport> {
+fn new_reports(ifaces: &[IfaceOps<'_>], streams: &[IfaceOps<'_>]) -> Vec<IfaceReport> {
     ifaces
         .iter()
         .zip(streams)
@@ -437,7 +435,7 @@ impl Backend for TcBatch {
         progress: &dyn Progress,
     ) -> LoadReport {
         let sw = Stopwatch::start(CpuScope::Children);
-        let streams: Vec<Cow<'_, [TcOp]>> = ifaces.iter().map(|i| stream(i, root_delete)).collect();
+        let streams: Vec<IfaceOps<'_>> = ifaces.iter().map(|i| as_sent(i, root_delete)).collect();
         let mut reports = new_reports(ifaces, &streams);
         let one_iface = |i: usize, rep: &mut IfaceReport, exclusive: bool| {
             if root_delete == RootDelete::Separate {
@@ -470,7 +468,7 @@ impl Backend for TcBatch {
                     }
                 }
                 if reports.iter().all(|r| r.error.is_none()) {
-                    let lines = combined_order(ifaces, &streams, root_delete);
+                    let lines = combined_order(&streams);
                     self.load_lines(ifaces, &streams, &lines, true, progress, &mut reports);
                 }
             }
@@ -511,10 +509,10 @@ mod tests {
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
         let ifaces = IfaceOps::all_from_plan(&plan);
         for rd in [RootDelete::None, RootDelete::InBatch] {
-            let streams: Vec<Cow<'_, [TcOp]>> = ifaces.iter().map(|i| stream(i, rd)).collect();
-            let text: String = combined_order(&ifaces, &streams, rd)
+            let streams: Vec<IfaceOps<'_>> = ifaces.iter().map(|i| as_sent(i, rd)).collect();
+            let text: String = combined_order(&streams)
                 .iter()
-                .map(|l| render_line(&ifaces[l.iface].dev, &streams[l.iface][l.op]) + "\n")
+                .map(|l| render_line(&ifaces[l.iface].dev, &at(&streams[l.iface], l.op)) + "\n")
                 .collect();
             assert_eq!(
                 text,

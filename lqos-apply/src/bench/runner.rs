@@ -355,7 +355,10 @@ impl BenchTree {
     /// circuit's ceilings raised by 10% (classids kept stable through the
     /// base plan's allocation).
     pub fn plan(net: &lqos_model::Network, cfg: &lqos_tc::PlanConfig) -> Result<BenchTree> {
-        let plan_err = |e: lqos_tc::PlanError| ApplyError::Plan(e.to_string());
+        let plan_err = |source| ApplyError::Planning {
+            devices: None,
+            source,
+        };
         let base = lqos_tc::plan(net, cfg, None).map_err(plan_err)?;
         let changed_net = one_percent_changed(net);
         let changed = lqos_tc::plan(&changed_net, cfg, Some(&base.allocation)).map_err(plan_err)?;

@@ -68,7 +68,7 @@ pub use socket::{LinkInfo, NetlinkError, NetlinkSocket, OpFailure, SendOptions, 
 pub use stats::{ClassStats, TCA_STATS2, TCA_STATS_BASIC};
 
 /// Decodes one tc request (as `tc` or [`encode_op`] sends it) back into its
-/// interface index and [`TcOp`]: the inverse of [`encode_op_with`], used
+/// interface index and [`TcOp`](lqos_tc::TcOp): the inverse of [`encode_op_with`], used
 /// to check the golden captures both ways. The verb comes from the message
 /// type and flags (`NLM_F_REPLACE`: replace; `NLM_F_CREATE` on a class:
 /// add, else change). HTB class bursts come back converted from ticks, as

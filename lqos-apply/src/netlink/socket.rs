@@ -463,8 +463,8 @@ impl NetlinkSocket {
     /// kernel has answered so far. At the first refused op no further
     /// batch is sent; outstanding ACKs are drained and the failure returned
     /// with the kernel's extended-ACK message and the fate of every other
-    /// op. The decisions are [`SendPipeline`]'s (pure, unit-tested); this
-    /// only moves bytes.
+    /// op. The decisions are a pure state machine's (`pipeline.rs`,
+    /// unit-tested); this only moves bytes.
     // The failure carries the op by value (the shared API): it is returned
     // once per call, so its size does not matter.
     #[allow(clippy::result_large_err)]
