@@ -123,11 +123,16 @@ fn replace(path: &Path, contents: &str) {
 
 /// The CSV with row `row` (1-based data row)'s `Download Max Mbps` set.
 fn with_download_max(csv: &str, row: usize, value: &str) -> String {
+    with_field(csv, row, "Download Max Mbps", value)
+}
+
+/// The CSV with row `row` (1-based data row)'s column `name` set.
+fn with_field(csv: &str, row: usize, name: &str, value: &str) -> String {
     let mut lines: Vec<String> = csv.lines().map(str::to_string).collect();
     let header: Vec<&str> = lines[0].split(',').collect();
     let col = header
         .iter()
-        .position(|h| h.trim_matches('"') == "Download Max Mbps")
+        .position(|h| h.trim_matches('"') == name)
         .unwrap();
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(false)
@@ -151,6 +156,18 @@ fn with_download_max(csv: &str, row: usize, value: &str) -> String {
         .trim_end()
         .to_string();
     lines.join("\n") + "\n"
+}
+
+/// Row `row`'s (1-based data row) column `name`.
+fn field(csv: &str, row: usize, name: &str) -> String {
+    let mut rdr = csv::Reader::from_reader(csv.as_bytes());
+    let col = rdr
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == name)
+        .unwrap();
+    rdr.records().nth(row - 1).unwrap().unwrap()[col].to_string()
 }
 
 /// The classes of `a` that differ from `b` (changed or missing).
@@ -191,6 +208,8 @@ fn watch_applies_renamed_edits_rejects_broken_files_and_handles_signals() {
             "0",
             "--debounce",
             "20",
+            "--retry",
+            "1",
         ],
     );
     let start = daemon.wait_log(0, Duration::from_secs(60), applied("start"));
@@ -304,6 +323,31 @@ fn watch_applies_renamed_edits_rejects_broken_files_and_handles_signals() {
     daemon.signal(nix::sys::signal::Signal::SIGHUP);
     let ev = daemon.wait_log(n, Duration::from_secs(10), applied("sighup"));
     assert_eq!(ev["changed"].as_u64(), Some(1), "{ev}");
+    assert_eq!(tree(ns.name(), "ens19"), down0);
+
+    // A kernel error: ens20's tree is wiped behind the daemon's back, then
+    // an upload speed changes. The class change fails (the daemon trusted
+    // its model): logged with the op, retried with a read-back, repaired.
+    ns.tc(&["qdisc", "del", "dev", "ens20", "root"]).unwrap();
+    let n = daemon.count();
+    let up_min: f64 = field(&csv0, 5, "Upload Min Mbps").parse().unwrap();
+    replace(
+        &d.join("ShapedDevices.csv"),
+        &with_field(&csv0, 5, "Upload Max Mbps", &(up_min + 1.0).to_string()),
+    );
+    let err = daemon.wait_log(n, Duration::from_secs(5), |v| {
+        msg(v) == "kernel error; will retry"
+    });
+    let e = err["error"].as_str().unwrap();
+    assert!(e.contains("ens20") && e.contains("class change"), "{err}");
+    let ev = daemon.wait_log(n, Duration::from_secs(10), applied("retry"));
+    assert!(ev["added"].as_u64().unwrap() > 300, "{ev}");
+    let up1 = tree(ns.name(), "ens20");
+    assert_eq!(changed_classes(&up0, &up1).len(), 1);
+    replace(&d.join("ShapedDevices.csv"), &csv0);
+    let n2 = daemon.count();
+    daemon.wait_log(n2, Duration::from_secs(5), applied("file-change"));
+    assert_eq!(tree(ns.name(), "ens20"), up0);
     assert_eq!(tree(ns.name(), "ens19"), down0);
 
     // SIGTERM: clean exit, tree left as it is, status says stopped.
