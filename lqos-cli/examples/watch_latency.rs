@@ -33,21 +33,31 @@ fn meminfo_kib() -> u64 {
         .sum()
 }
 
-fn set_download_max(csv: &str, row: usize, value: &str) -> String {
-    let mut lines: Vec<String> = csv.lines().map(str::to_string).collect();
-    let header: Vec<&str> = lines[0].split(',').collect();
-    let col = header
-        .iter()
-        .position(|h| h.trim_matches('"') == "Download Max Mbps")
-        .unwrap();
-    let mut fields: Vec<String> = lines[row].split(',').map(str::to_string).collect();
-    // Generated rows quote text fields; the rate columns hold no commas,
-    // but names may: count from the end (13 columns after the rates).
-    let from_end = header.len() - col;
-    let k = fields.len() - from_end;
-    fields[k] = value.to_string();
-    lines[row] = fields.join(",");
-    lines.join("\n") + "\n"
+/// The CSV with data row `row`'s `Download Max Mbps` set to its
+/// `Download Min Mbps` + `plus`.
+fn set_download_max(csv: &str, row: usize, plus: f64) -> String {
+    let mut rdr = csv::Reader::from_reader(csv.as_bytes());
+    let header = rdr.headers().unwrap().clone();
+    let col = |n: &str| header.iter().position(|h| h == n).unwrap();
+    let (min_col, max_col) = (col("Download Min Mbps"), col("Download Max Mbps"));
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(&header).unwrap();
+    for (i, rec) in rdr.records().enumerate() {
+        let rec = rec.unwrap();
+        if i + 1 == row {
+            let min: f64 = rec[min_col].parse().unwrap();
+            let v = (min + plus).to_string();
+            let fields: Vec<&str> = rec
+                .iter()
+                .enumerate()
+                .map(|(k, f)| if k == max_col { v.as_str() } else { f })
+                .collect();
+            w.write_record(&fields).unwrap();
+        } else {
+            w.write_record(&rec).unwrap();
+        }
+    }
+    String::from_utf8(w.into_inner().unwrap()).unwrap()
 }
 
 fn main() {
@@ -125,15 +135,20 @@ fn main() {
     let csv0 = std::fs::read_to_string(&path).unwrap();
     let mut daemon_ms = Vec::new();
     let mut outside_ms = Vec::new();
+    let mut plan_ms = Vec::new();
+    let mut load_ms = Vec::new();
     for i in 0..edits {
-        let csv = set_download_max(&csv0, 2 + i, if i % 2 == 0 { "7" } else { "9" });
+        let csv = set_download_max(&csv0, 1 + i, 1.0 + (i % 2) as f64);
         let tmp = d.join("ShapedDevices.csv.new");
         std::fs::write(&tmp, csv).unwrap();
         let t0 = Instant::now();
         std::fs::rename(&tmp, &path).unwrap();
         let v = wait_applied("file-change");
         outside_ms.push(t0.elapsed().as_secs_f64() * 1e3);
-        daemon_ms.push(v["ms"].as_str().unwrap().parse::<f64>().unwrap());
+        let num = |k: &str| v[k].as_str().unwrap().parse::<f64>().unwrap();
+        daemon_ms.push(num("ms"));
+        plan_ms.push(num("plan_ms"));
+        load_ms.push(num("load_ms"));
         assert!(v["changed"].as_u64().unwrap() >= 1, "{v}");
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -143,8 +158,11 @@ fn main() {
     };
     let (m, lo, hi) = med(&mut daemon_ms);
     let (om, olo, ohi) = med(&mut outside_ms);
+    let (pm, _, _) = med(&mut plan_ms);
+    let (lm, _, _) = med(&mut load_ms);
     println!(
         "edit-to-kernel over {edits} edits: median {m:.1} ms (min {lo:.1}, max {hi:.1}) from the first inotify event to the kernel's ACK; \
+         of it read + validate + plan {pm:.1} ms, diff + load {lm:.1} ms (medians); \
          rename to the daemon's log line (state files written): median {om:.1} ms (min {olo:.1}, max {ohi:.1})"
     );
     let _ = nix::sys::signal::kill(
