@@ -5,8 +5,7 @@
 //! `cargo run -p lqos-apply --example apply_recording`
 
 use lqos_apply::{
-    plan_config, ApplyOptions, LoadKind, NoProgress, PlanOverrides, QueueCount, Recording, Session,
-    StateDir,
+    plan_config, ApplyOptions, NoProgress, PlanOverrides, QueueCount, Recording, Session, StateDir,
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -45,11 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let next = lqos_tc::plan(&net, &cfg, Some(&plan.allocation))?;
     let second = session.apply(&next, opts, &NoProgress)?;
     for c in &second.changes {
-        let kind = match &c.kind {
-            LoadKind::Incremental => "incremental".to_string(),
-            LoadKind::Full { reason } => format!("full ({reason})"),
-        };
-        println!("{}: {kind}, {}", c.stream.dev, c.stream.summary());
+        println!("{}: {}, {}", c.stream.dev, c.kind, c.stream.summary());
     }
     let verify = second.verify.as_ref().expect("verified");
     println!("verify clean: {}", verify.is_clean());

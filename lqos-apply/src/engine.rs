@@ -14,6 +14,7 @@ use crate::verify::{verify_tree, VerifyReport};
 
 /// How an interface is (or would be) loaded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum LoadKind {
     /// Root delete (if there is a tree) and full build.
     Full {
@@ -22,6 +23,16 @@ pub enum LoadKind {
     },
     /// Only the diff between the live tree and the plan.
     Incremental,
+}
+
+impl std::fmt::Display for LoadKind {
+    /// `incremental`, or `full rebuild (REASON)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadKind::Full { reason } => write!(f, "full rebuild ({reason})"),
+            LoadKind::Incremental => f.write_str("incremental"),
+        }
+    }
 }
 
 /// The ops chosen for one interface, and why.

@@ -40,6 +40,10 @@ pub enum ApplyError {
         total: usize,
         /// Why it stopped.
         reason: String,
+        /// The error that stopped it, when there is one (e.g. the `tc`
+        /// process could not be run), shared by every interface it stopped.
+        #[source]
+        cause: Option<std::sync::Arc<ApplyError>>,
     },
     /// A planned interface does not exist.
     #[error("interface {dev} does not exist{}", in_netns(.netns))]

@@ -262,3 +262,28 @@ fn apply_errors_exit_2_and_change_nothing() {
         assert_eq!(code(&o), 0, "{out}\n{err}"); // a kernel with cake
     }
 }
+
+/// `--rollback` with nothing to roll back to: exit 2 naming the state, and
+/// a missing state directory is not created (no root needed: the kernel is
+/// never asked).
+#[test]
+fn rollback_without_a_saved_plan_says_so_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = lqos(d, &["apply", "--rollback", "--state-dir", "st"]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("nothing to roll back to"), "{err}");
+    assert!(!d.join("st").exists());
+    std::fs::create_dir(d.join("st")).unwrap();
+    let o = lqos(
+        d,
+        &["apply", "--rollback", "--dry-run", "--state-dir", "st"],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(
+        err.contains("nothing to roll back to") && err.contains("last-plan.json"),
+        "{err}"
+    );
+}

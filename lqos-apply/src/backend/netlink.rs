@@ -211,6 +211,7 @@ impl Backend for NetlinkBackend {
                                 sent: 0,
                                 total: i.len(),
                                 reason: "the worker thread panicked".into(),
+                                cause: None,
                             }),
                         })
                     })

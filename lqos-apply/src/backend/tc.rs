@@ -216,13 +216,16 @@ impl TcBatch {
             let run = self.run_batch(ifaces, streams, slice, exclusive_child, progress);
             total = total + run.timing;
             if let Some(e) = run.fatal {
+                let reason = "the tc process failed".to_string();
+                let cause = Some(std::sync::Arc::new(e));
                 for r in reports.iter_mut() {
                     if r.error.is_none() && r.ops_applied < r.ops_total {
                         r.error = Some(ApplyError::Incomplete {
                             dev: r.dev.clone(),
                             sent: r.ops_applied,
                             total: r.ops_total,
-                            reason: e.to_string(),
+                            reason: reason.clone(),
+                            cause: cause.clone(),
                         });
                     }
                 }
@@ -275,6 +278,7 @@ impl TcBatch {
                                     reason: format!(
                                         "the combined tc batch stopped at line {fline} ({fdev})"
                                     ),
+                                    cause: None,
                                 });
                             }
                         }
@@ -518,6 +522,30 @@ mod tests {
                 text,
                 lqos_tc::render_combined(&plan, rd == RootDelete::InBatch)
             );
+        }
+    }
+
+    #[test]
+    fn a_tc_that_cannot_run_leaves_every_interface_incomplete_with_the_cause() {
+        for mode in [TcMode::Combined, TcMode::Serial, TcMode::Parallel] {
+            let mut tc = TcBatch::new(None, mode);
+            tc.tc = PathBuf::from("/nonexistent/lqos-test/tc");
+            let ifaces = ["ens19", "ens20"].map(|d| IfaceOps::new(d, vec![TcOp::delete_root()]));
+            let rep = tc.load(&ifaces, RootDelete::None, &super::super::NoProgress);
+            for r in &rep.interfaces {
+                match &r.error {
+                    Some(ApplyError::Incomplete {
+                        sent: 0,
+                        total: 1,
+                        cause: Some(c),
+                        ..
+                    }) => assert!(matches!(**c, ApplyError::Io { .. }), "{c}"),
+                    e => panic!("{mode:?}: {e:?}"),
+                }
+            }
+            let e = rep.into_result().unwrap_err();
+            let cause = std::error::Error::source(&e).expect("a source").to_string();
+            assert!(cause.contains("/nonexistent/lqos-test/tc"), "{cause}");
         }
     }
 

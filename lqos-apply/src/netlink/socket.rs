@@ -80,6 +80,7 @@ pub enum NetlinkError {
 
 /// An interface as the kernel reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LinkInfo {
     /// Interface name.
     pub name: String,
@@ -119,6 +120,7 @@ impl Default for SendOptions {
 
 /// Outcome of a fully successful [`NetlinkSocket::send_ops`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SendStats {
     /// Requests sent.
     pub sent: usize,

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use lqos_apply::{
     apply_plan, last_good_allocation, resolve_state_dir, ApplyError, ApplyOptions, ApplyReport,
-    Backend, Change, IfaceOps, LiveSource, LoadKind, NetlinkBackend, NetlinkLive, NoProgress,
-    Parallelism, Progress, QueueCount, Session, StateDir, TcBatch, TcMode,
+    Backend, Change, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
+    Progress, QueueCount, Session, StateDir, TcBatch, TcMode,
 };
 use lqos_tc::{render_line, Plan};
 
@@ -134,13 +134,10 @@ impl Progress for Bar {
 
 /// `ens19: full rebuild (why), N ops (a added, c changed, r removed)`.
 fn change_line(c: &Change<'_>) -> String {
-    let kind = match &c.kind {
-        LoadKind::Full { reason } => format!("full rebuild ({reason})"),
-        LoadKind::Incremental => "incremental".to_string(),
-    };
     format!(
-        "{}: {kind}, {} ops ({})",
+        "{}: {}, {} ops ({})",
         c.stream.dev,
+        c.kind,
         c.stream.len(),
         c.stream.summary()
     )
@@ -304,14 +301,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(b) = &bar {
         b.0.finish_and_clear();
     }
-    let mut report = match report {
-        Err(ApplyError::State { .. }) if plan.is_none() => return Err(no_state(&state_path)),
-        r => r?,
-    };
+    // A missing saved plan is the library's State error naming the file.
+    let mut report = report?;
     print_report(&report);
     if let Some(load) = report.load.take() {
         if let Err(e) = load.into_result() {
-            eprintln!("lqos: error: {e}");
+            // With its causes (e.g. why the tc process failed).
+            eprintln!("lqos: error: {:#}", anyhow::Error::from(e));
             eprintln!(
                 "lqos: the interface was left partly loaded; the next `lqos apply` continues from there (or use --rollback)"
             );
