@@ -21,9 +21,8 @@
 //! - `mq` creates one default qdisc per TX queue (`net.core.default_qdisc`,
 //!   `pfifo_fast` here) with handle `0:` and parent `7fff:N`. Each one an
 //!   HTB replaces disappears; queues a plan leaves unused keep theirs.
-//!   Handle-0 qdiscs keep `handle == 0` and are keyed by their parent in
-//!   [`lqos_tc::TcTree::qdiscs`] ([`qdisc_tree_key`]), so all of them are
-//!   kept; filter on `q.handle == TcHandle::UNSPEC` to ignore them.
+//!   Handle-0 qdiscs keep `handle == 0` and are kept apart from the
+//!   explicit ones, by parent, in [`lqos_tc::TcTree::kernel_defaults`].
 //! - The `pfifo` HTB attaches to every new leaf class is invisible and not
 //!   dumped; an explicit leaf replaces it.
 //! - Options come back complete: HTB qdiscs always report `r2q` (10 unless
@@ -62,7 +61,7 @@ mod pipeline;
 mod socket;
 mod stats;
 
-pub use decode::{qdisc_tree_key, DecodeError};
+pub use decode::DecodeError;
 pub use encode::{encode_op, encode_op_with, EncodeError, PschedClock, PschedParseError};
 pub use socket::{LinkInfo, NetlinkError, NetlinkSocket, OpFailure, SendOptions, SendStats};
 pub use stats::{ClassStats, TCA_STATS2, TCA_STATS_BASIC};
@@ -105,7 +104,7 @@ pub fn decode_request(
         }
         RTM_DELQDISC => {
             let (ifindex, handle, parent) = hdr(m.payload)?;
-            Ok((ifindex, TcOp::DeleteQdisc { parent, handle }))
+            Ok((ifindex, TcOp::delete_qdisc(parent, handle)))
         }
         RTM_NEWTCLASS => {
             let (ifindex, c) = decode::decode_class(m.payload, clock)?
