@@ -45,6 +45,9 @@
 //!   plan, or a diff) with a [`RootDelete`] placement and reports per
 //!   interface ([`LoadReport`], with [`Timing`]).
 //! - [`netlink`]: the rtnetlink encoder, decoder and socket.
+//! - [`lazy`]: lazy leaves (a circuit's leaf qdisc only while it carries
+//!   traffic), used by `lqos watch --lazy-leaves`.
+//! - [`watch`]: the status file `lqos watch` writes and `lqos status` reads.
 //! - `netns` (feature `test-util`): scratch network namespaces with veth
 //!   pairs for tests and benchmarks.
 
@@ -52,6 +55,7 @@ mod backend;
 mod engine;
 mod error;
 mod inputs;
+pub mod lazy;
 mod live;
 pub mod netlink;
 #[cfg(feature = "test-util")]
@@ -63,6 +67,7 @@ mod session;
 pub mod state;
 pub mod timing;
 mod verify;
+pub mod watch;
 
 pub use backend::{
     load_deletes_first, Backend, CountProgress, IfaceOps, IfaceReport, LoadReport, NetlinkBackend,
@@ -80,8 +85,8 @@ pub use live::{
     read_live, KindProbe, KindSupport, LinkSummary, LiveSource, NetlinkLive, QdiscRefusal,
 };
 pub use session::{
-    last_good_allocation, load_saved, load_saved_allocation, load_saved_plan, saved_plan_file,
-    SavedPlan, Session, SAVED_PLAN_VERSION,
+    last_good_allocation, load_saved, load_saved_allocation, load_saved_plan, save_last_good,
+    saved_plan_file, SavedPlan, Session, SAVED_PLAN_VERSION,
 };
 pub use state::{resolve_state_dir, StateDir};
 pub use timing::Timing;

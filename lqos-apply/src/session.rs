@@ -156,6 +156,50 @@ pub fn last_good_allocation(
     load_saved_allocation(&dir, netns)
 }
 
+/// Saves `plan` (planned from `net`, when known) as the last good plan of
+/// `netns`: the compact record, or the record with the ops when the
+/// network is not known (or the plan is not its plain plan, e.g. with lazy
+/// leaves). Returns whether the file was written: when the saved record is
+/// already this one (a no-op reload), nothing is rewritten.
+pub fn save_last_good(
+    state: &StateDir,
+    netns: Option<&str>,
+    plan: &Plan,
+    net: Option<&Network>,
+) -> Result<bool> {
+    let file = saved_plan_file(netns);
+    let record = PlanRecord::new(plan, net, false).map_err(|e| ApplyError::State {
+        path: state.path().join(&file),
+        message: format!("cannot record the plan: {e}"),
+    })?;
+    // The record is the last field of a state file as written here, so
+    // "unchanged" is a byte comparison of the file's tail (no second parse).
+    let unchanged = match (state.read(&file), serde_json::to_vec(&record)) {
+        (Ok(Some(old)), Ok(mut rec)) => {
+            rec.push(b'}');
+            old.starts_with(format!("{{\"version\":{SAVED_PLAN_VERSION},").as_bytes())
+                && old.ends_with(&rec)
+                && old.len() > rec.len()
+                && old[..old.len() - rec.len()].ends_with(b"\"record\":")
+        }
+        _ => false,
+    };
+    if unchanged {
+        return Ok(false);
+    }
+    let saved = SavedState {
+        version: SAVED_PLAN_VERSION,
+        netns: netns.map(str::to_string),
+        applied_at: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        record,
+    };
+    state.save_json_compact(&file, &saved)?;
+    Ok(true)
+}
+
 /// Where and how to apply.
 pub struct Session<'a> {
     /// State directory (lock, saved plan).
@@ -202,36 +246,7 @@ impl Session<'_> {
         let report = apply_plan(plan, self.live, self.backend, opts, progress)?;
         let loaded = report.load.as_ref().is_some_and(|l| l.is_ok());
         if loaded {
-            let file = saved_plan_file(self.netns);
-            let record = PlanRecord::new(plan, net, false).map_err(|e| ApplyError::State {
-                path: self.state.path().join(&file),
-                message: format!("cannot record the plan: {e}"),
-            })?;
-            // The record is the last field of a state file as written here,
-            // so "unchanged" is a byte comparison of the file's tail (no
-            // second parse of the file).
-            let unchanged = match (self.state.read(&file), serde_json::to_vec(&record)) {
-                (Ok(Some(old)), Ok(mut rec)) => {
-                    rec.push(b'}');
-                    old.starts_with(format!("{{\"version\":{SAVED_PLAN_VERSION},").as_bytes())
-                        && old.ends_with(&rec)
-                        && old.len() > rec.len()
-                        && old[..old.len() - rec.len()].ends_with(b"\"record\":")
-                }
-                _ => false,
-            };
-            if !unchanged {
-                let saved = SavedState {
-                    version: SAVED_PLAN_VERSION,
-                    netns: self.netns.map(str::to_string),
-                    applied_at: SystemTime::now()
-                        .duration_since(UNIX_EPOCH)
-                        .map(|d| d.as_secs())
-                        .unwrap_or(0),
-                    record,
-                };
-                self.state.save_json_compact(&file, &saved)?;
-            }
+            save_last_good(self.state, self.netns, plan, net)?;
         }
         Ok(report)
     }
