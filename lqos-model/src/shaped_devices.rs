@@ -3,7 +3,7 @@
 //!
 //! See [`parse_shaped_devices`] for how rows are read.
 
-use std::collections::HashMap;
+use hashbrown::HashTable;
 use std::io::Read;
 
 use ipnet::{Ipv4Net, Ipv6Net};
@@ -557,15 +557,25 @@ impl std::hash::Hasher for Fnv {
     }
 }
 
-type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+/// The FNV-1a hash of `text`.
+fn fnv(text: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut h = Fnv::default();
+    h.write(text.as_bytes());
+    h.finish()
+}
 
 struct Parser<'f> {
     file: &'f str,
     report: Report,
     circuits: Vec<Circuit>,
     parent_node_ids: Vec<Option<String>>,
-    circuit_index: FastMap<String, usize>,
-    device_ids: FastMap<String, usize>,
+    /// Index into `circuits` of each circuit ID (keyed by the circuit's own
+    /// `id`: no second copy of the string).
+    circuit_index: HashTable<usize>,
+    /// `(circuit, device)` indices of the first device with each non-empty
+    /// Device ID (keyed by that device's `id`).
+    device_ids: HashTable<(usize, usize)>,
     legacy_rows: usize,
     legacy_first_line: usize,
     header_len: usize,
@@ -578,8 +588,8 @@ impl<'f> Parser<'f> {
             report: Report::new(),
             circuits: Vec::new(),
             parent_node_ids: Vec::new(),
-            circuit_index: FastMap::default(),
-            device_ids: FastMap::default(),
+            circuit_index: HashTable::new(),
+            device_ids: HashTable::new(),
             legacy_rows: 0,
             legacy_first_line: 0,
             header_len: 0,
@@ -589,8 +599,10 @@ impl<'f> Parser<'f> {
     fn reserve(&mut self, rows: usize) {
         self.circuits.reserve(rows);
         self.parent_node_ids.reserve(rows);
-        self.circuit_index.reserve(rows);
-        self.device_ids.reserve(rows);
+        let circuits = &self.circuits;
+        self.circuit_index.reserve(rows, |&i| fnv(&circuits[i].id));
+        self.device_ids
+            .reserve(rows, |&(c, d)| fnv(&circuits[c].devices[d].id));
     }
 
     fn read_header(
@@ -751,16 +763,38 @@ impl<'f> Parser<'f> {
             }
         }
 
+        let circuit_hash = fnv(circuit_id);
+        let existing = {
+            let circuits = &self.circuits;
+            self.circuit_index
+                .find(circuit_hash, |&i| circuits[i].id == circuit_id)
+                .copied()
+        };
+        // Where this device will be: its circuit's next device.
+        let slot = match existing {
+            Some(idx) => (idx, self.circuits[idx].devices.len()),
+            None => (self.circuits.len(), 0),
+        };
         let device_id = row.get(Col::DeviceId).trim();
+        let mut new_device_id = None;
         if device_id.is_empty() {
             self.report
                 .push(warn("device has no Device ID".to_string()));
-        } else if let Some(&first) = self.device_ids.get(device_id) {
-            self.report.push(err(format!(
-                "Device ID {device_id:?} is already used at line {first}"
-            )));
         } else {
-            self.device_ids.insert(device_id.to_string(), line);
+            let hash = fnv(device_id);
+            let circuits = &self.circuits;
+            match self
+                .device_ids
+                .find(hash, |&(c, d)| circuits[c].devices[d].id == device_id)
+            {
+                Some(&(c, d)) => {
+                    let first = circuits[c].devices[d].line;
+                    self.report.push(err(format!(
+                        "Device ID {device_id:?} is already used at line {first}"
+                    )));
+                }
+                None => new_device_id = Some(hash),
+            }
         }
 
         let device = Device {
@@ -771,23 +805,22 @@ impl<'f> Parser<'f> {
             ipv6,
             line,
         };
-        let parent = Some(row.get(Col::ParentNode).trim())
-            .filter(|p| !p.is_empty())
-            .map(str::to_string);
+        let parent = Some(row.get(Col::ParentNode).trim()).filter(|p| !p.is_empty());
         let name = row.get(Col::CircuitName);
         let comment = row.get(Col::Comment);
 
-        match self.circuit_index.get(circuit_id) {
+        match existing {
             None => {
+                let circuits = &self.circuits;
                 self.circuit_index
-                    .insert(circuit_id.to_string(), self.circuits.len());
+                    .insert_unique(circuit_hash, circuits.len(), |&i| fnv(&circuits[i].id));
                 let pid = row.get(Col::ParentNodeId).trim();
                 self.parent_node_ids
                     .push((!pid.is_empty()).then(|| pid.to_string()));
                 self.circuits.push(Circuit {
                     id: circuit_id.to_string(),
                     name: name.to_string(),
-                    parent,
+                    parent: parent.map(str::to_string),
                     download_min: rates[0],
                     upload_min: rates[1],
                     download_max: rates[2],
@@ -797,13 +830,13 @@ impl<'f> Parser<'f> {
                     devices: vec![device],
                 });
             }
-            Some(&idx) => {
+            Some(idx) => {
                 let c = &mut self.circuits[idx];
                 let first = c.devices.first().map(|d| d.line).unwrap_or(0);
-                if c.parent != parent {
+                if c.parent.as_deref() != parent {
                     self.report.push(err(format!(
                         "device {device_id:?} has parent node {:?} but line {first} of this circuit has {:?}",
-                        parent.as_deref().unwrap_or(""),
+                        parent.unwrap_or(""),
                         c.parent.as_deref().unwrap_or("")
                     )));
                 }
@@ -828,6 +861,11 @@ impl<'f> Parser<'f> {
                 }
                 c.devices.push(device);
             }
+        }
+        if let Some(hash) = new_device_id {
+            let circuits = &self.circuits;
+            self.device_ids
+                .insert_unique(hash, slot, |&(c, d)| fnv(&circuits[c].devices[d].id));
         }
     }
 
