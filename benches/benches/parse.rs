@@ -1,5 +1,6 @@
 //! Input parsing throughput: `network.json` + `ShapedDevices.csv` of 10k
-//! and 100k generated circuits, parsed and validated (no root needed).
+//! and 100k generated circuits, parsed and validated (no root needed), and
+//! `ShapedDevices.csv` alone in bytes per second (target: >= 100 MB/s).
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
@@ -35,5 +36,28 @@ fn parse(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, parse);
+/// `ShapedDevices.csv` parse + row checks alone, reported in bytes/s.
+fn parse_csv(c: &mut Criterion) {
+    let mut group = c.benchmark_group("parse_shaped_devices");
+    group.sample_size(10);
+    for circuits in [10_000usize, 60_000] {
+        let g = generate(&GenParams {
+            circuits,
+            ..GenParams::default()
+        });
+        let csv = write_shaped_devices(&g.network);
+        group.throughput(Throughput::Bytes(csv.len() as u64));
+        group.bench_with_input(BenchmarkId::new("csv", circuits), &circuits, |b, _| {
+            b.iter(|| {
+                let sd = lqos_model::parse_shaped_devices("ShapedDevices.csv", csv.as_bytes())
+                    .expect("generated CSV parses");
+                assert_eq!(sd.circuits.len(), circuits);
+                sd
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, parse, parse_csv);
 criterion_main!(benches);

@@ -1133,9 +1133,12 @@ mod tests {
         }
     }
 
+    /// Each record as (line, fields), or `Err(line)` of a quote never closed.
+    type Split = Vec<Result<(usize, Vec<Vec<u8>>), usize>>;
+
     /// Every record of `data` as (line, fields), or the line of a quote
     /// never closed, by the reference splitter.
-    fn reference(data: &[u8]) -> Vec<Result<(usize, Vec<Vec<u8>>), usize>> {
+    fn reference(data: &[u8]) -> Split {
         let mut r = RefRecords {
             data,
             pos: 0,
@@ -1155,7 +1158,7 @@ mod tests {
     /// The same by the `csv_core` splitter. The reference yields blank
     /// lines as one empty field and the new one skips them; both callers
     /// skip blank records, so they are dropped from the comparison.
-    fn current(data: &[u8]) -> Vec<Result<(usize, Vec<Vec<u8>>), usize>> {
+    fn current(data: &[u8]) -> Split {
         let mut r = Records::new(data);
         let mut out = Vec::new();
         while let Some(rec) = r.next_record() {
@@ -1168,9 +1171,7 @@ mod tests {
         out
     }
 
-    fn without_empty(
-        v: Vec<Result<(usize, Vec<Vec<u8>>), usize>>,
-    ) -> Vec<Result<(usize, Vec<Vec<u8>>), usize>> {
+    fn without_empty(v: Split) -> Split {
         v.into_iter()
             .filter(|r| !matches!(r, Ok((_, f)) if f.len() == 1 && f[0].is_empty()))
             .collect()
