@@ -16,17 +16,19 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::classify;
 use crate::{CakeParams, Class, FqCodelParams, Plan, Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
 use lqos_model::Rate;
 
 /// Counts of the ops in a diff.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiffSummary {
-    /// `AddClass` + `AddQdisc`.
+    /// `AddClass` + `AddQdisc` (a new filter is a `ReplaceFilter`, counted
+    /// as changed).
     pub added: usize,
-    /// `ChangeClass` + `ReplaceQdisc`.
+    /// `ChangeClass` + `ReplaceQdisc` + `ReplaceFilter`.
     pub changed: usize,
-    /// `DeleteClass` + `DeleteQdisc`.
+    /// `DeleteClass` + `DeleteQdisc` + `DeleteFilter`.
     pub removed: usize,
 }
 
@@ -44,7 +46,10 @@ impl DiffSummary {
             match op {
                 TcOp::AddClass(_) | TcOp::AddQdisc(_) => self.added += 1,
                 TcOp::ChangeClass(_) | TcOp::ReplaceQdisc(_) => self.changed += 1,
-                TcOp::DeleteClass { .. } | TcOp::DeleteQdisc { .. } => self.removed += 1,
+                TcOp::ReplaceFilter(_) => self.changed += 1,
+                TcOp::DeleteClass { .. } | TcOp::DeleteQdisc { .. } | TcOp::DeleteFilter(_) => {
+                    self.removed += 1
+                }
             }
         }
     }
@@ -173,7 +178,7 @@ pub fn class_satisfies(actual: &Class, wanted: &Class) -> bool {
 /// `wanted` sets has that value)?
 pub fn kind_satisfies(actual: &QdiscKind, wanted: &QdiscKind) -> bool {
     match (actual, wanted) {
-        (QdiscKind::Mq, QdiscKind::Mq) => true,
+        (QdiscKind::Mq, QdiscKind::Mq) | (QdiscKind::Clsact, QdiscKind::Clsact) => true,
         (QdiscKind::Htb(a), QdiscKind::Htb(w)) => {
             a.default_minor == w.default_minor
                 && opt_ok(&a.r2q, &w.r2q)
@@ -227,24 +232,23 @@ pub fn qdisc_satisfies(actual: &Qdisc, wanted: &Qdisc) -> bool {
 }
 
 /// Does tree `actual` satisfy `wanted`: the same classes and explicit-handle
-/// qdiscs, each satisfying its wanted counterpart? Handle-0 qdiscs in
-/// `actual` are ignored.
+/// qdiscs, each satisfying its wanted counterpart, and the same filters?
+/// Handle-0 qdiscs in `actual`, and a `clsact` that `wanted` lacks, are
+/// ignored.
 pub fn tree_satisfies(actual: &TcTree, wanted: &TcTree) -> bool {
-    let aq = actual
-        .qdiscs
-        .values()
-        .filter(|q| q.handle != TcHandle::UNSPEC);
-    let wq = wanted
-        .qdiscs
-        .values()
-        .filter(|q| q.handle != TcHandle::UNSPEC);
-    aq.clone().count() == wq.clone().count()
+    // A clsact lqos does not want may be another program's: not drift.
+    let ours = |q: &&Qdisc| q.handle != TcHandle::UNSPEC && q.kind != QdiscKind::Clsact;
+    let aq = actual.qdiscs.values().filter(ours);
+    let wq = wanted.qdiscs.values().filter(ours);
+    (classify::has_clsact(actual) || !classify::has_clsact(wanted))
+        && aq.clone().count() == wq.clone().count()
         && wq.into_iter().all(|w| {
             actual
                 .qdiscs
                 .get(&w.handle)
                 .is_some_and(|a| qdisc_satisfies(a, w))
         })
+        && actual.filters == wanted.filters
         && actual.classes.len() == wanted.classes.len()
         && wanted.classes.values().all(|w| {
             actual
@@ -296,8 +300,16 @@ fn layout_same(old: &TcTree, new: &TcTree) -> bool {
 }
 
 /// The ops that build `t` from an empty interface, parents first (each
-/// class followed by its leaf qdisc). The root qdisc is a replace.
+/// class followed by its leaf qdisc), then the classifier (`clsact` and
+/// its filters) if `t` has one. The root qdisc is a replace.
 pub fn build_ops(t: &TcTree) -> Vec<TcOp> {
+    let mut ops = build_classes(t);
+    ops.extend(classify::diff_filters(&TcTree::default(), t));
+    ops
+}
+
+/// [`build_ops`] without the classifier.
+fn build_classes(t: &TcTree) -> Vec<TcOp> {
     let mut ops = Vec::with_capacity(t.qdiscs.len() + t.classes.len());
     let by_parent = by_parent(t);
     let kids = children(t);
@@ -362,11 +374,23 @@ fn emit_subtree(
 ///   old root has the new root's handle; otherwise the root replace
 ///   discards the old tree).
 ///
+/// - Then the classifier ([`classify::diff_filters`]): a `clsact` replace
+///   if it is missing, deletes of filters `new` lacks, one replace per new
+///   or different filter. The root delete of a rebuild leaves `clsact` and
+///   its filters in place, so they are diffed the same way.
+///
 /// ```
 /// use lqos_tc::{diff::diff, TcTree};
 /// assert!(diff(&TcTree::default(), &TcTree::default()).is_empty());
 /// ```
 pub fn diff(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
+    let mut ops = diff_classes(old, new);
+    ops.extend(classify::diff_filters(old, new));
+    ops
+}
+
+/// [`diff`] of the class trees (root, HTBs, classes, leaves).
+fn diff_classes(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
     let Some(new_root) = new.root() else {
         return match old.root() {
             Some(_) => vec![TcOp::delete_root()],
@@ -378,7 +402,7 @@ pub fn diff(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
         if old.root().is_some_and(|r| r.handle == new_root.handle) {
             ops.push(TcOp::delete_root());
         }
-        ops.extend(build_ops(new));
+        ops.extend(build_classes(new));
         return ops;
     }
     let layout_handles: FxSet<TcHandle> = layout(new).iter().map(|q| q.handle).collect();

@@ -35,19 +35,23 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod classify;
 mod config;
 pub mod diff;
 mod fx;
 mod handle;
+pub mod ipmap;
 mod ops;
 pub mod parse;
 mod plan;
 pub mod render;
 mod tree;
 
+pub use classify::{Classifier, FilterKey, FilterProto, FlowerFilter, MatchSide};
 pub use config::{Interfaces, LeafSpec, PlanConfig, QueueStrategy};
 pub use diff::{diff, DiffSummary};
 pub use handle::{HandleError, TcHandle};
+pub use ipmap::{IpMap, IpMapEntry, Steer};
 pub use ops::{
     CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, Class, FqCodelParams, HtbClass,
     HtbQdisc, Qdisc, QdiscKind, TcOp,

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::classify::{FilterKey, FlowerFilter};
 use crate::TcHandle;
 use lqos_model::Rate;
 
@@ -32,6 +33,12 @@ pub enum TcOp {
         /// The class to delete.
         classid: TcHandle,
     },
+    /// `tc filter replace dev X egress pref P handle H protocol ip flower
+    /// dst_ip A/L action skbedit queue_mapping Q priority M:m` (creates or
+    /// replaces in place; the classifier, see [`crate::classify`]).
+    ReplaceFilter(FlowerFilter),
+    /// `tc filter del dev X egress pref P handle H protocol ip flower`.
+    DeleteFilter(FilterKey),
 }
 
 impl TcOp {
@@ -100,6 +107,9 @@ pub enum QdiscKind {
     Cake(CakeParams),
     /// fq_codel leaf.
     FqCodel(FqCodelParams),
+    /// `clsact` (ingress and egress filter hooks; parent `ffff:fff1`,
+    /// handle `ffff:`), holding the classifier's filters.
+    Clsact,
     /// pfifo leaf (packet limit).
     Pfifo {
         /// Queue limit in packets; `None` = kernel default (txqueuelen).
@@ -122,6 +132,7 @@ impl QdiscKind {
             QdiscKind::Htb(_) => "htb",
             QdiscKind::Cake(_) => "cake",
             QdiscKind::FqCodel(_) => "fq_codel",
+            QdiscKind::Clsact => "clsact",
             QdiscKind::Pfifo { .. } => "pfifo",
             QdiscKind::Bfifo { .. } => "bfifo",
             QdiscKind::Other(name) => name,

@@ -8,10 +8,13 @@ use crate::fx::{FxHasher, FxMap, FxSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::classify::{self, Classifier, FilterKey, FlowerFilter, MatchSide};
+use crate::ipmap::{IpMap, IpMapEntry, Steer};
 use crate::{
     Class, FqCodelParams, HtbClass, HtbQdisc, Interfaces, LeafSpec, PlanConfig, Qdisc, QdiscKind,
     QueueStrategy, TcHandle, TcOp, TcTree,
 };
+use ipnet::IpNet;
 use lqos_model::{Circuit, Network, Rate};
 
 /// Smallest quantum lqos sends (LibreQoS's `MIN_QUANTUM`, one MTU frame).
@@ -138,6 +141,9 @@ impl InterfacePlan {
                 TcOp::AddClass(c) | TcOp::ChangeClass(c) => {
                     t.classes.insert(c.classid, c.clone());
                 }
+                TcOp::ReplaceFilter(f) => {
+                    t.filters.insert(f.key, f.clone());
+                }
                 _ => return self.try_tree().unwrap_or(t),
             }
         }
@@ -210,6 +216,19 @@ pub struct Allocation {
     pub nodes: Vec<NodeSlot>,
     /// Circuit slots, in input order.
     pub circuits: Vec<CircuitSlot>,
+    /// Filter handle of every device prefix (the `tc` classifier's filters
+    /// keep them across reloads; kept even with `--classifier none`).
+    #[serde(default)]
+    pub filters: Vec<FilterSlot>,
+}
+
+/// A device prefix's stable filter handle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilterSlot {
+    /// The address or prefix.
+    pub net: IpNet,
+    /// Its filter handle (never 0).
+    pub handle: u32,
 }
 
 /// A complete plan: ops per interface plus the allocation.
@@ -221,6 +240,10 @@ pub struct Plan {
     pub interfaces: Vec<InterfacePlan>,
     /// The stable allocation.
     pub allocation: Allocation,
+    /// Every device address/prefix -> circuit, queue and classid per
+    /// direction (`ip_map.csv`, `lqos show --ip`, the classifier's source).
+    #[serde(default)]
+    pub ip_map: IpMap,
 }
 
 impl Plan {
@@ -1080,6 +1103,28 @@ pub fn plan(
         slot.leaf_upload = (p.leaf_u != NO_LEAF).then_some(p.major_u);
     }
 
+    // 12. IP map with stable filter handles, and the classifier's ops.
+    let ip_map = ip_map(circuits, &slots, previous, q as u32, stick, &dev_d, &dev_u);
+    if cfg.classifier == Classifier::Tc {
+        let (down_side, up_side) = (MatchSide::Dst, MatchSide::Src);
+        push_filters(
+            &mut ops_d,
+            &ip_map,
+            &[(down_side, false), (up_side, true)][..if stick { 2 } else { 1 }],
+        );
+        if !stick {
+            push_filters(&mut ops_u, &ip_map, &[(up_side, true)]);
+        }
+    }
+    let filters = ip_map
+        .entries()
+        .iter()
+        .map(|e| FilterSlot {
+            net: e.net,
+            handle: e.filter_handle,
+        })
+        .collect::<Vec<_>>();
+
     let interfaces = if stick {
         let mut counts = counts_d.clone();
         counts.extend_from_slice(&counts_d);
@@ -1115,8 +1160,96 @@ pub fn plan(
             queues: q as u32,
             nodes,
             circuits: slots,
+            filters,
         },
+        ip_map,
     })
+}
+
+/// The IP map: one entry per device address/prefix, each prefix with the
+/// filter handle it had in `previous` (or the lowest free one).
+fn ip_map(
+    circuits: &[Circuit],
+    slots: &[CircuitSlot],
+    previous: Option<&Allocation>,
+    per_dir: u32,
+    stick: bool,
+    dev_d: &str,
+    dev_u: &str,
+) -> IpMap {
+    let mut entries = Vec::new();
+    for (ci, (c, slot)) in circuits.iter().zip(slots).enumerate() {
+        let qd = slot.queue;
+        let qu = if stick {
+            per_dir + slot.queue
+        } else {
+            slot.queue
+        };
+        let steer = |dev: &str, queue: u32| Steer {
+            dev: dev.to_string(),
+            queue,
+            classid: TcHandle::new(queue as u16 + 1, slot.minor),
+        };
+        for d in &c.devices {
+            let nets = d.ipv4.iter().map(|n| IpNet::V4(*n));
+            for net in nets.chain(d.ipv6.iter().map(|n| IpNet::V6(*n))) {
+                entries.push(IpMapEntry {
+                    net: net.trunc(),
+                    circuit: ci as u32,
+                    circuit_id: c.id.clone(),
+                    circuit_name: c.name.clone(),
+                    device_id: d.id.clone(),
+                    device_name: d.name.clone(),
+                    download: steer(dev_d, qd),
+                    upload: steer(dev_u, qu),
+                    filter_handle: 0,
+                });
+            }
+        }
+    }
+    // Handles: survivors keep theirs; one handle per distinct prefix.
+    let mut assigned: FxMap<IpNet, u32> = FxMap::default();
+    let mut used: FxSet<u32> = FxSet::default();
+    if let Some(p) = previous {
+        let wanted: FxSet<IpNet> = entries.iter().map(|e| e.net).collect();
+        for s in &p.filters {
+            if s.handle != 0
+                && wanted.contains(&s.net)
+                && !assigned.contains_key(&s.net)
+                && used.insert(s.handle)
+            {
+                assigned.insert(s.net, s.handle);
+            }
+        }
+    }
+    let mut next = 1u32;
+    for e in &mut entries {
+        e.filter_handle = *assigned.entry(e.net).or_insert_with(|| {
+            while used.contains(&next) {
+                next += 1;
+            }
+            used.insert(next);
+            next
+        });
+    }
+    IpMap::new(entries)
+}
+
+/// Appends the `clsact` replace and one filter per distinct prefix for each
+/// `(side, upload)`: `dst_ip` filters steer to the download classids,
+/// `src_ip` ones to the upload classids.
+fn push_filters(ops: &mut Vec<TcOp>, map: &IpMap, sides: &[(MatchSide, bool)]) {
+    ops.push(TcOp::ReplaceQdisc(classify::clsact()));
+    let mut seen: FxSet<FilterKey> = FxSet::default();
+    for &(side, upload) in sides {
+        for e in map.entries() {
+            let s = if upload { &e.upload } else { &e.download };
+            let f = FlowerFilter::steer(side, e.net, e.filter_handle, s.queue as u16, s.classid);
+            if seen.insert(f.key) {
+                ops.push(TcOp::ReplaceFilter(f));
+            }
+        }
+    }
 }
 
 fn fx_hash(s: &str) -> u64 {
