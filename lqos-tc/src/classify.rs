@@ -25,7 +25,7 @@ use std::str::FromStr;
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
-use crate::{Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+use crate::{rules, Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
 
 /// Handle of the `clsact` qdisc (`ffff:`).
 pub const CLSACT_HANDLE: TcHandle = TcHandle::new(0xffff, 0);
@@ -238,12 +238,12 @@ pub fn has_clsact(t: &TcTree) -> bool {
         .is_some_and(|q| q.kind == QdiscKind::Clsact)
 }
 
-/// The ops that turn `old`'s classifier into `new`'s: nothing when `new`
-/// has no `clsact` (`--classifier none`: a `clsact` and filters that other
-/// programs own are left alone); otherwise a `clsact` replace if `old` has
-/// none, deletes of `old`'s filters that `new` does not have (first, so a
-/// prefix that changed handle can be re-added), then one replace per filter
-/// that is new or differs.
+/// The ops that turn `old`'s classifier into `new`'s: a `clsact` replace if
+/// `new` has one and `old` not; deletes of `old`'s filters that `new` does
+/// not have (first, so a prefix that changed handle can be re-added); then
+/// one replace per filter that is new or differs
+/// ([`rules::filter_satisfies`]). A `clsact` is never deleted (with
+/// `--classifier none` it may be another program's, e.g. LibreQoS's BPF).
 pub fn diff_filters(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
     let mut ops = Vec::new();
     let fresh = has_clsact(new) && !has_clsact(old);
@@ -259,7 +259,12 @@ pub fn diff_filters(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
         return ops;
     }
     for (k, f) in &new.filters {
-        if fresh || old.filters.get(k) != Some(f) {
+        if fresh
+            || !old
+                .filters
+                .get(k)
+                .is_some_and(|o| rules::filter_satisfies(o, f))
+        {
             ops.push(TcOp::ReplaceFilter(f.clone()));
         }
     }

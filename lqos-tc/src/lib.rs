@@ -45,6 +45,7 @@ mod ops;
 pub mod parse;
 mod plan;
 pub mod render;
+pub mod rules;
 mod tree;
 
 pub use classify::{Classifier, FilterKey, FilterProto, FlowerFilter, MatchSide};
