@@ -140,7 +140,7 @@ fn parse_qdisc(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
                 dev,
                 TcOp::DeleteQdisc {
                     parent: CLSACT_PARENT,
-                    handle,
+                    handle: classify::CLSACT_HANDLE,
                 },
             )),
             Verb::Change => Err("qdisc change is not supported (use replace)".into()),

@@ -30,7 +30,7 @@ fn u16_at(b: &[u8], off: usize) -> u16 {
     u16::from_ne_bytes([b[off], b[off + 1]])
 }
 
-fn u32_at(b: &[u8], off: usize) -> u32 {
+pub(crate) fn u32_at(b: &[u8], off: usize) -> u32 {
     u32::from_ne_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
 }
 
@@ -161,7 +161,7 @@ pub(crate) struct TcMsgHdr {
     pub parent: u32,
 }
 
-fn tcmsg_hdr(p: &[u8]) -> Result<(TcMsgHdr, &[u8]), DecodeError> {
+pub(crate) fn tcmsg_hdr(p: &[u8]) -> Result<(TcMsgHdr, &[u8]), DecodeError> {
     if p.len() < TCMSG_LEN {
         return Err(DecodeError(format!("tcmsg of {} bytes", p.len())));
     }
@@ -173,7 +173,7 @@ fn tcmsg_hdr(p: &[u8]) -> Result<(TcMsgHdr, &[u8]), DecodeError> {
     Ok((h, &p[TCMSG_LEN..]))
 }
 
-fn cstr(b: &[u8]) -> &str {
+pub(crate) fn cstr(b: &[u8]) -> &str {
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
     std::str::from_utf8(&b[..end]).unwrap_or("")
 }

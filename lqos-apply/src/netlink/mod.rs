@@ -54,8 +54,13 @@
 mod consts;
 mod decode;
 mod encode;
+mod filter;
 mod socket;
 
 pub use decode::{qdisc_tree_key, DecodeError};
 pub use encode::{encode_op, encode_op_with, EncodeError, PschedClock, PschedParseError};
+pub use filter::{
+    decode_filter_msg, dump_request as filter_dump_request, RTM_DELTFILTER, RTM_GETTFILTER,
+    RTM_NEWTFILTER,
+};
 pub use socket::{LinkInfo, NetlinkError, NetlinkSocket, OpFailure, SendOptions, SendStats};
