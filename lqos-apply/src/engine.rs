@@ -144,8 +144,10 @@ fn sqm_alternatives() -> [QdiscKind; 3] {
 }
 
 /// Checks, before any change: every interface exists, has enough TX queues,
-/// and every qdisc kind of the plan is accepted by this kernel (probed away
-/// from the real interfaces). Returns the links.
+/// the kernel can run the `tc` classifier if the plan has filters
+/// ([`LiveSource::probe_classifier`]), and every qdisc kind of the plan is
+/// accepted by this kernel (probed away from the real interfaces). Returns
+/// the links.
 pub fn preflight(
     targets: &[Target],
     live: &dyn LiveSource,
@@ -169,14 +171,25 @@ pub fn preflight(
         }
         links.insert(t.dev.clone(), link);
     }
+    // The classifier: kernel version, clsact, flower, skbedit.
+    if targets
+        .iter()
+        .any(|t| t.ops.iter().any(|op| matches!(op, TcOp::ReplaceFilter(_))))
+    {
+        if let Err(reason) = live.probe_classifier()? {
+            return Err(ApplyError::ClassifierUnsupported { reason });
+        }
+    }
     // One probe per kind (first instance's options); mq needs a multiqueue
-    // device and is part of every kernel with tc, so it is not probed.
+    // device and is part of every kernel with tc, so it is not probed;
+    // clsact was probed with the classifier above.
     let mut seen = BTreeSet::new();
     let mut kinds = Vec::new();
     for t in targets {
         for op in &t.ops {
             if let TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) = op {
-                if q.kind != QdiscKind::Mq && seen.insert(q.kind.name().to_string()) {
+                let skip = matches!(q.kind, QdiscKind::Mq | QdiscKind::Clsact);
+                if !skip && seen.insert(q.kind.name().to_string()) {
                     kinds.push(q.kind.clone());
                 }
             }

@@ -28,7 +28,8 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
-use crate::TcHandle;
+use crate::{Plan, Qdisc, TcHandle, TcOp};
+use lqos_model::Rate;
 
 /// Where one direction of a circuit's traffic is shaped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,6 +198,84 @@ impl IpMap {
         rows().expect("csv into a Vec");
         let bytes = w.into_inner().unwrap_or_default();
         String::from_utf8(bytes).unwrap_or_default()
+    }
+}
+
+/// One direction of an address's circuit, as planned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SteerDetails {
+    /// Interface, queue and classid.
+    pub steer: Steer,
+    /// The class's guaranteed rate (`None`: not in the plan's ops).
+    pub rate: Option<Rate>,
+    /// The class's ceiling.
+    pub ceil: Option<Rate>,
+    /// The leaf qdisc on the class (`None`: no leaf, `sqm none`).
+    pub leaf: Option<Qdisc>,
+}
+
+/// Everything `lqos show --ip` says about a shaped address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IpDetails {
+    /// The matching entry (longest prefix).
+    pub entry: IpMapEntry,
+    /// Node names from the top-level node down to the circuit's parent.
+    pub node_path: Vec<String>,
+    /// Download side.
+    pub download: SteerDetails,
+    /// Upload side.
+    pub upload: SteerDetails,
+}
+
+impl Plan {
+    /// Longest-prefix lookup of `addr` with the circuit's node path, rates
+    /// and leaves; `None` when the address is not shaped (its traffic goes
+    /// to the default class `:2` of whatever queue it leaves on).
+    /// Scans the interface's ops (O(ops)), meant for one-off questions.
+    pub fn explain_ip(&self, addr: IpAddr) -> Option<IpDetails> {
+        let e = self.ip_map.lookup(addr)?;
+        let mut node_path = Vec::new();
+        let mut n = self
+            .allocation
+            .circuits
+            .get(e.circuit as usize)
+            .map(|c| c.parent);
+        while let Some(i) = n {
+            let Some(node) = self.allocation.nodes.get(i as usize) else {
+                break;
+            };
+            node_path.push(node.name.clone());
+            n = node.parent;
+        }
+        node_path.reverse();
+        let details = |s: &Steer| {
+            let ops = self
+                .interface(&s.dev)
+                .map(|i| i.ops.as_slice())
+                .unwrap_or(&[]);
+            let class = ops.iter().find_map(|op| match op {
+                TcOp::AddClass(c) if c.classid == s.classid => Some(c),
+                _ => None,
+            });
+            let leaf = ops.iter().find_map(|op| match op {
+                TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if q.parent == s.classid => {
+                    Some(q.clone())
+                }
+                _ => None,
+            });
+            SteerDetails {
+                steer: s.clone(),
+                rate: class.map(|c| c.htb.rate),
+                ceil: class.map(|c| c.htb.ceil),
+                leaf,
+            }
+        };
+        Some(IpDetails {
+            entry: e.clone(),
+            node_path,
+            download: details(&e.download),
+            upload: details(&e.upload),
+        })
     }
 }
 

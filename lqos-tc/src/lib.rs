@@ -52,15 +52,15 @@ pub use classify::{Classifier, FilterKey, FilterProto, FlowerFilter, MatchSide};
 pub use config::{Interfaces, LeafSpec, PlanConfig, QueueStrategy};
 pub use diff::{diff, DiffSummary};
 pub use handle::{HandleError, TcHandle};
-pub use ipmap::{IpMap, IpMapEntry, Steer};
+pub use ipmap::{IpDetails, IpMap, IpMapEntry, Steer, SteerDetails};
 pub use ops::{
     CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, Class, FqCodelParams, HtbClass,
     HtbQdisc, Qdisc, QdiscKind, TcOp,
 };
 pub use parse::{parse_batch, ParseError};
 pub use plan::{
-    just_below, plan, quantum_for, r2q_for, Allocation, CircuitSlot, Direction, InterfacePlan,
-    NodeSlot, Plan, PlanError, HTB_LEVELS, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
+    just_below, plan, quantum_for, r2q_for, Allocation, CircuitSlot, Direction, FilterSlot,
+    InterfacePlan, NodeSlot, Plan, PlanError, HTB_LEVELS, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
 };
 pub use render::{render_combined, render_interface, render_line};
 pub use tree::{TcTree, TreeError, HTB_MAX_DEPTH};

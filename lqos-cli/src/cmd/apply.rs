@@ -19,7 +19,7 @@ use lqos_tc::{
 };
 
 use super::inputs::InputArgs;
-use super::plan::Strategy;
+use super::plan::{ClassifierArg, Strategy};
 use super::{EXIT_ERROR, EXIT_OK};
 
 /// Where the plan comes from: LibreQoS inputs (planned here) or a plan file.
@@ -42,6 +42,10 @@ pub struct PlanArgs {
     /// How top-level subtrees are spread over the queues (as `lqos plan`).
     #[arg(long, value_enum, default_value_t = Strategy::Balanced)]
     pub strategy: Strategy,
+    /// Classifier (as `lqos plan`) [default: lqos.conf [lqos] classifier,
+    /// else none].
+    #[arg(long, value_enum, value_name = "tc|none")]
+    pub classifier: Option<ClassifierArg>,
 }
 
 /// Where the kernel state is.
@@ -187,6 +191,9 @@ impl PlanArgs {
             Strategy::Balanced => QueueStrategy::Balanced,
             Strategy::RoundRobin => QueueStrategy::RoundRobin,
         };
+        if let Some(c) = self.classifier {
+            cfg.classifier = c.into();
+        }
         let prev = previous_allocation(state, netns);
         lqos_tc::plan(&loaded.network, &cfg, prev.as_ref()).context("planning")
     }

@@ -1,5 +1,5 @@
 //! `lqos plan`: plan the tc trees and write `tc_<iface>.txt`,
-//! `linux_tc.txt` and `plan.json`.
+//! `linux_tc.txt`, `ip_map.csv` and `plan.json`.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use lqos_tc::{LeafSpec, Plan, PlanConfig, QueueStrategy};
+use lqos_tc::{Classifier, LeafSpec, Plan, PlanConfig, QueueStrategy};
 
 use super::inputs::InputArgs;
 use super::EXIT_OK;
@@ -28,6 +28,29 @@ pub struct PlanOptions {
     /// How top-level subtrees are spread over the queues.
     #[arg(long, value_enum, default_value_t = Strategy::Balanced)]
     pub strategy: Strategy,
+    /// Classifier: `tc` plans clsact + flower + skbedit filters with the
+    /// tree; `none` leaves classification to an external program (feed it
+    /// ip_map.csv) [default: lqos.conf [lqos] classifier, else none].
+    #[arg(long, value_enum, value_name = "tc|none")]
+    pub classifier: Option<ClassifierArg>,
+}
+
+/// `--classifier` values.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassifierArg {
+    /// clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0).
+    Tc,
+    /// No classifier ops (LibreQoS's XDP or another program classifies).
+    None,
+}
+
+impl From<ClassifierArg> for Classifier {
+    fn from(c: ClassifierArg) -> Classifier {
+        match c {
+            ClassifierArg::Tc => Classifier::Tc,
+            ClassifierArg::None => Classifier::None,
+        }
+    }
 }
 
 /// `--strategy` values.
@@ -89,6 +112,9 @@ pub fn plan_inputs(
         Strategy::Balanced => QueueStrategy::Balanced,
         Strategy::RoundRobin => QueueStrategy::RoundRobin,
     };
+    if let Some(c) = options.classifier {
+        cfg.classifier = c.into();
+    }
     let plan = lqos_tc::plan(&loaded.network, &cfg, previous.map(|p| &p.allocation))
         .with_context(|| format!("planning {}", inputs.devices.display()))?;
     Ok(plan)
@@ -119,6 +145,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &args.out.join("linux_tc.txt"),
         &lqos_tc::render_combined(&plan, args.root_delete),
     )?;
+    write_file(&args.out.join("ip_map.csv"), &plan.ip_map.to_csv())?;
     let json_path = args.out.join("plan.json");
     let f = File::create(&json_path)
         .with_context(|| format!("cannot write {}", json_path.display()))?;
@@ -128,11 +155,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot write {}", json_path.display()))?;
 
     println!(
-        "planned {} circuits and {} nodes on {} queue(s) per direction ({:?} strategy)",
+        "planned {} circuits and {} nodes on {} queue(s) per direction ({:?} strategy); {} addresses/prefixes in ip_map.csv, classifier {}",
         plan.allocation.circuits.len(),
         plan.allocation.nodes.len(),
         plan.allocation.queues,
-        plan.config.strategy
+        plan.config.strategy,
+        plan.ip_map.len(),
+        plan.config.classifier
     );
     for ip in &plan.interfaces {
         let counts: Vec<String> = ip
