@@ -316,18 +316,26 @@ fn buckets(times: &[Duration], from: Duration, to: Duration) -> Vec<usize> {
     b
 }
 
-/// Bytes per HTB class on `dev` (`tc -s -j class show`).
+/// Bytes sent per HTB class on `dev`, from `tc -s class show` text
+/// (iproute2 6.1 prints HTB class statistics only as text): a `class htb
+/// MAJ:MIN ...` line, then ` Sent N bytes ...`.
 fn class_bytes(ns: &ScratchNetns, dev: &str) -> BTreeMap<TcHandle, u64> {
-    let v = ns.tc_json(&["-s", "class", "show", "dev", dev]).unwrap();
-    v.as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["class"] == "htb")
-        .filter_map(|c| {
-            let h: TcHandle = c["handle"].as_str()?.parse().ok()?;
-            Some((h, c["stats"]["bytes"].as_u64()?))
-        })
-        .collect()
+    let text = ns.tc(&["-s", "class", "show", "dev", dev]).unwrap();
+    let mut out = BTreeMap::new();
+    let mut current: Option<TcHandle> = None;
+    for line in text.lines() {
+        let mut w = line.split_whitespace();
+        match (w.next(), w.next(), w.next()) {
+            (Some("class"), Some("htb"), Some(h)) => current = h.parse().ok(),
+            (Some("Sent"), Some(n), Some("bytes")) => {
+                if let (Some(h), Ok(n)) = (current.take(), n.parse()) {
+                    out.insert(h, n);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn secs(s: f64) -> Duration {
