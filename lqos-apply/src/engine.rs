@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use lqos_tc::rules::{self, Layout};
 use lqos_tc::{diff, Plan, QdiscKind, TcHandle, TcOp, TcTree};
 use serde::Serialize;
 
@@ -212,73 +213,18 @@ pub fn preflight(
     Ok(links)
 }
 
-/// Why the live tree cannot be reached incrementally, or `None` if it can:
-/// the root qdisc and every HTB directly under it must match the plan.
-pub fn layout_mismatch(planned: &TcTree, live: &TcTree) -> Option<String> {
-    let root = planned
-        .qdiscs
-        .values()
-        .find(|q| q.parent == TcHandle::ROOT)?;
-    let Some(live_root) = live
-        .qdiscs
-        .values()
-        .find(|q| q.parent == TcHandle::ROOT && q.handle != TcHandle::UNSPEC)
-    else {
-        return Some("no tree loaded yet".into());
-    };
-    if live_root.handle != root.handle || live_root.kind.name() != root.kind.name() {
-        return Some(format!(
-            "live root is {} {}, plan has {} {}",
-            live_root.kind.name(),
-            live_root.handle,
-            root.kind.name(),
-            root.handle
-        ));
-    }
-    for q in planned.qdiscs.values() {
-        if q.parent == TcHandle::ROOT || q.parent.qdisc() != root.handle {
-            continue;
-        }
-        match live.qdiscs.get(&q.handle) {
-            Some(l) if l.parent == q.parent && l.kind.name() == q.kind.name() => {}
-            Some(l) => {
-                return Some(format!(
-                    "queue qdisc {} is {} under {}, plan has {} under {}",
-                    q.handle,
-                    l.kind.name(),
-                    l.parent,
-                    q.kind.name(),
-                    q.parent
-                ))
-            }
-            None => return Some(format!("queue qdisc {} is missing", q.handle)),
-        }
-    }
-    for q in live.qdiscs.values() {
-        if q.handle != TcHandle::UNSPEC
-            && q.parent != TcHandle::ROOT
-            && q.parent.qdisc() == root.handle
-            && planned.qdiscs.get(&q.handle).map(|p| p.parent) != Some(q.parent)
-        {
-            return Some(format!(
-                "live queue qdisc {} ({}) is not in the plan (queue count changed)",
-                q.handle,
-                q.kind.name()
-            ));
-        }
-    }
-    None
-}
-
 /// The ops that take `live` to `target`: the diff when the layout matches
-/// (and `full` is off), else a root delete (if a tree is there) plus the
-/// full build.
+/// ([`rules::layout`]; and `full` is off), else a root delete (if a tree is
+/// there, [`rules::rebuild_deletes_root`]) plus the full build.
 pub fn plan_change(target: &Target, live: &TcTree, full: bool) -> IfaceChange {
     let planned = target.tree();
     let reason = if full {
         Some("--full".to_string())
     } else {
-        layout_mismatch(&planned, live)
+        match rules::layout(live, &planned) {
+            Layout::Same => None,
+            Layout::Rebuild(r) => Some(r.to_string()),
+        }
     };
     match reason {
         None => IfaceChange {
@@ -288,11 +234,7 @@ pub fn plan_change(target: &Target, live: &TcTree, full: bool) -> IfaceChange {
         },
         Some(reason) => {
             let mut ops = Vec::with_capacity(target.ops.len() + 1);
-            if live
-                .qdiscs
-                .values()
-                .any(|q| q.parent == TcHandle::ROOT && q.handle != TcHandle::UNSPEC)
-            {
+            if rules::rebuild_deletes_root(live) {
                 ops.push(TcOp::delete_root());
             }
             ops.extend(target.ops.iter().cloned());

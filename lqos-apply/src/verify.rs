@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use lqos_tc::{Class, Qdisc, TcHandle, TcTree};
+use lqos_tc::{rules, TcHandle, TcTree};
 use serde::Serialize;
 
 /// One difference between the planned and the live tree of an interface.
@@ -27,7 +27,7 @@ pub enum Drift {
     QdiscDiffers {
         /// Handle.
         handle: TcHandle,
-        /// `leaf kind`, `parent` or an option name.
+        /// `kind`, `parent` or an option name ([`rules::FieldDrift::field`]).
         field: String,
         /// Planned value.
         planned: String,
@@ -159,162 +159,65 @@ impl fmt::Display for VerifyReport {
     }
 }
 
-/// Compares the JSON forms of planned and live option values; only fields
-/// the plan sets (non-null) are compared, so kernel defaults that the
-/// readback fills in are not drift.
-fn compare_json(
-    prefix: &str,
-    planned: &serde_json::Value,
-    live: &serde_json::Value,
-    out: &mut Vec<(String, String, String)>,
-) {
-    use serde_json::Value;
-    match (planned, live) {
-        (Value::Null, _) => {}
-        (Value::Object(p), Value::Object(l)) => {
-            for (k, pv) in p {
-                let name = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                compare_json(&name, pv, l.get(k).unwrap_or(&Value::Null), out);
-            }
-        }
-        (p, l) if p != l => out.push((prefix.to_string(), p.to_string(), l.to_string())),
-        _ => {}
-    }
-}
-
-fn qdisc_drift(p: &Qdisc, l: &Qdisc, out: &mut Vec<Drift>) {
-    let d = |field: &str, planned: String, live: String| Drift::QdiscDiffers {
-        handle: p.handle,
-        field: field.to_string(),
-        planned,
-        live,
-    };
-    if p.kind.name() != l.kind.name() {
-        out.push(d(
-            "leaf kind",
-            p.kind.name().to_string(),
-            l.kind.name().to_string(),
-        ));
-        return;
-    }
-    if p.parent != l.parent {
-        out.push(d("parent", p.parent.to_string(), l.parent.to_string()));
-    }
-    let pj = serde_json::to_value(&p.kind).unwrap_or_default();
-    let lj = serde_json::to_value(&l.kind).unwrap_or_default();
-    let mut diffs = Vec::new();
-    compare_json("", &pj, &lj, &mut diffs);
-    for (field, planned, live) in diffs {
-        // `Htb.default_minor` -> `default_minor`
-        let field = field.split_once('.').map(|x| x.1).unwrap_or(&field);
-        out.push(d(field, planned, live));
-    }
-}
-
-fn mbps(r: lqos_model::Rate) -> String {
-    format!("{} Mbps", r.to_mbps_string())
-}
-
-fn class_drift(p: &Class, l: &Class, label: &Option<String>, out: &mut Vec<Drift>) {
-    let mut d = |field: &str, planned: String, live: String| {
-        out.push(Drift::ClassDiffers {
-            classid: p.classid,
-            label: label.clone(),
-            field: field.to_string(),
-            planned,
-            live,
-        })
-    };
-    if p.parent != l.parent {
-        d("parent", p.parent.to_string(), l.parent.to_string());
-    }
-    // The kernel keeps rates in bytes/s.
-    if p.htb.rate.bps() / 8 != l.htb.rate.bps() / 8 {
-        d("rate", mbps(p.htb.rate), mbps(l.htb.rate));
-    }
-    if p.htb.ceil.bps() / 8 != l.htb.ceil.bps() / 8 {
-        d("ceil", mbps(p.htb.ceil), mbps(l.htb.ceil));
-    }
-    if p.htb.quantum != l.htb.quantum {
-        d(
-            "quantum",
-            p.htb.quantum.to_string(),
-            l.htb.quantum.to_string(),
-        );
-    }
-    if p.htb.prio != l.htb.prio {
-        d("prio", p.htb.prio.to_string(), l.htb.prio.to_string());
-    }
-    if let Some(b) = p.htb.burst {
-        if Some(b) != l.htb.burst {
-            d("burst", b.to_string(), format!("{:?}", l.htb.burst));
-        }
-    }
-    if let Some(b) = p.htb.cburst {
-        if Some(b) != l.htb.cburst {
-            d("cburst", b.to_string(), format!("{:?}", l.htb.cburst));
-        }
-    }
-}
-
 /// Compares one interface's planned tree with its live tree. `labels` maps
-/// classids to circuit / node names for the report. Live qdiscs with handle
-/// 0 (kernel defaults such as `noqueue`) are ignored.
+/// classids to circuit / node names for the report. What counts as drift is
+/// [`lqos_tc::rules::tree_drift`], the same rules [`lqos_tc::diff()`] uses,
+/// so the report is empty exactly when a diff would send nothing: kernel
+/// defaults the plan leaves unset, quantum 0 and handle-0 kernel qdiscs
+/// (such as `noqueue`) are not drift.
 pub fn verify_tree(
     dev: &str,
     planned: &TcTree,
     live: &TcTree,
     labels: &BTreeMap<TcHandle, String>,
 ) -> IfaceVerify {
+    let label = |id: &TcHandle| labels.get(id).cloned();
     let mut drift = Vec::new();
-    // Kernel defaults (handle 0) are filed under their parent by the
-    // readback; they are not part of any plan.
-    let live_qdiscs: BTreeMap<&TcHandle, &Qdisc> = live
-        .qdiscs
-        .iter()
-        .filter(|(_, q)| q.handle != TcHandle::UNSPEC)
-        .collect();
-    for (h, p) in &planned.qdiscs {
-        match live_qdiscs.get(h) {
-            None => drift.push(Drift::MissingQdisc {
-                handle: *h,
-                kind: p.kind.name().to_string(),
+    for d in rules::tree_drift(live, planned) {
+        match d {
+            rules::Drift::MissingQdisc(q) => drift.push(Drift::MissingQdisc {
+                handle: q.handle,
+                kind: q.kind.name().to_string(),
             }),
-            Some(l) => qdisc_drift(p, l, &mut drift),
-        }
-    }
-    for (h, l) in &live_qdiscs {
-        if !planned.qdiscs.contains_key(h) {
-            drift.push(Drift::ExtraQdisc {
-                handle: **h,
-                kind: l.kind.name().to_string(),
-            });
-        }
-    }
-    for (id, p) in &planned.classes {
-        let label = labels.get(id).cloned();
-        match live.classes.get(id) {
-            None => drift.push(Drift::MissingClass {
-                classid: *id,
-                label,
+            rules::Drift::ExtraQdisc(q) => drift.push(Drift::ExtraQdisc {
+                handle: q.handle,
+                kind: q.kind.name().to_string(),
             }),
-            Some(l) => class_drift(p, l, &label, &mut drift),
+            rules::Drift::QdiscDiffers { handle, fields } => {
+                drift.extend(fields.into_iter().map(|f| Drift::QdiscDiffers {
+                    handle,
+                    field: f.field.to_string(),
+                    planned: f.planned,
+                    live: f.live,
+                }))
+            }
+            rules::Drift::MissingClass(classid) => drift.push(Drift::MissingClass {
+                classid,
+                label: label(&classid),
+            }),
+            rules::Drift::ExtraClass(classid) => drift.push(Drift::ExtraClass { classid }),
+            rules::Drift::ClassDiffers { classid, fields } => {
+                drift.extend(fields.into_iter().map(|f| Drift::ClassDiffers {
+                    classid,
+                    label: label(&classid),
+                    field: f.field.to_string(),
+                    planned: f.planned,
+                    live: f.live,
+                }))
+            }
         }
     }
-    for id in live.classes.keys() {
-        if !planned.classes.contains_key(id) {
-            drift.push(Drift::ExtraClass { classid: *id });
-        }
-    }
+    let explicit = |t: &TcTree| {
+        t.qdiscs
+            .values()
+            .filter(|q| !rules::is_kernel_default(q))
+            .count()
+    };
     IfaceVerify {
         dev: dev.to_string(),
-        planned_qdiscs: planned.qdiscs.len(),
+        planned_qdiscs: explicit(planned),
         planned_classes: planned.classes.len(),
-        live_qdiscs: live_qdiscs.len(),
+        live_qdiscs: explicit(live),
         live_classes: live.classes.len(),
         drift,
     }
@@ -324,7 +227,7 @@ pub fn verify_tree(
 mod tests {
     use super::*;
     use lqos_model::Rate;
-    use lqos_tc::{HtbClass, HtbQdisc, QdiscKind};
+    use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc, QdiscKind};
 
     fn class(minor: u16, mbps: u64) -> Class {
         Class {
@@ -404,7 +307,7 @@ mod tests {
         assert_eq!(
             text,
             vec![
-                "qdisc 1: leaf kind is pfifo, plan says htb",
+                "qdisc 1: kind is pfifo, plan says htb",
                 "missing class 1:3 (Circuit A)",
                 "class 1:4 rate is 20 Mbps, plan says 10 Mbps",
                 "class 1:5 prio is 5, plan says 3",
@@ -416,5 +319,248 @@ mod tests {
         };
         assert!(!report.is_clean());
         assert_eq!(report.drift_count(), 5);
+    }
+
+    /// The leaf kinds the proptest plans and mutates between.
+    fn leaf_kind(sel: u8) -> QdiscKind {
+        use lqos_tc::{CakeDiffserv, CakeParams, FqCodelParams};
+        match sel % 5 {
+            0 => QdiscKind::Pfifo { limit: None },
+            1 => QdiscKind::Pfifo { limit: Some(100) },
+            2 => QdiscKind::Cake(CakeParams {
+                diffserv: Some(CakeDiffserv::Diffserv4),
+                rtt_us: Some(300_000),
+                ..Default::default()
+            }),
+            3 => QdiscKind::Cake(CakeParams::default()),
+            _ => QdiscKind::FqCodel(FqCodelParams::default()),
+        }
+    }
+
+    /// mq root, `queues` HTBs with top class `:1` and default class `:2`,
+    /// then `leaves.len()` circuits round-robin, each with a leaf qdisc of
+    /// `leaf_kind(sel)`; classes whose `q0` bit is set plan quantum 0.
+    fn plan_ops(queues: u16, leaves: &[u8], q0: u32) -> Vec<lqos_tc::TcOp> {
+        use lqos_tc::TcOp;
+        let root = TcHandle::new(0x7fff, 0);
+        let htb_class = |parent, classid, mbps, quantum| Class {
+            parent,
+            classid,
+            htb: HtbClass {
+                rate: Rate::from_mbps(mbps),
+                ceil: Rate::from_mbps(mbps),
+                quantum,
+                prio: 3,
+                burst: None,
+                cburst: None,
+            },
+        };
+        let mut ops = vec![TcOp::ReplaceQdisc(Qdisc {
+            parent: TcHandle::ROOT,
+            handle: root,
+            kind: QdiscKind::Mq,
+        })];
+        for q in 1..=queues {
+            ops.push(TcOp::AddQdisc(Qdisc {
+                parent: TcHandle::new(0x7fff, q),
+                handle: TcHandle::new(q, 0),
+                kind: QdiscKind::Htb(HtbQdisc {
+                    default_minor: 2,
+                    r2q: None,
+                    direct_qlen: None,
+                }),
+            }));
+            let top = TcHandle::new(q, 1);
+            ops.push(TcOp::AddClass(htb_class(
+                TcHandle::new(q, 0),
+                top,
+                1000,
+                1522,
+            )));
+            ops.push(TcOp::AddClass(htb_class(
+                top,
+                TcHandle::new(q, 2),
+                249,
+                1522,
+            )));
+        }
+        for (i, &sel) in leaves.iter().enumerate() {
+            let q = (i % queues as usize) as u16 + 1;
+            let id = TcHandle::new(q, 3 + (i / queues as usize) as u16);
+            let quantum = if q0 & (1 << (i % 32)) != 0 { 0 } else { 1522 };
+            ops.push(TcOp::AddClass(htb_class(
+                TcHandle::new(q, 1),
+                id,
+                10 + i as u64,
+                quantum,
+            )));
+            ops.push(TcOp::AddQdisc(Qdisc {
+                parent: id,
+                handle: TcHandle::new(0x100 + i as u16, 0),
+                kind: leaf_kind(sel),
+            }));
+        }
+        ops
+    }
+
+    /// Changes `live` the way the kernel or an operator could: through ops
+    /// the tree model accepts (ignored when it refuses), and through values
+    /// only a readback fills in.
+    fn mutate(live: &mut TcTree, what: u8, pick: usize, val: u32) {
+        use lqos_tc::TcOp;
+        let classes: Vec<Class> = live.classes.values().cloned().collect();
+        let leaves: Vec<Qdisc> = live
+            .qdiscs
+            .values()
+            .filter(|q| !rules::is_kernel_default(q) && live.classes.contains_key(&q.parent))
+            .cloned()
+            .collect();
+        let c = (!classes.is_empty()).then(|| classes[pick % classes.len()].clone());
+        let l = (!leaves.is_empty()).then(|| leaves[pick % leaves.len()].clone());
+        let op = match (what % 14, c, l) {
+            (0, Some(mut c), _) => {
+                c.htb.rate = Rate::from_bps(c.htb.rate.bps() + 8 * (1 + val as u64 % 3));
+                TcOp::ChangeClass(c)
+            }
+            (1, Some(mut c), _) => {
+                c.htb.quantum = 1522 + val % 3;
+                TcOp::ChangeClass(c)
+            }
+            (2, Some(mut c), _) => {
+                c.htb.prio = val % 8;
+                TcOp::ChangeClass(c)
+            }
+            // Readback fills in values the plan leaves to the kernel.
+            (3, Some(mut c), _) => {
+                c.htb.burst = Some(1600 + val % 5);
+                c.htb.cburst = Some(1600);
+                live.classes.insert(c.classid, c);
+                return;
+            }
+            (4, Some(c), _) => TcOp::DeleteClass {
+                parent: c.parent,
+                classid: c.classid,
+            },
+            (5, Some(c), _) => {
+                let mut extra = c.clone();
+                extra.classid = TcHandle::new(c.classid.major(), 0x900 + (val % 4) as u16);
+                TcOp::AddClass(extra)
+            }
+            (6, _, Some(l)) => TcOp::DeleteQdisc {
+                parent: l.parent,
+                handle: l.handle,
+            },
+            (7, _, Some(mut l)) => {
+                l.kind = match l.kind {
+                    QdiscKind::Cake(mut p) => {
+                        match val % 4 {
+                            0 => p.rtt_us = Some(100_000), // the default: no drift
+                            1 => p.rtt_us = Some(val % 7 * 1000),
+                            2 => p.nat = Some(val % 2 == 0),
+                            _ => p.diffserv = Some(lqos_tc::CakeDiffserv::Diffserv8),
+                        }
+                        QdiscKind::Cake(p)
+                    }
+                    QdiscKind::FqCodel(mut p) => {
+                        p.limit = Some(10_240 - val % 2);
+                        QdiscKind::FqCodel(p)
+                    }
+                    QdiscKind::Pfifo { .. } => QdiscKind::Pfifo {
+                        limit: Some(val % 200),
+                    },
+                    k => k,
+                };
+                TcOp::ReplaceQdisc(l)
+            }
+            // Another kind under the same class (new handle).
+            (8, _, Some(mut l)) => {
+                l.handle = TcHandle::new(0x800 + (val % 8) as u16, 0);
+                l.kind = leaf_kind(val as u8);
+                TcOp::ReplaceQdisc(l)
+            }
+            // A kernel-created qdisc filed under a class without a leaf.
+            (9, Some(c), _) => {
+                if !live.qdiscs.values().any(|q| q.parent == c.classid) {
+                    live.qdiscs.insert(
+                        c.classid,
+                        Qdisc {
+                            parent: c.classid,
+                            handle: TcHandle::UNSPEC,
+                            kind: QdiscKind::Other("pfifo_fast".into()),
+                        },
+                    );
+                }
+                return;
+            }
+            // Queue layout changes.
+            (10, _, _) => {
+                let q = 1 + (val % 4) as u16;
+                TcOp::DeleteQdisc {
+                    parent: TcHandle::new(0x7fff, q),
+                    handle: TcHandle::new(q, 0),
+                }
+            }
+            (11, _, _) => {
+                let q = 1 + (val % 5) as u16;
+                TcOp::AddQdisc(Qdisc {
+                    parent: TcHandle::new(0x7fff, q),
+                    handle: TcHandle::new(q, 0),
+                    kind: QdiscKind::Htb(HtbQdisc {
+                        default_minor: 2 + val % 2,
+                        r2q: None,
+                        direct_qlen: None,
+                    }),
+                })
+            }
+            // Readback fills in HTB qdisc defaults.
+            (12, _, _) => {
+                for q in live.qdiscs.values_mut() {
+                    if let QdiscKind::Htb(h) = &mut q.kind {
+                        h.r2q = Some(10);
+                        h.direct_qlen = Some(1000);
+                    }
+                }
+                return;
+            }
+            (13, _, _) if val % 3 == 0 => TcOp::delete_root(),
+            _ => return,
+        };
+        let _ = live.apply(&op);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        /// verify and diff share the rules: the live tree verifies clean
+        /// exactly when the diff sends nothing, and after the diff it
+        /// verifies clean.
+        #[test]
+        fn verify_is_clean_exactly_when_diff_is_empty(
+            queues in 1u16..4,
+            leaves in proptest::collection::vec(0u8..5, 0..10),
+            q0 in proptest::prelude::any::<u32>(),
+            muts in proptest::collection::vec((0u8..14, 0usize..64, 0u32..1000), 0..5),
+        ) {
+            let planned = TcTree::from_ops(&plan_ops(queues, &leaves, q0)).unwrap();
+            let mut live = TcTree::from_ops(&plan_ops(queues, &leaves, 0)).unwrap();
+            for (what, pick, val) in muts {
+                mutate(&mut live, what, pick, val);
+            }
+            let v = verify_tree("ens19", &planned, &live, &BTreeMap::new());
+            let ops = lqos_tc::diff(&live, &planned);
+            proptest::prop_assert_eq!(
+                v.drift.is_empty(),
+                ops.is_empty(),
+                "drift {:?}, ops {:?}",
+                v.drift,
+                ops
+            );
+            let mut after = live.clone();
+            after.apply_all(&ops).map_err(|(i, e)| {
+                proptest::test_runner::TestCaseError::fail(format!("op {i}: {e}"))
+            })?;
+            let v = verify_tree("ens19", &planned, &after, &BTreeMap::new());
+            proptest::prop_assert!(v.drift.is_empty(), "after diff: {:?}", v.drift);
+            proptest::prop_assert!(lqos_tc::diff(&after, &planned).is_empty());
+        }
     }
 }

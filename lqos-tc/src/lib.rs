@@ -43,6 +43,7 @@ mod ops;
 pub mod parse;
 mod plan;
 pub mod render;
+pub mod rules;
 mod tree;
 
 pub use config::{Interfaces, LeafSpec, PlanConfig, QueueStrategy};

@@ -589,6 +589,31 @@ fn queue_count_change_rebuilds() {
     assert_eq!(diff(&t2, &TcTree::default()), vec![TcOp::delete_root()]);
 }
 
+/// Regression: `diff` rebuilt over a live root with another handle (an
+/// `htb 1:` root, say) without deleting it first, relying on the root
+/// replace, while `lqos apply` deleted it; the multi-interface load hoists
+/// that delete so every old tree is gone before any build. Both now follow
+/// `rules::rebuild_deletes_root`.
+#[test]
+fn regression_rebuild_over_another_root_handle_deletes_it_first() {
+    let p = plan(&sites(), &cfg(2), None).unwrap();
+    let planned = p.interfaces[0].tree();
+    let other = TcTree::from_ops(
+        &parse_batch("qdisc replace dev ens19 root handle 1: htb default 2\n")
+            .unwrap()
+            .into_iter()
+            .map(|(_, op)| op)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let ops = diff(&other, &planned);
+    assert_eq!(ops[0], TcOp::delete_root());
+    assert_eq!(ops.len(), p.interfaces[0].ops.len() + 1);
+    let mut t = other;
+    t.apply_all(&ops).unwrap();
+    assert_eq!(t, planned);
+}
+
 #[test]
 fn overflow_errors_name_the_queue_and_interface() {
     let mut net = Network::new();

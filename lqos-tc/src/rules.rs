@@ -1,0 +1,705 @@
+//! The one place that decides whether a live object satisfies the plan.
+//!
+//! Three callers ask the same questions and must get the same answers:
+//! [`crate::diff()`] (which ops turn the live tree into the plan),
+//! `lqos-apply`'s engine (incremental or full reload) and `lqos-apply`'s
+//! verify (what drifted). So every rule lives here:
+//!
+//! - **Kernel defaults.** A live tree read back from the kernel has concrete
+//!   values where a plan says "kernel default" (`None`): burst/cburst, pfifo
+//!   limit, htb r2q/direct_qlen, cake/fq_codel options. A `None` in the plan
+//!   means the kernel's default where lqos knows it (cake `rtt 100ms`,
+//!   fq_codel `limit 10240`, ...), and anything where it depends on the
+//!   device (pfifo's limit is the device's txqueuelen). An HTB class quantum
+//!   of 0 means "let the kernel compute it from rate/r2q", so any live
+//!   quantum satisfies it.
+//! - **Kernel-created qdiscs.** Qdiscs with handle `0:` (`noqueue`, the
+//!   default pfifo under an HTB leaf class, the default `mq` root) are not
+//!   part of any plan and never drift ([`is_kernel_default`]).
+//! - **Layout.** The root qdisc and the qdiscs on its classes (the per-queue
+//!   HTBs under `mq`) decide whether a change can be incremental
+//!   ([`layout`]): the same layout is changed in place, any difference is a
+//!   full rebuild, with the reason.
+//!
+//! Each object rule is written once, as a list of [`FieldDrift`]s; the
+//! `*_satisfies` predicates are "that list is empty", so a difference that
+//! verify reports is exactly one that diff repairs.
+
+use std::fmt;
+
+use lqos_model::Rate;
+use serde::Serialize;
+
+use crate::{CakeParams, Class, FqCodelParams, Qdisc, QdiscKind, TcHandle, TcTree};
+
+/// Kernel defaults of the cake options lqos sends (`sch_cake.c`
+/// `cake_init`).
+pub mod cake_default {
+    use crate::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
+    /// `rtt 100ms`.
+    pub const RTT_US: u32 = 100_000;
+    /// `diffserv3`.
+    pub const DIFFSERV: CakeDiffserv = CakeDiffserv::Diffserv3;
+    /// `triple-isolate`.
+    pub const FLOW_MODE: CakeFlowMode = CakeFlowMode::TripleIsolate;
+    /// `no-ack-filter`.
+    pub const ACK_FILTER: CakeAckFilter = CakeAckFilter::Off;
+    /// `split-gso`.
+    pub const SPLIT_GSO: bool = true;
+    /// `nonat`.
+    pub const NAT: bool = false;
+    /// `nowash`.
+    pub const WASH: bool = false;
+    /// `memlimit` 0: computed from the rate.
+    pub const MEMLIMIT: u32 = 0;
+}
+
+/// Kernel defaults of fq_codel's options (`sch_fq_codel.c`
+/// `fq_codel_init`).
+pub mod fq_codel_default {
+    /// `limit 10240`.
+    pub const LIMIT: u32 = 10_240;
+    /// `flows 1024`.
+    pub const FLOWS: u32 = 1024;
+    /// `target 5ms`.
+    pub const TARGET_US: u32 = 5_000;
+    /// `interval 100ms`.
+    pub const INTERVAL_US: u32 = 100_000;
+    /// `ecn`.
+    pub const ECN: bool = true;
+    /// `memory_limit 32Mb`.
+    pub const MEMORY_LIMIT: u32 = 32 << 20;
+}
+
+/// True for a qdisc the kernel created itself (handle `0:`): never part of
+/// a plan, never drift, never deleted by a diff.
+pub fn is_kernel_default(q: &Qdisc) -> bool {
+    q.handle == TcHandle::UNSPEC
+}
+
+/// One field of one object whose live value does not satisfy the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldDrift {
+    /// Field name: `parent`, `kind`, `rate`, `ceil`, `quantum`, `prio`,
+    /// `burst`, `cburst`, or an option name (`rtt_us`, `default_minor`...).
+    pub field: &'static str,
+    /// Planned value (`default (X)` where the plan leaves it to the kernel).
+    pub planned: String,
+    /// Live value.
+    pub live: String,
+}
+
+impl fmt::Display for FieldDrift {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} is {}, plan says {}",
+            self.field, self.live, self.planned
+        )
+    }
+}
+
+/// Collects field differences; formats values only for a difference.
+struct Fields(Vec<FieldDrift>);
+
+impl Fields {
+    fn push(&mut self, field: &'static str, planned: String, live: String) {
+        self.0.push(FieldDrift {
+            field,
+            planned,
+            live,
+        });
+    }
+
+    /// A plain field: must be equal.
+    fn eq<T: PartialEq + fmt::Debug>(&mut self, field: &'static str, live: &T, planned: &T) {
+        if live != planned {
+            self.push(field, format!("{planned:?}"), format!("{live:?}"));
+        }
+    }
+
+    /// An option that the plan may leave unset: `None` planned accepts any
+    /// live value (its default is unknown or irrelevant).
+    fn opt<T: PartialEq + fmt::Debug>(
+        &mut self,
+        field: &'static str,
+        live: &Option<T>,
+        planned: &Option<T>,
+    ) {
+        if let Some(p) = planned {
+            if live.as_ref() != Some(p) {
+                self.push(field, format!("{p:?}"), show(live.as_ref()));
+            }
+        }
+    }
+
+    /// An option with a known kernel default: a `None` on either side
+    /// means that default.
+    fn def<T: PartialEq + Copy + fmt::Debug>(
+        &mut self,
+        field: &'static str,
+        live: Option<T>,
+        planned: Option<T>,
+        default: T,
+    ) {
+        if live.unwrap_or(default) != planned.unwrap_or(default) {
+            let planned = match planned {
+                Some(p) => format!("{p:?}"),
+                None => format!("default ({default:?})"),
+            };
+            self.push(field, planned, show(live.as_ref()));
+        }
+    }
+}
+
+fn show<T: fmt::Debug>(v: Option<&T>) -> String {
+    match v {
+        Some(v) => format!("{v:?}"),
+        None => "unset".to_string(),
+    }
+}
+
+fn mbps(r: Rate) -> String {
+    format!("{} Mbps", r.to_mbps_string())
+}
+
+/// How HTB class `live` differs from `planned`: parent, rate and ceil at
+/// the kernel's bytes/s granularity, prio, quantum (unless the plan says 0:
+/// kernel-computed), burst/cburst where the plan gives them. The classid is
+/// the key and is not compared.
+pub fn class_drift(live: &Class, planned: &Class) -> Vec<FieldDrift> {
+    let (l, p) = (&live.htb, &planned.htb);
+    let mut f = Fields(Vec::new());
+    if live.parent != planned.parent {
+        f.push(
+            "parent",
+            planned.parent.to_string(),
+            live.parent.to_string(),
+        );
+    }
+    // The kernel keeps rates in bytes/s.
+    if l.rate.bytes_per_sec() != p.rate.bytes_per_sec() {
+        f.push("rate", mbps(p.rate), mbps(l.rate));
+    }
+    if l.ceil.bytes_per_sec() != p.ceil.bytes_per_sec() {
+        f.push("ceil", mbps(p.ceil), mbps(l.ceil));
+    }
+    if p.quantum != 0 {
+        f.eq("quantum", &l.quantum, &p.quantum);
+    }
+    f.eq("prio", &l.prio, &p.prio);
+    f.opt("burst", &l.burst, &p.burst);
+    f.opt("cburst", &l.cburst, &p.cburst);
+    f.0
+}
+
+/// Does class `live` satisfy `planned` (same classid, no [`class_drift`])?
+pub fn class_satisfies(live: &Class, planned: &Class) -> bool {
+    live.classid == planned.classid && class_drift(live, planned).is_empty()
+}
+
+/// How qdisc kind `live` differs from `planned`: a different kind is one
+/// `kind` drift; the same kind lists each option that does not satisfy the
+/// plan (see the module doc for defaults).
+pub fn kind_drift(live: &QdiscKind, planned: &QdiscKind) -> Vec<FieldDrift> {
+    let mut f = Fields(Vec::new());
+    match (live, planned) {
+        (QdiscKind::Mq, QdiscKind::Mq) => {}
+        (QdiscKind::Htb(l), QdiscKind::Htb(p)) => {
+            f.eq("default_minor", &l.default_minor, &p.default_minor);
+            f.opt("r2q", &l.r2q, &p.r2q);
+            f.opt("direct_qlen", &l.direct_qlen, &p.direct_qlen);
+        }
+        (QdiscKind::Cake(l), QdiscKind::Cake(p)) => cake_drift(&mut f, l, p),
+        (QdiscKind::FqCodel(l), QdiscKind::FqCodel(p)) => fq_codel_drift(&mut f, l, p),
+        (QdiscKind::Pfifo { limit: l }, QdiscKind::Pfifo { limit: p })
+        | (QdiscKind::Bfifo { limit: l }, QdiscKind::Bfifo { limit: p }) => f.opt("limit", l, p),
+        (QdiscKind::Other(l), QdiscKind::Other(p)) if l == p => {}
+        _ => f.push("kind", planned.name().to_string(), live.name().to_string()),
+    }
+    f.0
+}
+
+fn cake_drift(f: &mut Fields, l: &CakeParams, p: &CakeParams) {
+    let bw = |r: Option<Rate>| r.map(Rate::bytes_per_sec);
+    // bandwidth 0 = unlimited, the default; compared in bytes/s.
+    f.def("bandwidth", bw(l.bandwidth), bw(p.bandwidth), 0);
+    f.def("diffserv", l.diffserv, p.diffserv, cake_default::DIFFSERV);
+    f.def("rtt_us", l.rtt_us, p.rtt_us, cake_default::RTT_US);
+    f.def(
+        "flow_mode",
+        l.flow_mode,
+        p.flow_mode,
+        cake_default::FLOW_MODE,
+    );
+    f.def("nat", l.nat, p.nat, cake_default::NAT);
+    f.def("wash", l.wash, p.wash, cake_default::WASH);
+    f.def(
+        "ack_filter",
+        l.ack_filter,
+        p.ack_filter,
+        cake_default::ACK_FILTER,
+    );
+    f.def(
+        "split_gso",
+        l.split_gso,
+        p.split_gso,
+        cake_default::SPLIT_GSO,
+    );
+    f.def("memlimit", l.memlimit, p.memlimit, cake_default::MEMLIMIT);
+}
+
+fn fq_codel_drift(f: &mut Fields, l: &FqCodelParams, p: &FqCodelParams) {
+    use fq_codel_default as d;
+    f.def("limit", l.limit, p.limit, d::LIMIT);
+    f.def("flows", l.flows, p.flows, d::FLOWS);
+    f.def("target_us", l.target_us, p.target_us, d::TARGET_US);
+    f.def("interval_us", l.interval_us, p.interval_us, d::INTERVAL_US);
+    // fq_codel's default quantum is the device MTU: unknown here.
+    f.opt("quantum", &l.quantum, &p.quantum);
+    f.def("ecn", l.ecn, p.ecn, d::ECN);
+    f.def(
+        "memory_limit",
+        l.memory_limit,
+        p.memory_limit,
+        d::MEMORY_LIMIT,
+    );
+}
+
+/// Does qdisc kind `live` satisfy `planned` (no [`kind_drift`])?
+pub fn kind_satisfies(live: &QdiscKind, planned: &QdiscKind) -> bool {
+    kind_drift(live, planned).is_empty()
+}
+
+/// How qdisc `live` differs from `planned`: `parent`, then [`kind_drift`].
+/// The handle is the key and is not compared.
+pub fn qdisc_drift(live: &Qdisc, planned: &Qdisc) -> Vec<FieldDrift> {
+    let mut v = Vec::new();
+    if live.parent != planned.parent {
+        v.push(FieldDrift {
+            field: "parent",
+            planned: planned.parent.to_string(),
+            live: live.parent.to_string(),
+        });
+    }
+    v.extend(kind_drift(&live.kind, &planned.kind));
+    v
+}
+
+/// Does qdisc `live` satisfy `planned` (same handle, no [`qdisc_drift`])?
+pub fn qdisc_satisfies(live: &Qdisc, planned: &Qdisc) -> bool {
+    live.handle == planned.handle && qdisc_drift(live, planned).is_empty()
+}
+
+/// The kind to send so that a qdisc holding `live` ends up satisfying
+/// `planned`: `planned` plus explicit defaults for options `live` has set to
+/// something else (a `qdisc replace` of an existing handle only changes the
+/// options it carries).
+pub fn reset_kind(live: &QdiscKind, planned: &QdiscKind) -> QdiscKind {
+    /// `planned`'s value, or the default when `live` holds another value.
+    fn r<T: PartialEq + Copy>(live: Option<T>, planned: Option<T>, default: T) -> Option<T> {
+        match (planned, live) {
+            (None, Some(a)) if a != default => Some(default),
+            _ => planned,
+        }
+    }
+    use cake_default as c;
+    use fq_codel_default as d;
+    match (live, planned) {
+        (QdiscKind::Cake(a), QdiscKind::Cake(w)) => QdiscKind::Cake(CakeParams {
+            bandwidth: r(a.bandwidth, w.bandwidth, Rate::ZERO),
+            diffserv: r(a.diffserv, w.diffserv, c::DIFFSERV),
+            rtt_us: r(a.rtt_us, w.rtt_us, c::RTT_US),
+            flow_mode: r(a.flow_mode, w.flow_mode, c::FLOW_MODE),
+            nat: r(a.nat, w.nat, c::NAT),
+            wash: r(a.wash, w.wash, c::WASH),
+            ack_filter: r(a.ack_filter, w.ack_filter, c::ACK_FILTER),
+            split_gso: r(a.split_gso, w.split_gso, c::SPLIT_GSO),
+            memlimit: r(a.memlimit, w.memlimit, c::MEMLIMIT),
+        }),
+        (QdiscKind::FqCodel(a), QdiscKind::FqCodel(w)) => QdiscKind::FqCodel(FqCodelParams {
+            limit: r(a.limit, w.limit, d::LIMIT),
+            flows: r(a.flows, w.flows, d::FLOWS),
+            target_us: r(a.target_us, w.target_us, d::TARGET_US),
+            interval_us: r(a.interval_us, w.interval_us, d::INTERVAL_US),
+            quantum: w.quantum,
+            ecn: r(a.ecn, w.ecn, d::ECN),
+            memory_limit: r(a.memory_limit, w.memory_limit, d::MEMORY_LIMIT),
+        }),
+        _ => planned.clone(),
+    }
+}
+
+/// One difference between a live tree and a planned tree of one interface.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Drift {
+    /// Planned qdisc not live.
+    MissingQdisc(Qdisc),
+    /// Live qdisc (explicit handle) the plan does not have.
+    ExtraQdisc(Qdisc),
+    /// Qdisc on both sides whose live fields do not satisfy the plan.
+    QdiscDiffers {
+        /// Handle.
+        handle: TcHandle,
+        /// The fields ([`qdisc_drift`]).
+        fields: Vec<FieldDrift>,
+    },
+    /// Planned class not live.
+    MissingClass(TcHandle),
+    /// Live class the plan does not have.
+    ExtraClass(TcHandle),
+    /// Class on both sides whose live fields do not satisfy the plan.
+    ClassDiffers {
+        /// Classid.
+        classid: TcHandle,
+        /// The fields ([`class_drift`]).
+        fields: Vec<FieldDrift>,
+    },
+}
+
+/// Every difference between `live` and `planned`: qdiscs by handle (missing
+/// or differing, then extra), then classes by classid. Kernel-created
+/// qdiscs ([`is_kernel_default`]) on either side are ignored. Empty exactly
+/// when [`crate::diff()`] of the two trees is empty.
+pub fn tree_drift(live: &TcTree, planned: &TcTree) -> Vec<Drift> {
+    let mut out = Vec::new();
+    for (h, p) in planned.qdiscs.iter().filter(|(_, q)| !is_kernel_default(q)) {
+        match explicit_qdisc(live, *h) {
+            None => out.push(Drift::MissingQdisc(p.clone())),
+            Some(l) => {
+                let fields = qdisc_drift(l, p);
+                if !fields.is_empty() {
+                    out.push(Drift::QdiscDiffers { handle: *h, fields });
+                }
+            }
+        }
+    }
+    for (h, l) in live.qdiscs.iter().filter(|(_, q)| !is_kernel_default(q)) {
+        if explicit_qdisc(planned, *h).is_none() {
+            out.push(Drift::ExtraQdisc(l.clone()));
+        }
+    }
+    for (id, p) in &planned.classes {
+        match live.classes.get(id) {
+            None => out.push(Drift::MissingClass(*id)),
+            Some(l) => {
+                let fields = class_drift(l, p);
+                if !fields.is_empty() {
+                    out.push(Drift::ClassDiffers {
+                        classid: *id,
+                        fields,
+                    });
+                }
+            }
+        }
+    }
+    for id in live.classes.keys() {
+        if !planned.classes.contains_key(id) {
+            out.push(Drift::ExtraClass(*id));
+        }
+    }
+    out
+}
+
+/// Does tree `live` satisfy `planned` (no [`tree_drift`])?
+pub fn tree_satisfies(live: &TcTree, planned: &TcTree) -> bool {
+    tree_drift(live, planned).is_empty()
+}
+
+/// The qdiscs that make up a tree's queue layout: the root (explicit
+/// handle) and the explicit-handle qdiscs on its classes (the per-queue
+/// HTBs under `mq`), root first.
+pub fn layout_qdiscs(t: &TcTree) -> Vec<&Qdisc> {
+    let Some(root) = t.root() else {
+        return Vec::new();
+    };
+    let major = root.handle.major();
+    let mut v = vec![root];
+    v.extend(t.qdiscs.values().filter(|q| {
+        !is_kernel_default(q) && q.parent != TcHandle::ROOT && q.parent.major() == major
+    }));
+    v
+}
+
+/// Whether a live tree can be changed into the plan in place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Layout {
+    /// Same root and queue qdiscs (each satisfying the plan): change only
+    /// what differs below them.
+    Same,
+    /// Delete the live tree (if any) and build the plan from scratch.
+    Rebuild(RebuildReason),
+}
+
+/// Why a live tree must be rebuilt rather than changed in place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum RebuildReason {
+    /// No tree of ours is loaded (no root qdisc with an explicit handle).
+    NoTree,
+    /// The plan has no tree: the live one is deleted.
+    PlanEmpty,
+    /// The live root is another qdisc than the plan's.
+    RootDiffers {
+        /// The live root.
+        live: Qdisc,
+        /// The planned root.
+        planned: Qdisc,
+    },
+    /// A planned queue qdisc is not live.
+    QueueMissing(Qdisc),
+    /// A queue qdisc is live but does not satisfy the plan (HTB qdiscs
+    /// cannot be changed in place).
+    QueueDiffers {
+        /// Its handle.
+        handle: TcHandle,
+        /// What differs ([`qdisc_drift`]).
+        fields: Vec<FieldDrift>,
+    },
+    /// A live queue qdisc is not in the plan (the queue count changed).
+    QueueExtra(Qdisc),
+}
+
+impl fmt::Display for RebuildReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RebuildReason::NoTree => f.write_str("no tree loaded yet"),
+            RebuildReason::PlanEmpty => f.write_str("the plan has no tree"),
+            RebuildReason::RootDiffers { live, planned } => write!(
+                f,
+                "live root is {} {}, plan has {} {}",
+                live.kind.name(),
+                live.handle,
+                planned.kind.name(),
+                planned.handle
+            ),
+            RebuildReason::QueueMissing(q) => {
+                write!(f, "queue qdisc {} is missing", q.handle)
+            }
+            RebuildReason::QueueDiffers { handle, fields } => {
+                write!(f, "queue qdisc {handle}")?;
+                for (i, d) in fields.iter().enumerate() {
+                    write!(f, "{} {d}", if i == 0 { "" } else { ";" })?;
+                }
+                Ok(())
+            }
+            RebuildReason::QueueExtra(q) => write!(
+                f,
+                "live queue qdisc {} ({}) is not in the plan (queue count changed)",
+                q.handle,
+                q.kind.name()
+            ),
+        }
+    }
+}
+
+/// Decides whether `live` can be changed into `planned` in place: the root
+/// and every queue qdisc of the plan must be live and satisfy the plan
+/// ([`qdisc_satisfies`]), and no other queue qdisc may be live.
+pub fn layout(live: &TcTree, planned: &TcTree) -> Layout {
+    let (lo, pl) = (layout_qdiscs(live), layout_qdiscs(planned));
+    let (Some(&p_root), Some(&l_root)) = (pl.first(), lo.first()) else {
+        return match (pl.is_empty(), lo.is_empty()) {
+            (true, true) => Layout::Same,
+            (true, false) => Layout::Rebuild(RebuildReason::PlanEmpty),
+            _ => Layout::Rebuild(RebuildReason::NoTree),
+        };
+    };
+    if !qdisc_satisfies(l_root, p_root) {
+        return Layout::Rebuild(RebuildReason::RootDiffers {
+            live: l_root.clone(),
+            planned: p_root.clone(),
+        });
+    }
+    for &p in &pl[1..] {
+        match explicit_qdisc(live, p.handle) {
+            None => return Layout::Rebuild(RebuildReason::QueueMissing(p.clone())),
+            Some(l) => {
+                let fields = qdisc_drift(l, p);
+                if !fields.is_empty() {
+                    return Layout::Rebuild(RebuildReason::QueueDiffers {
+                        handle: p.handle,
+                        fields,
+                    });
+                }
+            }
+        }
+    }
+    for &l in &lo[1..] {
+        if explicit_qdisc(planned, l.handle).is_none_or(|p| p.parent != l.parent) {
+            return Layout::Rebuild(RebuildReason::QueueExtra(l.clone()));
+        }
+    }
+    Layout::Same
+}
+
+fn explicit_qdisc(t: &TcTree, h: TcHandle) -> Option<&Qdisc> {
+    t.qdiscs.get(&h).filter(|q| !is_kernel_default(q))
+}
+
+/// Whether a rebuild of `live` starts with `tc qdisc del dev X root`: when
+/// a tree of ours (an explicit-handle root) is loaded. Deleting it
+/// explicitly, rather than letting a root replace discard it, lets a
+/// multi-interface load delete every old tree before building any (the
+/// kernel's per-class cost counts classes on all interfaces).
+pub fn rebuild_deletes_root(live: &TcTree) -> bool {
+    live.root().is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CakeDiffserv, HtbClass, HtbQdisc};
+
+    fn class(minor: u16, quantum: u32) -> Class {
+        Class {
+            parent: TcHandle::new(1, 1),
+            classid: TcHandle::new(1, minor),
+            htb: HtbClass {
+                rate: Rate::from_mbps(10),
+                ceil: Rate::from_mbps(10),
+                quantum,
+                prio: 3,
+                burst: None,
+                cburst: None,
+            },
+        }
+    }
+
+    #[test]
+    fn quantum_zero_means_kernel_computed() {
+        let live = class(3, 1250);
+        assert!(class_satisfies(&live, &class(3, 0)));
+        let d = class_drift(&live, &class(3, 1522));
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].to_string(), "quantum is 1250, plan says 1522");
+    }
+
+    #[test]
+    fn rates_compare_at_bytes_per_second() {
+        let mut live = class(3, 1522);
+        live.htb.rate = Rate::from_bps(10_000_007);
+        assert!(class_satisfies(&live, &class(3, 1522)));
+        live.htb.rate = Rate::from_bps(10_000_008);
+        assert_eq!(class_drift(&live, &class(3, 1522))[0].field, "rate");
+    }
+
+    #[test]
+    fn cake_none_means_the_kernel_default_both_ways() {
+        let planned = QdiscKind::Cake(CakeParams::default());
+        let mut live = CakeParams {
+            rtt_us: Some(cake_default::RTT_US),
+            diffserv: Some(CakeDiffserv::Diffserv3),
+            ..Default::default()
+        };
+        assert!(kind_satisfies(&QdiscKind::Cake(live.clone()), &planned));
+        live.rtt_us = Some(300_000);
+        let d = kind_drift(&QdiscKind::Cake(live.clone()), &planned);
+        assert_eq!(
+            d[0].to_string(),
+            "rtt_us is 300000, plan says default (100000)"
+        );
+        // The replace carries the default explicitly.
+        let QdiscKind::Cake(reset) = reset_kind(&QdiscKind::Cake(live), &planned) else {
+            panic!()
+        };
+        assert_eq!(reset.rtt_us, Some(cake_default::RTT_US));
+        // Planned explicit default vs live unset (readback left it out).
+        let planned = QdiscKind::Cake(CakeParams {
+            diffserv: Some(CakeDiffserv::Diffserv3),
+            ..Default::default()
+        });
+        assert!(kind_satisfies(
+            &QdiscKind::Cake(CakeParams::default()),
+            &planned
+        ));
+    }
+
+    #[test]
+    fn pfifo_limit_unset_accepts_any_live_limit() {
+        let planned = QdiscKind::Pfifo { limit: None };
+        assert!(kind_satisfies(
+            &QdiscKind::Pfifo { limit: Some(1000) },
+            &planned
+        ));
+        let d = kind_drift(&QdiscKind::Bfifo { limit: None }, &planned);
+        assert_eq!(d[0].to_string(), "kind is bfifo, plan says pfifo");
+    }
+
+    fn htb(major: u16, parent: TcHandle, default_minor: u32) -> Qdisc {
+        Qdisc {
+            parent,
+            handle: TcHandle::new(major, 0),
+            kind: QdiscKind::Htb(HtbQdisc {
+                default_minor,
+                r2q: None,
+                direct_qlen: None,
+            }),
+        }
+    }
+
+    fn mq_tree(queues: u16, default_minor: u32) -> TcTree {
+        let mut t = TcTree::default();
+        let root = Qdisc {
+            parent: TcHandle::ROOT,
+            handle: TcHandle::new(0x7fff, 0),
+            kind: QdiscKind::Mq,
+        };
+        t.qdiscs.insert(root.handle, root);
+        for q in 1..=queues {
+            let h = htb(q, TcHandle::new(0x7fff, q), default_minor);
+            t.qdiscs.insert(h.handle, h);
+        }
+        t
+    }
+
+    #[test]
+    fn layout_reasons() {
+        assert_eq!(layout(&mq_tree(2, 2), &mq_tree(2, 2)), Layout::Same);
+        assert_eq!(layout(&TcTree::default(), &TcTree::default()), Layout::Same);
+        let reason = |l: &TcTree, p: &TcTree| match layout(l, p) {
+            Layout::Rebuild(r) => r.to_string(),
+            Layout::Same => "same".into(),
+        };
+        assert_eq!(
+            reason(&TcTree::default(), &mq_tree(2, 2)),
+            "no tree loaded yet"
+        );
+        assert_eq!(
+            reason(&mq_tree(2, 2), &TcTree::default()),
+            "the plan has no tree"
+        );
+        assert_eq!(
+            reason(&mq_tree(1, 2), &mq_tree(2, 2)),
+            "queue qdisc 2: is missing"
+        );
+        assert_eq!(
+            reason(&mq_tree(3, 2), &mq_tree(2, 2)),
+            "live queue qdisc 3: (htb) is not in the plan (queue count changed)"
+        );
+        assert_eq!(
+            reason(&mq_tree(2, 3), &mq_tree(2, 2)),
+            "queue qdisc 1: default_minor is 3, plan says 2"
+        );
+        let mut htb_root = TcTree::default();
+        let h = htb(1, TcHandle::ROOT, 2);
+        htb_root.qdiscs.insert(h.handle, h);
+        assert_eq!(
+            reason(&htb_root, &mq_tree(2, 2)),
+            "live root is htb 1:, plan has mq 7fff:"
+        );
+    }
+
+    #[test]
+    fn kernel_default_qdiscs_never_drift() {
+        let planned = mq_tree(1, 2);
+        let mut live = planned.clone();
+        let noqueue = Qdisc {
+            parent: TcHandle::new(1, 3),
+            handle: TcHandle::UNSPEC,
+            kind: QdiscKind::Other("pfifo_fast".into()),
+        };
+        live.qdiscs.insert(noqueue.parent, noqueue);
+        assert!(tree_satisfies(&live, &planned));
+        assert_eq!(layout(&live, &planned), Layout::Same);
+    }
+}
