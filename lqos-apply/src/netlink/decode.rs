@@ -622,7 +622,7 @@ mod tests {
     #[test]
     fn fq_codel_codel_times_read_back_as_sent() {
         // What fq_codel_change stores and fq_codel_dump returns (kernel 6.1).
-        let kernel = |us: u32| ((u64::from(us) * 1000 >> 10) * 1024 / 1000) as u32;
+        let kernel = |us: u32| (((u64::from(us) * 1000) >> 10) * 1024 / 1000) as u32;
         assert_eq!(kernel(5000), 4999);
         assert_eq!(codel_us(4999), 5000);
         assert_eq!(codel_us(kernel(100_000)), 100_000);
@@ -630,7 +630,11 @@ mod tests {
             let back = codel_us(kernel(us));
             // The same kernel value, and exact for whole milliseconds.
             assert_eq!(kernel(back), kernel(us), "{us}");
-            assert_eq!(u64::from(back) * 1000 >> 10, u64::from(us) * 1000 >> 10, "{us}");
+            assert_eq!(
+                (u64::from(back) * 1000) >> 10,
+                (u64::from(us) * 1000) >> 10,
+                "{us}"
+            );
             if us % 1000 == 0 {
                 assert_eq!(back, us);
             }
