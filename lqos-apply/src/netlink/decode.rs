@@ -297,6 +297,17 @@ fn decode_cake(opts: &[u8]) -> CakeParams {
     c
 }
 
+/// A codel time as fq_codel dumps it, back to the microseconds lqos sends.
+/// The kernel keeps codel times in 1024 ns units (`us * 1000 >> 10`) and
+/// dumps `units * 1024 / 1000`, so `target 5ms` reads back as 4999 us. The
+/// dumped value identifies the kernel's units exactly (`ceil(r * 1000 /
+/// 1024)`); return the smallest microsecond value with those units, which
+/// is the value sent for every round number (5 ms -> 5000).
+fn codel_us(dumped: u32) -> u32 {
+    let units = (u64::from(dumped) * 1000).div_ceil(1024);
+    u32::try_from((units * 1024).div_ceil(1000)).unwrap_or(dumped)
+}
+
 fn decode_fq_codel(opts: &[u8]) -> FqCodelParams {
     let mut f = FqCodelParams::default();
     for (ty, v) in attrs(opts) {
@@ -304,8 +315,8 @@ fn decode_fq_codel(opts: &[u8]) -> FqCodelParams {
         match ty {
             TCA_FQ_CODEL_LIMIT => f.limit = x,
             TCA_FQ_CODEL_FLOWS => f.flows = x,
-            TCA_FQ_CODEL_TARGET => f.target_us = x,
-            TCA_FQ_CODEL_INTERVAL => f.interval_us = x,
+            TCA_FQ_CODEL_TARGET => f.target_us = x.map(codel_us),
+            TCA_FQ_CODEL_INTERVAL => f.interval_us = x.map(codel_us),
             TCA_FQ_CODEL_QUANTUM => f.quantum = x,
             TCA_FQ_CODEL_ECN => f.ecn = x.map(|v| v != 0),
             TCA_FQ_CODEL_MEMORY_LIMIT => f.memory_limit = x,
@@ -603,5 +614,30 @@ mod tests {
         let short = nlmsg(NLMSG_ERROR, 0, 1, &[0; 4]);
         assert!(parse_ack(&msgs(&short).next().unwrap().unwrap()).is_err());
         assert_eq!(attrs(&[8, 0, 1, 0, 1]).count(), 0);
+    }
+
+    /// Regression (found in the stock-kernel lab): fq_codel's default
+    /// `target 5ms` / `interval 100ms` dumped as 4999 / 99999 us, so every
+    /// fq_codel leaf with an explicit target looked drifted.
+    #[test]
+    fn fq_codel_codel_times_read_back_as_sent() {
+        // What fq_codel_change stores and fq_codel_dump returns (kernel 6.1).
+        let kernel = |us: u32| (((u64::from(us) * 1000) >> 10) * 1024 / 1000) as u32;
+        assert_eq!(kernel(5000), 4999);
+        assert_eq!(codel_us(4999), 5000);
+        assert_eq!(codel_us(kernel(100_000)), 100_000);
+        for us in (0..3_000_000u32).step_by(7) {
+            let back = codel_us(kernel(us));
+            // The same kernel value, and exact for whole milliseconds.
+            assert_eq!(kernel(back), kernel(us), "{us}");
+            assert_eq!(
+                (u64::from(back) * 1000) >> 10,
+                (u64::from(us) * 1000) >> 10,
+                "{us}"
+            );
+            if us % 1000 == 0 {
+                assert_eq!(back, us);
+            }
+        }
     }
 }

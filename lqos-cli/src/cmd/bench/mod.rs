@@ -69,6 +69,15 @@ pub struct Args {
     /// Draw median wall time against circuit count into this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
+    /// Bench these existing interfaces (download,upload) of the current
+    /// namespace instead of a private veth pair, e.g. the lab's virtio NICs.
+    /// Their root qdiscs are rebuilt many times and deleted at the end.
+    #[arg(long, value_delimiter = ',', value_name = "DOWN,UP", num_args = 1)]
+    interfaces: Vec<String>,
+    /// With --interfaces: allow replacing a root qdisc that is not the
+    /// kernel's default (it is deleted, not restored).
+    #[arg(long, requires = "interfaces")]
+    replace_existing: bool,
 }
 
 /// Runs `lqos bench`.
@@ -92,20 +101,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, false) => args.sweep.clone(),
     };
 
-    let _ = cleanup_stale("lqos-bench");
     let ns_name = format!("lqos-bench-{}", std::process::id());
-    install_interrupt_cleanup(&ns_name)?;
-    let ns = ScratchNetns::with_veth(&ns_name, DOWNLINK, UPLINK, args.queues)
-        .with_context(|| format!("creating network namespace {ns_name}"))?;
+    let (ns, devs) = if args.interfaces.is_empty() {
+        let _ = cleanup_stale("lqos-bench");
+        install_interrupt_cleanup(Cleanup::Netns(ns_name.clone()))?;
+        let ns = ScratchNetns::with_veth(&ns_name, DOWNLINK, UPLINK, args.queues)
+            .with_context(|| format!("creating network namespace {ns_name}"))?;
+        (Some(ns), [DOWNLINK.to_string(), UPLINK.to_string()])
+    } else {
+        let devs = existing_interfaces(&args.interfaces, args.queues, args.replace_existing)?;
+        install_interrupt_cleanup(Cleanup::Roots(devs.to_vec()))?;
+        (None, devs)
+    };
+    let [down, up] = [devs[0].as_str(), devs[1].as_str()];
     let sqm = choose_sqm(args.sqm.as_deref())?;
     eprintln!(
-        "lqos bench: namespace {} ({DOWNLINK}/{UPLINK}, {} TX queues), leaf qdisc {sqm}, {} run(s) per method",
-        ns.name(),
+        "lqos bench: {} ({down}/{up}, {} TX queues), leaf qdisc {sqm}, {} run(s) per method",
+        match &ns {
+            Some(ns) => format!("namespace {}", ns.name()),
+            None => "existing interfaces".to_string(),
+        },
         args.queues,
         args.runs
     );
+    let _restore = RestoreRoots(if ns.is_none() { devs.to_vec() } else { vec![] });
 
-    let runner = Runner::new(ns.name());
+    let runner = Runner::in_netns(ns.as_ref().map(|n| n.name()));
     let total = sizes.len() * strategies.len() * args.runs * methods.len();
     let bar = progress_bar(total as u64);
     let mut samples: BTreeMap<RowKey, (Method, Vec<Sample>)> = BTreeMap::new();
@@ -115,7 +136,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             None => generated(n, args.seed, args.uneven),
         };
         for (si, &strategy) in strategies.iter().enumerate() {
-            let mut cfg = PlanConfig::bridge(DOWNLINK, UPLINK, args.queues);
+            let mut cfg = PlanConfig::bridge(down, up, args.queues);
             cfg.default_sqm = sqm.clone();
             cfg.strategy = strategy;
             if !sqm.is_cake() {
@@ -169,8 +190,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     report::fill_ratios(&mut rows);
     if args.json {
         let out = serde_json::json!({
-            "namespace": ns_name,
-            "interfaces": [DOWNLINK, UPLINK],
+            "namespace": if args.interfaces.is_empty() { Some(&ns_name) } else { None },
+            "interfaces": [down, up],
             "queues": args.queues,
             "sqm": sqm.to_string(),
             "runs": args.runs,
@@ -255,15 +276,98 @@ fn choose_sqm(asked: Option<&str>) -> anyhow::Result<LeafSpec> {
     }
 }
 
-/// On Ctrl-C / SIGTERM, delete the namespace before exiting (the normal
-/// and error paths delete it when `ScratchNetns` drops).
-fn install_interrupt_cleanup(ns: &str) -> anyhow::Result<()> {
-    let ns = ns.to_string();
+/// `--interfaces DOWN,UP`: both exist with enough TX queues, and carry no
+/// root qdisc other than the kernel's default unless `replace` is set.
+fn existing_interfaces(list: &[String], queues: u32, replace: bool) -> anyhow::Result<[String; 2]> {
+    let [down, up] = list else {
+        anyhow::bail!(
+            "--interfaces {:?}: expected two interfaces, download,upload",
+            list.join(",")
+        );
+    };
+    anyhow::ensure!(down != up, "--interfaces: {down} given twice");
+    let live = lqos_apply::NetlinkLive::new(None);
+    for dev in [down, up] {
+        use lqos_apply::live::LiveSource;
+        let link = live
+            .link(dev)?
+            .ok_or_else(|| anyhow::anyhow!("--interfaces: no interface {dev} here"))?;
+        anyhow::ensure!(
+            link.num_tx_queues >= queues,
+            "--interfaces: {dev} has {} TX queues, the bench wants {queues} (use --queues {})",
+            link.num_tx_queues,
+            link.num_tx_queues
+        );
+        if let Some(root) = foreign_root(&live.dump(dev)?) {
+            anyhow::ensure!(
+                replace,
+                "--interfaces: {dev} already has a root qdisc ({root}) that is not the kernel's default; \
+                 the bench would delete it and leave none: pass --replace-existing if that is what you want"
+            );
+            eprintln!(
+                "lqos bench: notice: replacing {dev}'s root qdisc {root} (--replace-existing)"
+            );
+        }
+    }
+    Ok([down.clone(), up.clone()])
+}
+
+/// The root qdisc of `tree` if it is not one the kernel made itself
+/// (`noqueue 0:`, `pfifo_fast 0:`, a default `mq 0:`): `"htb 1:"`.
+fn foreign_root(tree: &lqos_tc::TcTree) -> Option<String> {
+    tree.qdiscs
+        .values()
+        .find(|q| q.parent == lqos_tc::TcHandle::ROOT && !lqos_tc::rules::is_kernel_default(q))
+        .map(|q| format!("{} {}", q.kind.name(), q.handle))
+}
+
+/// Deletes the root qdiscs of existing interfaces when the bench ends
+/// (normally or on error): they go back to the kernel's default.
+struct RestoreRoots(Vec<String>);
+
+impl Drop for RestoreRoots {
+    fn drop(&mut self) {
+        for dev in &self.0 {
+            delete_root(dev);
+        }
+    }
+}
+
+fn delete_root(dev: &str) {
+    let _ = std::process::Command::new("tc")
+        .args(["qdisc", "del", "dev", dev, "root"])
+        .output();
+}
+
+/// What an interrupted bench must undo.
+enum Cleanup {
+    /// Delete the scratch namespace.
+    Netns(String),
+    /// Delete the root qdiscs of these existing interfaces.
+    Roots(Vec<String>),
+}
+
+/// On Ctrl-C / SIGTERM, delete the namespace (or the benched interfaces'
+/// root qdiscs) before exiting (the normal and error paths do it on drop).
+fn install_interrupt_cleanup(cleanup: Cleanup) -> anyhow::Result<()> {
     ctrlc::set_handler(move || {
-        let _ = std::process::Command::new("ip")
-            .args(["netns", "del", &ns])
-            .status();
-        eprintln!("\nlqos bench: interrupted; removed namespace {ns}");
+        match &cleanup {
+            Cleanup::Netns(ns) => {
+                let _ = std::process::Command::new("ip")
+                    .args(["netns", "del", ns])
+                    .status();
+                eprintln!("\nlqos bench: interrupted; removed namespace {ns}");
+            }
+            Cleanup::Roots(devs) => {
+                for d in devs {
+                    delete_root(d);
+                }
+                eprintln!(
+                    "\nlqos bench: interrupted; deleted the root qdiscs of {}",
+                    devs.join(", ")
+                );
+            }
+        }
         std::process::exit(130);
     })
     .context("installing the Ctrl-C handler")
@@ -276,4 +380,33 @@ fn progress_bar(total: u64) -> ProgressBar {
             .expect("valid template"),
     );
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lqos_tc::{Qdisc, TcHandle, TcTree};
+
+    fn tree(root: Qdisc) -> TcTree {
+        let mut t = TcTree::default();
+        t.qdiscs.insert(root.handle, root);
+        t
+    }
+
+    #[test]
+    fn kernel_default_roots_are_not_foreign() {
+        let noqueue = Qdisc {
+            parent: TcHandle::ROOT,
+            handle: TcHandle::UNSPEC,
+            kind: QdiscKind::Other("noqueue".into()),
+        };
+        assert_eq!(foreign_root(&tree(noqueue)), None);
+        assert_eq!(foreign_root(&TcTree::default()), None);
+        let mq = Qdisc {
+            parent: TcHandle::ROOT,
+            handle: TcHandle::new(0x7fff, 0),
+            kind: QdiscKind::Mq,
+        };
+        assert_eq!(foreign_root(&tree(mq)).as_deref(), Some("mq 7fff:"));
+    }
 }
