@@ -74,10 +74,15 @@ fn classifier_10k(c: &mut Criterion<CpuTime>) {
         });
         let again = plan(&net, &cfg, Some(&p.allocation)).unwrap();
         let (ta, tb) = (p.interfaces[0].tree(), again.interfaces[0].tree());
-        assert!(diff::diff(&ta, &tb).is_empty(), "no-op reload must be 0 ops");
-        g.bench_with_input(BenchmarkId::new("noop_diff", &name), &(ta, tb), |b, (ta, tb)| {
-            b.iter(|| diff::diff(ta, tb).len())
-        });
+        assert!(
+            diff::diff(&ta, &tb).is_empty(),
+            "no-op reload must be 0 ops"
+        );
+        g.bench_with_input(
+            BenchmarkId::new("noop_diff", &name),
+            &(ta, tb),
+            |b, (ta, tb)| b.iter(|| diff::diff(ta, tb).len()),
+        );
     }
     g.finish();
 }
