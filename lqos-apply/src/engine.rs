@@ -226,9 +226,20 @@ pub fn preflight(
     Ok(links)
 }
 
+/// True for the classifier's ops (`clsact` and its filters).
+fn is_classifier_op(op: &TcOp) -> bool {
+    match op {
+        TcOp::ReplaceFilter(_) | TcOp::DeleteFilter(_) => true,
+        TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) => q.kind == QdiscKind::Clsact,
+        _ => false,
+    }
+}
+
 /// The ops that take `live` to `target`: the diff when the layout matches
 /// ([`rules::layout`]; and `full` is off), else a root delete (if a tree is
-/// there, [`rules::rebuild_deletes_root`]) plus the full build.
+/// there, [`rules::rebuild_deletes_root`]) plus the full build of the
+/// classes, then the classifier's diff against `live` (the root delete does
+/// not remove `clsact` or its filters).
 pub fn plan_change(target: &Target, live: &TcTree, full: bool) -> IfaceChange {
     let planned = target.tree();
     let reason = if full {
@@ -250,7 +261,16 @@ pub fn plan_change(target: &Target, live: &TcTree, full: bool) -> IfaceChange {
             if rules::rebuild_deletes_root(live) {
                 ops.push(TcOp::delete_root());
             }
-            ops.extend(target.ops.iter().cloned());
+            // The root delete leaves clsact and its filters in place: the
+            // classifier is diffed, not rebuilt (a no-op when it is in sync).
+            ops.extend(
+                target
+                    .ops
+                    .iter()
+                    .filter(|op| !is_classifier_op(op))
+                    .cloned(),
+            );
+            ops.extend(lqos_tc::classify::diff_filters(live, &planned));
             IfaceChange {
                 dev: target.dev.clone(),
                 kind: LoadKind::Full { reason },

@@ -471,3 +471,59 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
         }
     }
 }
+
+/// Runs on any kernel with clsact (this host too): another program's
+/// clsact and egress filter (here a u32 filter outside lqos's preference
+/// range, standing for LibreQoS's BPF) read back over netlink, are not
+/// drift for a plan without the classifier, and survive applies.
+#[test]
+fn foreign_clsact_and_filters_are_read_back_and_left_alone() {
+    if !require_netns("live_classifier_foreign_clsact") {
+        return;
+    }
+    let ns =
+        ScratchNetns::with_veth(&unique_name("lqos-cls", "foreign"), "ens19", "ens20", 16).unwrap();
+    ns.tc(&["qdisc", "add", "dev", "ens19", "clsact"]).unwrap();
+    ns.tc(&[
+        "filter",
+        "add",
+        "dev",
+        "ens19",
+        "egress",
+        "pref",
+        "49152",
+        "protocol",
+        "ip",
+        "u32",
+        "match",
+        "ip",
+        "dst",
+        "192.0.2.9/32",
+        "classid",
+        "1:2",
+    ])
+    .unwrap();
+    let mut cfg = planned("C", None).config;
+    cfg.classifier = Classifier::None;
+    let p = plan(&network("C"), &cfg, None).unwrap();
+    let live = NetlinkLive::new(Some(ns.name().to_string()));
+    use lqos_apply::live::LiveSource as _;
+    let tree = live.dump("ens19").unwrap();
+    assert!(lqos_tc::classify::has_clsact(&tree), "{:?}", tree.qdiscs);
+    assert!(tree.filters.is_empty(), "{:?}", tree.filters);
+    apply(&ns, &p);
+    assert!(apply(&ns, &planned_like(&p)).values().all(Vec::is_empty));
+    let shown = ns
+        .tc(&["filter", "show", "dev", "ens19", "egress"])
+        .unwrap();
+    assert!(shown.contains("u32"), "{shown}");
+    assert!(ns
+        .tc(&["qdisc", "show", "dev", "ens19"])
+        .unwrap()
+        .contains("clsact"));
+}
+
+/// `p` re-planned with its own allocation (a no-op reload).
+fn planned_like(p: &Plan) -> Plan {
+    plan(&network("C"), &p.config, Some(&p.allocation)).unwrap()
+}

@@ -201,6 +201,7 @@ pub(crate) fn decode_qdisc(payload: &[u8]) -> Result<(i32, Qdisc), DecodeError> 
     let opts = opts.unwrap_or(&[]);
     let kind = match kind {
         "mq" => QdiscKind::Mq,
+        "clsact" => QdiscKind::Clsact,
         "htb" => {
             let mut q = HtbQdisc {
                 default_minor: 0,
@@ -548,6 +549,7 @@ mod tests {
                 );
             prop_oneof![
                 Just(QdiscKind::Mq),
+                Just(QdiscKind::Clsact),
                 (any::<u32>(), any::<u32>(), any::<u32>()).prop_map(|(d, r, q)| QdiscKind::Htb(
                     HtbQdisc {
                         default_minor: d,
