@@ -8,7 +8,7 @@
 //! priority). The traffic generator and receivers are in this file (plain
 //! UDP sockets on threads that entered the namespaces); no iperf.
 //!
-//! Checked: each shaped flow, sent at 1.5x its circuit's ceil, is delivered
+//! Checked: each shaped flow, offered at 1.3x its circuit's ceil, is delivered
 //! at that ceil +/-10%; an address no device has goes to the default class
 //! (`:2`) and is not held to any circuit's ceil; after one address moves to
 //! another circuit, one apply (one filter replaced per interface) re-steers
@@ -44,18 +44,21 @@ const PORT: u16 = 5001;
 const BUCKET: Duration = Duration::from_millis(100);
 
 /// Circuits: id, ceil in kbit, address (None: no device yet).
-const CIRCUITS: [(&str, u64, Option<&str>); 5] = [
-    ("A", 1000, Some("100.64.0.1")),
-    ("B", 1500, Some("100.64.0.2")),
-    ("C", 2000, Some("100.64.0.3")),
-    ("D", 2500, Some("100.64.0.4")),
-    ("E", 1200, None),
+/// Small ceils so a TCG guest can forward every flow (the lab measured
+/// ~750 packets/s through two veths and the shaper).
+const CIRCUITS: [(&str, u64, Option<&str>); 4] = [
+    ("A", 800, Some("100.64.0.1")),
+    ("B", 1000, Some("100.64.0.2")),
+    ("C", 1200, Some("100.64.0.3")),
+    ("E", 900, None),
 ];
+/// Shaped flows are offered at this multiple of their circuit's ceil.
+const OFFER: f64 = 1.3;
 /// The address that moves from C to E.
 const MOVER: &str = "100.64.0.3";
 /// An address no device has.
 const UNKNOWN: &str = "100.64.0.200";
-const UNKNOWN_KBIT: u64 = 1000;
+const UNKNOWN_KBIT: u64 = 500;
 
 fn classifier_available(test: &str) -> bool {
     if !require_netns(test) {
@@ -213,14 +216,13 @@ fn planned(owner: &str, prev: Option<&Plan>) -> Plan {
 }
 
 /// Loads `p` into the shaper namespace; returns the ops sent per interface.
-fn apply(ns: &ScratchNetns, p: &Plan) -> BTreeMap<String, Vec<TcOp>> {
-    let live = NetlinkLive::new(Some(ns.name().to_string()));
+fn apply(ns: &ScratchNetns, live: &NetlinkLive, p: &Plan) -> BTreeMap<String, Vec<TcOp>> {
     let backend = NetlinkBackend::new(Some(ns.name().to_string()), Parallelism::Serial);
     let opts = ApplyOptions {
         verify_after: true,
         ..ApplyOptions::default()
     };
-    let r = apply_targets(&Target::from_plan(p), &live, &backend, opts, &NoProgress).unwrap();
+    let r = apply_targets(&Target::from_plan(p), live, &backend, opts, &NoProgress).unwrap();
     assert!(
         r.verify.as_ref().unwrap().is_clean(),
         "{}",
@@ -264,7 +266,11 @@ fn receivers(
 }
 
 /// Sends to every address at its rate (kbit/s on the wire) until `stop`.
-fn sender(ns: &str, rates: Vec<(String, u64)>, stop: Arc<AtomicBool>) -> JoinHandle<u64> {
+fn sender(
+    ns: &str,
+    rates: Vec<(String, u64)>,
+    stop: Arc<AtomicBool>,
+) -> JoinHandle<BTreeMap<String, u64>> {
     in_netns(ns, move || {
         let s = UdpSocket::bind("0.0.0.0:0").unwrap();
         let payload = [0x5au8; PAYLOAD];
@@ -278,7 +284,7 @@ fn sender(ns: &str, rates: Vec<(String, u64)>, stop: Arc<AtomicBool>) -> JoinHan
             .iter()
             .map(|(a, _)| SocketAddr::from((a.parse::<Ipv4Addr>().unwrap(), PORT)))
             .collect();
-        let mut sent = 0u64;
+        let mut sent = vec![0u64; rates.len()];
         while !stop.load(Ordering::Relaxed) {
             let (i, due) = next
                 .iter()
@@ -291,12 +297,13 @@ fn sender(ns: &str, rates: Vec<(String, u64)>, stop: Arc<AtomicBool>) -> JoinHan
                 std::thread::sleep((due - now).min(Duration::from_millis(5)));
                 continue;
             }
-            let _ = s.send_to(&payload, dests[i]);
-            sent += 1;
+            if s.send_to(&payload, dests[i]).is_ok() {
+                sent[i] += 1;
+            }
             // Catch up after a stall without a burst: never more than one gap behind.
             next[i] = (due + gaps[i]).max(now.saturating_sub(gaps[i]));
         }
-        sent
+        rates.into_iter().map(|(a, _)| a).zip(sent).collect()
     })
 }
 
@@ -311,7 +318,9 @@ fn buckets(times: &[Duration], from: Duration, to: Duration) -> Vec<usize> {
     let n = ((to - from).as_millis() / BUCKET.as_millis()) as usize;
     let mut b = vec![0usize; n];
     for t in times.iter().filter(|t| **t >= from && **t < to) {
-        b[((*t - from).as_millis() / BUCKET.as_millis()) as usize] += 1;
+        if let Some(x) = b.get_mut(((*t - from).as_millis() / BUCKET.as_millis()) as usize) {
+            *x += 1; // a last partial bucket is left out
+        }
     }
     b
 }
@@ -348,13 +357,14 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
         return;
     }
     let t = topo();
+    let live = NetlinkLive::new(Some(t.shaper.name().to_string()));
     let first = planned("C", None);
-    let sent = apply(&t.shaper, &first);
+    let sent = apply(&t.shaper, &live, &first);
     assert!(sent["ens19"]
         .iter()
         .any(|op| matches!(op, TcOp::ReplaceFilter(_))));
     // Applying the same plan again sends nothing (the classifier included).
-    let again = apply(&t.shaper, &planned("C", Some(&first)));
+    let again = apply(&t.shaper, &live, &planned("C", Some(&first)));
     assert!(again.values().all(Vec::is_empty), "{again:?}");
 
     let start = Instant::now();
@@ -364,28 +374,39 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
     std::thread::sleep(Duration::from_millis(200));
     let mut rates: Vec<(String, u64)> = CIRCUITS
         .iter()
-        .filter_map(|(_, ceil, a)| a.map(|a| (a.to_string(), ceil * 3 / 2)))
+        .filter_map(|(_, ceil, a)| a.map(|a| (a.to_string(), (*ceil as f64 * OFFER) as u64)))
         .collect();
     rates.push((UNKNOWN.to_string(), UNKNOWN_KBIT));
     let tx = sender(t.internet.name(), rates, stop.clone());
 
-    // Phase 1 until 4 s; the move at 4 s; phase 2 until 8 s.
-    std::thread::sleep(secs(4.0).saturating_sub(start.elapsed()));
-    let moved_at = start.elapsed();
+    // Phase 1 until 4 s; then the move (one apply); phase 2 for 4 s more.
+    let (warm, moved_at) = (secs(1.5), secs(4.0));
+    std::thread::sleep(moved_at.saturating_sub(start.elapsed()));
     let second = planned("E", Some(&first));
-    let changed = apply(&t.shaper, &second);
-    let applied_in = start.elapsed() - moved_at;
-    std::thread::sleep(secs(8.0).saturating_sub(start.elapsed()));
+    let changed = apply(&t.shaper, &live, &second);
+    let applied_at = start.elapsed();
+    let end = applied_at + secs(4.0);
+    std::thread::sleep(end.saturating_sub(start.elapsed()));
     stop.store(true, Ordering::Relaxed);
-    let packets_sent = tx.join().unwrap();
+    let offered = tx.join().unwrap();
+    let run = start.elapsed();
     for r in rx {
         r.join().unwrap();
     }
     let got = got.lock().unwrap().clone();
+    let bytes = class_bytes(&t.shaper, "ens19");
     eprintln!(
-        "live_classifier: {packets_sent} packets sent; move applied in {:.3}s",
-        applied_in.as_secs_f64()
+        "live_classifier: move applied in {:.3}s; per address: sent, delivered (packets), phase-1 kbit/s",
+        (applied_at - moved_at).as_secs_f64()
     );
+    for (a, n) in &offered {
+        eprintln!(
+            "  {a}: {n} sent, {} delivered, {:.0} kbit/s before the move, {:.0} after",
+            got[a].len(),
+            rate_kbit(&got[a], warm, moved_at),
+            rate_kbit(&got[a], applied_at + secs(1.0), end)
+        );
+    }
 
     // One filter replaced per interface, nothing else.
     for (dev, ops) in &changed {
@@ -397,29 +418,39 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
     }
 
     let ceil = |id: &str| CIRCUITS.iter().find(|c| c.0 == id).unwrap().1 as f64;
+    let offered_kbit = |a: &str| offered[a] as f64 * WIRE as f64 * 8.0 / 1000.0 / run.as_secs_f64();
     let within = |what: &str, r: f64, want: f64| {
         assert!(
             (r - want).abs() <= 0.10 * want,
             "{what}: delivered {r:.0} kbit/s, want {want:.0} +/-10%"
         );
     };
+    // The generator must really have offered more than each ceil.
+    for (id, c, addr) in CIRCUITS.iter().filter(|c| c.2.is_some()) {
+        let a = addr.unwrap();
+        assert!(
+            offered_kbit(a) >= 1.15 * *c as f64,
+            "the generator offered {a} (circuit {id}) only {:.0} kbit/s (ceil {c}): this machine is too slow for the test",
+            offered_kbit(a)
+        );
+    }
     // Phase 1 (after HTB's start-up): every flow at its circuit's ceil.
     for (id, _, addr) in CIRCUITS.iter().filter(|c| c.2.is_some()) {
         let a = addr.unwrap();
         within(
             &format!("{a} (circuit {id}) before the move"),
-            rate_kbit(&got[a], secs(1.0), secs(4.0)),
+            rate_kbit(&got[a], warm, moved_at),
             ceil(id),
         );
     }
-    // The unknown address is not held to any circuit's ceil: it arrives at
-    // the rate it was sent, through the default classes.
-    within(
-        "unknown address",
-        rate_kbit(&got[UNKNOWN], secs(1.0), secs(8.0)),
-        UNKNOWN_KBIT as f64,
+    // The unknown address is held to no circuit's ceil: everything offered
+    // arrives, through the default classes (`:2`).
+    let unknown = got[UNKNOWN].len() as f64;
+    assert!(
+        unknown >= 0.9 * offered[UNKNOWN] as f64,
+        "unknown address: {unknown} of {} packets delivered",
+        offered[UNKNOWN]
     );
-    let bytes = class_bytes(&t.shaper, "ens19");
     let default_bytes: u64 = bytes
         .iter()
         .filter(|(h, _)| h.minor() == 2)
@@ -431,10 +462,10 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
         "default classes saw {default_bytes} bytes, the unknown flow delivered {unknown_bytes}"
     );
     // Each circuit's class carried its own flow (classids from the IP map).
-    for (id, _, addr) in CIRCUITS
+    let steady = CIRCUITS
         .iter()
-        .filter(|c| c.2.is_some() && c.2 != Some(MOVER))
-    {
+        .filter(|c| c.2.is_some() && c.2 != Some(MOVER));
+    for (id, _, addr) in steady.clone() {
         let a = addr.unwrap();
         let e = second.ip_map.lookup(a.parse().unwrap()).unwrap();
         let delivered = got[a].len() as u64 * WIRE;
@@ -445,28 +476,28 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
             e.download.classid
         );
     }
-    // Phase 2: the mover at E's ceil; the others undisturbed throughout.
+    // Phase 2: the mover at E's ceil; the others undisturbed throughout
+    // (a bucket may hold one packet more than 1.3x ceil x 100 ms: packets
+    // are indivisible).
     within(
         "the moved address at circuit E",
-        rate_kbit(&got[MOVER], moved_at + applied_in + secs(1.0), secs(8.0)),
+        rate_kbit(&got[MOVER], applied_at + secs(1.0), end),
         ceil("E"),
     );
-    for (id, _, addr) in CIRCUITS
-        .iter()
-        .filter(|c| c.2.is_some() && c.2 != Some(MOVER))
-    {
+    for (id, _, addr) in steady {
         let a = addr.unwrap();
-        let max =
-            (1.3 * ceil(id) * 1000.0 / 8.0 * BUCKET.as_secs_f64() / WIRE as f64).floor() as usize;
-        for (i, n) in buckets(&got[a], secs(1.0), secs(8.0)).iter().enumerate() {
-            let at = 1.0 + i as f64 * BUCKET.as_secs_f64();
+        let max = (1.3 * ceil(id) * 1000.0 / 8.0 * BUCKET.as_secs_f64() / WIRE as f64).floor()
+            as usize
+            + 1;
+        for (i, n) in buckets(&got[a], warm, end).iter().enumerate() {
+            let at = warm.as_secs_f64() + i as f64 * BUCKET.as_secs_f64();
             assert!(
                 *n > 0,
                 "{a} (circuit {id}): empty 100 ms bucket at {at:.1}s"
             );
             assert!(
-                *n <= max.max(1),
-                "{a} (circuit {id}): {n} packets in the 100 ms bucket at {at:.1}s, above 1.3x ceil ({max})"
+                *n <= max,
+                "{a} (circuit {id}): {n} packets in the 100 ms bucket at {at:.1}s, above 1.3x ceil (+1 packet: {max})"
             );
         }
     }
@@ -511,8 +542,10 @@ fn foreign_clsact_and_filters_are_read_back_and_left_alone() {
     let tree = live.dump("ens19").unwrap();
     assert!(lqos_tc::classify::has_clsact(&tree), "{:?}", tree.qdiscs);
     assert!(tree.filters.is_empty(), "{:?}", tree.filters);
-    apply(&ns, &p);
-    assert!(apply(&ns, &planned_like(&p)).values().all(Vec::is_empty));
+    apply(&ns, &live, &p);
+    assert!(apply(&ns, &live, &planned_like(&p))
+        .values()
+        .all(Vec::is_empty));
     let shown = ns
         .tc(&["filter", "show", "dev", "ens19", "egress"])
         .unwrap();
