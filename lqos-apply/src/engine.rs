@@ -161,6 +161,9 @@ pub fn preflight(
             dev: t.dev.clone(),
             netns: live.netns().map(str::to_string),
         })?;
+        if link.num_tx_queues < 2 && t.root().is_some_and(|r| r.kind == QdiscKind::Mq) {
+            return Err(ApplyError::MqOnSingleQueue { dev: t.dev.clone() });
+        }
         let needed = t.queues_needed();
         if needed > link.num_tx_queues as usize {
             return Err(ApplyError::TooFewQueues {

@@ -43,7 +43,6 @@
 //! and the total; [`read_live`] + [`plan_change`] is an incremental reload.
 
 pub mod backend;
-pub mod bench;
 pub mod engine;
 pub mod error;
 pub mod live;
@@ -61,6 +60,6 @@ pub use backend::{
 pub use engine::{apply_targets, plan_change, preflight, ApplyOptions, ApplyReport, Target};
 pub use error::ApplyError;
 pub use live::{read_live, LinkSummary, LiveSource, NetlinkLive};
-pub use session::{load_saved_plan, SavedPlan, Session};
+pub use session::{load_saved, load_saved_allocation, load_saved_plan, SavedPlan, Session};
 pub use timing::Timing;
 pub use verify::{verify_tree, VerifyReport};

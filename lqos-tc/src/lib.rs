@@ -42,8 +42,10 @@ mod fx;
 mod handle;
 pub mod ipmap;
 mod ops;
+pub mod order;
 pub mod parse;
 mod plan;
+pub mod record;
 pub mod render;
 pub mod rules;
 mod tree;
@@ -57,10 +59,12 @@ pub use ops::{
     CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, Class, FqCodelParams, HtbClass,
     HtbQdisc, Qdisc, QdiscKind, TcOp,
 };
+pub use order::locality_order;
 pub use parse::{parse_batch, ParseError};
 pub use plan::{
     just_below, plan, quantum_for, r2q_for, Allocation, CircuitSlot, Direction, FilterSlot,
     InterfacePlan, NodeSlot, Plan, PlanError, HTB_LEVELS, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
 };
+pub use record::{PlanInputs, PlanRecord, PrefixRow, RecordError, RECORD_FORMAT};
 pub use render::{render_combined, render_interface, render_line};
 pub use tree::{TcTree, TreeError, HTB_MAX_DEPTH};

@@ -119,8 +119,9 @@ pub struct InterfacePlan {
     pub direction: Direction,
     /// The full build, in order: `qdisc replace` of the mq root, per queue
     /// the HTB qdisc, top class `:1`, default class `:2` and its leaf; then
-    /// every node class (parents first); then every circuit class, each
-    /// followed by its leaf qdisc, in input order. No root delete.
+    /// per HTB the class tree depth-first ([`crate::locality_order`]): a
+    /// node's class, its circuits (each class followed by its leaf qdisc),
+    /// then its child nodes. No root delete.
     pub ops: Vec<TcOp>,
     /// How many leading ops build the queue layout (root, HTBs, `:1`, `:2`).
     pub setup_ops: usize,
@@ -966,11 +967,29 @@ pub fn plan(
     let est_u = 1 + 4 * q + n + cp.len() + leaves_u;
     let mut ops_d: Vec<TcOp> = Vec::with_capacity(if stick { est_d + est_u } else { est_d });
     let mut ops_u: Vec<TcOp> = Vec::with_capacity(if stick { 0 } else { est_u });
-    let root = TcOp::ReplaceQdisc(Qdisc {
-        parent: TcHandle::ROOT,
-        handle: MQ_HANDLE,
-        kind: QdiscKind::Mq,
-    });
+    // One queue per direction on a bridge: the HTB is the root (mq needs a
+    // multiqueue device; a single-queue NIC refuses it).
+    let single = !stick && q == 1;
+    let htb_qdisc = || {
+        QdiscKind::Htb(HtbQdisc {
+            default_minor: 2,
+            r2q: None,
+            direct_qlen: None,
+        })
+    };
+    let root = if single {
+        TcOp::ReplaceQdisc(Qdisc {
+            parent: TcHandle::ROOT,
+            handle: TcHandle::new(1, 0),
+            kind: htb_qdisc(),
+        })
+    } else {
+        TcOp::ReplaceQdisc(Qdisc {
+            parent: TcHandle::ROOT,
+            handle: MQ_HANDLE,
+            kind: QdiscKind::Mq,
+        })
+    };
     ops_d.push(root.clone());
     if !stick {
         ops_u.push(root);
@@ -978,15 +997,13 @@ pub fn plan(
     let header = |ops: &mut Vec<TcOp>, cap: Rate, off: u16| {
         for i in 0..q as u16 {
             let m = i + 1 + off;
-            ops.push(TcOp::AddQdisc(Qdisc {
-                parent: TcHandle::new(0x7fff, m),
-                handle: TcHandle::new(m, 0),
-                kind: QdiscKind::Htb(HtbQdisc {
-                    default_minor: 2,
-                    r2q: None,
-                    direct_qlen: None,
-                }),
-            }));
+            if !single {
+                ops.push(TcOp::AddQdisc(Qdisc {
+                    parent: TcHandle::new(0x7fff, m),
+                    handle: TcHandle::new(m, 0),
+                    kind: htb_qdisc(),
+                }));
+            }
             ops.push(htb_class(
                 TcHandle::new(m, 0),
                 TcHandle::new(m, 1),
@@ -1103,7 +1120,11 @@ pub fn plan(
         slot.leaf_upload = (p.leaf_u != NO_LEAF).then_some(p.major_u);
     }
 
-    // 12. IP map with stable filter handles, and the classifier's ops.
+    // 12. Locality: one HTB subtree at a time, a leaf right after its class.
+    let mut ops_d = crate::order::into_locality_order(ops_d);
+    let mut ops_u = crate::order::into_locality_order(ops_u);
+
+    // 13. IP map with stable filter handles, and the classifier's ops.
     let ip_map = ip_map(circuits, &slots, previous, q as u32, stick, &dev_d, &dev_u);
     if cfg.classifier == Classifier::Tc {
         let (down_side, up_side) = (MatchSide::Dst, MatchSide::Src);
@@ -1116,14 +1137,7 @@ pub fn plan(
             push_filters(&mut ops_u, &ip_map, &[(up_side, true)]);
         }
     }
-    let filters = ip_map
-        .entries()
-        .iter()
-        .map(|e| FilterSlot {
-            net: e.net,
-            handle: e.filter_handle,
-        })
-        .collect::<Vec<_>>();
+    let filters = filter_slots(ip_map.entries().iter().map(|e| (e.net, e.filter_handle)));
 
     let interfaces = if stick {
         let mut counts = counts_d.clone();
@@ -1164,6 +1178,20 @@ pub fn plan(
         },
         ip_map,
     })
+}
+
+/// Filter slots sorted by prefix, one per prefix (the allocation's
+/// canonical form).
+pub(crate) fn filter_slots(it: impl Iterator<Item = (IpNet, u32)>) -> Vec<FilterSlot> {
+    let mut v: Vec<FilterSlot> = it
+        .map(|(net, handle)| FilterSlot {
+            net: net.trunc(),
+            handle,
+        })
+        .collect();
+    v.sort_by_key(|f| f.net);
+    v.dedup_by_key(|f| f.net);
+    v
 }
 
 /// The IP map: one entry per device address/prefix, each prefix with the

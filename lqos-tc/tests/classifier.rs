@@ -428,3 +428,25 @@ proptest! {
         }
     }
 }
+
+/// Regression (merge of PlanRecord): a plan record keeps every device
+/// prefix and its filter handle, so it re-plans to the identical plan with
+/// the classifier, IP map included.
+#[test]
+fn plan_record_replans_the_classifier_and_ip_map() {
+    let net = network(false, false);
+    let a = plan(&net, &cfg(Classifier::Tc), None).unwrap();
+    // A second plan with a removed device: handles are not the dense 1..n.
+    let b = plan(
+        &network(false, true),
+        &cfg(Classifier::Tc),
+        Some(&a.allocation),
+    )
+    .unwrap();
+    for (n, p) in [(&net, &a), (&network(false, true), &b)] {
+        let rec = lqos_tc::PlanRecord::new(p, Some(n), false).unwrap();
+        let json = serde_json::to_string(&rec).unwrap();
+        let back: lqos_tc::PlanRecord = serde_json::from_str(&json).unwrap();
+        assert_eq!(&back.replan().unwrap(), p);
+    }
+}

@@ -10,9 +10,10 @@ use lqos_apply::engine::{apply_targets, ApplyOptions, ApplyReport, LoadKind, Tar
 use lqos_apply::live::LiveSource;
 use lqos_apply::state::{resolve_state_dir, StateDir};
 use lqos_apply::{
-    load_saved_plan, ApplyError, Backend, NetlinkBackend, NetlinkLive, Parallelism, Session,
-    TcBatch, TcMode,
+    load_saved, load_saved_allocation, ApplyError, Backend, NetlinkBackend, NetlinkLive,
+    Parallelism, Session, TcBatch, TcMode,
 };
+use lqos_model::Network;
 use lqos_tc::{
     render_line, Allocation, DiffSummary, Interfaces, LeafSpec, Plan, PlanConfig, QueueStrategy,
     TcOp,
@@ -121,8 +122,8 @@ fn previous_allocation(state: &Path, netns: Option<&str>) -> Option<Allocation> 
         return None;
     }
     let dir = StateDir::open(state).ok()?;
-    match load_saved_plan(&dir, netns) {
-        Ok(s) => s.map(|s| s.plan.allocation),
+    match load_saved_allocation(&dir, netns) {
+        Ok(a) => a,
         Err(e) => {
             eprintln!("lqos: warning: ignoring the saved plan ({e}); classids may change");
             None
@@ -137,25 +138,19 @@ fn interface_names(cfg: &PlanConfig) -> Vec<String> {
     }
 }
 
-/// Reads a plan file.
-pub fn read_plan(path: &Path) -> anyhow::Result<Plan> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read plan {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not an lqos plan", path.display()))
-}
-
 impl PlanArgs {
     /// The plan: from `--plan`, or planned from the inputs with the queue
     /// count from `--queues` / lqos.conf / the interfaces, and the previous
-    /// allocation from the state directory.
+    /// allocation from the state directory; with the network it was
+    /// planned from when known.
     pub fn resolve(
         &self,
         live: &dyn LiveSource,
         state: &Path,
         netns: Option<&str>,
-    ) -> anyhow::Result<Plan> {
+    ) -> anyhow::Result<(Plan, Option<Network>)> {
         if let Some(p) = &self.plan {
-            return read_plan(p);
+            return super::plan::read_plan_record(p);
         }
         let loaded = self.inputs.load()?;
         loaded.require_valid()?;
@@ -195,7 +190,8 @@ impl PlanArgs {
             cfg.classifier = c.into();
         }
         let prev = previous_allocation(state, netns);
-        lqos_tc::plan(&loaded.network, &cfg, prev.as_ref()).context("planning")
+        let plan = lqos_tc::plan(&loaded.network, &cfg, prev.as_ref()).context("planning")?;
+        Ok((plan, Some(loaded.network)))
     }
 }
 
@@ -271,16 +267,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let netns = args.target.netns.clone();
     let state_path = state_path(&args.target);
     let live = NetlinkLive::new(netns.clone()).with_probe_cache(state_path.join(PROBE_CACHE_FILE));
-    let plan = if args.rollback {
+    let (plan, network) = if args.rollback {
         let dir = StateDir::open(&state_path)?;
-        load_saved_plan(&dir, netns.as_deref())?
-            .with_context(|| {
-                format!(
-                    "no plan was applied successfully yet (state dir {}): nothing to roll back to",
-                    state_path.display()
-                )
-            })?
-            .plan
+        let (saved, net) = load_saved(&dir, netns.as_deref())?.with_context(|| {
+            format!(
+                "no plan was applied successfully yet (state dir {}): nothing to roll back to",
+                state_path.display()
+            )
+        })?;
+        (saved.plan, net)
     } else {
         args.source.resolve(&live, &state_path, netns.as_deref())?
     };
@@ -364,7 +359,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(b) => b,
         None => &NoProgress,
     };
-    let report = session.apply(&plan, opts, progress);
+    let report = session.apply_planned(&plan, network.as_ref(), opts, progress);
     if let Some(b) = &bar {
         b.0.finish_and_clear();
     }

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use lqos_tc::{Classifier, LeafSpec, Plan, PlanConfig, QueueStrategy};
+use lqos_model::Network;
+use lqos_tc::{Classifier, LeafSpec, Plan, PlanConfig, PlanRecord, QueueStrategy};
 
 use super::inputs::InputArgs;
 use super::EXIT_OK;
@@ -81,6 +82,10 @@ pub struct Args {
     /// Output directory (created if missing).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Also store the ops in plan.json (by default it holds the config, the
+    /// tc-relevant inputs and the allocation; readers re-derive the ops).
+    #[arg(long)]
+    pub with_ops: bool,
 }
 
 /// Loads the inputs (failing on validation errors) and plans them.
@@ -89,6 +94,15 @@ pub fn plan_inputs(
     options: &PlanOptions,
     previous: Option<&Plan>,
 ) -> anyhow::Result<Plan> {
+    Ok(plan_network(inputs, options, previous)?.0)
+}
+
+/// [`plan_inputs`], also returning the network it planned.
+pub fn plan_network(
+    inputs: &InputArgs,
+    options: &PlanOptions,
+    previous: Option<&Plan>,
+) -> anyhow::Result<(Plan, Network)> {
     let loaded = inputs.load()?;
     loaded.require_valid()?;
     let queues = options
@@ -117,14 +131,41 @@ pub fn plan_inputs(
     }
     let plan = lqos_tc::plan(&loaded.network, &cfg, previous.map(|p| &p.allocation))
         .with_context(|| format!("planning {}", inputs.devices.display()))?;
-    Ok(plan)
+    Ok((plan, loaded.network))
 }
 
 /// Reads a plan.json.
 pub fn read_plan(path: &Path) -> anyhow::Result<Plan> {
+    Ok(read_plan_record(path)?.0)
+}
+
+/// Reads a plan.json: a [`PlanRecord`] (re-planned unless it holds its
+/// ops; with the network it describes), or the whole-plan JSON of earlier
+/// versions.
+pub fn read_plan_record(path: &Path) -> anyhow::Result<(Plan, Option<Network>)> {
     let text =
         std::fs::read(path).with_context(|| format!("cannot read plan {}", path.display()))?;
-    serde_json::from_slice(&text).with_context(|| format!("{} is not a plan.json", path.display()))
+    match serde_json::from_slice::<PlanRecord>(&text) {
+        Ok(rec) => {
+            let plan = rec
+                .replan()
+                .with_context(|| format!("plan {}", path.display()))?;
+            let net = rec
+                .inputs
+                .as_ref()
+                .map(|i| i.network())
+                .transpose()
+                .with_context(|| format!("plan {}", path.display()))?;
+            Ok((plan, net))
+        }
+        Err(e) => match serde_json::from_slice::<Plan>(&text) {
+            Ok(plan) => Ok((plan, None)),
+            Err(_) => Err(anyhow::anyhow!(
+                "{} is not a plan.json of this lqos: {e}",
+                path.display()
+            )),
+        },
+    }
 }
 
 fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {
@@ -134,7 +175,7 @@ fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {
 /// Runs `lqos plan`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let previous = args.previous.as_deref().map(read_plan).transpose()?;
-    let plan = plan_inputs(&args.inputs, &args.options, previous.as_ref())?;
+    let (plan, network) = plan_network(&args.inputs, &args.options, previous.as_ref())?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     for ip in &plan.interfaces {
@@ -150,7 +191,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let f = File::create(&json_path)
         .with_context(|| format!("cannot write {}", json_path.display()))?;
     let mut w = BufWriter::new(f);
-    serde_json::to_writer(&mut w, &plan)?;
+    let record = PlanRecord::new(&plan, Some(&network), args.with_ops)?;
+    serde_json::to_writer(&mut w, &record)?;
     w.flush()
         .with_context(|| format!("cannot write {}", json_path.display()))?;
 

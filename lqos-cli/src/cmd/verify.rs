@@ -43,7 +43,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             })?
             .plan
     } else {
-        args.source.resolve(&live, &state_path, netns.as_deref())?
+        args.source.resolve(&live, &state_path, netns.as_deref())?.0
     };
     let report = verify_targets(&Target::from_plan(&plan), &live)?;
     if args.json {
