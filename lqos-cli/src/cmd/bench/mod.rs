@@ -55,6 +55,11 @@ pub struct Args {
     /// Leaf qdisc [default: cake diffserv4 if this kernel has it, else pfifo].
     #[arg(long, value_name = "SPEC")]
     sqm: Option<String>,
+    /// Include the classifier in every load (`tc`: clsact + one flower +
+    /// skbedit filter per device address per interface; needs cls_flower,
+    /// act_skbedit, Linux >= 6.0).
+    #[arg(long, value_enum, default_value = "none", value_name = "tc|none")]
+    classifier: super::plan::ClassifierArg,
     /// Generator seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -129,8 +134,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let [down, up] = [devs[0].as_str(), devs[1].as_str()];
     let sqm = choose_sqm(args.sqm.as_deref())?;
+    let classifier: lqos_tc::Classifier = args.classifier.into();
+    if classifier == lqos_tc::Classifier::Tc {
+        if let Err(why) = KindProbe::new().probe_classifier()? {
+            anyhow::bail!("--classifier tc: {why}; bench with --classifier none (or in the lab VM: cargo xtask lab run --nics -- lqos bench --classifier tc)");
+        }
+    }
     eprintln!(
-        "lqos bench: {} ({down}/{up}, {} TX queues), leaf qdisc {sqm}, {runs} run(s) per method",
+        "lqos bench: {} ({down}/{up}, {} TX queues), leaf qdisc {sqm}, classifier {classifier}, {runs} run(s) per method",
         match &ns {
             Some(ns) => format!("namespace {}", ns.name()),
             None => "existing interfaces".to_string(),
@@ -191,6 +202,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         for (si, &strategy) in strategies.iter().enumerate() {
             let mut cfg = PlanConfig::from_lqos_config(&conf, args.queues)?;
             cfg.strategy = strategy;
+            cfg.classifier = classifier;
             if !sqm.is_cake() {
                 cfg.fq_codel_threshold = None;
             }
@@ -211,6 +223,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 args.queues.to_string().into(),
                 "--sqm".into(),
                 sqm.to_string().into(),
+                "--classifier".into(),
+                classifier.to_string().into(),
                 "--strategy".into(),
                 strategy_name(strategy).into(),
                 "--state-dir".into(),
@@ -279,6 +293,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "interfaces": [down, up],
             "queues": args.queues,
             "sqm": sqm.to_string(),
+            "classifier": classifier.to_string(),
             "runs": runs,
             "rows": rows,
         });
