@@ -92,10 +92,20 @@ fn plan_writes_ip_map_csv_with_the_issue_columns() {
     assert!(ens19.contains(&format!(
         "classid {classid} htb rate 2500kbit ceil 10500kbit"
     )));
-    // Default classifier none: no filters in the tc files; plan.json has the map.
+    // Default classifier none: no filters in the tc files. plan.json (a
+    // compact plan record) keeps every address with its filter handle, and
+    // re-plans to the same IP map.
     assert!(!ens19.contains("filter"));
     let json = std::fs::read_to_string(dir.path().join("out/plan.json")).unwrap();
-    assert!(json.contains("\"ip_map\""));
+    assert!(
+        json.contains("\"prefixes\"") && json.contains("\"100.64.8.0/24\""),
+        "{json}"
+    );
+    let out = ok(&lqos(
+        dir.path(),
+        &["show", "--plan", "out/plan.json", "--ip", "100.64.8.1"],
+    ));
+    assert!(out.contains(&format!("class {classid} ")), "{out}");
 }
 
 #[test]
