@@ -1127,14 +1127,15 @@ pub fn plan(
     // 13. IP map with stable filter handles, and the classifier's ops.
     let ip_map = ip_map(circuits, &slots, previous, q as u32, stick, &dev_d, &dev_u);
     if cfg.classifier == Classifier::Tc {
-        let (down_side, up_side) = (MatchSide::Dst, MatchSide::Src);
-        push_filters(
-            &mut ops_d,
-            &ip_map,
-            &[(down_side, false), (up_side, true)][..if stick { 2 } else { 1 }],
-        );
-        if !stick {
-            push_filters(&mut ops_u, &ip_map, &[(up_side, true)]);
+        // dst_ip filters steer download, src_ip filters upload; on a stick
+        // both sets are on the one interface.
+        const DOWN: (MatchSide, bool) = (MatchSide::Dst, false);
+        const UP: (MatchSide, bool) = (MatchSide::Src, true);
+        if stick {
+            push_filters(&mut ops_d, &ip_map, &[DOWN, UP]);
+        } else {
+            push_filters(&mut ops_d, &ip_map, &[DOWN]);
+            push_filters(&mut ops_u, &ip_map, &[UP]);
         }
     }
     let filters = filter_slots(ip_map.entries().iter().map(|e| (e.net, e.filter_handle)));
