@@ -20,6 +20,39 @@ pub struct LinkSummary {
     pub num_tx_queues: u32,
 }
 
+/// A kernel's refusal of a probe qdisc: `errno` decides, `message` is the
+/// extended-ACK text for people.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message} (errno {errno})")]
+#[non_exhaustive]
+pub struct QdiscRefusal {
+    /// Positive errno.
+    pub errno: i32,
+    /// The kernel's extended-ACK text, else strerror.
+    pub message: String,
+}
+
+impl QdiscRefusal {
+    /// A refusal with `errno` and the kernel's `message`.
+    pub fn new(errno: i32, message: impl Into<String>) -> QdiscRefusal {
+        QdiscRefusal {
+            errno,
+            message: message.into(),
+        }
+    }
+
+    /// The kernel refused because it has no such qdisc kind (`qdisc_create`
+    /// answers `ENOENT`, "Specified qdisc kind is unknown", after trying to
+    /// load the module); any other errno means it has the kind but rejects
+    /// the options.
+    pub fn is_unknown_kind(&self) -> bool {
+        self.errno == libc::ENOENT
+    }
+}
+
+/// Whether this kernel accepts a qdisc kind: `Ok(())` or the refusal.
+pub type KindSupport = std::result::Result<(), QdiscRefusal>;
+
 /// Where live state comes from: the kernel over netlink
 /// ([`NetlinkLive`]), or a fake ([`crate::backend::Recording`]).
 pub trait LiveSource: Sync {
@@ -32,9 +65,9 @@ pub trait LiveSource: Sync {
     /// The interface's qdiscs and classes.
     fn dump(&self, dev: &str) -> Result<TcTree>;
     /// Whether this kernel accepts a qdisc of each kind (with those
-    /// options), checked without touching any real interface. `Ok(Err(msg))`
+    /// options), checked without touching any real interface. `Ok(Err(r))`
     /// carries the kernel's refusal.
-    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>>;
+    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<KindSupport>>;
     /// Whether this kernel can run the `tc` classifier: Linux >= 6.0 (skbedit
     /// `queue_mapping` on egress), `clsact`, `cls_flower` and `act_skbedit`,
     /// checked without touching any real interface. `Ok(Err(why))` says
@@ -69,7 +102,7 @@ pub fn read_live(source: &dyn LiveSource, devs: &[&str]) -> Result<BTreeMap<Stri
 /// reload does not create a namespace at all.
 #[derive(Debug, Default)]
 pub struct KindProbe {
-    cache: Mutex<HashMap<String, std::result::Result<(), String>>>,
+    cache: Mutex<HashMap<String, KindSupport>>,
     file: Option<PathBuf>,
 }
 
@@ -132,7 +165,7 @@ impl KindProbe {
     }
 
     /// [`KindProbe::probe_many`] for one kind.
-    pub fn probe(&self, kind: &QdiscKind) -> Result<std::result::Result<(), String>> {
+    pub fn probe(&self, kind: &QdiscKind) -> Result<KindSupport> {
         Ok(self
             .probe_many(std::slice::from_ref(kind))?
             .pop()
@@ -143,8 +176,8 @@ impl KindProbe {
     /// netlink in one scratch namespace (created and deleted here, only if
     /// some kind is not cached yet), then the root delete. The options are
     /// the ones given, so a kernel that has the kind but rejects the
-    /// options also fails. `Ok(Err(msg))` carries the kernel's refusal.
-    pub fn probe_many(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
+    /// options also fails. `Ok(Err(r))` carries the kernel's refusal.
+    pub fn probe_many(&self, kinds: &[QdiscKind]) -> Result<Vec<KindSupport>> {
         let todo: Vec<&QdiscKind> = {
             let cache = self.cache.lock().expect("probe cache");
             kinds
@@ -173,7 +206,7 @@ impl KindProbe {
                 let r =
                     match sock.send_ops(link.ifindex, &ops, &SendOptions::default(), &mut |_| {}) {
                         Ok(_) => Ok(()),
-                        Err(f) if f.index == 0 => Err(f.message),
+                        Err(f) if f.index == 0 => Err(QdiscRefusal::new(f.errno, f.message)),
                         Err(_) => Ok(()), // added fine; the cleanup does not matter
                     };
                 self.cache
@@ -196,8 +229,11 @@ impl KindProbe {
     /// skbedit filter on a veth in a throwaway namespace (cached like the
     /// qdisc kinds).
     pub fn probe_classifier(&self) -> Result<std::result::Result<(), String>> {
+        // Cached as a kind (a refusal's message is the whole reason; errno
+        // 0 when no kernel answer was involved), so a supported classifier
+        // is remembered in the cache file like the qdisc kinds.
         if let Some(r) = self.cache.lock().expect("probe cache").get(CLASSIFIER_KEY) {
-            return Ok(r.clone());
+            return Ok(r.clone().map_err(|r| r.message));
         }
         let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
         let r = match kernel_version(&release) {
@@ -211,10 +247,10 @@ impl KindProbe {
             )),
             _ => self.probe_filter_ops()?,
         };
-        self.cache
-            .lock()
-            .expect("probe cache")
-            .insert(CLASSIFIER_KEY.to_string(), r.clone());
+        self.cache.lock().expect("probe cache").insert(
+            CLASSIFIER_KEY.to_string(),
+            r.clone().map_err(|why| QdiscRefusal::new(0, why)),
+        );
         self.save();
         Ok(r)
     }
@@ -258,10 +294,10 @@ pub(crate) fn netlink_error(dev: Option<&str>, context: &str, e: NetlinkError) -
             dev: name,
             netns: None,
         },
-        e => ApplyError::Netlink {
+        source => ApplyError::Netlink {
             dev: dev.map(str::to_string),
             context: context.to_string(),
-            message: e.to_string(),
+            source,
         },
     }
 }
@@ -309,6 +345,19 @@ impl NetlinkLive {
         f(guard.as_mut().expect("socket just opened"))
     }
 
+    /// The byte/packet counters of every class of `dev` (one dump; see
+    /// [`NetlinkSocket::class_stats`]).
+    pub fn class_stats(&self, dev: &str) -> Result<Vec<crate::netlink::ClassStats>> {
+        self.with_sock(|s| {
+            let link = s
+                .link(dev)
+                .map_err(|e| netlink_error(Some(dev), "looking up the interface", e))?;
+            s.class_stats(link.ifindex)
+                .map_err(|e| netlink_error(Some(dev), "reading class counters", e))
+        })
+        .map_err(|e| self.in_ns(e))
+    }
+
     fn in_ns(&self, e: ApplyError) -> ApplyError {
         match e {
             ApplyError::NoInterface { dev, .. } => ApplyError::NoInterface {
@@ -347,7 +396,7 @@ impl LiveSource for NetlinkLive {
         .map_err(|e| self.in_ns(e))
     }
 
-    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
+    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<KindSupport>> {
         self.probe.probe_many(kinds)
     }
 

@@ -8,7 +8,7 @@ use lqos_tc::{Allocation, Plan, PlanRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Progress};
-use crate::engine::{apply_targets, ApplyOptions, ApplyReport, Target};
+use crate::engine::{apply_plan, ApplyOptions, ApplyReport};
 use crate::error::{ApplyError, Result};
 use crate::live::LiveSource;
 use crate::state::StateDir;
@@ -142,6 +142,64 @@ pub fn load_saved_allocation(state: &StateDir, netns: Option<&str>) -> Result<Op
     })
 }
 
+/// The allocation of the last good plan for `netns` in the state directory
+/// at `path`, to keep classids stable when planning the next one; `None`
+/// when there is none. Reads only: a missing directory is not created.
+pub fn last_good_allocation(
+    path: &std::path::Path,
+    netns: Option<&str>,
+) -> Result<Option<lqos_tc::Allocation>> {
+    if !path.join(saved_plan_file(netns)).exists() {
+        return Ok(None);
+    }
+    let dir = StateDir::open(path)?;
+    load_saved_allocation(&dir, netns)
+}
+
+/// Saves `plan` (planned from `net`, when known) as the last good plan of
+/// `netns`: the compact record, or the record with the ops when the
+/// network is not known (or the plan is not its plain plan, e.g. with lazy
+/// leaves). Returns whether the file was written: when the saved record is
+/// already this one (a no-op reload), nothing is rewritten.
+pub fn save_last_good(
+    state: &StateDir,
+    netns: Option<&str>,
+    plan: &Plan,
+    net: Option<&Network>,
+) -> Result<bool> {
+    let file = saved_plan_file(netns);
+    let record = PlanRecord::new(plan, net, false).map_err(|e| ApplyError::State {
+        path: state.path().join(&file),
+        message: format!("cannot record the plan: {e}"),
+    })?;
+    // The record is the last field of a state file as written here, so
+    // "unchanged" is a byte comparison of the file's tail (no second parse).
+    let unchanged = match (state.read(&file), serde_json::to_vec(&record)) {
+        (Ok(Some(old)), Ok(mut rec)) => {
+            rec.push(b'}');
+            old.starts_with(format!("{{\"version\":{SAVED_PLAN_VERSION},").as_bytes())
+                && old.ends_with(&rec)
+                && old.len() > rec.len()
+                && old[..old.len() - rec.len()].ends_with(b"\"record\":")
+        }
+        _ => false,
+    };
+    if unchanged {
+        return Ok(false);
+    }
+    let saved = SavedState {
+        version: SAVED_PLAN_VERSION,
+        netns: netns.map(str::to_string),
+        applied_at: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        record,
+    };
+    state.save_json_compact(&file, &saved)?;
+    Ok(true)
+}
+
 /// Where and how to apply.
 pub struct Session<'a> {
     /// State directory (lock, saved plan).
@@ -160,12 +218,12 @@ impl Session<'_> {
     /// success saves `plan` as the last good plan. A dry run takes no lock
     /// and saves nothing. A failed load returns the report with the error in
     /// it (see [`ApplyReport::load`]) and leaves the saved plan untouched.
-    pub fn apply(
+    pub fn apply<'p>(
         &self,
-        plan: &Plan,
+        plan: &'p Plan,
         opts: ApplyOptions,
         progress: &dyn Progress,
-    ) -> Result<ApplyReport> {
+    ) -> Result<ApplyReport<'p>> {
         self.apply_planned(plan, None, opts, progress)
     }
 
@@ -173,55 +231,40 @@ impl Session<'_> {
     /// then the compact record (config, inputs, allocation; ~90 bytes per
     /// circuit) instead of the ops. When the saved record is already this
     /// one (a no-op reload), nothing is rewritten.
-    pub fn apply_planned(
+    pub fn apply_planned<'p>(
         &self,
-        plan: &Plan,
+        plan: &'p Plan,
         net: Option<&Network>,
         opts: ApplyOptions,
         progress: &dyn Progress,
-    ) -> Result<ApplyReport> {
+    ) -> Result<ApplyReport<'p>> {
         let _lock = if opts.dry_run {
             None
         } else {
             Some(self.state.lock()?)
         };
-        let targets = Target::from_plan(plan);
-        let report = apply_targets(&targets, self.live, self.backend, opts, progress)?;
+        let report = apply_plan(plan, self.live, self.backend, opts, progress)?;
         let loaded = report.load.as_ref().is_some_and(|l| l.is_ok());
         if loaded {
-            let file = saved_plan_file(self.netns);
-            let record = PlanRecord::new(plan, net, false).map_err(|e| ApplyError::State {
-                path: self.state.path().join(&file),
-                message: format!("cannot record the plan: {e}"),
-            })?;
-            let unchanged = matches!(
-                read_state(self.state, self.netns),
-                Ok(Some(OnDisk::V2(old))) if old.record == record
-            );
-            if !unchanged {
-                let saved = SavedState {
-                    version: SAVED_PLAN_VERSION,
-                    netns: self.netns.map(str::to_string),
-                    applied_at: SystemTime::now()
-                        .duration_since(UNIX_EPOCH)
-                        .map(|d| d.as_secs())
-                        .unwrap_or(0),
-                    record,
-                };
-                self.state.save_json_compact(&file, &saved)?;
-            }
+            save_last_good(self.state, self.netns, plan, net)?;
         }
         Ok(report)
     }
 
     /// Re-applies the last good plan (incrementally, unless `opts.full`).
-    pub fn rollback(&self, opts: ApplyOptions, progress: &dyn Progress) -> Result<ApplyReport> {
+    pub fn rollback(
+        &self,
+        opts: ApplyOptions,
+        progress: &dyn Progress,
+    ) -> Result<ApplyReport<'static>> {
         let (saved, net) =
             load_saved(self.state, self.netns)?.ok_or_else(|| ApplyError::State {
                 path: self.state.path().join(saved_plan_file(self.netns)),
                 message: "no plan was applied successfully yet: nothing to roll back to".into(),
             })?;
-        self.apply_planned(&saved.plan, net.as_ref(), opts, progress)
+        Ok(self
+            .apply_planned(&saved.plan, net.as_ref(), opts, progress)?
+            .into_owned())
     }
 }
 
@@ -341,6 +384,12 @@ mod tests {
         // Rollback re-plans from the record and keeps the state compact.
         s.rollback(opts, &NoProgress).unwrap();
         assert_eq!(std::fs::metadata(&file).unwrap().ino(), meta.ino());
+        // A changed plan is saved.
+        let (net2, p2) = net_and_plan(2000, 2);
+        s.apply_planned(&p2, Some(&net2), opts, &NoProgress)
+            .unwrap();
+        assert_ne!(std::fs::read(&file).unwrap(), bytes);
+        assert_eq!(load_saved_plan(&state, None).unwrap().unwrap().plan, p2);
     }
 
     #[test]

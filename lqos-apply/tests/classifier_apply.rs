@@ -2,9 +2,7 @@
 //! model of the kernel's rules, no root needed): first load, no-op reload,
 //! a moved address, verify's filter drift, and the preflight refusal.
 
-use lqos_apply::backend::{NoProgress, Recording};
-use lqos_apply::engine::{apply_targets, ApplyOptions, Target};
-use lqos_apply::verify::{verify_tree, Drift};
+use lqos_apply::{apply_plan, verify_tree, ApplyOptions, Drift, NoProgress, Recording};
 use lqos_model::{Circuit, Device, Network, Node, Rate};
 use lqos_tc::{plan, Classifier, LeafSpec, Plan, PlanConfig, QdiscKind, TcOp};
 
@@ -62,7 +60,7 @@ fn apply(p: &Plan, r: &Recording) {
         verify_after: true,
         ..ApplyOptions::default()
     };
-    let rep = apply_targets(&Target::from_plan(p), r, r, opts, &NoProgress).unwrap();
+    let rep = apply_plan(p, r, r, opts, &NoProgress).unwrap();
     assert!(rep.verify.unwrap().is_clean());
 }
 
@@ -136,14 +134,7 @@ fn verify_reports_filter_drift() {
 fn preflight_refuses_the_classifier_without_flower_and_changes_nothing() {
     let r = rec().without_qdisc_kind("flower");
     let p = planned(&network("10.0.0.2/32"), None);
-    let e = apply_targets(
-        &Target::from_plan(&p),
-        &r,
-        &r,
-        ApplyOptions::default(),
-        &NoProgress,
-    )
-    .unwrap_err();
+    let e = apply_plan(&p, &r, &r, ApplyOptions::default(), &NoProgress).unwrap_err();
     let msg = e.to_string();
     assert!(msg.contains("--classifier tc"), "{msg}");
     assert!(

@@ -29,11 +29,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use lqos_apply::backend::NoProgress;
-use lqos_apply::engine::{apply_targets, ApplyOptions, Target};
-use lqos_apply::live::KindProbe;
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
-use lqos_apply::{NetlinkBackend, NetlinkLive, Parallelism};
+use lqos_apply::{
+    apply_plan, ApplyOptions, KindProbe, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
+};
 use lqos_model::{Circuit, Device, Network, Node, Rate};
 use lqos_tc::{plan, Classifier, LeafSpec, Plan, PlanConfig, QdiscKind, TcHandle, TcOp};
 
@@ -223,13 +222,19 @@ fn apply(ns: &ScratchNetns, live: &NetlinkLive, p: &Plan) -> BTreeMap<String, Ve
         verify_after: true,
         ..ApplyOptions::default()
     };
-    let r = apply_targets(&Target::from_plan(p), live, &backend, opts, &NoProgress).unwrap();
+    let r = apply_plan(p, live, &backend, opts, &NoProgress).unwrap();
     assert!(
         r.verify.as_ref().unwrap().is_clean(),
         "{}",
         r.verify.unwrap()
     );
-    r.changes.into_iter().map(|c| (c.dev, c.ops)).collect()
+    r.changes
+        .iter()
+        .map(|c| {
+            let sent = c.stream.sent().map(std::borrow::Cow::into_owned).collect();
+            (c.stream.dev.clone(), sent)
+        })
+        .collect()
 }
 
 /// Arrival times (since the common start) of each destination's packets.
@@ -553,7 +558,7 @@ fn foreign_clsact_and_filters_are_read_back_and_left_alone() {
     cfg.classifier = Classifier::None;
     let p = plan(&network("C"), &cfg, None).unwrap();
     let live = NetlinkLive::new(Some(ns.name().to_string()));
-    use lqos_apply::live::LiveSource as _;
+    use lqos_apply::LiveSource as _;
     let tree = live.dump("ens19").unwrap();
     assert!(lqos_tc::classify::has_clsact(&tree), "{:?}", tree.qdiscs);
     assert!(tree.filters.is_empty(), "{:?}", tree.filters);

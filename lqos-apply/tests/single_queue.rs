@@ -3,11 +3,11 @@
 //! no-op reload, incremental change and verify work as on a multiqueue
 //! device, and preflight refuses an mq plan with a clear message.
 
-use lqos_apply::backend::NoProgress;
-use lqos_apply::engine::{verify_targets, ApplyOptions, Target};
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
-use lqos_apply::state::StateDir;
-use lqos_apply::{ApplyError, NetlinkBackend, NetlinkLive, Parallelism, Session};
+use lqos_apply::{
+    verify_plan, ApplyError, ApplyOptions, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
+    Session, StateDir,
+};
 use lqos_tc::{QdiscKind, TcHandle, TcOp};
 
 fn plan(circuits: usize, queues: u32) -> (lqos_model::Network, lqos_tc::Plan) {
@@ -81,12 +81,15 @@ fn one_tx_queue_gets_an_htb_root_and_reloads_incrementally() {
     assert!(r.ops_total() >= 3, "{} ops", r.ops_total());
     for c in &r.changes {
         assert!(
-            c.ops.iter().all(|o| matches!(o, TcOp::ChangeClass(_))),
+            c.stream
+                .ops
+                .iter()
+                .all(|o| matches!(o, TcOp::ChangeClass(_))),
             "{:?}",
-            c.ops
+            c.stream.ops
         );
     }
-    let v = verify_targets(&Target::from_plan(&p2), &live).unwrap();
+    let v = verify_plan(&p2, &live).unwrap();
     assert!(v.is_clean(), "{v}");
 }
 
@@ -100,7 +103,7 @@ fn preflight_refuses_mq_on_a_single_queue_device() {
     // A plan made for two queues has an mq root.
     let (_, p) = plan(50, 2);
     let live = NetlinkLive::new(Some(ns.name().to_string()));
-    let e = lqos_apply::preflight(&Target::from_plan(&p), &live).unwrap_err();
+    let e = lqos_apply::preflight(&p, &live).unwrap_err();
     assert!(matches!(e, ApplyError::MqOnSingleQueue { .. }), "{e}");
     let msg = e.to_string();
     assert!(

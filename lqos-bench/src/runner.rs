@@ -10,17 +10,13 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use lqos_apply::Timing;
-use lqos_tc::TcOp;
-use serde::Serialize;
-
-use lqos_apply::backend::{
-    load_deletes_first, Backend, IfaceOps, NetlinkBackend, NoProgress, Parallelism, Progress,
-    RootDelete, TcBatch, TcMode,
-};
-use lqos_apply::engine::{plan_change, Target};
-use lqos_apply::live::{read_live, NetlinkLive};
 use lqos_apply::timing::{CpuScope, Stopwatch};
+use lqos_apply::{
+    load_deletes_first, plan_change, read_live, Backend, IfaceOps, NetlinkBackend, NetlinkLive,
+    NoProgress, Parallelism, Progress, RootDelete, TcBatch, TcMode, Timing,
+};
+use lqos_tc::{InterfacePlan, TcOp};
+use serde::Serialize;
 
 use crate::error::{BenchError, Result};
 use crate::stats::Sample;
@@ -160,13 +156,13 @@ pub struct BenchTree {
     /// Circuits in the tree.
     pub circuits: usize,
     /// Full builds of the base plan, one per interface.
-    pub base: Vec<Target>,
+    pub base: Vec<InterfacePlan>,
     /// Full builds of the changed plan, same interfaces and order.
-    pub changed: Vec<Target>,
+    pub changed: Vec<InterfacePlan>,
     /// The base plan's op streams as loaders take them.
-    pub base_ops: Vec<IfaceOps>,
+    pub base_ops: Vec<IfaceOps<'static>>,
     /// `base_ops`, each starting with its root delete (a full reload).
-    pub reload_ops: Vec<IfaceOps>,
+    pub reload_ops: Vec<IfaceOps<'static>>,
 }
 
 impl BenchTree {
@@ -305,21 +301,21 @@ impl Runner {
     }
 
     /// Makes the live trees equal `targets` (incremental, untimed).
-    pub fn converge(&self, targets: &[Target]) -> Result<usize> {
+    pub fn converge(&self, targets: &[InterfacePlan]) -> Result<usize> {
         self.sync_to(targets, &NoProgress)
     }
 
     /// What `lqos apply` does by default: read the live trees back, diff
     /// them against `targets`, and send only the difference (nothing when
     /// there is none) with the serial netlink loader. Returns the ops sent.
-    fn sync_to(&self, targets: &[Target], progress: &dyn Progress) -> Result<usize> {
+    fn sync_to(&self, targets: &[InterfacePlan], progress: &dyn Progress) -> Result<usize> {
         let devs: Vec<&str> = targets.iter().map(|t| t.dev.as_str()).collect();
         let live = read_live(&self.live, &devs)?;
         let ifaces: Vec<IfaceOps> = targets
             .iter()
-            .map(|t| IfaceOps::new(t.dev.clone(), plan_change(t, &live[&t.dev], false).ops))
+            .map(|t| plan_change(t, &live[&t.dev], false).stream)
             .collect();
-        let ops = ifaces.iter().map(|i| i.ops.len()).sum();
+        let ops = ifaces.iter().map(IfaceOps::len).sum();
         if ops > 0 {
             self.netlink(Parallelism::Serial)
                 .load(&ifaces, RootDelete::None, progress)
@@ -331,11 +327,11 @@ impl Runner {
     /// Checks that the live trees have exactly the classes and qdiscs of
     /// `targets` (same handles), so a method that silently loaded nothing
     /// cannot look fast.
-    pub fn check_loaded(&self, targets: &[Target]) -> Result<()> {
+    pub fn check_loaded(&self, targets: &[InterfacePlan]) -> Result<()> {
         self.check_loaded_after("bench check", targets)
     }
 
-    fn check_loaded_after(&self, method: &str, targets: &[Target]) -> Result<()> {
+    fn check_loaded_after(&self, method: &str, targets: &[InterfacePlan]) -> Result<()> {
         let devs: Vec<&str> = targets.iter().map(|t| t.dev.as_str()).collect();
         let live = read_live(&self.live, &devs)?;
         for t in targets {
@@ -432,7 +428,7 @@ impl Runner {
             Method::ApplyProcessFull => {
                 self.prime(method)?;
                 let t = self.apply_process(method, &["--full"])?;
-                let ops = tree.reload_ops.iter().map(|i| i.ops.len()).sum();
+                let ops = tree.reload_ops.iter().map(IfaceOps::len).sum();
                 row(Sample::new(t, ops))
             }
             Method::ApplyProcessNoChange => {
@@ -469,7 +465,7 @@ impl Runner {
     }
 
     /// Readback + diff + send of the difference to `targets`, timed as one.
-    fn incremental(&self, targets: &[Target], progress: &dyn Progress) -> Result<Sample> {
+    fn incremental(&self, targets: &[InterfacePlan], progress: &dyn Progress) -> Result<Sample> {
         let sw = Stopwatch::start(CpuScope::ProcessAndChildren);
         let ops = self.sync_to(targets, progress)?;
         Ok(Sample::new(sw.stop(), ops))
@@ -484,13 +480,20 @@ impl BenchTree {
         let base = lqos_tc::plan(net, cfg, None)?;
         let changed_net = one_percent_changed(net);
         let changed = lqos_tc::plan(&changed_net, cfg, Some(&base.allocation))?;
-        let base_ops = IfaceOps::all_from_plan(&base);
+        let base_ops: Vec<IfaceOps<'static>> = IfaceOps::all_from_plan(&base)
+            .into_iter()
+            .map(IfaceOps::into_owned)
+            .collect();
         Ok(BenchTree {
             circuits: net.circuits().len(),
-            base: Target::from_plan(&base),
-            changed: Target::from_plan(&changed),
-            reload_ops: with_root_deletes(&base_ops),
+            reload_ops: base_ops
+                .iter()
+                .cloned()
+                .map(IfaceOps::with_delete_root)
+                .collect(),
             base_ops,
+            base: base.interfaces,
+            changed: changed.interfaces,
         })
     }
 }
@@ -506,19 +509,6 @@ fn describe(cmd: &ApplyCommand, extra: &[&str]) -> String {
         s += a;
     }
     s
-}
-
-/// Each stream with the root delete in front (a full reload).
-fn with_root_deletes(ifaces: &[IfaceOps]) -> Vec<IfaceOps> {
-    ifaces
-        .iter()
-        .map(|i| {
-            let mut ops = Vec::with_capacity(i.ops.len() + 1);
-            ops.push(TcOp::delete_root());
-            ops.extend(i.ops.iter().cloned());
-            IfaceOps::new(i.dev.clone(), ops)
-        })
-        .collect()
 }
 
 /// `net` with every 100th circuit's download and upload ceilings raised by

@@ -136,6 +136,12 @@ impl MatchSide {
     }
 }
 
+impl fmt::Display for MatchSide {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.keyword())
+    }
+}
+
 /// What identifies a filter in the kernel: preference, protocol and handle
 /// under the egress hook (`tc filter del dev X egress pref P handle H
 /// protocol ip flower`).

@@ -19,13 +19,14 @@ use crate::{Plan, Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
 
 /// Counts of the ops in a diff.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DiffSummary {
     /// `AddClass` + `AddQdisc` (a new filter is a `ReplaceFilter`, counted
     /// as changed).
     pub added: usize,
     /// `ChangeClass` + `ReplaceQdisc` + `ReplaceFilter`.
     pub changed: usize,
-    /// `DeleteClass` + `DeleteQdisc` + `DeleteFilter`.
+    /// `DeleteClass` + `DeleteQdisc` + `DeleteRoot` + `DeleteFilter`.
     pub removed: usize,
 }
 
@@ -44,9 +45,10 @@ impl DiffSummary {
                 TcOp::AddClass(_) | TcOp::AddQdisc(_) => self.added += 1,
                 TcOp::ChangeClass(_) | TcOp::ReplaceQdisc(_) => self.changed += 1,
                 TcOp::ReplaceFilter(_) => self.changed += 1,
-                TcOp::DeleteClass { .. } | TcOp::DeleteQdisc { .. } | TcOp::DeleteFilter(_) => {
-                    self.removed += 1
-                }
+                TcOp::DeleteClass { .. }
+                | TcOp::DeleteQdisc { .. }
+                | TcOp::DeleteRoot
+                | TcOp::DeleteFilter(_) => self.removed += 1,
             }
         }
     }

@@ -186,7 +186,22 @@ fn get_u64(v: &[u8]) -> Option<u64> {
     (v.len() >= 8).then(|| u64::from_ne_bytes(v[..8].try_into().expect("8 bytes")))
 }
 
-/// Decodes one `RTM_NEWQDISC` payload into its interface and [`Qdisc`].
+/// Decodes one `RTM_NEWQDISC` dump reply (what the kernel reports) into its
+/// interface and [`Qdisc`]: [`decode_qdisc`], with fq_codel's codel times
+/// taken back from the kernel's 1024 ns units to the microseconds lqos
+/// sends ([`codel_us`]).
+pub(crate) fn decode_qdisc_dump(payload: &[u8]) -> Result<(i32, Qdisc), DecodeError> {
+    let (ifi, mut q) = decode_qdisc(payload)?;
+    if let QdiscKind::FqCodel(f) = &mut q.kind {
+        f.target_us = f.target_us.map(codel_us);
+        f.interval_us = f.interval_us.map(codel_us);
+    }
+    Ok((ifi, q))
+}
+
+/// Decodes one `RTM_NEWQDISC` payload as sent (a request, the inverse of
+/// the encoder: every value exactly as in the message) into its interface
+/// and [`Qdisc`]. Dump replies go through [`decode_qdisc_dump`].
 pub(crate) fn decode_qdisc(payload: &[u8]) -> Result<(i32, Qdisc), DecodeError> {
     let (h, rest) = tcmsg_hdr(payload)?;
     let mut kind = "";
@@ -250,47 +265,15 @@ fn decode_cake(opts: &[u8]) -> CakeParams {
                     .filter(|&b| b != 0)
                     .map(|b| Rate::from_bps(b.saturating_mul(8)))
             }
-            TCA_CAKE_DIFFSERV_MODE => {
-                c.diffserv = x.and_then(|d| {
-                    Some(match d {
-                        0 => CakeDiffserv::Diffserv3,
-                        1 => CakeDiffserv::Diffserv4,
-                        2 => CakeDiffserv::Diffserv8,
-                        3 => CakeDiffserv::Besteffort,
-                        4 => CakeDiffserv::Precedence,
-                        _ => return None,
-                    })
-                })
-            }
-            TCA_CAKE_FLOW_MODE => {
-                c.flow_mode = x.and_then(|f| {
-                    Some(match f {
-                        0 => CakeFlowMode::Flowblind,
-                        1 => CakeFlowMode::Srchost,
-                        2 => CakeFlowMode::Dsthost,
-                        3 => CakeFlowMode::Hosts,
-                        4 => CakeFlowMode::Flows,
-                        5 => CakeFlowMode::DualSrchost,
-                        6 => CakeFlowMode::DualDsthost,
-                        7 => CakeFlowMode::TripleIsolate,
-                        _ => return None,
-                    })
-                })
-            }
+            // Unnamed numbers are kept as `Unknown(n)`: a newer kernel's mode
+            // must not read back as "unset", which would satisfy the default.
+            TCA_CAKE_DIFFSERV_MODE => c.diffserv = x.map(CakeDiffserv::from_kernel),
+            TCA_CAKE_FLOW_MODE => c.flow_mode = x.map(CakeFlowMode::from_kernel),
             TCA_CAKE_RTT => c.rtt_us = x,
             TCA_CAKE_NAT => c.nat = x.map(|v| v != 0),
             TCA_CAKE_WASH => c.wash = x.map(|v| v != 0),
             TCA_CAKE_SPLIT_GSO => c.split_gso = x.map(|v| v != 0),
-            TCA_CAKE_ACK_FILTER => {
-                c.ack_filter = x.and_then(|a| {
-                    Some(match a {
-                        0 => CakeAckFilter::Off,
-                        1 => CakeAckFilter::On,
-                        2 => CakeAckFilter::Aggressive,
-                        _ => return None,
-                    })
-                })
-            }
+            TCA_CAKE_ACK_FILTER => c.ack_filter = x.map(CakeAckFilter::from_kernel),
             TCA_CAKE_MEMORY => c.memlimit = x.filter(|&m| m != 0),
             _ => {}
         }
@@ -298,7 +281,9 @@ fn decode_cake(opts: &[u8]) -> CakeParams {
     c
 }
 
-/// A codel time as fq_codel dumps it, back to the microseconds lqos sends.
+/// A codel time as fq_codel dumps it, back to the microseconds lqos sends
+/// (only for dump replies: a request's value is exact, and this is not the
+/// identity on values that are not dumps, e.g. 5000 -> 5001).
 /// The kernel keeps codel times in 1024 ns units (`us * 1000 >> 10`) and
 /// dumps `units * 1024 / 1000`, so `target 5ms` reads back as 4999 us. The
 /// dumped value identifies the kernel's units exactly (`ceil(r * 1000 /
@@ -316,8 +301,8 @@ fn decode_fq_codel(opts: &[u8]) -> FqCodelParams {
         match ty {
             TCA_FQ_CODEL_LIMIT => f.limit = x,
             TCA_FQ_CODEL_FLOWS => f.flows = x,
-            TCA_FQ_CODEL_TARGET => f.target_us = x.map(codel_us),
-            TCA_FQ_CODEL_INTERVAL => f.interval_us = x.map(codel_us),
+            TCA_FQ_CODEL_TARGET => f.target_us = x,
+            TCA_FQ_CODEL_INTERVAL => f.interval_us = x,
             TCA_FQ_CODEL_QUANTUM => f.quantum = x,
             TCA_FQ_CODEL_ECN => f.ecn = x.map(|v| v != 0),
             TCA_FQ_CODEL_MEMORY_LIMIT => f.memory_limit = x,
@@ -387,19 +372,6 @@ pub(crate) fn decode_class(
             htb,
         },
     )))
-}
-
-/// Where [`lqos_tc::TcTree::qdiscs`] files a dumped qdisc: its handle, or,
-/// for a kernel-created default qdisc with handle 0 (e.g. the `pfifo_fast
-/// 0:` under each unused mq queue, or a veth's `noqueue 0:` root), its
-/// parent. Real qdisc handles always have minor 0 and parents never do
-/// (classes, `root` = ffff:ffff), so the two never collide.
-pub fn qdisc_tree_key(q: &Qdisc) -> TcHandle {
-    if q.handle == TcHandle::UNSPEC {
-        q.parent
-    } else {
-        q.handle
-    }
 }
 
 #[cfg(test)]
@@ -475,14 +447,15 @@ mod tests {
             let cake = (
                 (
                     opt(8u64..400_000_000_000),
-                    opt(0u32..5),
+                    // Any number: named and `Unknown` values both round-trip.
+                    opt(prop_oneof![0u32..8, any::<u32>()]),
                     opt(1u32..10_000_000),
-                    opt(0u32..8),
+                    opt(prop_oneof![0u32..8, any::<u32>()]),
                 ),
                 (
                     opt(any::<bool>()),
                     opt(any::<bool>()),
-                    opt(0u32..3),
+                    opt(prop_oneof![0u32..3, any::<u32>()]),
                     opt(any::<bool>()),
                     opt(1u32..u32::MAX),
                 ),
@@ -490,37 +463,12 @@ mod tests {
                 .prop_map(|((bw, d, rtt, f), (nat, wash, ack, gso, mem))| {
                     QdiscKind::Cake(CakeParams {
                         bandwidth: bw.map(|b| Rate::from_bps(b / 8 * 8)),
-                        diffserv: d.map(|d| {
-                            [
-                                CakeDiffserv::Diffserv3,
-                                CakeDiffserv::Diffserv4,
-                                CakeDiffserv::Diffserv8,
-                                CakeDiffserv::Besteffort,
-                                CakeDiffserv::Precedence,
-                            ][d as usize]
-                        }),
+                        diffserv: d.map(CakeDiffserv::from_kernel),
                         rtt_us: rtt,
-                        flow_mode: f.map(|f| {
-                            [
-                                CakeFlowMode::Flowblind,
-                                CakeFlowMode::Srchost,
-                                CakeFlowMode::Dsthost,
-                                CakeFlowMode::Hosts,
-                                CakeFlowMode::Flows,
-                                CakeFlowMode::DualSrchost,
-                                CakeFlowMode::DualDsthost,
-                                CakeFlowMode::TripleIsolate,
-                            ][f as usize]
-                        }),
+                        flow_mode: f.map(CakeFlowMode::from_kernel),
                         nat,
                         wash,
-                        ack_filter: ack.map(|a| {
-                            [
-                                CakeAckFilter::Off,
-                                CakeAckFilter::On,
-                                CakeAckFilter::Aggressive,
-                            ][a as usize]
-                        }),
+                        ack_filter: ack.map(CakeAckFilter::from_kernel),
                         split_gso: gso,
                         memlimit: mem,
                     })
@@ -616,6 +564,39 @@ mod tests {
         let short = nlmsg(NLMSG_ERROR, 0, 1, &[0; 4]);
         assert!(parse_ack(&msgs(&short).next().unwrap().unwrap()).is_err());
         assert_eq!(attrs(&[8, 0, 1, 0, 1]).count(), 0);
+    }
+
+    /// Regression (proptest `qdisc_encode_decode` after the lab merge:
+    /// `interval 9453697us` decoded as 9453698): the codel-units
+    /// conversion is for dump replies only; a request decodes exactly.
+    #[test]
+    fn codel_conversion_is_for_dumps_not_requests() {
+        use crate::netlink::encode_op;
+        use lqos_tc::TcOp;
+        let fq = |target: u32, interval: u32| Qdisc {
+            parent: TcHandle::new(1, 3),
+            handle: TcHandle::new(3, 0),
+            kind: QdiscKind::FqCodel(FqCodelParams {
+                target_us: Some(target),
+                interval_us: Some(interval),
+                ..FqCodelParams::default()
+            }),
+        };
+        let bytes = |q: &Qdisc| {
+            let mut buf = Vec::new();
+            encode_op(&TcOp::AddQdisc(q.clone()), 3, 1, &mut buf).unwrap();
+            buf
+        };
+        // A request: exact, whatever the value.
+        let sent = fq(5000, 9_453_697);
+        assert_eq!(decode_qdisc(&bytes(&sent)[16..]).unwrap().1, sent);
+        // A dump of `target 5ms interval 100ms` (the kernel reports 4999 /
+        // 99999): back to what was sent.
+        let dumped = bytes(&fq(4999, 99_999));
+        assert_eq!(
+            decode_qdisc_dump(&dumped[16..]).unwrap().1,
+            fq(5000, 100_000)
+        );
     }
 
     /// Regression (found in the stock-kernel lab): fq_codel's default

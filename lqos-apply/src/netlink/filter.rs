@@ -197,6 +197,34 @@ pub fn decode_filter_msg(msg: &[u8]) -> Result<Option<(i32, FlowerFilter)>, Deco
     decode_filter(m.payload)
 }
 
+/// The key of an `RTM_DELTFILTER` request (`tc filter del dev X egress
+/// pref P handle H protocol ip flower`): interface index and
+/// [`FilterKey`]. Errors for anything that is not a delete of one of
+/// lqos's egress filters.
+pub(crate) fn decode_filter_delete(payload: &[u8]) -> Result<(i32, FilterKey), DecodeError> {
+    let (h, _) = tcmsg_hdr(payload)?;
+    let info = super::decode::u32_at(payload, 16);
+    let pref = (info >> 16) as u16;
+    let ethertype = u16::from_be_bytes((info as u16).to_ne_bytes());
+    let protocol = FilterProto::from_ethertype(ethertype)
+        .ok_or_else(|| DecodeError(format!("filter protocol {ethertype:#06x}")))?;
+    if h.parent != classify::EGRESS.raw() || h.handle == 0 {
+        return Err(DecodeError(format!(
+            "filter delete of parent {} handle {} (not an egress filter)",
+            TcHandle::from_raw(h.parent),
+            h.handle
+        )));
+    }
+    Ok((
+        h.ifindex,
+        FilterKey {
+            pref,
+            protocol,
+            handle: h.handle,
+        },
+    ))
+}
+
 /// The prefix length of a contiguous netmask, `None` if it has holes.
 fn mask_len(mask: &[u8]) -> Option<u8> {
     let ones: u32 = mask.iter().map(|b| b.count_ones()).sum();

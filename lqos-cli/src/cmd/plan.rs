@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use lqos_apply::{plan_files, ApplyError, PlanOverrides, QueueCount};
 use lqos_model::Network;
-use lqos_tc::{Classifier, LeafSpec, Plan, PlanConfig, PlanRecord, QueueStrategy};
+use lqos_tc::{Allocation, Classifier, LeafSpec, Plan, PlanRecord, QueueStrategy};
 
-use super::inputs::InputArgs;
+use super::inputs::{print_report, InputArgs};
 use super::EXIT_OK;
 
 /// Queues used when neither `--queues` nor `override_available_queues` says.
@@ -19,7 +20,8 @@ pub const DEFAULT_QUEUES: u32 = 16;
 /// Planner options shared by `plan`, `show` and `diff`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PlanOptions {
-    /// TX queues per interface [default: lqos.conf override_available_queues, else 16].
+    /// TX queues per interface [default: lqos.conf override_available_queues,
+    /// else 16 for plan/show/diff, the interfaces' TX queues for apply/verify].
     #[arg(long, value_name = "N")]
     pub queues: Option<u32>,
     /// Leaf qdisc for circuits, overriding lqos.conf default_sqm
@@ -88,84 +90,78 @@ pub struct Args {
     pub with_ops: bool,
 }
 
-/// Loads the inputs (failing on validation errors) and plans them.
+impl PlanOptions {
+    /// The overrides these options give on top of lqos.conf.
+    pub fn overrides(&self) -> anyhow::Result<PlanOverrides> {
+        let sqm = match &self.sqm {
+            Some(s) => Some(
+                s.parse::<LeafSpec>()
+                    .with_context(|| format!("--sqm {s:?}"))?,
+            ),
+            None => None,
+        };
+        Ok(PlanOverrides {
+            queues: self.queues,
+            sqm,
+            strategy: Some(match self.strategy {
+                Strategy::Balanced => QueueStrategy::Balanced,
+                Strategy::RoundRobin => QueueStrategy::RoundRobin,
+            }),
+            classifier: self.classifier.map(Classifier::from),
+        })
+    }
+}
+
+/// Plans `inputs` with `options` ([`lqos_apply::plan_files`]), printing
+/// the inputs' problems to stderr; `queues` is the fallback queue count.
+pub fn plan_with(
+    inputs: &InputArgs,
+    options: &PlanOptions,
+    queues: QueueCount<'_>,
+    previous: Option<&Allocation>,
+) -> anyhow::Result<Plan> {
+    Ok(plan_with_network(inputs, options, queues, previous)?.0)
+}
+
+/// [`plan_with`], also returning the network it planned (for the compact
+/// plan record).
+pub fn plan_with_network(
+    inputs: &InputArgs,
+    options: &PlanOptions,
+    queues: QueueCount<'_>,
+    previous: Option<&Allocation>,
+) -> anyhow::Result<(Plan, Network)> {
+    match plan_files(&inputs.inputs(), &options.overrides()?, queues, previous) {
+        Ok(planned) => {
+            print_report(&planned.report);
+            Ok((planned.plan, planned.network))
+        }
+        Err(ApplyError::InvalidInputs { report }) => {
+            print_report(&report);
+            Err(ApplyError::InvalidInputs { report }.into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Plans the inputs offline (queue count from `--queues`, lqos.conf, else
+/// [`DEFAULT_QUEUES`]).
 pub fn plan_inputs(
     inputs: &InputArgs,
     options: &PlanOptions,
     previous: Option<&Plan>,
 ) -> anyhow::Result<Plan> {
-    Ok(plan_network(inputs, options, previous)?.0)
+    plan_with(
+        inputs,
+        options,
+        QueueCount::Default(DEFAULT_QUEUES),
+        previous.map(|p| &p.allocation),
+    )
 }
 
-/// [`plan_inputs`], also returning the network it planned.
-pub fn plan_network(
-    inputs: &InputArgs,
-    options: &PlanOptions,
-    previous: Option<&Plan>,
-) -> anyhow::Result<(Plan, Network)> {
-    let loaded = inputs.load()?;
-    loaded.require_valid()?;
-    let queues = options
-        .queues
-        .or(loaded
-            .config
-            .queues
-            .override_available_queues
-            .filter(|&q| q > 0))
-        .unwrap_or(DEFAULT_QUEUES);
-    let mut cfg = PlanConfig::from_lqos_config(&loaded.config, queues).with_context(|| {
-        match &loaded.config_path {
-            Some(p) => format!("config {}", p.display()),
-            None => "built-in config".to_string(),
-        }
-    })?;
-    if let Some(s) = &options.sqm {
-        cfg.default_sqm = s.parse::<LeafSpec>().context("--sqm")?;
-    }
-    cfg.strategy = match options.strategy {
-        Strategy::Balanced => QueueStrategy::Balanced,
-        Strategy::RoundRobin => QueueStrategy::RoundRobin,
-    };
-    if let Some(c) = options.classifier {
-        cfg.classifier = c.into();
-    }
-    let plan = lqos_tc::plan(&loaded.network, &cfg, previous.map(|p| &p.allocation))
-        .with_context(|| format!("planning {}", inputs.devices.display()))?;
-    Ok((plan, loaded.network))
-}
-
-/// Reads a plan.json.
+/// Reads a plan.json ([`lqos_apply::read_plan`]).
 pub fn read_plan(path: &Path) -> anyhow::Result<Plan> {
-    Ok(read_plan_record(path)?.0)
-}
-
-/// Reads a plan.json: a [`PlanRecord`] (re-planned unless it holds its
-/// ops; with the network it describes), or the whole-plan JSON of earlier
-/// versions.
-pub fn read_plan_record(path: &Path) -> anyhow::Result<(Plan, Option<Network>)> {
-    let text =
-        std::fs::read(path).with_context(|| format!("cannot read plan {}", path.display()))?;
-    match serde_json::from_slice::<PlanRecord>(&text) {
-        Ok(rec) => {
-            let plan = rec
-                .replan()
-                .with_context(|| format!("plan {}", path.display()))?;
-            let net = rec
-                .inputs
-                .as_ref()
-                .map(|i| i.network())
-                .transpose()
-                .with_context(|| format!("plan {}", path.display()))?;
-            Ok((plan, net))
-        }
-        Err(e) => match serde_json::from_slice::<Plan>(&text) {
-            Ok(plan) => Ok((plan, None)),
-            Err(_) => Err(anyhow::anyhow!(
-                "{} is not a plan.json of this lqos: {e}",
-                path.display()
-            )),
-        },
-    }
+    Ok(lqos_apply::read_plan(path)?)
 }
 
 fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {
@@ -175,7 +171,12 @@ fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {
 /// Runs `lqos plan`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let previous = args.previous.as_deref().map(read_plan).transpose()?;
-    let (plan, network) = plan_network(&args.inputs, &args.options, previous.as_ref())?;
+    let (plan, network) = plan_with_network(
+        &args.inputs,
+        &args.options,
+        QueueCount::Default(DEFAULT_QUEUES),
+        previous.as_ref().map(|p| &p.allocation),
+    )?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     for ip in &plan.interfaces {

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use lqos_apply::netns::{cleanup_stale, netns_available, ScratchNetns};
-use lqos_apply::{backend::NoProgress, live::KindProbe};
+use lqos_apply::{KindProbe, NoProgress};
 use lqos_bench::{ApplyCommand, BenchTree, Method, Runner, Sample, Summary};
 use lqos_model::{BridgeConfig, GenParams, LqosConfig, Network, QueuesConfig};
 use lqos_tc::{LeafSpec, PlanConfig, QdiscKind, QueueStrategy};
@@ -354,7 +354,10 @@ fn load_own(network: &std::path::Path, devices: &std::path::Path) -> anyhow::Res
         config: None,
     };
     let loaded = inputs.load()?;
-    loaded.require_valid()?;
+    if let Err(e) = loaded.require_valid() {
+        crate::cmd::inputs::print_report(&loaded.report);
+        return Err(e.into());
+    }
     Ok(loaded.network)
 }
 
@@ -388,7 +391,7 @@ fn existing_interfaces(list: &[String], queues: u32, replace: bool) -> anyhow::R
     anyhow::ensure!(down != up, "--interfaces: {down} given twice");
     let live = lqos_apply::NetlinkLive::new(None);
     for dev in [down, up] {
-        use lqos_apply::live::LiveSource;
+        use lqos_apply::LiveSource;
         let link = live
             .link(dev)?
             .ok_or_else(|| anyhow::anyhow!("--interfaces: no interface {dev} here"))?;
