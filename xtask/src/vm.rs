@@ -33,9 +33,34 @@ struct TapNetns {
     name: String,
 }
 
+/// Deletes `lqos-lab-PID` namespaces whose process is gone (a killed run).
+fn remove_stale_netns() {
+    let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else {
+        return;
+    };
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let name = line.split_whitespace().next().unwrap_or("");
+        if let Some(pid) = name.strip_prefix("lqos-lab-") {
+            if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+                let _ = Command::new("ip").args(["netns", "del", name]).output();
+            }
+        }
+    }
+}
+
 impl TapNetns {
     fn create() -> Result<TapNetns> {
+        remove_stale_netns();
         let name = format!("lqos-lab-{}", std::process::id());
+        let ns_for_signal = name.clone();
+        // Ctrl-C / SIGTERM: qemu gets the signal too; remove the namespace.
+        let _ = ctrlc::set_handler(move || {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &ns_for_signal])
+                .output();
+            eprintln!("\nlab: interrupted; removed host netns {ns_for_signal}");
+            std::process::exit(130);
+        });
         run_capture(Command::new("ip").args(["netns", "add", &name])).with_context(|| {
             format!("lab run --nics: creating host netns {name} for the taps (needs root)")
         })?;
