@@ -25,7 +25,8 @@ echo "|---|---:|---:|---:|---:|"
 for sqm in none pfifo fq_codel "cake diffserv4"; do
     clear_roots; settle
     f0=$(free_kb); s0=$(slab_kb)
-    lqos apply --full --sqm "$sqm" --state-dir "$work/state" >/dev/null
+    lqos apply --full --sqm "$sqm" --state-dir "$work/state" >"$work/apply.log" 2>&1 ||
+        { cat "$work/apply.log"; exit 1; }
     settle
     f1=$(free_kb); s1=$(slab_kb)
     kind=${sqm%% *}
