@@ -209,7 +209,11 @@ pub fn boot(f: &Fetched, initrd: &Path, console: &Path, boot: &Boot, marker: &st
             let log = std::fs::read_to_string(console).unwrap_or_default();
             let tail: Vec<&str> = log.lines().rev().take(25).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
-            let why = if log.contains("Kernel panic") {
+            let why = if log.contains("Initramfs unpacking failed")
+                || log.contains("Unable to mount root")
+            {
+                "the guest kernel panicked: the initramfs did not fit (try a larger --mem)"
+            } else if log.contains("Kernel panic") {
                 "the guest kernel panicked"
             } else if log.contains("Out of memory") {
                 "the guest ran out of memory (try --mem)"
@@ -218,12 +222,15 @@ pub fn boot(f: &Fetched, initrd: &Path, console: &Path, boot: &Boot, marker: &st
             } else {
                 "the guest ended without reporting an exit status"
             };
+            let qemu_err = match qemu_err.trim() {
+                "" => String::new(),
+                e => format!("\nqemu stderr: {e}"),
+            };
             bail!(
-                "lab run: {why} (qemu {}).\nqemu stderr: {}\nlast kernel log lines ({}):\n{}",
+                "lab run: {why} (qemu {}).{qemu_err}\nlast kernel log lines ({}):\n{}",
                 exited
                     .map(|s| s.to_string())
                     .unwrap_or_else(|| "killed".into()),
-                qemu_err.trim(),
                 console.display(),
                 tail.join("\n")
             )
