@@ -212,10 +212,13 @@ fn run_in_guest(
         nics: vm.nics,
         timeout: Duration::from_secs(vm.timeout),
     };
-    let rc = vm::boot(&fetched, &initrd, &console, &boot, &marker)?;
-    // Kept on lab failures (the error names the kernel log); gone otherwise.
-    let _ = std::fs::remove_dir_all(&dir);
-    Ok(rc)
+    let rc = vm::boot(&fetched, &initrd, &console, &boot, &marker);
+    let _ = std::fs::remove_file(&initrd);
+    // The kernel log stays on lab failures (the error names it).
+    if rc.is_ok() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    rc
 }
 
 /// Test binaries whose name marks them live (`live_*`, `*_live`).
