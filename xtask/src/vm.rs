@@ -18,6 +18,8 @@ pub const NIC_QUEUES: u32 = 16;
 /// How to boot.
 #[derive(Debug, Clone)]
 pub struct Boot {
+    /// qemu `-accel` (`tcg` or `kvm`).
+    pub accel: String,
     /// Guest RAM in MiB.
     pub mem_mib: u32,
     /// vCPUs.
@@ -124,7 +126,7 @@ pub fn boot(f: &Fetched, initrd: &Path, console: &Path, boot: &Boot, marker: &st
     for d in f.firmware_dirs() {
         cmd.arg("-L").arg(d);
     }
-    cmd.args(["-accel", "tcg", "-machine", "pc", "-nodefaults", "-no-reboot"])
+    cmd.args(["-accel", &boot.accel, "-machine", "pc", "-nodefaults", "-no-reboot"])
         .args(["-display", "none", "-monitor", "none"])
         .args(["-m", &boot.mem_mib.to_string()])
         .args(["-smp", &boot.cpus.to_string()])
