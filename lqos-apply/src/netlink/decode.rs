@@ -576,7 +576,14 @@ mod tests {
                 encode_op(&TcOp::AddQdisc(q.clone()), ifindex, 1, &mut buf).unwrap();
                 let (ifi, back) = decode_qdisc(&buf[16..]).unwrap();
                 prop_assert_eq!(ifi, ifindex);
-                prop_assert_eq!(back, q);
+                // decode reads fq_codel's target/interval as the kernel dumps
+                // them (codel units; see `codel_us`), not as a request has them.
+                let mut want = q;
+                if let QdiscKind::FqCodel(f) = &mut want.kind {
+                    f.target_us = f.target_us.map(codel_us);
+                    f.interval_us = f.interval_us.map(codel_us);
+                }
+                prop_assert_eq!(back, want);
             }
 
             #[test]
