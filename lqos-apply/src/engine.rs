@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use lqos_tc::rules::{self, Layout};
-use lqos_tc::{diff, Plan, QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::{diff, InterfacePlan, Plan, QdiscKind, TcOp, TcTree};
 use serde::Serialize;
 
 use crate::backend::{load_deletes_first, Backend, IfaceOps, LoadReport, Progress};
@@ -12,72 +12,9 @@ use crate::live::{LinkSummary, LiveSource};
 use crate::timing::{CpuScope, Stopwatch, Timing};
 use crate::verify::{verify_tree, VerifyReport};
 
-/// What one interface should end up as: the full build (no root delete) and
-/// names for its classes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    /// Interface.
-    pub dev: String,
-    /// The full build, in order, without a root delete.
-    pub ops: Vec<TcOp>,
-    /// Circuit / node names by classid, for reports.
-    pub labels: BTreeMap<TcHandle, String>,
-}
-
-impl Target {
-    /// One target per interface of `plan`, with its labels.
-    pub fn from_plan(plan: &Plan) -> Vec<Target> {
-        plan.interfaces
-            .iter()
-            .map(|ip| Target {
-                dev: ip.dev.clone(),
-                ops: ip.ops.clone(),
-                labels: plan.labels(&ip.dev),
-            })
-            .collect()
-    }
-
-    /// The tree the full build produces (a build the tree model rejects,
-    /// which the planner never emits, yields the part before the error).
-    pub fn tree(&self) -> TcTree {
-        // `apply_all` builds the tree model once (O(n)); `apply` per op
-        // would rebuild it every time (O(n^2)).
-        let mut t = TcTree::default();
-        let _ = t.apply_all(&self.ops);
-        t
-    }
-
-    /// The root qdisc of the plan.
-    fn root(&self) -> Option<&lqos_tc::Qdisc> {
-        self.ops.iter().find_map(|op| match op {
-            TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if q.parent == TcHandle::ROOT => Some(q),
-            _ => None,
-        })
-    }
-
-    /// Highest TX queue number (1-based mq class minor) the plan uses.
-    pub fn queues_needed(&self) -> usize {
-        let Some(root) = self.root() else { return 0 };
-        if root.kind != QdiscKind::Mq {
-            return 0;
-        }
-        self.ops
-            .iter()
-            .filter_map(|op| match op {
-                TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q)
-                    if q.parent != TcHandle::ROOT && q.parent.qdisc() == root.handle =>
-                {
-                    Some(q.parent.minor() as usize)
-                }
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0)
-    }
-}
-
 /// How an interface is (or would be) loaded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum LoadKind {
     /// Root delete (if there is a tree) and full build.
     Full {
@@ -88,18 +25,37 @@ pub enum LoadKind {
     Incremental,
 }
 
-/// The ops chosen for one interface.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct IfaceChange {
-    /// Interface.
-    pub dev: String,
-    /// Full or incremental.
-    pub kind: LoadKind,
-    /// Exactly what is (or would be) sent, root delete included.
-    pub ops: Vec<TcOp>,
+impl std::fmt::Display for LoadKind {
+    /// `incremental`, or `full rebuild (REASON)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadKind::Full { reason } => write!(f, "full rebuild ({reason})"),
+            LoadKind::Incremental => f.write_str("incremental"),
+        }
+    }
 }
 
-/// Options of [`apply_targets`].
+/// The ops chosen for one interface, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Change<'a> {
+    /// Full or incremental.
+    pub kind: LoadKind,
+    /// Exactly what is (or would be) sent.
+    pub stream: IfaceOps<'a>,
+}
+
+impl Change<'_> {
+    /// An owned copy (for reports that outlive the plan).
+    pub fn into_owned(self) -> Change<'static> {
+        Change {
+            kind: self.kind,
+            stream: self.stream.into_owned(),
+        }
+    }
+}
+
+/// Options of [`apply_plan`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ApplyOptions {
     /// Always root delete + full build.
@@ -110,11 +66,33 @@ pub struct ApplyOptions {
     pub verify_after: bool,
 }
 
-/// The outcome of [`apply_targets`].
+impl ApplyOptions {
+    /// Root delete and full build even when an incremental change would do.
+    pub fn full(mut self, yes: bool) -> Self {
+        self.full = yes;
+        self
+    }
+
+    /// Compute the ops, send nothing.
+    pub fn dry_run(mut self, yes: bool) -> Self {
+        self.dry_run = yes;
+        self
+    }
+
+    /// Read the trees back after loading and verify them.
+    pub fn verify_after(mut self, yes: bool) -> Self {
+        self.verify_after = yes;
+        self
+    }
+}
+
+/// The outcome of [`apply_plan`].
 #[derive(Debug)]
-pub struct ApplyReport {
-    /// Per interface: full or incremental, and the ops.
-    pub changes: Vec<IfaceChange>,
+#[non_exhaustive]
+pub struct ApplyReport<'a> {
+    /// Per interface: full or incremental, and the ops (borrowed from the
+    /// plan for full builds).
+    pub changes: Vec<Change<'a>>,
     /// Preflight time (links, queues, qdisc kinds).
     pub preflight: Timing,
     /// Time to read the live trees back.
@@ -127,10 +105,22 @@ pub struct ApplyReport {
     pub verify: Option<VerifyReport>,
 }
 
-impl ApplyReport {
+impl ApplyReport<'_> {
     /// Total ops chosen over all interfaces.
     pub fn ops_total(&self) -> usize {
-        self.changes.iter().map(|c| c.ops.len()).sum()
+        self.changes.iter().map(|c| c.stream.len()).sum()
+    }
+
+    /// An owned copy (for reports that outlive the plan).
+    pub fn into_owned(self) -> ApplyReport<'static> {
+        ApplyReport {
+            changes: self.changes.into_iter().map(Change::into_owned).collect(),
+            preflight: self.preflight,
+            readback: self.readback,
+            diff: self.diff,
+            load: self.load,
+            verify: self.verify,
+        }
     }
 }
 
@@ -146,20 +136,17 @@ fn sqm_alternatives() -> [QdiscKind; 3] {
 /// Checks, before any change: every interface exists, has enough TX queues,
 /// and every qdisc kind of the plan is accepted by this kernel (probed away
 /// from the real interfaces). Returns the links.
-pub fn preflight(
-    targets: &[Target],
-    live: &dyn LiveSource,
-) -> Result<BTreeMap<String, LinkSummary>> {
-    if targets.is_empty() {
+pub fn preflight(plan: &Plan, live: &dyn LiveSource) -> Result<BTreeMap<String, LinkSummary>> {
+    if plan.interfaces.is_empty() {
         return Err(ApplyError::Plan("the plan has no interfaces".into()));
     }
     let mut links = BTreeMap::new();
-    for t in targets {
+    for t in &plan.interfaces {
         let link = live.link(&t.dev)?.ok_or_else(|| ApplyError::NoInterface {
             dev: t.dev.clone(),
             netns: live.netns().map(str::to_string),
         })?;
-        let needed = t.queues_needed();
+        let needed = t.tx_queues();
         if needed > link.num_tx_queues as usize {
             return Err(ApplyError::TooFewQueues {
                 dev: t.dev.clone(),
@@ -173,7 +160,7 @@ pub fn preflight(
     // device and is part of every kernel with tc, so it is not probed.
     let mut seen = BTreeSet::new();
     let mut kinds = Vec::new();
-    for t in targets {
+    for t in &plan.interfaces {
         for op in &t.ops {
             if let TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) = op {
                 if q.kind != QdiscKind::Mq && seen.insert(q.kind.name().to_string()) {
@@ -184,10 +171,10 @@ pub fn preflight(
     }
     let results = live.probe_qdiscs(&kinds)?;
     for (k, r) in kinds.iter().zip(results) {
-        let Err(message) = r else { continue };
+        let Err(refusal) = r else { continue };
         let kind = k.name().to_string();
-        if !message.contains("unknown") {
-            return Err(ApplyError::QdiscRejected { kind, message });
+        if !refusal.is_unknown_kind() {
+            return Err(ApplyError::QdiscRejected { kind, refusal });
         }
         let alts: Vec<QdiscKind> = sqm_alternatives()
             .into_iter()
@@ -206,18 +193,19 @@ pub fn preflight(
         };
         return Err(ApplyError::UnsupportedQdisc {
             kind,
-            message,
+            refusal,
             hint,
         });
     }
     Ok(links)
 }
 
-/// The ops that take `live` to `target`: the diff when the layout matches
+/// The ops that take `live` to `ip`: the diff when the layout matches
 /// ([`rules::layout`]; and `full` is off), else a root delete (if a tree is
-/// there, [`rules::rebuild_deletes_root`]) plus the full build.
-pub fn plan_change(target: &Target, live: &TcTree, full: bool) -> IfaceChange {
-    let planned = target.tree();
+/// there, [`rules::rebuild_deletes_root`]) plus the full build, borrowed
+/// from the plan.
+pub fn plan_change<'a>(ip: &'a InterfacePlan, live: &TcTree, full: bool) -> Change<'a> {
+    let planned = ip.tree();
     let reason = if full {
         Some("--full".to_string())
     } else {
@@ -227,34 +215,32 @@ pub fn plan_change(target: &Target, live: &TcTree, full: bool) -> IfaceChange {
         }
     };
     match reason {
-        None => IfaceChange {
-            dev: target.dev.clone(),
+        None => Change {
             kind: LoadKind::Incremental,
-            ops: diff(live, &planned),
+            stream: IfaceOps::new(ip.dev.clone(), diff(live, &planned)),
         },
         Some(reason) => {
-            let mut ops = Vec::with_capacity(target.ops.len() + 1);
-            if rules::rebuild_deletes_root(live) {
-                ops.push(TcOp::delete_root());
-            }
-            ops.extend(target.ops.iter().cloned());
-            IfaceChange {
-                dev: target.dev.clone(),
+            let mut stream = IfaceOps::from_plan(ip);
+            stream.delete_root = rules::rebuild_deletes_root(live);
+            Change {
                 kind: LoadKind::Full { reason },
-                ops,
+                stream,
             }
         }
     }
 }
 
-/// Verifies the live trees of all targets.
-pub fn verify_targets(targets: &[Target], live: &dyn LiveSource) -> Result<VerifyReport> {
+/// Verifies the live trees of all interfaces of `plan`.
+pub fn verify_plan(plan: &Plan, live: &dyn LiveSource) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
-    for t in targets {
-        let tree = live.dump(&t.dev)?;
-        report
-            .interfaces
-            .push(verify_tree(&t.dev, &t.tree(), &tree, &t.labels));
+    for ip in &plan.interfaces {
+        let tree = live.dump(&ip.dev)?;
+        report.interfaces.push(verify_tree(
+            &ip.dev,
+            &ip.tree(),
+            &tree,
+            &plan.labels(&ip.dev),
+        ));
     }
     Ok(report)
 }
@@ -263,27 +249,28 @@ pub fn verify_targets(targets: &[Target], live: &dyn LiveSource) -> Result<Verif
 /// (unless `dry_run`). Returns `Err` for a failed preflight (nothing was
 /// changed); a failed load is `Ok` with the error inside
 /// [`ApplyReport::load`] so the caller sees what was applied.
-pub fn apply_targets(
-    targets: &[Target],
+pub fn apply_plan<'a>(
+    plan: &'a Plan,
     live: &dyn LiveSource,
     backend: &dyn Backend,
     opts: ApplyOptions,
     progress: &dyn Progress,
-) -> Result<ApplyReport> {
+) -> Result<ApplyReport<'a>> {
     let sw = Stopwatch::start(CpuScope::Process);
-    preflight(targets, live)?;
+    preflight(plan, live)?;
     let preflight_t = sw.stop();
     let sw = Stopwatch::start(CpuScope::Process);
-    let mut trees = Vec::with_capacity(targets.len());
-    for t in targets {
-        trees.push(live.dump(&t.dev)?);
+    let mut trees = Vec::with_capacity(plan.interfaces.len());
+    for ip in &plan.interfaces {
+        trees.push(live.dump(&ip.dev)?);
     }
     let readback = sw.stop();
     let sw = Stopwatch::start(CpuScope::Process);
-    let changes = targets
+    let changes = plan
+        .interfaces
         .iter()
         .zip(&trees)
-        .map(|(t, tree)| plan_change(t, tree, opts.full))
+        .map(|(ip, tree)| plan_change(ip, tree, opts.full))
         .collect();
     let diff_t = sw.stop();
     let mut report = ApplyReport {
@@ -297,16 +284,12 @@ pub fn apply_targets(
     if opts.dry_run {
         return Ok(report);
     }
-    let streams: Vec<IfaceOps> = report
-        .changes
-        .iter()
-        .map(|c| IfaceOps::new(c.dev.clone(), c.ops.clone()))
-        .collect();
+    let streams: Vec<IfaceOps> = report.changes.iter().map(|c| c.stream.clone()).collect();
     let load = load_deletes_first(backend, &streams, progress);
     let ok = load.is_ok();
     report.load = Some(load);
     if ok && opts.verify_after {
-        report.verify = Some(verify_targets(targets, live)?);
+        report.verify = Some(verify_plan(plan, live)?);
     }
     Ok(report)
 }
@@ -316,7 +299,7 @@ mod tests {
     use super::*;
     use crate::backend::{NoProgress, Recording};
     use lqos_model::Rate;
-    use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc};
+    use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc, TcHandle};
 
     fn class(parent: TcHandle, classid: TcHandle, mbps: u64) -> Class {
         Class {
@@ -340,7 +323,7 @@ mod tests {
         n: usize,
         rate: impl Fn(usize) -> u64,
         leaf: QdiscKind,
-    ) -> Target {
+    ) -> InterfacePlan {
         let root = TcHandle::new(0x7fff, 0);
         let mut ops = vec![TcOp::ReplaceQdisc(Qdisc {
             parent: TcHandle::ROOT,
@@ -363,11 +346,10 @@ mod tests {
                 1000,
             )));
         }
-        let mut labels = BTreeMap::new();
+        let setup_ops = ops.len();
         for i in 0..n {
             let q = (i % queues as usize) as u16 + 1;
             let id = TcHandle::new(q, 3 + (i / queues as usize) as u16);
-            labels.insert(id, format!("Circuit {i}"));
             ops.push(TcOp::AddClass(class(TcHandle::new(q, 1), id, rate(i))));
             ops.push(TcOp::AddQdisc(Qdisc {
                 parent: id,
@@ -375,10 +357,21 @@ mod tests {
                 kind: leaf.clone(),
             }));
         }
-        Target {
+        InterfacePlan {
             dev: dev.into(),
+            direction: lqos_tc::Direction::Download,
             ops,
-            labels,
+            setup_ops,
+            queue_class_counts: vec![],
+        }
+    }
+
+    /// A plan of hand-built interfaces.
+    fn plan_of(ifaces: &[InterfacePlan]) -> Plan {
+        Plan {
+            config: lqos_tc::PlanConfig::bridge("ens19", "ens20", 4),
+            interfaces: ifaces.to_vec(),
+            allocation: Default::default(),
         }
     }
 
@@ -386,13 +379,15 @@ mod tests {
         QdiscKind::Pfifo { limit: None }
     }
 
-    fn run(targets: &[Target], rec: &Recording, full: bool) -> ApplyReport {
+    fn run(targets: &[InterfacePlan], rec: &Recording, full: bool) -> ApplyReport<'static> {
         let opts = ApplyOptions {
             full,
             dry_run: false,
             verify_after: true,
         };
-        apply_targets(targets, rec, rec, opts, &NoProgress).unwrap()
+        apply_plan(&plan_of(targets), rec, rec, opts, &NoProgress)
+            .unwrap()
+            .into_owned()
     }
 
     #[test]
@@ -454,12 +449,12 @@ mod tests {
             ApplyError::OpFailed {
                 dev,
                 index,
-                op_text,
+                op,
                 message,
                 ..
             } => {
                 assert_eq!((dev.as_str(), *index), ("ens20", 30));
-                assert_eq!(op_text, &lqos_tc::render_line("ens20", &t[1].ops[30]));
+                assert_eq!(**op, t[1].ops[30]);
                 assert_eq!(message, "Error: boom.");
             }
             e => panic!("{e}"),
@@ -478,8 +473,8 @@ mod tests {
             .with_link("ens19", 2)
             .without_qdisc_kind("cake");
         let opts = ApplyOptions::default();
-        let e = apply_targets(
-            &[target("eth9", 2, 4, |_| 10, pfifo())],
+        let e = apply_plan(
+            &plan_of(&[target("eth9", 2, 4, |_| 10, pfifo())]),
             &rec,
             &rec,
             opts,
@@ -490,8 +485,8 @@ mod tests {
             e.to_string().contains("interface eth9 does not exist"),
             "{e}"
         );
-        let e = apply_targets(
-            &[target("ens19", 4, 4, |_| 10, pfifo())],
+        let e = apply_plan(
+            &plan_of(&[target("ens19", 4, 4, |_| 10, pfifo())]),
             &rec,
             &rec,
             opts,
@@ -504,8 +499,8 @@ mod tests {
             "{e}"
         );
         let cake = QdiscKind::Cake(Default::default());
-        let e = apply_targets(
-            &[target("ens19", 2, 4, |_| 10, cake)],
+        let e = apply_plan(
+            &plan_of(&[target("ens19", 2, 4, |_| 10, cake)]),
             &rec,
             &rec,
             opts,
@@ -521,6 +516,41 @@ mod tests {
     }
 
     #[test]
+    fn preflight_counts_the_queues_the_plan_uses_on_a_bridge_and_a_stick() {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits: 40,
+            ..Default::default()
+        });
+        let bridge = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
+        let mut stick = bridge.clone();
+        stick.interfaces = lqos_tc::Interfaces::OnAStick {
+            interface: "ens19".into(),
+            internet_vlan: 2,
+            network_vlan: 3,
+        };
+        let p = lqos_tc::plan(&g.network, &bridge, None).unwrap();
+        assert_eq!(p.interfaces[0].tx_queues(), 4);
+        let rec = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
+        assert!(preflight(&p, &rec).is_ok());
+        // A stick splits the 4 queues between the directions.
+        let p = lqos_tc::plan(&g.network, &stick, None).unwrap();
+        assert_eq!(p.interfaces[0].tx_queues(), 4);
+        let rec = Recording::new().with_link("ens19", 3);
+        let e = preflight(&p, &rec).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ApplyError::TooFewQueues {
+                    needed: 4,
+                    available: 3,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn dry_run_returns_ops_without_sending() {
         let rec = Recording::new().with_link("ens19", 4);
         let t = [target("ens19", 4, 8, |_| 10, pfifo())];
@@ -528,8 +558,14 @@ mod tests {
             dry_run: true,
             ..Default::default()
         };
-        let r = apply_targets(&t, &rec, &rec, opts, &NoProgress).unwrap();
-        assert_eq!(r.changes[0].ops, t[0].ops);
+        let p = plan_of(&t);
+        let r = apply_plan(&p, &rec, &rec, opts, &NoProgress).unwrap();
+        assert_eq!(r.changes[0].stream.ops[..], t[0].ops[..]);
+        // The full build is the plan's own ops, not a copy.
+        assert!(std::ptr::eq(
+            &r.changes[0].stream.ops[..],
+            &p.interfaces[0].ops[..]
+        ));
         assert!(r.load.is_none());
         assert!(rec.sent().is_empty());
     }

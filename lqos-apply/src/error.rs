@@ -2,20 +2,27 @@
 
 use std::path::PathBuf;
 
+use crate::live::QdiscRefusal;
+use crate::netlink::NetlinkError;
+
 /// Everything that can go wrong while loading, reading back or guarding a
 /// plan. Each variant names the interface, the op (as `tc` text) and the
 /// kernel's (or tc's) own message where there is one.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ApplyError {
     /// The kernel (or tc) rejected one op; the interface's load stopped there.
-    #[error("{dev}: op #{index} `{op_text}` failed: {message}")]
+    #[error(
+        "{dev}: op #{index} `{}` failed: {message}",
+        lqos_tc::render_line(dev, op)
+    )]
     OpFailed {
         /// Interface.
         dev: String,
         /// 0-based index of the op in the interface's stream.
         index: usize,
-        /// The op as a `tc -b` line.
-        op_text: String,
+        /// The op (shown as its `tc -b` line).
+        op: Box<lqos_tc::TcOp>,
         /// The kernel's extended-ACK text or tc's error text.
         message: String,
         /// errno, when the backend knows it.
@@ -33,6 +40,10 @@ pub enum ApplyError {
         total: usize,
         /// Why it stopped.
         reason: String,
+        /// The error that stopped it, when there is one (e.g. the `tc`
+        /// process could not be run), shared by every interface it stopped.
+        #[source]
+        cause: Option<std::sync::Arc<ApplyError>>,
     },
     /// A planned interface does not exist.
     #[error("interface {dev} does not exist{}", in_netns(.netns))]
@@ -56,22 +67,24 @@ pub enum ApplyError {
         available: u32,
     },
     /// A qdisc kind the plan needs is not available in this kernel.
-    #[error("this kernel has no sch_{kind} ({message}); {hint}")]
+    #[error("this kernel has no sch_{kind} ({refusal}); {hint}")]
     UnsupportedQdisc {
         /// Kind name (`cake`, `fq_codel`, ...).
         kind: String,
         /// The kernel's answer to the probe.
-        message: String,
+        #[source]
+        refusal: QdiscRefusal,
         /// What to do instead.
         hint: String,
     },
     /// The kernel has the qdisc kind but refuses the plan's options for it.
-    #[error("this kernel rejects the plan's sch_{kind} options: {message}")]
+    #[error("this kernel rejects the plan's sch_{kind} options: {refusal}")]
     QdiscRejected {
         /// Kind name.
         kind: String,
         /// The kernel's answer to the probe.
-        message: String,
+        #[source]
+        refusal: QdiscRefusal,
     },
     /// Another apply holds the machine-wide lock.
     #[error(
@@ -102,13 +115,23 @@ pub enum ApplyError {
         message: String,
     },
     /// A netlink operation outside of an op stream failed (open, dump, link).
-    #[error("netlink{}: {context}: {message}", .dev.as_ref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    #[error("netlink{}: {context}: {source}", .dev.as_ref().map(|d| format!(" ({d})")).unwrap_or_default())]
     Netlink {
         /// Interface, if any.
         dev: Option<String>,
         /// What was being done.
         context: String,
-        /// The error.
+        /// The socket layer's error (the kernel's errno and message for a
+        /// refused request).
+        #[source]
+        source: NetlinkError,
+    },
+    /// A check after loading found the kernel's tree not as planned.
+    #[error("{dev}: {message}")]
+    Check {
+        /// Interface.
+        dev: String,
+        /// What differs.
         message: String,
     },
     /// The saved state is unreadable or missing.
@@ -122,6 +145,44 @@ pub enum ApplyError {
     /// The plan itself is unusable (e.g. names no interface).
     #[error("plan: {0}")]
     Plan(String),
+    /// The LibreQoS inputs have errors (the report lists every problem with
+    /// its file, line, circuit or node).
+    #[error(
+        "the inputs have {} error(s) and {} warning(s); run `lqos check` for details",
+        report.error_count(),
+        report.warning_count()
+    )]
+    InvalidInputs {
+        /// Every problem found.
+        report: Box<lqos_model::Report>,
+    },
+    /// `lqos.conf` (or the overrides) cannot be turned into a planner config.
+    #[error("{}: {source}", .path.as_ref().map(|p| format!("config {}", p.display())).unwrap_or_else(|| "built-in config".into()))]
+    Config {
+        /// The config file, `None` for the built-in defaults.
+        path: Option<PathBuf>,
+        /// Why.
+        #[source]
+        source: lqos_tc::PlanError,
+    },
+    /// The planner refused the (valid) inputs.
+    #[error("planning{}: {source}", .devices.as_ref().map(|p| format!(" {}", p.display())).unwrap_or_default())]
+    Planning {
+        /// The devices file planned, if known.
+        devices: Option<PathBuf>,
+        /// Why.
+        #[source]
+        source: lqos_tc::PlanError,
+    },
+    /// A plan file is not an lqos plan.
+    #[error("{} is not an lqos plan: {source}", .path.display())]
+    PlanFile {
+        /// The file.
+        path: PathBuf,
+        /// The JSON error (with line and column).
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 fn in_netns(netns: &Option<String>) -> String {
@@ -144,6 +205,7 @@ impl ApplyError {
     pub fn dev(&self) -> Option<&str> {
         match self {
             ApplyError::OpFailed { dev, .. }
+            | ApplyError::Check { dev, .. }
             | ApplyError::Incomplete { dev, .. }
             | ApplyError::NoInterface { dev, .. }
             | ApplyError::TooFewQueues { dev, .. } => Some(dev),

@@ -1,28 +1,30 @@
-//! The only lqos crate that touches the kernel.
+//! The only lqos crate that touches the kernel: loads plans into Linux
+//! (rtnetlink or `tc -b`), reads live trees back, verifies them and reloads
+//! incrementally.
 //!
-//! `lqos-apply` drives the planner's per-interface op streams into the kernel
-//! through rtnetlink or `tc -b`, serially or one worker per interface, reads
-//! live trees back into [`lqos_tc::TcTree`], verifies them against a plan and
-//! reloads incrementally.
+//! # What to call first
 //!
-//! - [`backend`]: the [`Backend`] trait with [`TcBatch`] (`tc -b`),
-//!   [`NetlinkBackend`] and [`Recording`] (a fake kernel for tests).
-//! - [`engine`]: preflight, full-or-incremental choice, load.
-//! - [`verify`]: live tree vs plan.
-//! - [`netns`]: scratch network namespaces (tests, benches, probes).
-//! - [`state`]: state directory, atomic files, apply lock.
-//! - [`session`]: lock + apply + save the last good plan; rollback.
+//! 1. Inputs to a plan: [`plan_files`] (read `network.json`,
+//!    `ShapedDevices.csv`, `lqos.conf`; validate; resolve the planner config
+//!    with [`PlanOverrides`] and a [`QueueCount`]; plan). In memory, without
+//!    files: [`lqos_model::load_with_config`] + [`plan_config`] +
+//!    [`lqos_tc::plan`]. A saved plan: [`read_plan`].
+//! 2. A plan to a loaded kernel: [`Session::apply`] (machine-wide lock,
+//!    preflight, read back, diff or full rebuild, load, save the last good
+//!    plan; [`Session::rollback`] re-applies it). The kernel is a
+//!    [`LiveSource`] ([`NetlinkLive`]) and a [`Backend`] ([`NetlinkBackend`]
+//!    or [`TcBatch`]); [`Recording`] fakes both for tests.
+//! 3. Check: [`verify_plan`].
 //!
-//! A whole apply, here against the [`Recording`] fake kernel (in real use
-//! [`NetlinkLive`] reads the kernel and [`NetlinkBackend`] or [`TcBatch`]
-//! loads it):
+//! A whole apply, here against the [`Recording`] fake kernel (`examples/`
+//! has the same against a network namespace):
 //!
 //! ```
-//! use lqos_apply::{ApplyOptions, NoProgress, Recording, Session, state::StateDir};
+//! use lqos_apply::{plan_config, ApplyOptions, NoProgress, PlanOverrides, QueueCount, Recording, Session, StateDir};
 //!
 //! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 50, ..Default::default() });
-//! let mut cfg = lqos_tc::PlanConfig::from_lqos_config(&g.config, 4).unwrap();
-//! cfg.default_sqm = "pfifo".parse().unwrap();
+//! let overrides = PlanOverrides { sqm: Some("pfifo".parse().unwrap()), ..Default::default() };
+//! let cfg = plan_config(&g.config, None, &overrides, QueueCount::Default(4)).unwrap();
 //! let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
 //!
 //! let kernel = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
@@ -35,32 +37,52 @@
 //! assert_eq!(again.ops_total(), 0); // incremental: nothing changed
 //! ```
 //!
-//! For benchmarks: [`netns::ScratchNetns::with_veth`] gives a private
-//! namespace with `ens19`/`ens20`; [`IfaceOps::all_from_plan`] the full
-//! builds; [`TcBatch`] ([`TcMode`] combined / serial / parallel) and
-//! [`NetlinkBackend`] ([`Parallelism`]) load them with a [`RootDelete`]
-//! placement; [`LoadReport`] has per-interface [`Timing`] (wall, user, sys)
-//! and the total; [`read_live`] + [`plan_change`] is an incremental reload.
+//! # Lower levels
+//!
+//! - [`apply_plan`] is [`Session::apply`] without lock and saved state;
+//!   [`preflight`], [`plan_change`] and [`load_deletes_first`] are its steps.
+//! - A [`Backend`] loads [`IfaceOps`] streams (a full build borrowed from the
+//!   plan, or a diff) with a [`RootDelete`] placement and reports per
+//!   interface ([`LoadReport`], with [`Timing`]).
+//! - [`netlink`]: the rtnetlink encoder, decoder and socket.
+//! - `netns` (feature `test-util`): scratch network namespaces with veth
+//!   pairs for tests and benchmarks.
 
-pub mod backend;
+mod backend;
 pub mod bench;
-pub mod engine;
-pub mod error;
-pub mod live;
+mod engine;
+mod error;
+mod inputs;
+mod live;
 pub mod netlink;
+#[cfg(feature = "test-util")]
 pub mod netns;
-pub mod session;
+#[cfg(not(feature = "test-util"))]
+#[allow(dead_code, unreachable_pub)]
+mod netns;
+mod session;
 pub mod state;
 pub mod timing;
-pub mod verify;
+mod verify;
 
 pub use backend::{
-    Backend, IfaceOps, IfaceReport, LoadReport, NetlinkBackend, NoProgress, Parallelism, Progress,
-    Recording, RootDelete, TcBatch, TcMode,
+    load_deletes_first, Backend, CountProgress, IfaceOps, IfaceReport, LoadReport, NetlinkBackend,
+    NoProgress, Parallelism, Progress, Recording, RootDelete, TcBatch, TcMode,
 };
-pub use engine::{apply_targets, plan_change, preflight, ApplyOptions, ApplyReport, Target};
-pub use error::ApplyError;
-pub use live::{read_live, LinkSummary, LiveSource, NetlinkLive};
-pub use session::{load_saved_plan, SavedPlan, Session};
+pub use engine::{
+    apply_plan, plan_change, preflight, verify_plan, ApplyOptions, ApplyReport, Change, LoadKind,
+};
+pub use error::{ApplyError, Result};
+pub use inputs::{
+    interface_names, plan_config, plan_files, read_plan, Inputs, LoadedInputs, PlanOverrides,
+    Planned, QueueCount, CONFIG_FILE, DEVICES_FILE, NETWORK_FILE,
+};
+pub use live::{
+    read_live, KindProbe, KindSupport, LinkSummary, LiveSource, NetlinkLive, QdiscRefusal,
+};
+pub use session::{
+    last_good_allocation, load_saved_plan, saved_plan_file, SavedPlan, Session, SAVED_PLAN_VERSION,
+};
+pub use state::{resolve_state_dir, StateDir};
 pub use timing::Timing;
-pub use verify::{verify_tree, VerifyReport};
+pub use verify::{verify_tree, Drift, IfaceVerify, VerifyReport};

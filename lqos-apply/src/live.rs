@@ -20,6 +20,39 @@ pub struct LinkSummary {
     pub num_tx_queues: u32,
 }
 
+/// A kernel's refusal of a probe qdisc: `errno` decides, `message` is the
+/// extended-ACK text for people.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message} (errno {errno})")]
+#[non_exhaustive]
+pub struct QdiscRefusal {
+    /// Positive errno.
+    pub errno: i32,
+    /// The kernel's extended-ACK text, else strerror.
+    pub message: String,
+}
+
+impl QdiscRefusal {
+    /// A refusal with `errno` and the kernel's `message`.
+    pub fn new(errno: i32, message: impl Into<String>) -> QdiscRefusal {
+        QdiscRefusal {
+            errno,
+            message: message.into(),
+        }
+    }
+
+    /// The kernel refused because it has no such qdisc kind (`qdisc_create`
+    /// answers `ENOENT`, "Specified qdisc kind is unknown", after trying to
+    /// load the module); any other errno means it has the kind but rejects
+    /// the options.
+    pub fn is_unknown_kind(&self) -> bool {
+        self.errno == libc::ENOENT
+    }
+}
+
+/// Whether this kernel accepts a qdisc kind: `Ok(())` or the refusal.
+pub type KindSupport = std::result::Result<(), QdiscRefusal>;
+
 /// Where live state comes from: the kernel over netlink
 /// ([`NetlinkLive`]), or a fake ([`crate::backend::Recording`]).
 pub trait LiveSource: Sync {
@@ -32,9 +65,9 @@ pub trait LiveSource: Sync {
     /// The interface's qdiscs and classes.
     fn dump(&self, dev: &str) -> Result<TcTree>;
     /// Whether this kernel accepts a qdisc of each kind (with those
-    /// options), checked without touching any real interface. `Ok(Err(msg))`
+    /// options), checked without touching any real interface. `Ok(Err(r))`
     /// carries the kernel's refusal.
-    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>>;
+    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<KindSupport>>;
 }
 
 /// Reads the live trees of `devs` from `source`.
@@ -50,7 +83,7 @@ pub fn read_live(source: &dyn LiveSource, devs: &[&str]) -> Result<BTreeMap<Stri
 /// reload does not create a namespace at all.
 #[derive(Debug, Default)]
 pub struct KindProbe {
-    cache: Mutex<HashMap<String, std::result::Result<(), String>>>,
+    cache: Mutex<HashMap<String, KindSupport>>,
     file: Option<PathBuf>,
 }
 
@@ -113,7 +146,7 @@ impl KindProbe {
     }
 
     /// [`KindProbe::probe_many`] for one kind.
-    pub fn probe(&self, kind: &QdiscKind) -> Result<std::result::Result<(), String>> {
+    pub fn probe(&self, kind: &QdiscKind) -> Result<KindSupport> {
         Ok(self
             .probe_many(std::slice::from_ref(kind))?
             .pop()
@@ -124,8 +157,8 @@ impl KindProbe {
     /// netlink in one scratch namespace (created and deleted here, only if
     /// some kind is not cached yet), then the root delete. The options are
     /// the ones given, so a kernel that has the kind but rejects the
-    /// options also fails. `Ok(Err(msg))` carries the kernel's refusal.
-    pub fn probe_many(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
+    /// options also fails. `Ok(Err(r))` carries the kernel's refusal.
+    pub fn probe_many(&self, kinds: &[QdiscKind]) -> Result<Vec<KindSupport>> {
         let todo: Vec<&QdiscKind> = {
             let cache = self.cache.lock().expect("probe cache");
             kinds
@@ -154,7 +187,7 @@ impl KindProbe {
                 let r =
                     match sock.send_ops(link.ifindex, &ops, &SendOptions::default(), &mut |_| {}) {
                         Ok(_) => Ok(()),
-                        Err(f) if f.index == 0 => Err(f.message),
+                        Err(f) if f.index == 0 => Err(QdiscRefusal::new(f.errno, f.message)),
                         Err(_) => Ok(()), // added fine; the cleanup does not matter
                     };
                 self.cache
@@ -178,10 +211,10 @@ pub(crate) fn netlink_error(dev: Option<&str>, context: &str, e: NetlinkError) -
             dev: name,
             netns: None,
         },
-        e => ApplyError::Netlink {
+        source => ApplyError::Netlink {
             dev: dev.map(str::to_string),
             context: context.to_string(),
-            message: e.to_string(),
+            source,
         },
     }
 }
@@ -267,7 +300,7 @@ impl LiveSource for NetlinkLive {
         .map_err(|e| self.in_ns(e))
     }
 
-    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
+    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<KindSupport>> {
         self.probe.probe_many(kinds)
     }
 }

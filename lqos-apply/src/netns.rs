@@ -114,7 +114,7 @@ impl ScratchNetns {
         Ok(())
     }
 
-    /// The namespace's name (for `tc -n`, `ip -n`, [`crate::Target`]).
+    /// The namespace's name (for `tc -n`, `ip -n`, [`crate::NetlinkLive::new`]).
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -7,7 +7,7 @@ use lqos_tc::Plan;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Progress};
-use crate::engine::{apply_targets, ApplyOptions, ApplyReport, Target};
+use crate::engine::{apply_plan, ApplyOptions, ApplyReport};
 use crate::error::{ApplyError, Result};
 use crate::live::LiveSource;
 use crate::state::StateDir;
@@ -55,6 +55,20 @@ pub fn load_saved_plan(state: &StateDir, netns: Option<&str>) -> Result<Option<S
     Ok(saved)
 }
 
+/// The allocation of the last good plan for `netns` in the state directory
+/// at `path`, to keep classids stable when planning the next one; `None`
+/// when there is none. Reads only: a missing directory is not created.
+pub fn last_good_allocation(
+    path: &std::path::Path,
+    netns: Option<&str>,
+) -> Result<Option<lqos_tc::Allocation>> {
+    if !path.join(saved_plan_file(netns)).exists() {
+        return Ok(None);
+    }
+    let dir = StateDir::open(path)?;
+    Ok(load_saved_plan(&dir, netns)?.map(|s| s.plan.allocation))
+}
+
 /// Where and how to apply.
 pub struct Session<'a> {
     /// State directory (lock, saved plan).
@@ -73,19 +87,18 @@ impl Session<'_> {
     /// success saves `plan` as the last good plan. A dry run takes no lock
     /// and saves nothing. A failed load returns the report with the error in
     /// it (see [`ApplyReport::load`]) and leaves the saved plan untouched.
-    pub fn apply(
+    pub fn apply<'p>(
         &self,
-        plan: &Plan,
+        plan: &'p Plan,
         opts: ApplyOptions,
         progress: &dyn Progress,
-    ) -> Result<ApplyReport> {
+    ) -> Result<ApplyReport<'p>> {
         let _lock = if opts.dry_run {
             None
         } else {
             Some(self.state.lock()?)
         };
-        let targets = Target::from_plan(plan);
-        let report = apply_targets(&targets, self.live, self.backend, opts, progress)?;
+        let report = apply_plan(plan, self.live, self.backend, opts, progress)?;
         let loaded = report.load.as_ref().is_some_and(|l| l.is_ok());
         if loaded {
             let saved = SavedPlan {
@@ -103,12 +116,16 @@ impl Session<'_> {
     }
 
     /// Re-applies the last good plan (incrementally, unless `opts.full`).
-    pub fn rollback(&self, opts: ApplyOptions, progress: &dyn Progress) -> Result<ApplyReport> {
+    pub fn rollback(
+        &self,
+        opts: ApplyOptions,
+        progress: &dyn Progress,
+    ) -> Result<ApplyReport<'static>> {
         let saved = load_saved_plan(self.state, self.netns)?.ok_or_else(|| ApplyError::State {
             path: self.state.path().join(saved_plan_file(self.netns)),
             message: "no plan was applied successfully yet: nothing to roll back to".into(),
         })?;
-        self.apply(&saved.plan, opts, progress)
+        Ok(self.apply(&saved.plan, opts, progress)?.into_owned())
     }
 }
 

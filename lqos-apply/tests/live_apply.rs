@@ -6,13 +6,13 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::{fixture, generated, mutate, plan_for, tc_classes, DEVS};
-use lqos_apply::backend::{Backend, IfaceOps, NoProgress};
-use lqos_apply::engine::{verify_targets, ApplyOptions, LoadKind, Target};
-use lqos_apply::state::StateDir;
+use lqos_apply::StateDir;
+use lqos_apply::{verify_plan, ApplyOptions, LoadKind};
 use lqos_apply::{
     ApplyError, NetlinkBackend, NetlinkLive, Parallelism, RootDelete, Session, TcBatch, TcMode,
 };
-use lqos_tc::{render_line, TcOp};
+use lqos_apply::{Backend, IfaceOps, NoProgress};
+use lqos_tc::TcOp;
 
 const CIRCUITS: usize = 3000;
 
@@ -61,7 +61,6 @@ fn every_backend_and_mode_loads_a_generated_plan() {
     };
     let g = generated(CIRCUITS, 1);
     let plan = plan_for(&g, &g.network, None);
-    let targets = Target::from_plan(&plan);
     let live = NetlinkLive::new(Some(ns.name().to_string()));
     let ifaces = IfaceOps::all_from_plan(&plan);
     let name = Some(ns.name().to_string());
@@ -90,7 +89,7 @@ fn every_backend_and_mode_loads_a_generated_plan() {
             rep.ops_applied(),
             rep.total.display()
         );
-        let v = verify_targets(&targets, &live).unwrap();
+        let v = verify_plan(&plan, &live).unwrap();
         assert!(v.is_clean(), "{}: readback differs:\n{v}", b.describe());
     }
     tc_agrees(&ns, &plan);
@@ -161,26 +160,34 @@ fn incremental_reload_sends_only_the_diff() {
             .iter()
             .zip(from.interfaces.iter().zip(&to.interfaces))
         {
-            assert_eq!(c.kind, LoadKind::Incremental, "{}", c.dev);
+            assert_eq!(c.kind, LoadKind::Incremental, "{}", c.stream.dev);
             let expected = lqos_tc::diff(&old.tree(), &new.tree());
-            assert_eq!(c.ops.len(), expected.len(), "{}: ops = diff size", c.dev);
-            assert!(
-                !c.ops.is_empty() && c.ops.len() < 200,
-                "{}: {} ops",
-                c.dev,
-                c.ops.len()
+            assert_eq!(
+                c.stream.ops.len(),
+                expected.len(),
+                "{}: ops = diff size",
+                c.stream.dev
             );
             assert!(
-                c.ops.iter().any(|op| matches!(op, TcOp::ChangeClass(_))),
+                !c.stream.ops.is_empty() && c.stream.ops.len() < 200,
+                "{}: {} ops",
+                c.stream.dev,
+                c.stream.ops.len()
+            );
+            assert!(
+                c.stream
+                    .ops
+                    .iter()
+                    .any(|op| matches!(op, TcOp::ChangeClass(_))),
                 "rate change in place"
             );
-            assert!(!c.ops.iter().any(|op| *op == TcOp::delete_root()));
+            assert!(!c.stream.ops.iter().any(|op| *op == TcOp::delete_root()));
         }
         let load = r.load.unwrap();
         assert!(load.is_ok(), "{:?}", load.first_error());
         assert_eq!(
             load.ops_applied(),
-            r.changes.iter().map(|c| c.ops.len()).sum::<usize>()
+            r.changes.iter().map(|c| c.stream.ops.len()).sum::<usize>()
         );
         assert!(r.verify.unwrap().is_clean(), "{}", backend.describe());
     }
@@ -234,7 +241,7 @@ fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
             ApplyError::OpFailed {
                 dev,
                 index,
-                op_text,
+                op,
                 message,
                 ..
             } => {
@@ -243,7 +250,7 @@ fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
                 // there from the previous round).
                 let shift = usize::from(round > 0);
                 assert_eq!(index, k + shift, "{}", backend.describe());
-                assert_eq!(op_text, render_line("ens20", &bad.interfaces[1].ops[k]));
+                assert_eq!(*op, bad.interfaces[1].ops[k]);
                 assert!(!message.is_empty());
                 assert!(failed_at >= k, "{failed_at} < {k}");
             }
@@ -269,7 +276,7 @@ fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
             )
             .unwrap();
         assert_eq!(r.changes[1].kind, LoadKind::Incremental);
-        assert!(r.changes[1].ops.len() < good.interfaces[1].ops.len() / 2 + 10);
+        assert!(r.changes[1].stream.len() < good.interfaces[1].ops.len() / 2 + 10);
         assert!(r.load.unwrap().is_ok());
         assert!(r.verify.unwrap().is_clean());
     }
@@ -303,7 +310,7 @@ fn preflight_refuses_before_any_change() {
     let mut cfg = lqos_tc::PlanConfig::from_lqos_config(&g.config, 16).unwrap();
     cfg.default_sqm = "cake diffserv4".parse().unwrap();
     let p = lqos_tc::plan(&g.network, &cfg, None).unwrap();
-    let has_cake = lqos_apply::live::LiveSource::probe_qdiscs(
+    let has_cake = lqos_apply::LiveSource::probe_qdiscs(
         &live,
         &[lqos_tc::QdiscKind::Cake(Default::default())],
     )

@@ -4,9 +4,10 @@
 mod common;
 
 use common::{both, fixture, hand_built, tc_classes, DEVS};
-use lqos_apply::backend::{Backend, CountProgress, NoProgress};
-use lqos_apply::live::LiveSource;
+use lqos_apply::LiveSource;
 use lqos_apply::{ApplyError, NetlinkBackend, NetlinkLive, Parallelism, RootDelete};
+use lqos_apply::{Backend, CountProgress, NoProgress};
+use lqos_tc::render_line;
 use lqos_tc::{QdiscKind, TcOp};
 
 #[test]
@@ -57,7 +58,7 @@ fn netlink_failure_names_op_and_kernel_message() {
     let Some(ns) = fixture("nl-fail") else { return };
     let ops = hand_built(20, 4, |_| 10);
     let mut streams = both(&ops);
-    if let TcOp::AddClass(c) = &mut streams[1].ops[29] {
+    if let TcOp::AddClass(c) = &mut streams[1].ops.to_mut()[29] {
         c.parent = lqos_tc::TcHandle::new(0x99, 1);
         c.classid = lqos_tc::TcHandle::new(0x99, 5);
     } else {
@@ -71,14 +72,15 @@ fn netlink_failure_names_op_and_kernel_message() {
             ApplyError::OpFailed {
                 dev,
                 index,
-                op_text,
+                op,
                 message,
                 errno,
             } => {
                 assert_eq!((dev.as_str(), *index), ("ens20", 30));
                 assert!(
-                    op_text.starts_with("class add dev ens20 parent 99:1 classid 99:5"),
-                    "{op_text}"
+                    render_line("ens20", op)
+                        .starts_with("class add dev ens20 parent 99:1 classid 99:5"),
+                    "{op:?}"
                 );
                 assert!(!message.is_empty());
                 assert!(errno.is_some());
@@ -103,6 +105,7 @@ fn qdisc_probe_knows_what_this_kernel_has() {
     assert!(r[0].is_ok(), "{r:?}");
     // This project's machines have no sch_cake; elsewhere it may exist.
     if let Err(m) = &r[1] {
-        assert!(m.contains("unknown"), "{m}");
+        assert!(m.is_unknown_kind(), "{m}");
+        assert_eq!(m.errno, libc::ENOENT, "{m}");
     }
 }

@@ -3,8 +3,9 @@
 mod common;
 
 use common::{both, fixture, hand_built, tc_classes, tc_qdiscs, DEVS};
-use lqos_apply::backend::{Backend, CountProgress, NoProgress};
 use lqos_apply::{ApplyError, RootDelete, TcBatch, TcMode};
+use lqos_apply::{Backend, CountProgress, NoProgress};
+use lqos_tc::render_line;
 
 #[test]
 fn every_tc_mode_loads_and_reloads_a_tree() {
@@ -62,7 +63,7 @@ fn a_failing_line_is_mapped_to_its_op_and_interface() {
         c.parent = lqos_tc::TcHandle::new(0x99, 1);
         c.classid = lqos_tc::TcHandle::new(0x99, 5);
     }
-    streams[1].ops[29] = bad;
+    streams[1].ops.to_mut()[29] = bad;
     for mode in [TcMode::Combined, TcMode::Serial, TcMode::Parallel] {
         let tc = TcBatch::new(Some(ns.name().to_string()), mode);
         let rep = tc.load(&streams, RootDelete::InBatch, &NoProgress);
@@ -72,15 +73,16 @@ fn a_failing_line_is_mapped_to_its_op_and_interface() {
             ApplyError::OpFailed {
                 dev,
                 index,
-                op_text,
+                op,
                 message,
                 ..
             } => {
                 assert_eq!(dev, "ens20");
                 assert_eq!(*index, 30, "index counts the in-batch root delete");
                 assert!(
-                    op_text.starts_with("class add dev ens20 parent 99:1 classid 99:5"),
-                    "{op_text}"
+                    render_line("ens20", op)
+                        .starts_with("class add dev ens20 parent 99:1 classid 99:5"),
+                    "{op:?}"
                 );
                 assert!(!message.is_empty());
             }
@@ -102,7 +104,7 @@ fn force_keeps_going_and_still_reports_the_failure() {
     };
     let ops = hand_built(20, 4, |_| 10);
     let mut streams = both(&ops);
-    if let lqos_tc::TcOp::AddClass(c) = &mut streams[0].ops[29] {
+    if let lqos_tc::TcOp::AddClass(c) = &mut streams[0].ops.to_mut()[29] {
         c.parent = lqos_tc::TcHandle::new(0x99, 1);
         c.classid = lqos_tc::TcHandle::new(0x99, 5);
     } else {

@@ -305,8 +305,31 @@ fn bad_op_mid_stream() {
         if opts.batch == 1 {
             assert_eq!(f.applied_after, 0);
         }
+        assert_eq!(
+            f.succeeded + 1 + f.applied_after + f.refused_after + f.unanswered + f.not_sent,
+            ops.len(),
+            "{f}"
+        );
         // Earlier ops are in the kernel.
         let live = nl.dump(link.ifindex).unwrap();
+        // Regression (issue 10): the kernel runs the rest of a batch after
+        // a failed op; the failure counts those ops by their own ACKs, and
+        // exactly the ones it calls applied are in the kernel.
+        let present_after = ops[bad_index + 1..]
+            .iter()
+            .filter(|op| match op {
+                TcOp::AddClass(c) => live.classes.contains_key(&c.classid),
+                TcOp::AddQdisc(q) => live.qdiscs.contains_key(&q.handle),
+                _ => false,
+            })
+            .count();
+        assert_eq!(present_after, f.applied_after, "{f}");
+        if opts.batch > 1 {
+            assert!(
+                f.applied_after > 0,
+                "the batch went on after the failure: {f}"
+            );
+        }
         for op in &ops[..bad_index] {
             if let TcOp::AddClass(c) = op {
                 assert!(

@@ -1,7 +1,15 @@
 //! `lqos`: plan and load LibreQoS-style traffic-shaping trees.
 //!
 //! A thin front-end: each subcommand parses arguments, makes one library
-//! call, prints, and maps the outcome to an exit code.
+//! call, prints, and maps the outcome to an exit code. The calls:
+//!
+//! - `check`: [`lqos_apply::Inputs::load`] (its report);
+//! - `plan`, `show`, `diff`: [`lqos_apply::plan_files`] or
+//!   [`lqos_apply::read_plan`], then [`lqos_tc`]'s render / diff;
+//! - `apply`: [`lqos_apply::Session::apply`] (or `rollback`;
+//!   [`lqos_apply::apply_plan`] for `--dry-run`);
+//! - `verify`: [`lqos_apply::verify_plan`];
+//! - `bench`: the bench runner in a scratch network namespace.
 
 use std::process::ExitCode;
 

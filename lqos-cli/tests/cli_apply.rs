@@ -1,31 +1,14 @@
 //! Black-box tests of `lqos apply` / `lqos verify` in a private network
 //! namespace (skipped without root unless LQOS_REQUIRE_NETNS=1).
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
+use std::process::Command;
+
+use common::{code, lqos, text};
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
-use lqos_apply::state::StateDir;
+use lqos_apply::StateDir;
 use lqos_tc::TcOp;
-
-fn lqos(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lqos"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run lqos")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
 
 #[test]
 fn apply_verify_drift_repair_lock_and_rollback() {
@@ -278,4 +261,29 @@ fn apply_errors_exit_2_and_change_nothing() {
     } else {
         assert_eq!(code(&o), 0, "{out}\n{err}"); // a kernel with cake
     }
+}
+
+/// `--rollback` with nothing to roll back to: exit 2 naming the state, and
+/// a missing state directory is not created (no root needed: the kernel is
+/// never asked).
+#[test]
+fn rollback_without_a_saved_plan_says_so_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = lqos(d, &["apply", "--rollback", "--state-dir", "st"]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(err.contains("nothing to roll back to"), "{err}");
+    assert!(!d.join("st").exists());
+    std::fs::create_dir(d.join("st")).unwrap();
+    let o = lqos(
+        d,
+        &["apply", "--rollback", "--dry-run", "--state-dir", "st"],
+    );
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(
+        err.contains("nothing to roll back to") && err.contains("last-plan.json"),
+        "{err}"
+    );
 }

@@ -1,25 +1,9 @@
 //! Black-box tests of `lqos check` and `lqos gen`: the built binary on
 //! files in a temp dir.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn lqos(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lqos"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run lqos")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-const H13: &str = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment";
+use common::{legacy_header, lqos, sample, text};
 
 #[test]
 fn gen_then_check_is_clean() {
@@ -67,7 +51,10 @@ fn broken_csv_exits_2_and_names_file_and_line() {
     std::fs::write(dir.path().join("network.json"), "{}").unwrap();
     std::fs::write(
         dir.path().join("ShapedDevices.csv"),
-        format!("{H13}\n1,a,d1,R,,,10.0.0.1,,1,1,2,2,\n10001,b,d2,R,,,10.0.0.2,,0,1,2,2,\n"),
+        format!(
+            "{}\n1,a,d1,R,,,10.0.0.1,,1,1,2,2,\n10001,b,d2,R,,,10.0.0.2,,0,1,2,2,\n",
+            legacy_header()
+        ),
     )
     .unwrap();
     let o = lqos(dir.path(), &["check"]);
@@ -86,7 +73,10 @@ fn warnings_exit_0_or_1_with_strict() {
     std::fs::write(dir.path().join("n.json"), "{}").unwrap();
     std::fs::write(
         dir.path().join("d.csv"),
-        format!("{H13}\n1,a,d1,R,,not-a-mac,10.0.0.1,,1,1,2,2,\n"),
+        format!(
+            "{}\n1,a,d1,R,,not-a-mac,10.0.0.1,,1,1,2,2,\n",
+            legacy_header()
+        ),
     )
     .unwrap();
     std::fs::write(
@@ -128,7 +118,7 @@ fn missing_files_exit_2_naming_the_path() {
     );
 
     std::fs::write(dir.path().join("network.json"), "{}").unwrap();
-    std::fs::write(dir.path().join("ShapedDevices.csv"), H13).unwrap();
+    std::fs::write(dir.path().join("ShapedDevices.csv"), legacy_header()).unwrap();
     let o = lqos(dir.path(), &["check", "--config", "nope.conf"]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2));
@@ -138,14 +128,13 @@ fn missing_files_exit_2_naming_the_path() {
 #[test]
 fn libreqos_example_files_check_without_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus");
     std::fs::copy(
-        corpus.join("network_json/network.example.json"),
+        sample("network.example.json"),
         dir.path().join("network.json"),
     )
     .unwrap();
     std::fs::copy(
-        corpus.join("shaped_devices/ShapedDevices.example.csv"),
+        sample("ShapedDevices.example.csv"),
         dir.path().join("ShapedDevices.csv"),
     )
     .unwrap();

@@ -1,7 +1,8 @@
 //! Black-box tests of `lqos plan`, `lqos show` and `lqos diff`.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
+
+use common::{legacy_header, lqos, ok};
 
 const NETWORK: &str = r#"{
   "Site_1": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 500,
@@ -9,35 +10,14 @@ const NETWORK: &str = r#"{
   "Site_2": {"downloadBandwidthMbps": 200, "uploadBandwidthMbps": 200}
 }"#;
 
-const HEADER: &str = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment\n";
-
 const CONF: &str = "[bridge]\nto_internet = \"ens20\"\nto_network = \"ens19\"\n[queues]\ndefault_sqm = \"cake diffserv4\"\noverride_available_queues = 2\n";
-
-fn lqos(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lqos"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run lqos")
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn setup(devices: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("network.json"), NETWORK).unwrap();
     std::fs::write(
         dir.path().join("ShapedDevices.csv"),
-        format!("{HEADER}{devices}"),
+        format!("{}\n{devices}", legacy_header()),
     )
     .unwrap();
     std::fs::write(dir.path().join("lqos.conf"), CONF).unwrap();
@@ -174,7 +154,7 @@ c4,New,d4,Router,Site_2,,100.64.0.4,,1,1,10,10,
 ";
     std::fs::write(
         dir.path().join("ShapedDevices.csv"),
-        format!("{HEADER}{devices}"),
+        format!("{}\n{devices}", legacy_header()),
     )
     .unwrap();
     ok(&lqos(
@@ -205,7 +185,11 @@ c4,New,d4,Router,Site_2,,100.64.0.4,,1,1,10,10,
     let from_inputs = ok(&lqos(dir.path(), &["diff", "old/plan.json"]));
     assert_eq!(from_inputs, out);
     // Old side from inputs too.
-    std::fs::write(dir.path().join("old.csv"), format!("{HEADER}{DEVICES}")).unwrap();
+    std::fs::write(
+        dir.path().join("old.csv"),
+        format!("{}\n{DEVICES}", legacy_header()),
+    )
+    .unwrap();
     let both = ok(&lqos(
         dir.path(),
         &[

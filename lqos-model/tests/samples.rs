@@ -1,5 +1,6 @@
-//! Every LibreQoS sample file (copied from LibreQoS into
-//! `fuzz/corpus/*/` and `tests/data/`) loads the way LibreQoS loads it.
+//! Every LibreQoS sample file (copied once from LibreQoS into
+//! `samples/libreqos/`; the fuzz seed corpus links to them) loads the way
+//! LibreQoS loads it.
 
 use std::path::PathBuf;
 
@@ -13,11 +14,11 @@ fn read(rel: &str) -> String {
 }
 
 fn csv(name: &str) -> String {
-    read(&format!("../fuzz/corpus/shaped_devices/{name}"))
+    read(&format!("../samples/libreqos/{name}"))
 }
 
 fn json(name: &str) -> String {
-    read(&format!("../fuzz/corpus/network_json/{name}"))
+    read(&format!("../samples/libreqos/{name}"))
 }
 
 #[test]
@@ -79,7 +80,7 @@ fn legacy_csv_with_comment_lines_and_multi_device_circuit() {
 
 #[test]
 fn every_sample_pair_loads_without_errors() {
-    let conf = read("tests/data/lqos.example.toml");
+    let conf = read("../samples/libreqos/lqos.example.toml");
     for (n, d, warnings) in [
         ("network.example.json", "ShapedDevices.example.csv", 3),
         (
@@ -132,7 +133,7 @@ fn radius_sample_keeps_ids_and_non_mac_text() {
 
 #[test]
 fn example_lqos_conf_loads() {
-    let c = parse_config("lqos.conf", &read("tests/data/lqos.example.toml")).unwrap();
+    let c = parse_config("lqos.conf", &read("../samples/libreqos/lqos.example.toml")).unwrap();
     let b = c.bridge.unwrap();
     assert_eq!(
         (b.to_internet.as_str(), b.to_network.as_str()),

@@ -149,6 +149,32 @@ impl InterfacePlan {
         TcTree::from_ops(&self.ops)
     }
 
+    /// TX queues this interface's plan uses: the highest mq class minor an
+    /// HTB of the setup prefix hangs from (0 when the root is not `mq`).
+    /// Preflight compares it with the device's `num_tx_queues`.
+    pub fn tx_queues(&self) -> usize {
+        let setup = &self.ops[..self.setup_ops.min(self.ops.len())];
+        let root = setup.iter().find_map(|op| match op {
+            TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if q.parent == TcHandle::ROOT => Some(q),
+            _ => None,
+        });
+        let Some(root) = root.filter(|r| r.kind == QdiscKind::Mq) else {
+            return 0;
+        };
+        setup
+            .iter()
+            .filter_map(|op| match op {
+                TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q)
+                    if q.parent != TcHandle::ROOT && q.parent.qdisc() == root.handle =>
+                {
+                    Some(usize::from(q.parent.minor()))
+                }
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     /// HTB majors on this interface, in order.
     pub fn htb_majors(&self) -> Vec<u16> {
         self.ops[..self.setup_ops]

@@ -2,6 +2,7 @@
 //! ([`TcBatch`]), rtnetlink ([`NetlinkBackend`]) and a [`Recording`] fake,
 //! all behind one [`Backend`] trait chosen at run time.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lqos_tc::{InterfacePlan, Plan, TcOp};
@@ -15,47 +16,126 @@ mod recording;
 mod tc;
 
 pub use netlink::NetlinkBackend;
-pub use recording::{Recording, RecordingFailure};
+pub use recording::Recording;
 pub use tc::{TcBatch, TcMode};
 
-/// One interface's ordered op stream.
+/// What is sent to one interface: ops borrowed from a plan (a full build,
+/// never copied) or owned (a diff), and whether the old tree is deleted
+/// first.
+///
+/// This is the one "device + ops" type of lqos-apply. It differs from
+/// [`lqos_tc::InterfacePlan`], the plan of record (the full build of an
+/// interface with its direction and queue layout, saved and diffed
+/// against), in that it is a *delivery*: a diff, or a full build with a root
+/// delete in front, as chosen for one load.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct IfaceOps {
+#[non_exhaustive]
+pub struct IfaceOps<'a> {
     /// Interface name.
     pub dev: String,
-    /// Ops in order.
-    pub ops: Vec<TcOp>,
+    /// Send `qdisc del dev X root` before `ops` (full reloads of a device
+    /// that has a tree). [`load_deletes_first`] hoists these deletes before
+    /// every build; a backend sends it as the first op of the stream unless
+    /// the load's [`RootDelete`] places deletes otherwise.
+    pub delete_root: bool,
+    /// Ops in order (without the root delete).
+    pub ops: Cow<'a, [TcOp]>,
+    /// How many leading ops build the queue layout (root, HTBs, `:1`,
+    /// `:2`), from [`InterfacePlan::setup_ops`]; 0 for a diff. A combined
+    /// `tc -b` batch sends every interface's setup before interleaving.
+    pub setup_len: usize,
 }
 
-impl IfaceOps {
-    /// A stream of `ops` for `dev`.
-    pub fn new(dev: impl Into<String>, ops: Vec<TcOp>) -> IfaceOps {
+impl<'a> IfaceOps<'a> {
+    /// A stream of `ops` (owned or borrowed) for `dev`, with no setup
+    /// prefix and no root delete.
+    pub fn new(dev: impl Into<String>, ops: impl Into<Cow<'a, [TcOp]>>) -> IfaceOps<'a> {
         IfaceOps {
             dev: dev.into(),
-            ops,
+            delete_root: false,
+            ops: ops.into(),
+            setup_len: 0,
         }
     }
 
-    /// The full build of one planned interface.
-    pub fn from_plan(ip: &InterfacePlan) -> IfaceOps {
-        IfaceOps::new(ip.dev.clone(), ip.ops.clone())
+    /// The full build of one planned interface (borrowed, not copied).
+    pub fn from_plan(ip: &'a InterfacePlan) -> IfaceOps<'a> {
+        IfaceOps {
+            dev: ip.dev.clone(),
+            delete_root: false,
+            ops: Cow::Borrowed(&ip.ops),
+            setup_len: ip.setup_ops.min(ip.ops.len()),
+        }
     }
 
     /// The full builds of all interfaces of `plan`.
-    pub fn all_from_plan(plan: &Plan) -> Vec<IfaceOps> {
+    pub fn all_from_plan(plan: &'a Plan) -> Vec<IfaceOps<'a>> {
         plan.interfaces.iter().map(IfaceOps::from_plan).collect()
+    }
+
+    /// The same stream with a root delete in front.
+    pub fn with_delete_root(mut self) -> IfaceOps<'a> {
+        self.delete_root = true;
+        self
+    }
+
+    /// Ops sent, the root delete included.
+    pub fn len(&self) -> usize {
+        usize::from(self.delete_root) + self.ops.len()
+    }
+
+    /// True when nothing is sent.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The op at `index` of the stream as sent (index 0 is the root delete
+    /// when there is one).
+    pub fn op(&self, index: usize) -> Option<Cow<'_, TcOp>> {
+        match (self.delete_root, index) {
+            (true, 0) => Some(Cow::Owned(TcOp::delete_root())),
+            (true, i) => self.ops.get(i - 1).map(Cow::Borrowed),
+            (false, i) => self.ops.get(i).map(Cow::Borrowed),
+        }
+    }
+
+    /// Every op as sent, the root delete first when there is one.
+    pub fn sent(&self) -> impl Iterator<Item = Cow<'_, TcOp>> + '_ {
+        let delete = self.delete_root.then(|| Cow::Owned(TcOp::delete_root()));
+        delete.into_iter().chain(self.ops.iter().map(Cow::Borrowed))
+    }
+
+    /// What is sent, counted: ops added, changed, removed (the root delete
+    /// counts as one removal).
+    pub fn summary(&self) -> lqos_tc::DiffSummary {
+        let mut s = lqos_tc::DiffSummary::of(&self.ops);
+        if self.delete_root {
+            s.add(&[TcOp::delete_root()]);
+        }
+        s
+    }
+
+    /// An owned copy (for reports that outlive the plan).
+    pub fn into_owned(self) -> IfaceOps<'static> {
+        IfaceOps {
+            dev: self.dev,
+            delete_root: self.delete_root,
+            ops: Cow::Owned(self.ops.into_owned()),
+            setup_len: self.setup_len,
+        }
     }
 }
 
 /// Where the `qdisc del dev X root` of a full reload goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub enum RootDelete {
-    /// No root delete (incremental loads, or the ops already contain one).
+    /// No root delete added (incremental loads); a stream's own
+    /// [`IfaceOps::delete_root`] is still sent, in its batch.
     #[default]
     None,
     /// First op of each interface's stream, in the same batch / socket.
     /// The stream a report counts is then `[root delete] + ops`. A root
-    /// delete that finds nothing to delete (`handle of zero`) is ignored.
+    /// delete that finds nothing to delete (`ENOENT`) is ignored.
     InBatch,
     /// Its own step before each interface's batch (its own `tc` process for
     /// the tc backend), timed separately in [`IfaceReport::root_delete`].
@@ -98,12 +178,15 @@ impl Progress for CountProgress {
 
 /// What happened on one interface.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct IfaceReport {
     /// Interface.
     pub dev: String,
     /// Ops in the stream (including an in-batch root delete).
     pub ops_total: usize,
-    /// Ops the kernel accepted.
+    /// Ops the kernel accepted, each counted by its own ACK (with netlink
+    /// batches this includes ops after a failed one that the kernel still
+    /// applied) or, for `tc -b`, by the lines tc did not report as failed.
     pub ops_applied: usize,
     /// Wall and CPU time of this interface's load (the worker thread for
     /// netlink, the tc process for tc). `None` when interfaces shared one
@@ -115,8 +198,24 @@ pub struct IfaceReport {
     pub error: Option<ApplyError>,
 }
 
+impl IfaceReport {
+    /// A report for `dev` whose stream has `ops_total` ops, nothing applied
+    /// yet (for [`Backend`] implementations).
+    pub fn new(dev: impl Into<String>, ops_total: usize) -> IfaceReport {
+        IfaceReport {
+            dev: dev.into(),
+            ops_total,
+            ops_applied: 0,
+            timing: None,
+            root_delete: None,
+            error: None,
+        }
+    }
+}
+
 /// The outcome of one [`Backend::load`].
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct LoadReport {
     /// [`Backend::describe`] of the backend used.
     pub backend: String,
@@ -128,6 +227,16 @@ pub struct LoadReport {
 }
 
 impl LoadReport {
+    /// A report of `backend` ([`Backend::describe`]) over `interfaces`
+    /// that took `total` (for [`Backend`] implementations).
+    pub fn new(backend: impl Into<String>, interfaces: Vec<IfaceReport>, total: Timing) -> Self {
+        LoadReport {
+            backend: backend.into(),
+            interfaces,
+            total,
+        }
+    }
+
     /// True when every interface loaded completely.
     pub fn is_ok(&self) -> bool {
         self.interfaces.iter().all(|i| i.error.is_none())
@@ -163,21 +272,25 @@ pub trait Backend: Send + Sync {
     /// Short description (`tc -b serial`, `netlink parallel`, ...).
     fn describe(&self) -> String;
 
-    /// Sends each interface's ops in order. A failed op stops that
-    /// interface's stream (and, for a combined tc batch, the whole batch);
-    /// the failure is reported in its [`IfaceReport::error`]. Other
+    /// Sends each interface's ops in order, with a root delete first where
+    /// `root_delete` adds one or the stream asks for one
+    /// ([`IfaceOps::delete_root`]). A failed op stops that interface's
+    /// stream (and, for a combined tc batch, the whole batch); the failure
+    /// is reported in its [`IfaceReport::error`], and
+    /// [`IfaceReport::ops_applied`] counts what the kernel accepted. Other
     /// interfaces carry on where the backend allows it.
     fn load(
         &self,
-        ifaces: &[IfaceOps],
+        ifaces: &[IfaceOps<'_>],
         root_delete: RootDelete,
         progress: &dyn Progress,
     ) -> LoadReport;
 }
 
-/// Loads `ifaces`, first deleting every old tree that a stream starts by
-/// deleting (all interfaces' root deletes, in one step), then running the
-/// rest of each stream as `backend` does (serially or in parallel).
+/// Loads `ifaces`, first deleting every old tree a stream asks to delete
+/// ([`IfaceOps::delete_root`]: all interfaces' root deletes, in one step),
+/// then running the rest of each stream as `backend` does (serially or in
+/// parallel).
 ///
 /// Why: each new HTB class makes the kernel scan a filter-block list that
 /// is global to the machine, so building one interface while another's old
@@ -187,17 +300,16 @@ pub trait Backend: Send + Sync {
 /// delete fails is not built (its old tree stays); the others are.
 pub fn load_deletes_first(
     backend: &dyn Backend,
-    ifaces: &[IfaceOps],
+    ifaces: &[IfaceOps<'_>],
     progress: &dyn Progress,
 ) -> LoadReport {
-    let leading = |i: &IfaceOps| i.ops.first().is_some_and(is_root_delete);
-    if ifaces.len() < 2 || !ifaces.iter().any(leading) {
+    if ifaces.len() < 2 || !ifaces.iter().any(|i| i.delete_root) {
         return backend.load(ifaces, RootDelete::None, progress);
     }
     let deletes: Vec<IfaceOps> = ifaces
         .iter()
-        .filter(|i| leading(i))
-        .map(|i| IfaceOps::new(i.dev.clone(), vec![TcOp::delete_root()]))
+        .filter(|i| i.delete_root)
+        .map(|i| IfaceOps::new(i.dev.clone(), Vec::new()).with_delete_root())
         .collect();
     let mut first = backend.load(&deletes, RootDelete::None, progress);
     let builds: Vec<IfaceOps> = ifaces
@@ -208,9 +320,11 @@ pub fn load_deletes_first(
                 .iter()
                 .any(|d| d.dev == i.dev && d.error.is_some())
         })
-        .map(|i| {
-            let skip = usize::from(leading(i));
-            IfaceOps::new(i.dev.clone(), i.ops[skip..].to_vec())
+        .map(|i| IfaceOps {
+            dev: i.dev.clone(),
+            delete_root: false,
+            ops: Cow::Borrowed(&i.ops[..]),
+            setup_len: i.setup_len,
         })
         .collect();
     let mut second = backend.load(&builds, RootDelete::None, progress);
@@ -232,11 +346,11 @@ pub fn load_deletes_first(
             let del_timing = del.as_ref().and_then(|d| d.timing.or(Some(delete_total)));
             let del_error = del.and_then(|d| d.error);
             // Indexes count the stream as given, hoisted delete included.
-            let skip = usize::from(leading(i));
+            let skip = usize::from(i.delete_root);
             match build.map(|b| shift_op_index(b, skip)) {
                 Some(b) => IfaceReport {
                     dev: i.dev.clone(),
-                    ops_total: i.ops.len(),
+                    ops_total: i.len(),
                     ops_applied: del_applied + b.ops_applied,
                     timing: b.timing,
                     root_delete: del_timing,
@@ -244,7 +358,7 @@ pub fn load_deletes_first(
                 },
                 None => IfaceReport {
                     dev: i.dev.clone(),
-                    ops_total: i.ops.len(),
+                    ops_total: i.len(),
                     ops_applied: del_applied,
                     timing: None,
                     root_delete: del_timing,
@@ -269,23 +383,25 @@ fn shift_op_index(mut report: IfaceReport, by: usize) -> IfaceReport {
     report
 }
 
-/// The stream actually sent for `ops` under `root_delete`.
-pub(crate) fn with_root_delete(ops: &[TcOp], root_delete: RootDelete) -> Vec<TcOp> {
-    let mut v = Vec::with_capacity(ops.len() + 1);
-    if root_delete == RootDelete::InBatch {
-        v.push(TcOp::delete_root());
+/// Where `iface`'s root delete goes under the load's `placement`: the
+/// placement if it adds one, else in-batch if the stream asks for one.
+pub(crate) fn delete_placement(iface: &IfaceOps<'_>, placement: RootDelete) -> RootDelete {
+    match placement {
+        RootDelete::None if iface.delete_root => RootDelete::InBatch,
+        p => p,
     }
-    v.extend_from_slice(ops);
-    v
 }
 
-/// Length of the queue-layout prefix of a stream: the ops before the first
-/// class with minor >= 3 (root, HTBs, `:1`, `:2` and its leaf in planner
-/// output; the whole stream if it has no such class).
-pub(crate) fn setup_len(ops: &[TcOp]) -> usize {
-    ops.iter()
-        .position(|op| matches!(op, TcOp::AddClass(c) if c.classid.minor() >= 3))
-        .unwrap_or(ops.len())
+/// The stream actually sent for `iface` under the load's `placement`: the
+/// same ops, borrowed, with `delete_root` set when an in-batch root delete
+/// goes first (index 0 of [`IfaceOps::op`]).
+pub(crate) fn as_sent<'s>(iface: &'s IfaceOps<'_>, placement: RootDelete) -> IfaceOps<'s> {
+    IfaceOps {
+        dev: iface.dev.clone(),
+        delete_root: delete_placement(iface, placement) == RootDelete::InBatch,
+        ops: Cow::Borrowed(&iface.ops[..]),
+        setup_len: iface.setup_len,
+    }
 }
 
 /// True for the root delete (`qdisc del dev X root`).
@@ -293,13 +409,22 @@ pub(crate) fn is_root_delete(op: &TcOp) -> bool {
     *op == TcOp::delete_root()
 }
 
-/// True when a failed root delete only means "nothing to delete" (the
-/// device has its default, handle-0 root such as `noqueue`).
-pub(crate) fn is_benign_root_delete_failure(op: &TcOp, message: &str) -> bool {
+/// True when a failed root delete only means "nothing to delete": the
+/// device has its default, handle-0 root such as `noqueue` (the kernel's
+/// `tc_get_qdisc` answers `ENOENT`, "Cannot delete qdisc with handle of
+/// zero", or "Cannot find specified qdisc" without any root). The netlink
+/// backend decides by `errno`; `tc -b` reports only text, so without an
+/// errno its message is matched.
+pub(crate) fn root_delete_found_nothing(op: &TcOp, errno: Option<i32>, message: &str) -> bool {
     is_root_delete(op)
-        && (message.contains("handle of zero")
-            || message.contains("Invalid handle")
-            || message.contains("No such file or directory"))
+        && match errno {
+            Some(e) => e == libc::ENOENT,
+            None => {
+                message.contains("handle of zero")
+                    || message.contains("Cannot find specified qdisc")
+                    || message.contains("No such file or directory")
+            }
+        }
 }
 
 #[cfg(test)]
@@ -326,13 +451,9 @@ mod tests {
         ]
     }
 
-    fn reload_streams() -> Vec<IfaceOps> {
+    fn reload_streams() -> Vec<IfaceOps<'static>> {
         ["ens19", "ens20"]
-            .map(|dev| {
-                let mut ops = vec![TcOp::delete_root()];
-                ops.extend(build());
-                IfaceOps::new(dev, ops)
-            })
+            .map(|dev| IfaceOps::new(dev, build()).with_delete_root())
             .to_vec()
     }
 
@@ -389,9 +510,39 @@ mod tests {
     }
 
     #[test]
+    fn a_full_build_borrows_the_plan_and_its_setup_length() {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits: 20,
+            ..Default::default()
+        });
+        let plan =
+            lqos_tc::plan(&g.network, &lqos_tc::PlanConfig::bridge("a", "b", 2), None).unwrap();
+        let s = IfaceOps::from_plan(&plan.interfaces[0]);
+        assert!(matches!(s.ops, Cow::Borrowed(_)));
+        assert!(std::ptr::eq(&s.ops[..], &plan.interfaces[0].ops[..]));
+        assert_eq!(s.setup_len, plan.interfaces[0].setup_ops);
+        let s = s.with_delete_root();
+        assert_eq!(s.len(), plan.interfaces[0].ops.len() + 1);
+        assert_eq!(s.op(0).as_deref(), Some(&TcOp::delete_root()));
+        assert_eq!(s.sent().count(), s.len());
+        assert_eq!(s.summary().removed, 1);
+    }
+
+    #[test]
+    fn a_streams_own_root_delete_is_sent_first_in_its_batch() {
+        let rec = loaded();
+        let one = [IfaceOps::new("ens19", build()).with_delete_root()];
+        let rep = rec.load(&one, RootDelete::None, &NoProgress);
+        assert!(rep.is_ok(), "{:?}", rep.first_error());
+        assert_eq!(rep.interfaces[0].ops_total, 3);
+        let sent = rec.sent_for("ens19");
+        assert!(is_root_delete(&sent[0]) && sent[1..] == build()[..]);
+    }
+
+    #[test]
     fn streams_without_a_leading_delete_go_straight_through() {
         let rec = loaded();
-        let diff = ["ens19", "ens20"].map(|d| IfaceOps::new(d, vec![]));
+        let diff = ["ens19", "ens20"].map(|d| IfaceOps::new(d, Vec::new()));
         let rep = load_deletes_first(&rec, &diff, &NoProgress);
         assert!(rep.is_ok());
         assert!(rec.sent().is_empty());

@@ -4,14 +4,13 @@
 use lqos_tc::TcOp;
 
 use super::{
-    is_benign_root_delete_failure, is_root_delete, with_root_delete, Backend, IfaceOps,
-    IfaceReport, LoadReport, Parallelism, Progress, RootDelete,
+    delete_placement, is_root_delete, root_delete_found_nothing, Backend, IfaceOps, IfaceReport,
+    LoadReport, Parallelism, Progress, RootDelete,
 };
 use crate::error::ApplyError;
 use crate::live::{netlink_error, open_socket};
 use crate::netlink::{NetlinkSocket, SendOptions};
 use crate::timing::{CpuScope, Stopwatch};
-use lqos_tc::render_line;
 
 /// Netlink loader: serial, or one thread (with its own socket) per
 /// interface.
@@ -37,14 +36,16 @@ impl NetlinkBackend {
         }
     }
 
-    /// Sends `ops[start..]`, skipping a root delete that found nothing to
-    /// delete. Returns (ops applied, first real failure).
+    /// Sends `ops`, skipping a root delete that found nothing to delete.
+    /// Returns (ops applied, first real failure). Failed-op indexes are
+    /// counted from `offset` (the ops of the stream sent before `ops`).
     fn send_stream(
         &self,
         sock: &mut NetlinkSocket,
         ifindex: i32,
         dev: &str,
         ops: &[TcOp],
+        offset: usize,
         progress: &dyn Progress,
     ) -> (usize, Option<ApplyError>) {
         let mut applied = 0;
@@ -72,18 +73,18 @@ impl NetlinkBackend {
                     applied += stats.acked;
                     start = end;
                 }
-                Err(f) if is_benign_root_delete_failure(&f.op, &f.message) => {
+                Err(f) if root_delete_found_nothing(&f.op, Some(f.errno), &f.message) => {
                     applied += f.succeeded + 1;
                     start += f.index + 1;
                 }
                 Err(f) => {
-                    applied += f.succeeded + f.applied_after;
+                    applied += f.applied();
                     return (
                         applied,
                         Some(ApplyError::OpFailed {
                             dev: dev.to_string(),
-                            index: start + f.index,
-                            op_text: render_line(dev, &f.op),
+                            index: offset + start + f.index,
+                            op: Box::new(f.op),
                             message: f.message,
                             errno: Some(f.errno),
                         }),
@@ -96,15 +97,16 @@ impl NetlinkBackend {
 
     fn load_iface(
         &self,
-        iface: &IfaceOps,
+        iface: &IfaceOps<'_>,
         root_delete: RootDelete,
         progress: &dyn Progress,
     ) -> IfaceReport {
         let sw = Stopwatch::start(CpuScope::Thread);
-        let stream = with_root_delete(&iface.ops, root_delete);
+        let placement = delete_placement(iface, root_delete);
+        let in_batch = usize::from(placement == RootDelete::InBatch);
         let mut rep = IfaceReport {
             dev: iface.dev.clone(),
-            ops_total: stream.len(),
+            ops_total: in_batch + iface.ops.len(),
             ops_applied: 0,
             timing: None,
             root_delete: None,
@@ -130,13 +132,14 @@ impl NetlinkBackend {
                 return rep;
             }
         };
-        if root_delete == RootDelete::Separate {
+        if placement == RootDelete::Separate {
             let rd = Stopwatch::start(CpuScope::Thread);
             let (_, err) = self.send_stream(
                 &mut sock,
                 ifindex,
                 &iface.dev,
                 &[TcOp::delete_root()],
+                0,
                 &super::NoProgress,
             );
             rep.root_delete = Some(rd.stop());
@@ -146,8 +149,22 @@ impl NetlinkBackend {
                 return rep;
             }
         }
-        let (applied, err) = self.send_stream(&mut sock, ifindex, &iface.dev, &stream, progress);
-        rep.ops_applied = applied;
+        if in_batch == 1 {
+            // Sent alone (send_stream does so anyway): no copy of the ops.
+            let del = [TcOp::delete_root()];
+            let (applied, err) =
+                self.send_stream(&mut sock, ifindex, &iface.dev, &del, 0, progress);
+            rep.ops_applied = applied;
+            if err.is_some() {
+                rep.error = err;
+                rep.timing = Some(sw.stop());
+                return rep;
+            }
+        }
+        let (applied, err) = self.send_stream(
+            &mut sock, ifindex, &iface.dev, &iface.ops, in_batch, progress,
+        );
+        rep.ops_applied += applied;
         rep.error = err;
         rep.timing = Some(sw.stop());
         rep
@@ -164,7 +181,7 @@ impl Backend for NetlinkBackend {
 
     fn load(
         &self,
-        ifaces: &[IfaceOps],
+        ifaces: &[IfaceOps<'_>],
         root_delete: RootDelete,
         progress: &dyn Progress,
     ) -> LoadReport {
@@ -185,15 +202,16 @@ impl Backend for NetlinkBackend {
                     .map(|(h, i)| {
                         h.join().unwrap_or_else(|_| IfaceReport {
                             dev: i.dev.clone(),
-                            ops_total: i.ops.len(),
+                            ops_total: i.len(),
                             ops_applied: 0,
                             timing: None,
                             root_delete: None,
                             error: Some(ApplyError::Incomplete {
                                 dev: i.dev.clone(),
                                 sent: 0,
-                                total: i.ops.len(),
+                                total: i.len(),
                                 reason: "the worker thread panicked".into(),
+                                cause: None,
                             }),
                         })
                     })

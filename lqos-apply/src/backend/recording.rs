@@ -5,26 +5,26 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use lqos_tc::{render_line, QdiscKind, TcOp, TcTree};
+use lqos_tc::{QdiscKind, TcOp, TcTree};
 
 use super::{
-    is_root_delete, with_root_delete, Backend, IfaceOps, IfaceReport, LoadReport, Progress,
-    RootDelete,
+    as_sent, delete_placement, is_root_delete, Backend, IfaceOps, IfaceReport, LoadReport,
+    Progress, RootDelete,
 };
 use crate::error::{ApplyError, Result};
-use crate::live::{LinkSummary, LiveSource};
+use crate::live::{KindSupport, LinkSummary, LiveSource, QdiscRefusal};
 use crate::timing::Timing;
 
 /// A planned failure: the `op_index`-th op sent to `dev` (counting every op
 /// this recorder has received for `dev`, across loads) fails with `message`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordingFailure {
+pub(crate) struct RecordingFailure {
     /// Interface.
-    pub dev: String,
+    dev: String,
     /// 0-based index among all ops ever sent to `dev`.
-    pub op_index: usize,
+    op_index: usize,
     /// The "kernel" message.
-    pub message: String,
+    message: String,
 }
 
 #[derive(Debug, Default)]
@@ -70,7 +70,9 @@ impl Recording {
         self
     }
 
-    /// Schedules a failure (see [`RecordingFailure`]).
+    /// Schedules a failure: the `op_index`-th op sent to `dev` (counting
+    /// every op this recorder has received for `dev`, across loads) fails
+    /// with `message`.
     pub fn fail_at(&self, dev: &str, op_index: usize, message: &str) {
         self.state
             .lock()
@@ -182,7 +184,7 @@ impl Recording {
             rep.error = Some(ApplyError::OpFailed {
                 dev: dev.to_string(),
                 index,
-                op_text: render_line(dev, &ops[index]),
+                op: Box::new(ops[index].clone()),
                 message,
                 errno: Some(libc::EINVAL),
             });
@@ -206,15 +208,18 @@ impl Backend for Recording {
 
     fn load(
         &self,
-        ifaces: &[IfaceOps],
+        ifaces: &[IfaceOps<'_>],
         root_delete: RootDelete,
         progress: &dyn Progress,
     ) -> LoadReport {
         let interfaces = ifaces
             .iter()
             .map(|i| {
-                let root = root_delete == RootDelete::Separate;
-                let mut ops = with_root_delete(&i.ops, root_delete);
+                let root = delete_placement(i, root_delete) == RootDelete::Separate;
+                let mut ops: Vec<TcOp> = as_sent(i, root_delete)
+                    .sent()
+                    .map(|o| o.into_owned())
+                    .collect();
                 if root {
                     ops.insert(0, TcOp::delete_root());
                 }
@@ -246,13 +251,16 @@ impl LiveSource for Recording {
         })
     }
 
-    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<std::result::Result<(), String>>> {
+    fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<KindSupport>> {
         let s = self.state.lock().expect("recording lock");
         Ok(kinds
             .iter()
             .map(|k| {
                 if s.unsupported.contains(k.name()) {
-                    Err("Specified qdisc kind is unknown.".into())
+                    Err(QdiscRefusal::new(
+                        libc::ENOENT,
+                        "Specified qdisc kind is unknown.",
+                    ))
                 } else {
                     Ok(())
                 }

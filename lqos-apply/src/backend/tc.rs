@@ -1,6 +1,7 @@
 //! The `tc -b` backend: spawns `tc [-n NETNS] [-force] -b -` and streams
 //! the ops' text on its stdin.
 
+use std::borrow::Cow;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -11,8 +12,8 @@ use nix::unistd::Pid;
 use serde::Serialize;
 
 use super::{
-    is_benign_root_delete_failure, setup_len, with_root_delete, Backend, IfaceOps, IfaceReport,
-    LoadReport, Progress, RootDelete,
+    as_sent, root_delete_found_nothing, Backend, IfaceOps, IfaceReport, LoadReport, Progress,
+    RootDelete,
 };
 use crate::error::ApplyError;
 use crate::timing::{zombie_cpu, CpuScope, Stopwatch, Timing};
@@ -56,6 +57,11 @@ impl TcBatch {
     }
 }
 
+/// Op `index` of a stream as sent (a line's op; lines are built in range).
+fn at<'a>(s: &'a IfaceOps<'_>, index: usize) -> Cow<'a, TcOp> {
+    s.op(index).expect("batch line within its stream")
+}
+
 /// One line of a batch: which interface and which op of its stream.
 #[derive(Debug, Clone, Copy)]
 struct Line {
@@ -92,8 +98,8 @@ impl TcBatch {
     /// of ours runs meanwhile, so RUSAGE_CHILDREN is exact.
     fn run_batch(
         &self,
-        ifaces: &[IfaceOps],
-        streams: &[Vec<TcOp>],
+        ifaces: &[IfaceOps<'_>],
+        streams: &[IfaceOps<'_>],
         lines: &[Line],
         exclusive_child: bool,
         progress: &dyn Progress,
@@ -130,7 +136,7 @@ impl TcBatch {
                         pending = 0;
                     }
                     last_dev = l.iface;
-                    let text = render_line(dev, &streams[l.iface][l.op]);
+                    let text = render_line(dev, &at(&streams[l.iface], l.op));
                     if w.write_all(text.as_bytes()).is_err() || w.write_all(b"\n").is_err() {
                         return; // tc stopped reading (it exits at the first error)
                     }
@@ -196,8 +202,8 @@ impl TcBatch {
     /// all processes together.
     fn load_lines(
         &self,
-        ifaces: &[IfaceOps],
-        streams: &[Vec<TcOp>],
+        ifaces: &[IfaceOps<'_>],
+        streams: &[IfaceOps<'_>],
         lines: &[Line],
         exclusive_child: bool,
         progress: &dyn Progress,
@@ -210,13 +216,16 @@ impl TcBatch {
             let run = self.run_batch(ifaces, streams, slice, exclusive_child, progress);
             total = total + run.timing;
             if let Some(e) = run.fatal {
+                let reason = "the tc process failed".to_string();
+                let cause = Some(std::sync::Arc::new(e));
                 for r in reports.iter_mut() {
                     if r.error.is_none() && r.ops_applied < r.ops_total {
                         r.error = Some(ApplyError::Incomplete {
                             dev: r.dev.clone(),
                             sent: r.ops_applied,
                             total: r.ops_total,
-                            reason: e.to_string(),
+                            reason: reason.clone(),
+                            cause: cause.clone(),
                         });
                     }
                 }
@@ -226,8 +235,8 @@ impl TcBatch {
             let mut restart_at = None;
             for (idx, msg) in &run.failures {
                 let Some(l) = slice.get(*idx) else { continue };
-                let op = &streams[l.iface][l.op];
-                if is_benign_root_delete_failure(op, msg) {
+                let op = &*at(&streams[l.iface], l.op);
+                if root_delete_found_nothing(op, None, msg) {
                     if !self.force {
                         restart_at = Some(start + idx + 1);
                     }
@@ -240,7 +249,7 @@ impl TcBatch {
                     r.error = Some(ApplyError::OpFailed {
                         dev: r.dev.clone(),
                         index: l.op,
-                        op_text: render_line(&r.dev, op),
+                        op: Box::new(op.clone()),
                         message: msg.clone(),
                         errno: None,
                     });
@@ -269,6 +278,7 @@ impl TcBatch {
                                     reason: format!(
                                         "the combined tc batch stopped at line {fline} ({fdev})"
                                     ),
+                                    cause: None,
                                 });
                             }
                         }
@@ -294,7 +304,7 @@ impl TcBatch {
             Ok(o) if o.status.success() => (t, None),
             Ok(o) => {
                 let msg = String::from_utf8_lossy(&o.stderr).trim().to_string();
-                if is_benign_root_delete_failure(&TcOp::delete_root(), &msg) {
+                if root_delete_found_nothing(&TcOp::delete_root(), None, &msg) {
                     (t, None)
                 } else {
                     (
@@ -302,7 +312,7 @@ impl TcBatch {
                         Some(ApplyError::OpFailed {
                             dev: dev.to_string(),
                             index: 0,
-                            op_text: render_line(dev, &TcOp::delete_root()),
+                            op: Box::new(TcOp::delete_root()),
                             message: msg,
                             errno: None,
                         }),
@@ -361,19 +371,18 @@ pub(crate) fn parse_tc_errors(stderr: &str) -> Vec<(usize, String)> {
 /// [`lqos_tc::render_combined`]: the in-batch root deletes, each
 /// interface's setup ops, then the interfaces' entity groups (a class op and
 /// the ops after it up to the next class op) round-robin.
-fn combined_order(
-    ifaces: &[IfaceOps],
-    streams: &[Vec<TcOp>],
-    root_delete: RootDelete,
-) -> Vec<Line> {
-    let skip = usize::from(root_delete == RootDelete::InBatch);
-    let mut lines = Vec::with_capacity(streams.iter().map(Vec::len).sum());
-    if skip == 1 {
-        lines.extend((0..streams.len()).map(|iface| Line { iface, op: 0 }));
-    }
+fn combined_order(streams: &[IfaceOps<'_>]) -> Vec<Line> {
+    let skips: Vec<usize> = streams.iter().map(|s| usize::from(s.delete_root)).collect();
+    let mut lines = Vec::with_capacity(streams.iter().map(|s| s.len()).sum());
+    lines.extend(
+        (0..streams.len())
+            .filter(|&i| skips[i] == 1)
+            .map(|iface| Line { iface, op: 0 }),
+    );
     let mut cursors = Vec::with_capacity(streams.len());
-    for (iface, (i, s)) in ifaces.iter().zip(streams).enumerate() {
-        let setup_end = (skip + setup_len(&i.ops)).min(s.len());
+    for (iface, s) in streams.iter().enumerate() {
+        let skip = skips[iface];
+        let setup_end = (skip + s.setup_len).min(s.len());
         lines.extend((skip..setup_end).map(|op| Line { iface, op }));
         cursors.push(setup_end);
     }
@@ -385,7 +394,7 @@ fn combined_order(
             }
             progressed = true;
             let mut end = *cur + 1;
-            while end < s.len() && !matches!(s[end], TcOp::AddClass(_)) {
+            while end < s.len() && !matches!(*at(s, end), TcOp::AddClass(_)) {
                 end += 1;
             }
             lines.extend((*cur..end).map(|op| Line { iface, op }));
@@ -398,7 +407,7 @@ fn combined_order(
     lines
 }
 
-fn new_reports(ifaces: &[IfaceOps], streams: &[Vec<TcOp>]) -> Vec<IfaceReport> {
+fn new_reports(ifaces: &[IfaceOps<'_>], streams: &[IfaceOps<'_>]) -> Vec<IfaceReport> {
     ifaces
         .iter()
         .zip(streams)
@@ -425,15 +434,12 @@ impl Backend for TcBatch {
 
     fn load(
         &self,
-        ifaces: &[IfaceOps],
+        ifaces: &[IfaceOps<'_>],
         root_delete: RootDelete,
         progress: &dyn Progress,
     ) -> LoadReport {
         let sw = Stopwatch::start(CpuScope::Children);
-        let streams: Vec<Vec<TcOp>> = ifaces
-            .iter()
-            .map(|i| with_root_delete(&i.ops, root_delete))
-            .collect();
+        let streams: Vec<IfaceOps<'_>> = ifaces.iter().map(|i| as_sent(i, root_delete)).collect();
         let mut reports = new_reports(ifaces, &streams);
         let one_iface = |i: usize, rep: &mut IfaceReport, exclusive: bool| {
             if root_delete == RootDelete::Separate {
@@ -466,7 +472,7 @@ impl Backend for TcBatch {
                     }
                 }
                 if reports.iter().all(|r| r.error.is_none()) {
-                    let lines = combined_order(ifaces, &streams, root_delete);
+                    let lines = combined_order(&streams);
                     self.load_lines(ifaces, &streams, &lines, true, progress, &mut reports);
                 }
             }
@@ -507,18 +513,39 @@ mod tests {
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
         let ifaces = IfaceOps::all_from_plan(&plan);
         for rd in [RootDelete::None, RootDelete::InBatch] {
-            let streams: Vec<Vec<TcOp>> = ifaces
+            let streams: Vec<IfaceOps<'_>> = ifaces.iter().map(|i| as_sent(i, rd)).collect();
+            let text: String = combined_order(&streams)
                 .iter()
-                .map(|i| with_root_delete(&i.ops, rd))
-                .collect();
-            let text: String = combined_order(&ifaces, &streams, rd)
-                .iter()
-                .map(|l| render_line(&ifaces[l.iface].dev, &streams[l.iface][l.op]) + "\n")
+                .map(|l| render_line(&ifaces[l.iface].dev, &at(&streams[l.iface], l.op)) + "\n")
                 .collect();
             assert_eq!(
                 text,
                 lqos_tc::render_combined(&plan, rd == RootDelete::InBatch)
             );
+        }
+    }
+
+    #[test]
+    fn a_tc_that_cannot_run_leaves_every_interface_incomplete_with_the_cause() {
+        for mode in [TcMode::Combined, TcMode::Serial, TcMode::Parallel] {
+            let mut tc = TcBatch::new(None, mode);
+            tc.tc = PathBuf::from("/nonexistent/lqos-test/tc");
+            let ifaces = ["ens19", "ens20"].map(|d| IfaceOps::new(d, vec![TcOp::delete_root()]));
+            let rep = tc.load(&ifaces, RootDelete::None, &super::super::NoProgress);
+            for r in &rep.interfaces {
+                match &r.error {
+                    Some(ApplyError::Incomplete {
+                        sent: 0,
+                        total: 1,
+                        cause: Some(c),
+                        ..
+                    }) => assert!(matches!(**c, ApplyError::Io { .. }), "{c}"),
+                    e => panic!("{mode:?}: {e:?}"),
+                }
+            }
+            let e = rep.into_result().unwrap_err();
+            let cause = std::error::Error::source(&e).expect("a source").to_string();
+            assert!(cause.contains("/nonexistent/lqos-test/tc"), "{cause}");
         }
     }
 

@@ -13,10 +13,11 @@ use crate::backend::{
     load_deletes_first, Backend, IfaceOps, NetlinkBackend, NoProgress, Parallelism, Progress,
     RootDelete, TcBatch, TcMode,
 };
-use crate::engine::{plan_change, Target};
+use crate::engine::plan_change;
 use crate::error::{ApplyError, Result};
 use crate::live::{read_live, NetlinkLive};
 use crate::timing::{CpuScope, Stopwatch};
+use lqos_tc::InterfacePlan;
 
 /// A load method, numbered as in issue 526's reproduction (README).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -114,13 +115,13 @@ pub struct BenchTree {
     /// Circuits in the tree.
     pub circuits: usize,
     /// Full builds of the base plan, one per interface.
-    pub base: Vec<Target>,
+    pub base: Vec<InterfacePlan>,
     /// Full builds of the changed plan, same interfaces and order.
-    pub changed: Vec<Target>,
+    pub changed: Vec<InterfacePlan>,
     /// The base plan's op streams as loaders take them.
-    pub base_ops: Vec<IfaceOps>,
+    pub base_ops: Vec<IfaceOps<'static>>,
     /// `base_ops`, each starting with its root delete (a full reload).
-    pub reload_ops: Vec<IfaceOps>,
+    pub reload_ops: Vec<IfaceOps<'static>>,
 }
 
 impl BenchTree {
@@ -198,21 +199,21 @@ impl Runner {
     }
 
     /// Makes the live trees equal `targets` (incremental, untimed).
-    pub fn converge(&self, targets: &[Target]) -> Result<usize> {
+    pub fn converge(&self, targets: &[InterfacePlan]) -> Result<usize> {
         self.sync_to(targets, &NoProgress)
     }
 
     /// What `lqos apply` does by default: read the live trees back, diff
     /// them against `targets`, and send only the difference (nothing when
     /// there is none) with the serial netlink loader. Returns the ops sent.
-    fn sync_to(&self, targets: &[Target], progress: &dyn Progress) -> Result<usize> {
+    fn sync_to(&self, targets: &[InterfacePlan], progress: &dyn Progress) -> Result<usize> {
         let devs: Vec<&str> = targets.iter().map(|t| t.dev.as_str()).collect();
         let live = read_live(&self.live, &devs)?;
         let ifaces: Vec<IfaceOps> = targets
             .iter()
-            .map(|t| IfaceOps::new(t.dev.clone(), plan_change(t, &live[&t.dev], false).ops))
+            .map(|t| plan_change(t, &live[&t.dev], false).stream)
             .collect();
-        let ops = ifaces.iter().map(|i| i.ops.len()).sum();
+        let ops = ifaces.iter().map(IfaceOps::len).sum();
         if ops > 0 {
             self.netlink(Parallelism::Serial)
                 .load(&ifaces, RootDelete::None, progress)
@@ -224,7 +225,7 @@ impl Runner {
     /// Checks that the live trees have exactly the classes and qdiscs of
     /// `targets` (same handles), so a method that silently loaded nothing
     /// cannot look fast.
-    pub fn check_loaded(&self, targets: &[Target]) -> Result<()> {
+    pub fn check_loaded(&self, targets: &[InterfacePlan]) -> Result<()> {
         let devs: Vec<&str> = targets.iter().map(|t| t.dev.as_str()).collect();
         let live = read_live(&self.live, &devs)?;
         for t in targets {
@@ -238,9 +239,8 @@ impl Runner {
                 .filter(|h| !got.qdiscs.contains_key(h))
                 .count();
             if live_classes != planned_classes || qdiscs_missing != 0 {
-                return Err(ApplyError::Netlink {
-                    dev: Some(t.dev.clone()),
-                    context: "bench check".into(),
+                return Err(ApplyError::Check {
+                    dev: t.dev.clone(),
                     message: format!(
                         "after loading, {live_classes} classes live vs {planned_classes} planned, \
                          {qdiscs_missing} planned qdiscs missing"
@@ -349,7 +349,7 @@ impl Runner {
     }
 
     /// Readback + diff + send of the difference to `targets`, timed as one.
-    fn incremental(&self, targets: &[Target], progress: &dyn Progress) -> Result<Sample> {
+    fn incremental(&self, targets: &[InterfacePlan], progress: &dyn Progress) -> Result<Sample> {
         let sw = Stopwatch::start(CpuScope::ProcessAndChildren);
         let ops = self.sync_to(targets, progress)?;
         Ok(Sample::new(sw.stop(), ops))
@@ -361,24 +361,27 @@ impl BenchTree {
     /// circuit's ceilings raised by 10% (classids kept stable through the
     /// base plan's allocation).
     pub fn plan(net: &lqos_model::Network, cfg: &lqos_tc::PlanConfig) -> Result<BenchTree> {
-        let plan_err = |e: lqos_tc::PlanError| ApplyError::Plan(e.to_string());
+        let plan_err = |source| ApplyError::Planning {
+            devices: None,
+            source,
+        };
         let base = lqos_tc::plan(net, cfg, None).map_err(plan_err)?;
         let changed_net = one_percent_changed(net);
         let changed = lqos_tc::plan(&changed_net, cfg, Some(&base.allocation)).map_err(plan_err)?;
+        let base_ops: Vec<IfaceOps<'static>> = IfaceOps::all_from_plan(&base)
+            .into_iter()
+            .map(IfaceOps::into_owned)
+            .collect();
         Ok(BenchTree {
             circuits: net.circuits().len(),
-            base: Target::from_plan(&base),
-            changed: Target::from_plan(&changed),
-            base_ops: IfaceOps::all_from_plan(&base),
-            reload_ops: IfaceOps::all_from_plan(&base)
-                .into_iter()
-                .map(|i| {
-                    let mut ops = Vec::with_capacity(i.ops.len() + 1);
-                    ops.push(TcOp::delete_root());
-                    ops.extend(i.ops);
-                    IfaceOps::new(i.dev, ops)
-                })
+            reload_ops: base_ops
+                .iter()
+                .cloned()
+                .map(IfaceOps::with_delete_root)
                 .collect(),
+            base_ops,
+            base: base.interfaces,
+            changed: changed.interfaces,
         })
     }
 }

@@ -6,7 +6,10 @@
 //!   and with sane HTB bursts above ~12.8 Gbit where tc 6.1 sends 0 ticks.
 //! - [`NetlinkSocket::send_ops`] sends op streams many-per-`sendmsg`,
 //!   matches ACKs by sequence number and reports the first failure with the
-//!   kernel's extended-ACK text ([`OpFailure`]).
+//!   kernel's extended-ACK text ([`OpFailure`]). Batching, ACK matching,
+//!   lost ACKs and mid-batch failures are decided by a pure state machine
+//!   (`pipeline.rs`, unit-tested without a socket); the socket only moves
+//!   bytes.
 //! - [`NetlinkSocket::dump`] reads an interface's qdiscs and HTB classes
 //!   back into a [`lqos_tc::TcTree`].
 //!
@@ -54,8 +57,67 @@
 mod consts;
 mod decode;
 mod encode;
+mod pipeline;
 mod socket;
 
 pub use decode::{qdisc_tree_key, DecodeError};
 pub use encode::{encode_op, encode_op_with, EncodeError, PschedClock, PschedParseError};
 pub use socket::{LinkInfo, NetlinkError, NetlinkSocket, OpFailure, SendOptions, SendStats};
+
+/// Decodes one tc request (as `tc` or [`encode_op`] sends it) back into its
+/// interface index and [`TcOp`](lqos_tc::TcOp): the inverse of [`encode_op_with`], used
+/// to check the golden captures both ways. The verb comes from the message
+/// type and flags (`NLM_F_REPLACE`: replace; `NLM_F_CREATE` on a class:
+/// add, else change). HTB class bursts come back converted from ticks, as
+/// in a dump (see above).
+pub fn decode_request(
+    msg: &[u8],
+    clock: &PschedClock,
+) -> Result<(i32, lqos_tc::TcOp), DecodeError> {
+    use consts::*;
+    use lqos_tc::{TcHandle, TcOp};
+    let m = decode::msgs(msg)
+        .next()
+        .ok_or_else(|| DecodeError("no netlink message".into()))??;
+    let hdr = |p: &[u8]| -> Result<(i32, TcHandle, TcHandle), DecodeError> {
+        let word = |o: usize| p.get(o..o + 4).map(|b| [b[0], b[1], b[2], b[3]]);
+        match (word(4), word(8), word(12)) {
+            (Some(i), Some(h), Some(pa)) if p.len() >= TCMSG_LEN => Ok((
+                i32::from_ne_bytes(i),
+                TcHandle::from_raw(u32::from_ne_bytes(h)),
+                TcHandle::from_raw(u32::from_ne_bytes(pa)),
+            )),
+            _ => Err(DecodeError(format!("tcmsg of {} bytes", p.len()))),
+        }
+    };
+    match m.ty {
+        RTM_NEWQDISC => {
+            let (ifindex, q) = decode::decode_qdisc(m.payload)?;
+            let op = if m.flags & NLM_F_REPLACE != 0 {
+                TcOp::ReplaceQdisc(q)
+            } else {
+                TcOp::AddQdisc(q)
+            };
+            Ok((ifindex, op))
+        }
+        RTM_DELQDISC => {
+            let (ifindex, handle, parent) = hdr(m.payload)?;
+            Ok((ifindex, TcOp::DeleteQdisc { parent, handle }))
+        }
+        RTM_NEWTCLASS => {
+            let (ifindex, c) = decode::decode_class(m.payload, clock)?
+                .ok_or_else(|| DecodeError("class request without kind htb".into()))?;
+            let op = if m.flags & NLM_F_CREATE != 0 {
+                TcOp::AddClass(c)
+            } else {
+                TcOp::ChangeClass(c)
+            };
+            Ok((ifindex, op))
+        }
+        RTM_DELTCLASS => {
+            let (ifindex, classid, parent) = hdr(m.payload)?;
+            Ok((ifindex, TcOp::DeleteClass { parent, classid }))
+        }
+        t => Err(DecodeError(format!("message type {t} is not a tc request"))),
+    }
+}

@@ -13,11 +13,13 @@ use nix::sched::{setns, CloneFlags};
 
 use super::consts::*;
 use super::decode::{self, msgs, parse_ack, DecodeError};
-use super::encode::{self, encode_op_with, PschedClock};
+use super::encode::{self, PschedClock};
+use super::pipeline::{strerror, RecvMode, SendPipeline, MAX_SEND_BYTES};
 
 /// Errors of the socket layer (everything except a failed op, which is an
 /// [`OpFailure`]).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NetlinkError {
     /// `socket()`/`bind()`/`setsockopt()` of the rtnetlink socket failed.
     #[error("cannot open rtnetlink socket: {0}")]
@@ -67,13 +69,17 @@ pub enum NetlinkError {
         #[source]
         source: DecodeError,
     },
-    /// `/proc/net/psched` could not be read or parsed.
+    /// `/proc/net/psched` could not be read.
     #[error("reading /proc/net/psched: {0}")]
-    Psched(String),
+    PschedRead(#[source] io::Error),
+    /// `/proc/net/psched` could not be parsed.
+    #[error("parsing /proc/net/psched: {0}")]
+    PschedParse(#[source] super::encode::PschedParseError),
 }
 
 /// An interface as the kernel reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LinkInfo {
     /// Interface name.
     pub name: String,
@@ -113,6 +119,7 @@ impl Default for SendOptions {
 
 /// Outcome of a fully successful [`NetlinkSocket::send_ops`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SendStats {
     /// Requests sent.
     pub sent: usize,
@@ -125,8 +132,17 @@ pub struct SendStats {
     pub sendmsgs: usize,
 }
 
-/// The first op the kernel (or the encoder) refused.
+/// The first op the kernel (or the encoder) refused, and what is known
+/// about every other op of the call.
+///
+/// The kernel runs every request of a `sendmsg` batch even after one fails
+/// (each gets its own ACK), so with [`SendOptions::batch`] > 1 ops after
+/// `index` may have been applied ([`Self::applied_after`]) or refused
+/// ([`Self::refused_after`]); each is counted from its own ACK. When ACKs
+/// were lost (`ENOBUFS`) some ops' outcome is unknown
+/// ([`Self::unanswered`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OpFailure {
     /// Index into the ops slice.
     pub index: usize,
@@ -140,13 +156,29 @@ pub struct OpFailure {
     pub message: String,
     /// Ops before `index` that were ACKed ok (normally `index`).
     pub succeeded: usize,
-    /// Ops after `index` that the kernel nevertheless applied because they
-    /// were in the same `sendmsg` batch.
+    /// Ops after `index` that the kernel ACKed ok (applied): they were in
+    /// the same `sendmsg` batch.
     pub applied_after: usize,
+    /// Ops after `index` of the same batch that the kernel refused too.
+    pub refused_after: usize,
+    /// Ops (other than `index`) that were sent but never answered: their
+    /// outcome is unknown (ACKs lost).
+    pub unanswered: usize,
+    /// Ops never sent.
+    pub not_sent: usize,
     /// The interface index the ops were sent for.
     pub ifindex: i32,
     /// Its name, if this socket looked it up with [`NetlinkSocket::link`].
     pub dev: Option<String>,
+    /// Extended-ACK warnings of successful ACKs, by op index.
+    pub warnings: Vec<(usize, String)>,
+}
+
+impl OpFailure {
+    /// Ops the kernel ACKed ok, before and after the failure.
+    pub fn applied(&self) -> usize {
+        self.succeeded + self.applied_after
+    }
 }
 
 impl fmt::Display for OpFailure {
@@ -164,12 +196,15 @@ impl fmt::Display for OpFailure {
             self.errno,
             self.succeeded
         )?;
-        if self.applied_after > 0 {
+        if self.applied_after > 0 || self.refused_after > 0 {
             write!(
                 f,
-                ", {} later op(s) of the same batch applied",
-                self.applied_after
+                ", {} later op(s) of the same batch applied and {} refused",
+                self.applied_after, self.refused_after
             )?;
+        }
+        if self.unanswered > 0 {
+            write!(f, ", {} unanswered (outcome unknown)", self.unanswered)?;
         }
         Ok(())
     }
@@ -177,22 +212,11 @@ impl fmt::Display for OpFailure {
 
 impl std::error::Error for OpFailure {}
 
-/// strerror text without Rust's " (os error N)" suffix.
-fn strerror(errno: i32) -> String {
-    let s = io::Error::from_raw_os_error(errno).to_string();
-    match s.rfind(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
-}
-
 /// Requested receive buffer (the kernel doubles it, capped by rmem_max).
 const RCVBUF_REQUEST: usize = 8 << 20;
 /// Generous receive-buffer cost of one queued ACK (skb overhead included;
 /// error ACKs echo the request and carry ext-ack text).
 const ACK_BUDGET: usize = 2048;
-/// Keep one `sendmsg` well below the default socket send buffer.
-const MAX_SEND_BYTES: usize = 64 << 10;
 /// Dump datagrams are at most 32 KiB; error ACKs echo our (small) requests.
 const RECV_BUF: usize = 256 << 10;
 
@@ -234,9 +258,9 @@ impl NetlinkSocket {
             .map_err(NetlinkError::Open)?;
         sock.block().map_err(NetlinkError::Open)?;
         sock.enable_ext_ack(true).map_err(NetlinkError::Open)?;
-        let psched = std::fs::read_to_string("/proc/net/psched")
-            .map_err(|e| NetlinkError::Psched(e.to_string()))?;
-        let clock = PschedClock::parse(&psched).map_err(|e| NetlinkError::Psched(e.to_string()))?;
+        let psched =
+            std::fs::read_to_string("/proc/net/psched").map_err(NetlinkError::PschedRead)?;
+        let clock = PschedClock::parse(&psched).map_err(NetlinkError::PschedParse)?;
         let mut s = NetlinkSocket {
             sock,
             clock,
@@ -439,7 +463,9 @@ impl NetlinkSocket {
     /// sequence number. `progress` is called with the number of ops the
     /// kernel has answered so far. At the first refused op no further
     /// batch is sent; outstanding ACKs are drained and the failure returned
-    /// with the kernel's extended-ACK message.
+    /// with the kernel's extended-ACK message and the fate of every other
+    /// op. The decisions are a pure state machine's (`pipeline.rs`,
+    /// unit-tested); this only moves bytes.
     // The failure carries the op by value (the shared API): it is returned
     // once per call, so its size does not matter.
     #[allow(clippy::result_large_err)]
@@ -450,165 +476,33 @@ impl NetlinkSocket {
         opts: &SendOptions,
         progress: &mut dyn FnMut(usize),
     ) -> Result<SendStats, OpFailure> {
-        const PENDING: u8 = 0;
-        const OK: u8 = 1;
-        const FAILED: u8 = 2;
-
-        let n = ops.len();
-        let base = self.take_seq(n);
-        let max_in_flight = opts.max_in_flight.clamp(1, self.ack_capacity);
-        let batch = opts.batch.clamp(1, max_in_flight);
-        let clock = self.clock;
-        let mut state = vec![PENDING; n];
-        let mut stats = SendStats::default();
-        let mut next = 0usize;
-        let mut outstanding = 0usize;
-        let mut answered = 0usize;
-        // (index, errno, message) of the lowest-index failure so far.
-        let mut first_err: Option<(usize, i32, String)> = None;
-        let mut lost: Option<io::Error> = None;
-
-        let record_err = |first: &mut Option<(usize, i32, String)>, idx, errno, msg: String| {
-            if first.as_ref().is_none_or(|(i, _, _)| idx < *i) {
-                *first = Some((idx, errno, msg));
-            }
-        };
-
+        let base = self.take_seq(ops.len());
+        let mut p = SendPipeline::new(ops, ifindex, base, opts, self.ack_capacity, self.clock);
         loop {
-            // Send a batch if there is room and nothing failed yet.
-            if first_err.is_none()
-                && lost.is_none()
-                && next < n
-                && (outstanding == 0 || outstanding + batch <= max_in_flight)
-            {
-                self.sendbuf.clear();
-                let start = next;
-                while next < n && next - start < batch && self.sendbuf.len() < MAX_SEND_BYTES {
-                    let seq = base.wrapping_add(next as u32);
-                    if let Err(e) =
-                        encode_op_with(&ops[next], ifindex, seq, &clock, &mut self.sendbuf)
-                    {
-                        record_err(&mut first_err, next, libc::EINVAL, e.to_string());
-                        break;
-                    }
-                    next += 1;
-                }
-                if next > start {
-                    match self.send_buf() {
-                        Ok(()) => {
-                            outstanding += next - start;
-                            stats.sent += next - start;
-                            stats.sendmsgs += 1;
-                        }
-                        Err(e) => {
-                            let errno = e.raw_os_error().unwrap_or(libc::EIO);
-                            record_err(&mut first_err, start, errno, format!("sendmsg: {e}"));
-                            next = start;
-                        }
-                    }
-                }
+            if p.poll_transmit(&mut self.sendbuf) > 0 {
+                let sent = self.send_buf();
+                p.handle_transmit(sent);
                 continue;
             }
-            if outstanding == 0 {
-                break;
-            }
-            // Receive one datagram of ACKs. After an error (ENOBUFS: some
-            // ACKs were dropped) keep reading what is queued, without
-            // blocking, to learn as much as possible about the outcome.
-            let flags = if lost.is_some() {
-                Msg::DONTWAIT
-            } else {
-                Msg::empty()
+            let Some(mode) = p.poll_recv() else { break };
+            let flags = match mode {
+                RecvMode::Block => Msg::empty(),
+                RecvMode::Drain => Msg::DONTWAIT,
             };
-            let len = match self.recv_one(flags) {
-                Ok(len) => len,
-                Err(_) if lost.is_some() => break,
-                Err(e) => {
-                    lost = Some(e);
-                    continue;
+            match self.recv_one(flags) {
+                Ok(len) => {
+                    p.handle_datagram(&self.recvbuf[..len]);
+                    progress(p.answered());
                 }
-            };
-            for m in msgs(&self.recvbuf[..len]) {
-                let Ok(m) = m else { break };
-                if m.ty != NLMSG_ERROR {
-                    continue;
-                }
-                let Ok(ack) = parse_ack(&m) else { continue };
-                let idx = ack.seq.wrapping_sub(base) as usize;
-                if idx >= next || state[idx] != PENDING {
-                    continue; // stale reply from an earlier call
-                }
-                outstanding -= 1;
-                answered += 1;
-                if ack.errno == 0 {
-                    state[idx] = OK;
-                    stats.acked += 1;
-                    if let Some(w) = ack.msg {
-                        stats.warnings.push((idx, w.to_string()));
-                    }
-                } else {
-                    state[idx] = FAILED;
-                    let msg = ack
-                        .msg
-                        .map(str::to_string)
-                        .unwrap_or_else(|| strerror(ack.errno));
-                    record_err(&mut first_err, idx, ack.errno, msg);
-                }
-            }
-            progress(answered);
-        }
-
-        if let Some(e) = lost {
-            // ACKs lost (ENOBUFS) or the socket broke: the outcome of the
-            // unanswered ops is unknown. Report the first of them, unless
-            // the kernel refused an earlier op.
-            let idx = state[..next]
-                .iter()
-                .position(|&s| s == PENDING)
-                .unwrap_or(next.min(n.saturating_sub(1)));
-            if !matches!(&first_err, Some((i, _, _)) if *i < idx) {
-                let errno = e.raw_os_error().unwrap_or(libc::EIO);
-                first_err = Some((
-                    idx,
-                    errno,
-                    format!(
-                        "receiving ACKs: {e}; {outstanding} request(s) unanswered, their outcome is unknown"
-                    ),
-                ));
+                Err(e) => p.handle_recv_error(e),
             }
         }
-        match first_err {
-            None => Ok(stats),
-            Some((idx, errno, message)) => {
-                Err(self.failure(ifindex, ops, &state, idx, errno, message))
-            }
-        }
-    }
-
-    fn failure(
-        &self,
-        ifindex: i32,
-        ops: &[TcOp],
-        state: &[u8],
-        index: usize,
-        errno: i32,
-        message: String,
-    ) -> OpFailure {
-        let index = index.min(ops.len().saturating_sub(1));
-        OpFailure {
-            index,
-            op: ops[index].clone(),
-            errno,
-            message,
-            succeeded: state[..index].iter().filter(|&&s| s == 1).count(),
-            applied_after: state[index + 1..].iter().filter(|&&s| s == 1).count(),
-            ifindex,
-            dev: self
-                .names
-                .iter()
-                .find(|(i, _)| *i == ifindex)
-                .map(|(_, n)| n.clone()),
-        }
+        let dev = self
+            .names
+            .iter()
+            .find(|(i, _)| *i == ifindex)
+            .map(|(_, n)| n.clone());
+        p.finish(dev)
     }
 
     /// Reads the live qdiscs and HTB classes of interface `ifindex` back

@@ -107,7 +107,7 @@ pub fn varied_rates(i: usize) -> (Rate, Rate) {
 }
 
 /// The same hand-built stream on both interfaces.
-pub fn both(ops: &[TcOp]) -> Vec<IfaceOps> {
+pub fn both(ops: &[TcOp]) -> Vec<IfaceOps<'static>> {
     DEVS.iter()
         .map(|d| IfaceOps::new(*d, ops.to_vec()))
         .collect()

@@ -5,21 +5,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use lqos_apply::backend::{NoProgress, Progress};
-use lqos_apply::engine::{apply_targets, ApplyOptions, ApplyReport, LoadKind, Target};
-use lqos_apply::live::LiveSource;
-use lqos_apply::state::{resolve_state_dir, StateDir};
 use lqos_apply::{
-    load_saved_plan, ApplyError, Backend, NetlinkBackend, NetlinkLive, Parallelism, Session,
-    TcBatch, TcMode,
+    apply_plan, last_good_allocation, resolve_state_dir, ApplyError, ApplyOptions, ApplyReport,
+    Backend, Change, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
+    Progress, QueueCount, Session, StateDir, TcBatch, TcMode,
 };
-use lqos_tc::{
-    render_line, Allocation, DiffSummary, Interfaces, LeafSpec, Plan, PlanConfig, QueueStrategy,
-    TcOp,
-};
+use lqos_tc::{render_line, Plan};
 
 use super::inputs::InputArgs;
-use super::plan::Strategy;
+use super::plan::{plan_with, read_plan, PlanOptions};
 use super::{EXIT_ERROR, EXIT_OK};
 
 /// Where the plan comes from: LibreQoS inputs (planned here) or a plan file.
@@ -31,17 +25,9 @@ pub struct PlanArgs {
     /// Use this plan (JSON written by `lqos plan`) instead of the inputs.
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
-    /// TX queues to plan for [default: lqos.conf override_available_queues,
-    /// else the interfaces' num_tx_queues].
-    #[arg(long, value_name = "N")]
-    pub queues: Option<u32>,
-    /// Leaf qdisc for circuits instead of lqos.conf's default_sqm (e.g.
-    /// `pfifo`, `fq_codel`, `"cake diffserv4"`).
-    #[arg(long, value_name = "SPEC")]
-    pub sqm: Option<String>,
-    /// How top-level subtrees are spread over the queues (as `lqos plan`).
-    #[arg(long, value_enum, default_value_t = Strategy::Balanced)]
-    pub strategy: Strategy,
+    /// Planner options (ignored with --plan).
+    #[command(flatten)]
+    pub options: PlanOptions,
 }
 
 /// Where the kernel state is.
@@ -110,40 +96,10 @@ pub fn state_path(target: &TargetArgs) -> PathBuf {
     resolve_state_dir(target.state_dir.as_deref())
 }
 
-/// The allocation of the last good plan, for stable classids; `None` when
-/// there is none (or it is unreadable: warned).
-fn previous_allocation(state: &Path, netns: Option<&str>) -> Option<Allocation> {
-    if !state.exists() {
-        return None;
-    }
-    let dir = StateDir::open(state).ok()?;
-    match load_saved_plan(&dir, netns) {
-        Ok(s) => s.map(|s| s.plan.allocation),
-        Err(e) => {
-            eprintln!("lqos: warning: ignoring the saved plan ({e}); classids may change");
-            None
-        }
-    }
-}
-
-fn interface_names(cfg: &PlanConfig) -> Vec<String> {
-    match &cfg.interfaces {
-        Interfaces::Bridge { download, upload } => vec![download.clone(), upload.clone()],
-        Interfaces::OnAStick { interface, .. } => vec![interface.clone()],
-    }
-}
-
-/// Reads a plan file.
-pub fn read_plan(path: &Path) -> anyhow::Result<Plan> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read plan {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not an lqos plan", path.display()))
-}
-
 impl PlanArgs {
     /// The plan: from `--plan`, or planned from the inputs with the queue
-    /// count from `--queues` / lqos.conf / the interfaces, and the previous
-    /// allocation from the state directory.
+    /// count from `--queues` / lqos.conf / the interfaces, keeping the
+    /// classids of the last good plan in the state directory.
     pub fn resolve(
         &self,
         live: &dyn LiveSource,
@@ -153,42 +109,17 @@ impl PlanArgs {
         if let Some(p) = &self.plan {
             return read_plan(p);
         }
-        let loaded = self.inputs.load()?;
-        loaded.require_valid()?;
-        // Interface names first (queue count does not matter for that).
-        let names =
-            interface_names(&PlanConfig::from_lqos_config(&loaded.config, 2).context("lqos.conf")?);
-        let queues = match (self.queues, loaded.config.queues.override_available_queues) {
-            (Some(q), _) => q,
-            (None, Some(q)) if q > 0 => q,
-            _ => {
-                let mut min = u32::MAX;
-                for dev in &names {
-                    let link = live
-                        .link(dev)
-                        .with_context(|| format!("probing the TX queues of {dev}"))?
-                        .ok_or_else(|| ApplyError::NoInterface {
-                            dev: dev.clone(),
-                            netns: netns.map(str::to_string),
-                        })
-                        .context("cannot probe the TX queue count (give --queues N)")?;
-                    min = min.min(link.num_tx_queues);
-                }
-                min
-            }
-        };
-        let mut cfg = PlanConfig::from_lqos_config(&loaded.config, queues).context("lqos.conf")?;
-        if let Some(spec) = &self.sqm {
-            cfg.default_sqm = spec
-                .parse::<LeafSpec>()
-                .with_context(|| format!("--sqm {spec:?}"))?;
-        }
-        cfg.strategy = match self.strategy {
-            Strategy::Balanced => QueueStrategy::Balanced,
-            Strategy::RoundRobin => QueueStrategy::RoundRobin,
-        };
-        let prev = previous_allocation(state, netns);
-        lqos_tc::plan(&loaded.network, &cfg, prev.as_ref()).context("planning")
+        let prev = last_good_allocation(state, netns).unwrap_or_else(|e| {
+            eprintln!("lqos: warning: ignoring the saved plan ({e}); classids may change");
+            None
+        });
+        plan_with(
+            &self.inputs,
+            &self.options,
+            QueueCount::FromInterfaces(live),
+            prev.as_ref(),
+        )
+        .context("cannot plan (give --queues N if the interfaces cannot be probed)")
     }
 }
 
@@ -201,23 +132,21 @@ impl Progress for Bar {
     }
 }
 
-fn summary(ops: &[TcOp]) -> String {
-    DiffSummary::of(ops).to_string()
+/// `ens19: full rebuild (why), N ops (a added, c changed, r removed)`.
+fn change_line(c: &Change<'_>) -> String {
+    format!(
+        "{}: {}, {} ops ({})",
+        c.stream.dev,
+        c.kind,
+        c.stream.len(),
+        c.stream.summary()
+    )
 }
 
-fn print_report(report: &ApplyReport) {
+fn print_report(report: &ApplyReport<'_>) {
     let load = report.load.as_ref();
     for (i, c) in report.changes.iter().enumerate() {
-        let kind = match &c.kind {
-            LoadKind::Full { reason } => format!("full rebuild ({reason})"),
-            LoadKind::Incremental => "incremental".to_string(),
-        };
-        let mut line = format!(
-            "{}: {kind}, {} ops ({})",
-            c.dev,
-            c.ops.len(),
-            summary(&c.ops)
-        );
+        let mut line = change_line(c);
         if let Some(r) = load.and_then(|l| l.interfaces.get(i)) {
             line += &format!(", {} applied", r.ops_applied);
             if let Some(t) = r.timing {
@@ -239,13 +168,13 @@ fn print_report(report: &ApplyReport) {
     }
 }
 
-fn print_dry_run(changes: &[(String, Vec<TcOp>)]) -> anyhow::Result<()> {
+fn print_dry_run<'a>(streams: impl Iterator<Item = &'a IfaceOps<'a>>) -> anyhow::Result<()> {
     use std::io::Write;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut write = || -> std::io::Result<()> {
-        for (dev, ops) in changes {
-            for op in ops {
-                writeln!(out, "{}", render_line(dev, op))?;
+    let write = || -> std::io::Result<()> {
+        for s in streams {
+            for op in s.sent() {
+                writeln!(out, "{}", render_line(&s.dev, &op))?;
             }
         }
         out.flush()
@@ -256,6 +185,33 @@ fn print_dry_run(changes: &[(String, Vec<TcOp>)]) -> anyhow::Result<()> {
     }
 }
 
+fn backend(args: &Args, netns: Option<String>) -> Box<dyn Backend> {
+    let parallelism = match (args.serial, args.parallel, args.backend) {
+        (true, _, _) => Parallelism::Serial,
+        (_, true, _) => Parallelism::Parallel,
+        (_, _, BackendArg::Netlink) => Parallelism::Serial,
+        (_, _, BackendArg::Tc) => Parallelism::Parallel,
+    };
+    match args.backend {
+        BackendArg::Netlink => Box::new(NetlinkBackend::new(netns, parallelism)),
+        BackendArg::Tc => {
+            let mode = match (args.combined, parallelism) {
+                (true, _) => TcMode::Combined,
+                (false, Parallelism::Serial) => TcMode::Serial,
+                (false, Parallelism::Parallel) => TcMode::Parallel,
+            };
+            Box::new(TcBatch::new(netns, mode))
+        }
+    }
+}
+
+fn no_state(state_path: &Path) -> anyhow::Error {
+    anyhow::anyhow!(
+        "no plan was applied successfully yet (state dir {}): nothing to roll back to",
+        state_path.display()
+    )
+}
+
 /// Runs `lqos apply`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.combined && args.backend != BackendArg::Tc {
@@ -264,76 +220,55 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let netns = args.target.netns.clone();
     let state_path = state_path(&args.target);
     let live = NetlinkLive::new(netns.clone()).with_probe_cache(state_path.join(PROBE_CACHE_FILE));
-    let plan = if args.rollback {
-        let dir = StateDir::open(&state_path)?;
-        load_saved_plan(&dir, netns.as_deref())?
-            .with_context(|| {
-                format!(
-                    "no plan was applied successfully yet (state dir {}): nothing to roll back to",
-                    state_path.display()
-                )
-            })?
-            .plan
-    } else {
-        args.source.resolve(&live, &state_path, netns.as_deref())?
-    };
-    let parallelism = match (args.serial, args.parallel, args.backend) {
-        (true, _, _) => Parallelism::Serial,
-        (_, true, _) => Parallelism::Parallel,
-        (_, _, BackendArg::Netlink) => Parallelism::Serial,
-        (_, _, BackendArg::Tc) => Parallelism::Parallel,
-    };
-    let backend: Box<dyn Backend> = match args.backend {
-        BackendArg::Netlink => Box::new(NetlinkBackend::new(netns.clone(), parallelism)),
-        BackendArg::Tc => {
-            let mode = match (args.combined, parallelism) {
-                (true, _) => TcMode::Combined,
-                (false, Parallelism::Serial) => TcMode::Serial,
-                (false, Parallelism::Parallel) => TcMode::Parallel,
-            };
-            Box::new(TcBatch::new(netns.clone(), mode))
-        }
-    };
+    let backend = backend(&args, netns.clone());
     let opts = ApplyOptions {
         full: args.full,
         dry_run: args.dry_run,
         verify_after: args.verify,
     };
+    // Rollback re-applies the saved plan through the session; it needs the
+    // state directory to exist.
+    if args.rollback && !state_path.exists() {
+        return Err(no_state(&state_path));
+    }
+    let plan = if args.rollback {
+        None
+    } else {
+        Some(args.source.resolve(&live, &state_path, netns.as_deref())?)
+    };
 
     if args.dry_run {
         // No lock, nothing saved, the state dir is not even created.
-        let targets = Target::from_plan(&plan);
-        let changes: Vec<(String, Vec<TcOp>)> =
-            match apply_targets(&targets, &live, backend.as_ref(), opts, &NoProgress) {
-                Ok(r) => {
-                    for c in &r.changes {
-                        let kind = match &c.kind {
-                            LoadKind::Full { reason } => format!("full rebuild ({reason})"),
-                            LoadKind::Incremental => "incremental".into(),
-                        };
-                        eprintln!(
-                            "{}: {kind}, {} ops ({})",
-                            c.dev,
-                            c.ops.len(),
-                            summary(&c.ops)
-                        );
-                    }
-                    r.changes.into_iter().map(|c| (c.dev, c.ops)).collect()
+        let result = match &plan {
+            Some(p) => apply_plan(p, &live, backend.as_ref(), opts, &NoProgress),
+            None => {
+                let state = StateDir::open(&state_path)?;
+                Session {
+                    state: &state,
+                    netns: netns.as_deref(),
+                    live: &live,
+                    backend: backend.as_ref(),
                 }
-                Err(e @ (ApplyError::NoInterface { .. } | ApplyError::Netlink { .. })) => {
-                    eprintln!("lqos: cannot read the live trees ({e}); showing the full build");
-                    plan.interfaces
-                        .iter()
-                        .map(|ip| {
-                            let mut ops = vec![TcOp::delete_root()];
-                            ops.extend(ip.ops.iter().cloned());
-                            (ip.dev.clone(), ops)
-                        })
-                        .collect()
+                .rollback(opts, &NoProgress)
+            }
+        };
+        match (result, &plan) {
+            (Ok(r), _) => {
+                for c in &r.changes {
+                    eprintln!("{}", change_line(c));
                 }
-                Err(e) => return Err(e.into()),
-            };
-        print_dry_run(&changes)?;
+                print_dry_run(r.changes.iter().map(|c| &c.stream))?;
+            }
+            (Err(e @ (ApplyError::NoInterface { .. } | ApplyError::Netlink { .. })), Some(p)) => {
+                eprintln!("lqos: cannot read the live trees ({e}); showing the full build");
+                let full: Vec<IfaceOps> = IfaceOps::all_from_plan(p)
+                    .into_iter()
+                    .map(IfaceOps::with_delete_root)
+                    .collect();
+                print_dry_run(full.iter())?;
+            }
+            (Err(e), _) => return Err(e.into()),
+        }
         return Ok(ExitCode::from(EXIT_OK));
     }
 
@@ -344,7 +279,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         live: &live,
         backend: backend.as_ref(),
     };
-    let total_ops: usize = plan.interfaces.iter().map(|i| i.ops.len()).sum();
+    let total_ops: usize = plan.as_ref().map_or(usize::MAX, |p| {
+        p.interfaces.iter().map(|i| i.ops.len()).sum()
+    });
     let bar = (std::io::stderr().is_terminal() && total_ops >= 2000).then(|| {
         let pb = indicatif::ProgressBar::new(0);
         pb.set_style(
@@ -357,15 +294,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(b) => b,
         None => &NoProgress,
     };
-    let report = session.apply(&plan, opts, progress);
+    let report = match &plan {
+        Some(p) => session.apply(p, opts, progress),
+        None => session.rollback(opts, progress),
+    };
     if let Some(b) = &bar {
         b.0.finish_and_clear();
     }
+    // A missing saved plan is the library's State error naming the file.
     let mut report = report?;
     print_report(&report);
     if let Some(load) = report.load.take() {
         if let Err(e) = load.into_result() {
-            eprintln!("lqos: error: {e}");
+            // With its causes (e.g. why the tc process failed).
+            eprintln!("lqos: error: {:#}", anyhow::Error::from(e));
             eprintln!(
                 "lqos: the interface was left partly loaded; the next `lqos apply` continues from there (or use --rollback)"
             );

@@ -22,7 +22,7 @@ pub struct Args {
 /// warnings with `--strict`, 2 for errors or unreadable files.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = args.inputs.load()?;
-    let s = loaded.summary();
+    let s = super::inputs::summary(&loaded);
     let config = loaded
         .config_path
         .as_ref()

@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use lqos_tc::{LeafSpec, Plan, PlanConfig, QueueStrategy};
+use lqos_apply::{plan_files, ApplyError, PlanOverrides, QueueCount};
+use lqos_tc::{Allocation, LeafSpec, Plan, QueueStrategy};
 
-use super::inputs::InputArgs;
+use super::inputs::{print_report, InputArgs};
 use super::EXIT_OK;
 
 /// Queues used when neither `--queues` nor `override_available_queues` says.
@@ -18,7 +19,8 @@ pub const DEFAULT_QUEUES: u32 = 16;
 /// Planner options shared by `plan`, `show` and `diff`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PlanOptions {
-    /// TX queues per interface [default: lqos.conf override_available_queues, else 16].
+    /// TX queues per interface [default: lqos.conf override_available_queues,
+    /// else 16 for plan/show/diff, the interfaces' TX queues for apply/verify].
     #[arg(long, value_name = "N")]
     pub queues: Option<u32>,
     /// Leaf qdisc for circuits, overriding lqos.conf default_sqm
@@ -60,45 +62,66 @@ pub struct Args {
     pub out: PathBuf,
 }
 
-/// Loads the inputs (failing on validation errors) and plans them.
+impl PlanOptions {
+    /// The overrides these options give on top of lqos.conf.
+    pub fn overrides(&self) -> anyhow::Result<PlanOverrides> {
+        let sqm = match &self.sqm {
+            Some(s) => Some(
+                s.parse::<LeafSpec>()
+                    .with_context(|| format!("--sqm {s:?}"))?,
+            ),
+            None => None,
+        };
+        Ok(PlanOverrides {
+            queues: self.queues,
+            sqm,
+            strategy: Some(match self.strategy {
+                Strategy::Balanced => QueueStrategy::Balanced,
+                Strategy::RoundRobin => QueueStrategy::RoundRobin,
+            }),
+        })
+    }
+}
+
+/// Plans `inputs` with `options` ([`lqos_apply::plan_files`]), printing
+/// the inputs' problems to stderr; `queues` is the fallback queue count.
+pub fn plan_with(
+    inputs: &InputArgs,
+    options: &PlanOptions,
+    queues: QueueCount<'_>,
+    previous: Option<&Allocation>,
+) -> anyhow::Result<Plan> {
+    match plan_files(&inputs.inputs(), &options.overrides()?, queues, previous) {
+        Ok(planned) => {
+            print_report(&planned.report);
+            Ok(planned.plan)
+        }
+        Err(ApplyError::InvalidInputs { report }) => {
+            print_report(&report);
+            Err(ApplyError::InvalidInputs { report }.into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Plans the inputs offline (queue count from `--queues`, lqos.conf, else
+/// [`DEFAULT_QUEUES`]).
 pub fn plan_inputs(
     inputs: &InputArgs,
     options: &PlanOptions,
     previous: Option<&Plan>,
 ) -> anyhow::Result<Plan> {
-    let loaded = inputs.load()?;
-    loaded.require_valid()?;
-    let queues = options
-        .queues
-        .or(loaded
-            .config
-            .queues
-            .override_available_queues
-            .filter(|&q| q > 0))
-        .unwrap_or(DEFAULT_QUEUES);
-    let mut cfg = PlanConfig::from_lqos_config(&loaded.config, queues).with_context(|| {
-        match &loaded.config_path {
-            Some(p) => format!("config {}", p.display()),
-            None => "built-in config".to_string(),
-        }
-    })?;
-    if let Some(s) = &options.sqm {
-        cfg.default_sqm = s.parse::<LeafSpec>().context("--sqm")?;
-    }
-    cfg.strategy = match options.strategy {
-        Strategy::Balanced => QueueStrategy::Balanced,
-        Strategy::RoundRobin => QueueStrategy::RoundRobin,
-    };
-    let plan = lqos_tc::plan(&loaded.network, &cfg, previous.map(|p| &p.allocation))
-        .with_context(|| format!("planning {}", inputs.devices.display()))?;
-    Ok(plan)
+    plan_with(
+        inputs,
+        options,
+        QueueCount::Default(DEFAULT_QUEUES),
+        previous.map(|p| &p.allocation),
+    )
 }
 
-/// Reads a plan.json.
+/// Reads a plan.json ([`lqos_apply::read_plan`]).
 pub fn read_plan(path: &Path) -> anyhow::Result<Plan> {
-    let text =
-        std::fs::read(path).with_context(|| format!("cannot read plan {}", path.display()))?;
-    serde_json::from_slice(&text).with_context(|| format!("{} is not a plan.json", path.display()))
+    Ok(lqos_apply::read_plan(path)?)
 }
 
 fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {

@@ -3,9 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use lqos_apply::engine::{verify_targets, Target};
-use lqos_apply::state::StateDir;
-use lqos_apply::{load_saved_plan, NetlinkLive};
+use lqos_apply::{load_saved_plan, verify_plan, NetlinkLive, StateDir};
 
 use super::apply::{state_path, PlanArgs, TargetArgs};
 use super::{EXIT_OK, EXIT_WARN};
@@ -45,7 +43,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.source.resolve(&live, &state_path, netns.as_deref())?
     };
-    let report = verify_targets(&Target::from_plan(&plan), &live)?;
+    let report = verify_plan(&plan, &live)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

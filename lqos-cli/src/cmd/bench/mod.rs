@@ -9,7 +9,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use lqos_apply::bench::{BenchTree, Method, Runner, Sample, Summary};
 use lqos_apply::netns::{cleanup_stale, netns_available, ScratchNetns};
-use lqos_apply::{backend::NoProgress, live::KindProbe};
+use lqos_apply::{KindProbe, NoProgress};
 use lqos_model::{GenParams, Network};
 use lqos_tc::{LeafSpec, PlanConfig, QdiscKind, QueueStrategy};
 
@@ -254,7 +254,10 @@ fn load_own(network: &std::path::Path, devices: &std::path::Path) -> anyhow::Res
         config: None,
     };
     let loaded = inputs.load()?;
-    loaded.require_valid()?;
+    if let Err(e) = loaded.require_valid() {
+        crate::cmd::inputs::print_report(&loaded.report);
+        return Err(e.into());
+    }
     Ok(loaded.network)
 }
 

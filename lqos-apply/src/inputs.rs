@@ -1,0 +1,386 @@
+//! From LibreQoS files to a [`Plan`]: read `network.json`,
+//! `ShapedDevices.csv` and `lqos.conf`, validate, resolve the planner
+//! settings (lqos.conf, the operator's overrides, the interfaces' TX queue
+//! count) and plan. The CLI's `plan`, `show`, `diff`, `apply` and `verify`
+//! all go through [`plan_files`] (or [`read_plan`] for a saved plan).
+//!
+//! ```
+//! use lqos_apply::{plan_files, Inputs, PlanOverrides, QueueCount};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 20, ..Default::default() });
+//! std::fs::write(dir.path().join("network.json"), lqos_model::write_network_json(&g.network)).unwrap();
+//! std::fs::write(dir.path().join("ShapedDevices.csv"), lqos_model::write_shaped_devices(&g.network)).unwrap();
+//! std::fs::write(dir.path().join("lqos.conf"), lqos_model::write_config(&g.config)).unwrap();
+//! let inputs = Inputs::in_dir(dir.path());
+//! let overrides = PlanOverrides { sqm: Some("pfifo".parse().unwrap()), ..Default::default() };
+//! let planned = plan_files(&inputs, &overrides, QueueCount::Default(4), None).unwrap();
+//! assert!(planned.report.is_clean());
+//! assert_eq!(planned.plan.allocation.queues, 4);
+//! assert_eq!(planned.plan.allocation.circuits.len(), 20);
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use lqos_model::{LqosConfig, Network, Report};
+use lqos_tc::{Allocation, Interfaces, LeafSpec, Plan, PlanConfig, QueueStrategy};
+
+use crate::error::{ApplyError, Result};
+use crate::live::LiveSource;
+
+/// Default file names, as LibreQoS names them.
+pub const NETWORK_FILE: &str = "network.json";
+/// See [`NETWORK_FILE`].
+pub const DEVICES_FILE: &str = "ShapedDevices.csv";
+/// See [`NETWORK_FILE`].
+pub const CONFIG_FILE: &str = "lqos.conf";
+
+/// Where the LibreQoS input files are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inputs {
+    /// The node hierarchy (`network.json`).
+    pub network: PathBuf,
+    /// The circuits and devices (`ShapedDevices.csv`).
+    pub devices: PathBuf,
+    /// `lqos.conf` (TOML); `None` = built-in defaults.
+    pub config: Option<PathBuf>,
+}
+
+impl Inputs {
+    /// `network.json`, `ShapedDevices.csv` and (if it exists) `lqos.conf`
+    /// in `dir`.
+    pub fn in_dir(dir: &Path) -> Inputs {
+        let config = dir.join(CONFIG_FILE);
+        Inputs {
+            network: dir.join(NETWORK_FILE),
+            devices: dir.join(DEVICES_FILE),
+            config: config.exists().then_some(config),
+        }
+    }
+
+    /// Reads and parses the files (an unreadable file is an error naming
+    /// its path). Validation problems do not fail here: they are in
+    /// [`LoadedInputs::report`].
+    pub fn load(&self) -> Result<LoadedInputs> {
+        let read = |p: &Path, what: &str| {
+            std::fs::read(p)
+                .map_err(|e| ApplyError::io(format!("cannot read {what} {}", p.display()), e))
+        };
+        let network = read(&self.network, "network file")?;
+        let network = String::from_utf8(network).map_err(|e| {
+            ApplyError::io(
+                format!("network file {}", self.network.display()),
+                std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            )
+        })?;
+        let devices = read(&self.devices, "devices file")?;
+        let config = match &self.config {
+            Some(p) => {
+                let bytes = read(p, "config file")?;
+                Some(String::from_utf8(bytes).map_err(|e| {
+                    ApplyError::io(
+                        format!("config file {}", p.display()),
+                        std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+                    )
+                })?)
+            }
+            None => None,
+        };
+        let nlabel = self.network.display().to_string();
+        let dlabel = self.devices.display().to_string();
+        let clabel = self.config.as_ref().map(|p| p.display().to_string());
+        let loaded = lqos_model::load_with_config(
+            (&nlabel, &network),
+            (&dlabel, devices.as_slice()),
+            clabel.as_deref().zip(config.as_deref()),
+        );
+        Ok(LoadedInputs {
+            network: loaded.network,
+            config: loaded.config,
+            report: loaded.report,
+            config_path: self.config.clone(),
+        })
+    }
+}
+
+/// The inputs as read, with every problem found.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LoadedInputs {
+    /// Nodes and circuits (whatever could be read).
+    pub network: Network,
+    /// The config (defaults if none was given).
+    pub config: LqosConfig,
+    /// Every parse and validation problem of all three files.
+    pub report: Report,
+    /// The config file read, if any.
+    pub config_path: Option<PathBuf>,
+}
+
+impl LoadedInputs {
+    /// `Err(InvalidInputs)` (with the report) if any problem is an error;
+    /// warnings alone pass.
+    pub fn require_valid(&self) -> Result<()> {
+        if self.report.has_errors() {
+            return Err(ApplyError::InvalidInputs {
+                report: Box::new(self.report.clone()),
+            });
+        }
+        Ok(())
+    }
+
+    /// Plans the (valid) inputs: [`plan_config`] then [`lqos_tc::plan`].
+    pub fn plan(
+        &self,
+        overrides: &PlanOverrides,
+        queues: QueueCount<'_>,
+        previous: Option<&Allocation>,
+    ) -> Result<Plan> {
+        self.require_valid()?;
+        let cfg = plan_config(&self.config, self.config_path.as_deref(), overrides, queues)?;
+        lqos_tc::plan(&self.network, &cfg, previous).map_err(|source| ApplyError::Planning {
+            devices: None,
+            source,
+        })
+    }
+}
+
+/// Planner settings an operator gives on top of `lqos.conf` (the CLI's
+/// `--queues`, `--sqm`, `--strategy`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlanOverrides {
+    /// TX queues per interface, instead of `override_available_queues` or
+    /// the [`QueueCount`] fallback.
+    pub queues: Option<u32>,
+    /// Leaf qdisc for circuits instead of `default_sqm`.
+    pub sqm: Option<LeafSpec>,
+    /// How top-level subtrees are spread over the queues (default:
+    /// [`QueueStrategy::Balanced`]).
+    pub strategy: Option<QueueStrategy>,
+}
+
+/// Where the queue count comes from when neither `--queues` nor
+/// `override_available_queues` gives one.
+#[derive(Clone, Copy)]
+pub enum QueueCount<'a> {
+    /// This many (offline planning: `lqos plan` uses 16).
+    Default(u32),
+    /// The smallest `num_tx_queues` of the plan's interfaces, read from
+    /// the kernel (`lqos apply`).
+    FromInterfaces(&'a dyn LiveSource),
+}
+
+impl std::fmt::Debug for QueueCount<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QueueCount::Default(n) => write!(f, "Default({n})"),
+            QueueCount::FromInterfaces(_) => f.write_str("FromInterfaces(..)"),
+        }
+    }
+}
+
+/// The interface names `cfg` shapes.
+pub fn interface_names(cfg: &Interfaces) -> Vec<&str> {
+    match cfg {
+        Interfaces::Bridge { download, upload } => vec![download, upload],
+        Interfaces::OnAStick { interface, .. } => vec![interface],
+    }
+}
+
+/// The planner config: `lqos.conf` with the operator's overrides, the queue
+/// count from `overrides.queues`, else `override_available_queues` (if > 0),
+/// else `queues`. `config_path` names the file in errors.
+pub fn plan_config(
+    config: &LqosConfig,
+    config_path: Option<&Path>,
+    overrides: &PlanOverrides,
+    queues: QueueCount<'_>,
+) -> Result<PlanConfig> {
+    let config_err = |source| ApplyError::Config {
+        path: config_path.map(Path::to_path_buf),
+        source,
+    };
+    let n = match (overrides.queues, config.queues.override_available_queues) {
+        (Some(q), _) => q,
+        (None, Some(q)) if q > 0 => q,
+        _ => match queues {
+            QueueCount::Default(n) => n,
+            QueueCount::FromInterfaces(live) => {
+                // Interface names first (the queue count does not matter).
+                let cfg = PlanConfig::from_lqos_config(config, 1).map_err(config_err)?;
+                let mut min = u32::MAX;
+                for dev in interface_names(&cfg.interfaces) {
+                    let link = live.link(dev)?.ok_or_else(|| ApplyError::NoInterface {
+                        dev: dev.to_string(),
+                        netns: live.netns().map(str::to_string),
+                    })?;
+                    min = min.min(link.num_tx_queues);
+                }
+                min
+            }
+        },
+    };
+    let mut cfg = PlanConfig::from_lqos_config(config, n).map_err(config_err)?;
+    if let Some(sqm) = &overrides.sqm {
+        cfg.default_sqm = sqm.clone();
+    }
+    if let Some(s) = overrides.strategy {
+        cfg.strategy = s;
+    }
+    Ok(cfg)
+}
+
+/// A plan with the problems (warnings only) its inputs had.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Planned {
+    /// The plan.
+    pub plan: Plan,
+    /// The inputs' warnings (an input with errors is not planned).
+    pub report: Report,
+}
+
+/// Inputs to plan in one call: read, validate (errors fail with
+/// [`ApplyError::InvalidInputs`], carrying the report), resolve the config
+/// ([`plan_config`]) and plan, keeping `previous`'s classids.
+pub fn plan_files(
+    inputs: &Inputs,
+    overrides: &PlanOverrides,
+    queues: QueueCount<'_>,
+    previous: Option<&Allocation>,
+) -> Result<Planned> {
+    let loaded = inputs.load()?;
+    let plan = loaded
+        .plan(overrides, queues, previous)
+        .map_err(|e| match e {
+            ApplyError::Planning { source, .. } => ApplyError::Planning {
+                devices: Some(inputs.devices.clone()),
+                source,
+            },
+            e => e,
+        })?;
+    Ok(Planned {
+        plan,
+        report: loaded.report,
+    })
+}
+
+/// Reads a plan file (`plan.json` as `lqos plan` writes it).
+pub fn read_plan(path: &Path) -> Result<Plan> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| ApplyError::io(format!("cannot read plan {}", path.display()), e))?;
+    serde_json::from_slice(&bytes).map_err(|source| ApplyError::PlanFile {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Recording;
+
+    fn conf() -> LqosConfig {
+        lqos_model::generate(&lqos_model::GenParams::default()).config
+    }
+
+    #[test]
+    fn queue_count_precedence_flag_then_conf_then_fallback() {
+        let mut c = conf();
+        let rec = Recording::new().with_link("ens19", 6).with_link("ens20", 3);
+        let q = |c: &LqosConfig, o: &PlanOverrides, qc| plan_config(c, None, o, qc).unwrap().queues;
+        c.queues.override_available_queues = None;
+        assert_eq!(
+            q(&c, &PlanOverrides::default(), QueueCount::Default(16)),
+            16
+        );
+        // The smaller of the two interfaces.
+        let live = QueueCount::FromInterfaces(&rec);
+        assert_eq!(q(&c, &PlanOverrides::default(), live), 3);
+        c.queues.override_available_queues = Some(0); // 0 = not set
+        assert_eq!(q(&c, &PlanOverrides::default(), live), 3);
+        c.queues.override_available_queues = Some(2);
+        assert_eq!(q(&c, &PlanOverrides::default(), live), 2);
+        let o = PlanOverrides {
+            queues: Some(5),
+            ..Default::default()
+        };
+        assert_eq!(q(&c, &o, live), 5);
+    }
+
+    #[test]
+    fn a_missing_interface_is_named_when_probing_queues() {
+        let mut c = conf();
+        c.queues.override_available_queues = None;
+        let rec = Recording::new().with_link("ens19", 6);
+        let e = plan_config(
+            &c,
+            None,
+            &PlanOverrides::default(),
+            QueueCount::FromInterfaces(&rec),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, ApplyError::NoInterface { dev, .. } if dev == "ens20"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn overrides_replace_sqm_and_strategy() {
+        let o = PlanOverrides {
+            sqm: Some("fq_codel".parse().unwrap()),
+            strategy: Some(QueueStrategy::RoundRobin),
+            ..Default::default()
+        };
+        let cfg = plan_config(&conf(), None, &o, QueueCount::Default(4)).unwrap();
+        assert_eq!(cfg.default_sqm, "fq_codel".parse().unwrap());
+        assert_eq!(cfg.strategy, QueueStrategy::RoundRobin);
+    }
+
+    #[test]
+    fn invalid_inputs_fail_with_the_report_and_unreadable_files_name_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = plan_files(
+            &Inputs::in_dir(dir.path()),
+            &PlanOverrides::default(),
+            QueueCount::Default(2),
+            None,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("network.json"), "{e}");
+        std::fs::write(dir.path().join(NETWORK_FILE), "{}").unwrap();
+        std::fs::write(
+            dir.path().join(DEVICES_FILE),
+            "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,\
+             Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment\n\
+             1,a,1,a,,,100.64.0.1,,0,1,100,20,\n",
+        )
+        .unwrap();
+        let e = plan_files(
+            &Inputs::in_dir(dir.path()),
+            &PlanOverrides::default(),
+            QueueCount::Default(2),
+            None,
+        )
+        .unwrap_err();
+        match &e {
+            ApplyError::InvalidInputs { report } => {
+                assert!(
+                    report.to_string().contains("ShapedDevices.csv:2"),
+                    "{report}"
+                )
+            }
+            e => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn read_plan_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("plan.json");
+        std::fs::write(&p, "{").unwrap();
+        let e = read_plan(&p).unwrap_err();
+        assert!(e.to_string().contains("plan.json"), "{e}");
+    }
+}

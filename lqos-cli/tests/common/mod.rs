@@ -1,0 +1,55 @@
+//! Shared by the CLI's black-box tests: run the built `lqos` binary, read
+//! its output, and the inputs every test needs (the LibreQoS samples, the
+//! CSV headers from `lqos_model`'s own constants).
+// Each test crate uses a different part of this module.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs the built `lqos` with `args` in `dir`.
+pub fn lqos(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lqos"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run lqos")
+}
+
+/// (stdout, stderr) as text.
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The exit code (-1 when killed by a signal).
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+/// stdout of a run that must succeed (else panics with both streams).
+pub fn ok(o: &Output) -> String {
+    let (out, err) = text(o);
+    assert!(
+        o.status.success(),
+        "status {:?}\nstdout:\n{out}\nstderr:\n{err}",
+        o.status
+    );
+    out
+}
+
+/// The legacy 13-column `ShapedDevices.csv` header, as lqos-model defines
+/// it, without a newline.
+pub fn legacy_header() -> String {
+    lqos_model::LEGACY_HEADER.join(",")
+}
+
+/// A LibreQoS sample file (`samples/libreqos/NAME`, kept once for all
+/// crates).
+pub fn sample(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../samples/libreqos")
+        .join(name)
+}
