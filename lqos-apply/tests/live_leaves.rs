@@ -15,13 +15,11 @@
 mod common;
 
 use common::{fixture, generated, QUEUES};
-use lqos_apply::backend::{Backend, NoProgress};
-use lqos_apply::engine::{verify_targets, ApplyOptions, LoadKind, Target};
-use lqos_apply::live::LiveSource;
 use lqos_apply::netns::ScratchNetns;
-use lqos_apply::state::StateDir;
-use lqos_apply::verify::Drift;
-use lqos_apply::{read_live, NetlinkBackend, NetlinkLive, Parallelism, Session, TcBatch, TcMode};
+use lqos_apply::{
+    read_live, verify_plan, ApplyOptions, Backend, Drift, LiveSource, LoadKind, NetlinkBackend,
+    NetlinkLive, NoProgress, Parallelism, Session, StateDir, TcBatch, TcMode,
+};
 use lqos_model::{Rate, SqmOverride};
 use lqos_tc::{
     CakeDiffserv, CakeFlowMode, FqCodelParams, Interfaces, Plan, PlanConfig, QdiscKind, TcHandle,
@@ -42,8 +40,8 @@ impl Env {
 
     /// `tc ARGS` where the interfaces are.
     fn tc(&self, args: &[&str]) {
-        let out = match &self.netns {
-            Some(ns) => ns.tc(args).map(|_| ()),
+        let out: Result<(), String> = match &self.netns {
+            Some(ns) => ns.tc(args).map(|_| ()).map_err(|e| e.to_string()),
             None => std::process::Command::new("tc")
                 .args(args)
                 .output()
@@ -54,10 +52,6 @@ impl Env {
                     } else {
                         Err(String::from_utf8_lossy(&o.stderr).into_owned())
                     }
-                })
-                .map_err(|e| lqos_apply::ApplyError::Command {
-                    cmd: format!("tc {}", args.join(" ")),
-                    message: e,
                 }),
         };
         out.unwrap_or_else(|e| panic!("tc {}: {e}", args.join(" ")));
@@ -133,7 +127,11 @@ fn leaves_available(env: &Env, test: &str) -> bool {
     let missing: Vec<String> = kinds
         .iter()
         .zip(&probe)
-        .filter_map(|(k, r)| r.as_ref().err().map(|e| format!("{} ({e})", k.name())))
+        .filter_map(|(k, r)| {
+            r.as_ref()
+                .err()
+                .map(|e| format!("{} ({})", k.name(), e.message))
+        })
         .collect();
     if missing.is_empty() {
         return true;
@@ -258,7 +256,6 @@ fn scenario(env: &Env, sqm: &str, overrides: &[(&str, &str)], changed: &[(&str, 
     let p1 = plan_of(env, &g, &net1, sqm, None);
     let net2 = network_with(&g, changed, true);
     let p2 = plan_of(env, &g, &net2, sqm, Some(&p1.allocation));
-    let targets = Target::from_plan(&p1);
     let live = env.live();
     let dir = tempfile::tempdir().unwrap();
     let state = StateDir::open(dir.path()).unwrap();
@@ -267,10 +264,7 @@ fn scenario(env: &Env, sqm: &str, overrides: &[(&str, &str)], changed: &[(&str, 
         Box::new(NetlinkBackend::new(ns.clone(), Parallelism::Serial)),
         Box::new(TcBatch::new(ns.clone(), TcMode::Parallel)),
     ];
-    let verify = ApplyOptions {
-        verify_after: true,
-        ..Default::default()
-    };
+    let verify = ApplyOptions::default().verify_after(true);
     for b in &backends {
         let name = b.describe();
         let s = Session {
@@ -283,11 +277,7 @@ fn scenario(env: &Env, sqm: &str, overrides: &[(&str, &str)], changed: &[(&str, 
         let r = s
             .apply(
                 &p1,
-                ApplyOptions {
-                    full: true,
-                    verify_after: true,
-                    ..Default::default()
-                },
+                ApplyOptions::default().full(true).verify_after(true),
                 &NoProgress,
             )
             .unwrap();
@@ -314,25 +304,30 @@ fn scenario(env: &Env, sqm: &str, overrides: &[(&str, &str)], changed: &[(&str, 
         // In place: rates (class change) and leaf options (qdisc replace).
         let r = s.apply(&p2, verify, &NoProgress).unwrap();
         for c in &r.changes {
-            assert_eq!(c.kind, LoadKind::Incremental, "{name} {}", c.dev);
+            assert_eq!(c.kind, LoadKind::Incremental, "{name} {}", c.stream.dev);
             assert!(
-                c.ops.iter().any(|op| matches!(op, TcOp::ChangeClass(_))),
+                c.stream
+                    .ops
+                    .iter()
+                    .any(|op| matches!(op, TcOp::ChangeClass(_))),
                 "{name} {}: no class change",
-                c.dev
+                c.stream.dev
             );
             assert!(
-                !c.ops
+                !c.stream
+                    .ops
                     .iter()
                     .any(|op| matches!(op, TcOp::DeleteClass { .. })),
                 "{name} {}: a class was deleted",
-                c.dev
+                c.stream.dev
             );
         }
         let replaced: usize = r
             .changes
             .iter()
             .map(|c| {
-                c.ops
+                c.stream
+                    .ops
                     .iter()
                     .filter(|op| matches!(op, TcOp::ReplaceQdisc(_)))
                     .count()
@@ -352,7 +347,7 @@ fn scenario(env: &Env, sqm: &str, overrides: &[(&str, &str)], changed: &[(&str, 
         assert!(r.load.unwrap().is_ok(), "{name}: back to p1");
         let v = r.verify.unwrap();
         assert!(v.is_clean(), "{name}: back to p1:\n{v}");
-        drift_is_detected(env, &p1, &targets, &live, sqm);
+        drift_is_detected(env, &p1, &live, sqm);
         // The next apply repairs it (kind: delete + add; options: replace).
         let r = s.apply(&p1, verify, &NoProgress).unwrap();
         assert!(
@@ -368,7 +363,7 @@ fn scenario(env: &Env, sqm: &str, overrides: &[(&str, &str)], changed: &[(&str, 
 
 /// A leaf replaced by hand with another kind, and a cake/fq_codel leaf's
 /// option changed by hand, are both reported by verify.
-fn drift_is_detected(env: &Env, plan: &Plan, targets: &[Target], live: &NetlinkLive, sqm: &str) {
+fn drift_is_detected(env: &Env, plan: &Plan, live: &NetlinkLive, sqm: &str) {
     let idx = plan.allocation.circuits.len() - 1;
     let (h0, k0) = leaf_of(plan, 0, idx);
     let (h1, k1) = leaf_of(plan, 1, idx);
@@ -403,7 +398,7 @@ fn drift_is_detected(env: &Env, plan: &Plan, targets: &[Target], live: &NetlinkL
     let mut args = vec!["qdisc", "change", "dev", &env.devs[1], "handle", &h1s];
     args.extend_from_slice(opt_change);
     env.tc(&args);
-    let v = verify_targets(targets, live).unwrap();
+    let v = verify_plan(plan, live).unwrap();
     assert!(!v.is_clean(), "hand-made drift not found");
     let d0 = &v.interfaces[0].drift;
     assert!(

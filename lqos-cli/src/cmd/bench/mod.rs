@@ -291,7 +291,7 @@ fn existing_interfaces(list: &[String], queues: u32, replace: bool) -> anyhow::R
     anyhow::ensure!(down != up, "--interfaces: {down} given twice");
     let live = lqos_apply::NetlinkLive::new(None);
     for dev in [down, up] {
-        use lqos_apply::live::LiveSource;
+        use lqos_apply::LiveSource;
         let link = live
             .link(dev)?
             .ok_or_else(|| anyhow::anyhow!("--interfaces: no interface {dev} here"))?;
