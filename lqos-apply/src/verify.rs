@@ -227,34 +227,16 @@ pub fn verify_tree(
 mod tests {
     use super::*;
     use lqos_model::Rate;
-    use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc, QdiscKind};
+    use lqos_tc::{Class, HtbQdisc, Qdisc, QdiscKind};
 
     fn class(minor: u16, mbps: u64) -> Class {
-        Class {
-            parent: TcHandle::new(1, 1),
-            classid: TcHandle::new(1, minor),
-            htb: HtbClass {
-                rate: Rate::from_mbps(mbps),
-                ceil: Rate::from_mbps(mbps),
-                quantum: 1522,
-                prio: 3,
-                burst: None,
-                cburst: None,
-            },
-        }
+        let r = Rate::from_mbps(mbps);
+        Class::htb(TcHandle::new(1, 1), TcHandle::new(1, minor), r, r, 3, 1522)
     }
 
     fn tree() -> TcTree {
         let mut t = TcTree::default();
-        let q = Qdisc {
-            parent: TcHandle::ROOT,
-            handle: TcHandle::new(1, 0),
-            kind: QdiscKind::Htb(HtbQdisc {
-                default_minor: 2,
-                r2q: None,
-                direct_qlen: None,
-            }),
-        };
+        let q = Qdisc::htb(TcHandle::ROOT, 1, 2);
         t.qdiscs.insert(q.handle, q);
         for m in 3..6 {
             let c = class(m, 10);
@@ -277,14 +259,12 @@ mod tests {
             h.direct_qlen = Some(1000);
         }
         l.classes.get_mut(&TcHandle::new(1, 3)).unwrap().htb.burst = Some(1600);
-        l.qdiscs.insert(
+        l.insert_qdisc(Qdisc::new(
             TcHandle::ROOT,
-            Qdisc {
-                parent: TcHandle::ROOT,
-                handle: TcHandle::UNSPEC,
-                kind: QdiscKind::Other("noqueue".into()),
-            },
-        );
+            TcHandle::UNSPEC,
+            QdiscKind::Other("noqueue".into()),
+        ));
+        assert_eq!(l.kernel_defaults.len(), 1);
         let v = verify_tree("ens19", &p, &l, &BTreeMap::new());
         assert!(v.drift.is_empty(), "{:?}", v.drift);
     }
@@ -343,33 +323,13 @@ mod tests {
     fn plan_ops(queues: u16, leaves: &[u8], q0: u32) -> Vec<lqos_tc::TcOp> {
         use lqos_tc::TcOp;
         let root = TcHandle::new(0x7fff, 0);
-        let htb_class = |parent, classid, mbps, quantum| Class {
-            parent,
-            classid,
-            htb: HtbClass {
-                rate: Rate::from_mbps(mbps),
-                ceil: Rate::from_mbps(mbps),
-                quantum,
-                prio: 3,
-                burst: None,
-                cburst: None,
-            },
+        let htb_class = |parent, classid, mbps, quantum| {
+            let r = Rate::from_mbps(mbps);
+            Class::htb(parent, classid, r, r, 3, quantum)
         };
-        let mut ops = vec![TcOp::ReplaceQdisc(Qdisc {
-            parent: TcHandle::ROOT,
-            handle: root,
-            kind: QdiscKind::Mq,
-        })];
+        let mut ops = vec![TcOp::ReplaceQdisc(Qdisc::root(root, QdiscKind::Mq))];
         for q in 1..=queues {
-            ops.push(TcOp::AddQdisc(Qdisc {
-                parent: TcHandle::new(0x7fff, q),
-                handle: TcHandle::new(q, 0),
-                kind: QdiscKind::Htb(HtbQdisc {
-                    default_minor: 2,
-                    r2q: None,
-                    direct_qlen: None,
-                }),
-            }));
+            ops.push(TcOp::AddQdisc(Qdisc::htb(TcHandle::new(0x7fff, q), q, 2)));
             let top = TcHandle::new(q, 1);
             ops.push(TcOp::AddClass(htb_class(
                 TcHandle::new(q, 0),
@@ -394,11 +354,11 @@ mod tests {
                 10 + i as u64,
                 quantum,
             )));
-            ops.push(TcOp::AddQdisc(Qdisc {
-                parent: id,
-                handle: TcHandle::new(0x100 + i as u16, 0),
-                kind: leaf_kind(sel),
-            }));
+            ops.push(TcOp::AddQdisc(Qdisc::leaf(
+                id,
+                0x100 + i as u16,
+                leaf_kind(sel),
+            )));
         }
         ops
     }
@@ -481,14 +441,11 @@ mod tests {
             // A kernel-created qdisc filed under a class without a leaf.
             (9, Some(c), _) => {
                 if !live.qdiscs.values().any(|q| q.parent == c.classid) {
-                    live.qdiscs.insert(
+                    live.insert_qdisc(Qdisc::new(
                         c.classid,
-                        Qdisc {
-                            parent: c.classid,
-                            handle: TcHandle::UNSPEC,
-                            kind: QdiscKind::Other("pfifo_fast".into()),
-                        },
-                    );
+                        TcHandle::UNSPEC,
+                        QdiscKind::Other("pfifo_fast".into()),
+                    ));
                 }
                 return;
             }

@@ -213,14 +213,12 @@ fn full_tree_round_trip() {
     let peer = nl.link("ens20").unwrap();
     let other = nl.dump(peer.ifindex).unwrap();
     assert!(other.classes.is_empty());
-    assert!(
-        other.qdiscs.values().all(|q| q.handle == TcHandle::UNSPEC),
-        "{other:?}"
-    );
+    assert!(other.qdiscs.is_empty(), "{other:?}");
+    assert!(!other.kernel_defaults.is_empty(), "{other:?}");
 }
 
 #[test]
-fn kernel_default_qdiscs_are_keyed_by_parent() {
+fn kernel_default_qdiscs_are_kept_apart_by_parent() {
     let Some(ns) = Netns::create("kernel_default_qdiscs") else {
         return;
     };
@@ -228,8 +226,9 @@ fn kernel_default_qdiscs_are_keyed_by_parent() {
     let link = nl.link("ens19").unwrap();
     // Before anything: the veth's default root qdisc.
     let before = nl.dump(link.ifindex).unwrap();
+    assert!(before.qdiscs.is_empty(), "{before:?}");
     let root = before
-        .qdiscs
+        .kernel_defaults
         .get(&TcHandle::ROOT)
         .expect("root default qdisc");
     assert_eq!(root.handle, TcHandle::UNSPEC);
@@ -251,7 +250,7 @@ fn kernel_default_qdiscs_are_keyed_by_parent() {
     assert!(t.qdiscs.contains_key(&TcHandle::new(0x7fff, 0)));
     for q in 1..=16u16 {
         let d = t
-            .qdiscs
+            .kernel_defaults
             .get(&TcHandle::new(0x7fff, q))
             .unwrap_or_else(|| panic!("default qdisc under 7fff:{q:x}: {t:?}"));
         assert_eq!(d.handle, TcHandle::UNSPEC);
@@ -372,6 +371,40 @@ fn kernel_error_message_is_reported() {
         f.message, "Failed to find qdisc with specified classid",
         "{f}"
     );
+}
+
+/// What the kernel answers `tc qdisc del dev X root` when there is nothing
+/// to delete: the backends treat exactly this (a `DeleteRoot` answered
+/// `ENOENT`) as benign, so it must stay what this kernel sends.
+#[test]
+fn root_delete_with_nothing_to_delete_answers_enoent() {
+    let Some(ns) = Netns::create("root_delete_enoent") else {
+        return;
+    };
+    let mut nl = ns.socket();
+    let link = nl.link("ens19").unwrap();
+    let del = |nl: &mut NetlinkSocket| {
+        nl.send_ops(
+            link.ifindex,
+            &[TcOp::DeleteRoot],
+            &SendOptions::default(),
+            &mut |_| {},
+        )
+        .err()
+    };
+    // The veth's own default root (noqueue, handle 0).
+    let f = del(&mut nl).expect("the kernel refuses");
+    assert_eq!(f.op, TcOp::DeleteRoot);
+    assert_eq!(f.errno, libc::ENOENT, "{f}");
+    assert_eq!(f.message, "Cannot delete qdisc with handle of zero", "{f}");
+    // A tree of ours is deleted; the next delete finds the default again.
+    let ops = common::hand_built(4, 2, |_| 10);
+    nl.send_ops(link.ifindex, &ops, &SendOptions::default(), &mut |_| {})
+        .unwrap();
+    assert!(del(&mut nl).is_none());
+    let again = del(&mut nl).expect("the kernel refuses");
+    assert_eq!(again.errno, libc::ENOENT, "{again}");
+    eprintln!("{}", ns.tc(&["qdisc", "show", "dev", "ens19"]));
 }
 
 #[test]

@@ -634,7 +634,7 @@ impl<'f> Parser<'f> {
             )));
         }
 
-        let sqm = parse_sqm(row.get(Col::Sqm));
+        let sqm = parse_sqm(row.get(Col::Sqm), line);
         for w in [&sqm.0, &sqm.1].into_iter().flatten() {
             {
                 self.report.push(warn(format!(
@@ -851,7 +851,7 @@ pub fn is_mac(text: &str) -> bool {
 /// Parses the `sqm` cell: empty, `spec`, or `down/up` (either half may be
 /// empty = the default). Returns unknown first words of each half plus the
 /// override.
-fn parse_sqm(cell: &str) -> (Option<String>, Option<String>, Option<SqmOverride>) {
+fn parse_sqm(cell: &str, line: usize) -> (Option<String>, Option<String>, Option<SqmOverride>) {
     let cell = cell.trim();
     if cell.is_empty() {
         return (None, None, None);
@@ -876,6 +876,7 @@ fn parse_sqm(cell: &str) -> (Option<String>, Option<String>, Option<SqmOverride>
         Some(SqmOverride {
             download: down.to_string(),
             upload: up.to_string(),
+            line,
         }),
     )
 }

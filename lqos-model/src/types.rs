@@ -40,13 +40,38 @@ pub struct Device {
     pub line: usize,
 }
 
-/// A per-circuit leaf-qdisc override (the optional `sqm` CSV column).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A per-circuit leaf-qdisc override (the optional `sqm` CSV column), as
+/// written; `lqos-tc` parses it into a typed leaf spec, naming `line` when
+/// it cannot.
+///
+/// Two overrides are equal when both halves are: `line` says where the
+/// value was read, it is not part of it.
+#[derive(Debug, Clone, Eq, Serialize, Deserialize)]
 pub struct SqmOverride {
     /// Leaf qdisc spec for the download direction (e.g. `cake`, `fq_codel`, `none`).
     pub download: String,
     /// Leaf qdisc spec for the upload direction.
     pub upload: String,
+    /// 1-based line of the CSV row it was read from (0 if not from a file).
+    #[serde(default)]
+    pub line: usize,
+}
+
+impl SqmOverride {
+    /// An override not read from a file (`line` 0).
+    pub fn new(download: impl Into<String>, upload: impl Into<String>) -> SqmOverride {
+        SqmOverride {
+            download: download.into(),
+            upload: upload.into(),
+            line: 0,
+        }
+    }
+}
+
+impl PartialEq for SqmOverride {
+    fn eq(&self, other: &SqmOverride) -> bool {
+        self.download == other.download && self.upload == other.upload
+    }
 }
 
 /// A subscriber circuit: one shaped class per direction, one or more devices.

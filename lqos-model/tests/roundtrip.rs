@@ -143,7 +143,7 @@ proptest! {
         circuits[0].name = name;
         circuits[0].comment = comment;
         circuits[0].devices[0].name = dev_name;
-        circuits[0].sqm = sqm.map(|(d, u)| lqos_model::SqmOverride { download: d, upload: u });
+        circuits[0].sqm = sqm.map(|(d, u)| lqos_model::SqmOverride::new(d, u));
         g.network.set_circuits(circuits);
         let text = write_shaped_devices(&g.network);
         let sd = parse_shaped_devices("ShapedDevices.csv", text.as_bytes()).unwrap();

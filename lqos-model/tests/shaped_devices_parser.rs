@@ -27,13 +27,8 @@ fn current_16_column_file_with_sqm_pair() {
     assert!(sd.report.is_clean(), "{}", sd.report);
     let c = &sd.circuits[0];
     assert_eq!(c.comment, "hi");
-    assert_eq!(
-        c.sqm,
-        Some(SqmOverride {
-            download: "cake".into(),
-            upload: "fq_codel".into()
-        })
-    );
+    assert_eq!(c.sqm, Some(SqmOverride::new("cake", "fq_codel")));
+    assert_eq!(c.sqm.as_ref().unwrap().line, 2);
     assert_eq!(c.devices[0].mac, "AA:bb:cc:dd:ee:ff");
 }
 

@@ -135,6 +135,74 @@ impl fmt::Display for LeafSpec {
     }
 }
 
+/// One direction of a circuit's `sqm` override (the CSV column), parsed.
+///
+/// ```
+/// use lqos_tc::{LeafSpec, SqmChoice};
+/// assert_eq!("".parse::<SqmChoice>().unwrap(), SqmChoice::Default);
+/// assert_eq!("Cake".parse::<SqmChoice>().unwrap(), SqmChoice::Cake);
+/// assert_eq!("none".parse::<SqmChoice>().unwrap(), SqmChoice::Spec(LeafSpec::None));
+/// assert!("cake diffserv5".parse::<SqmChoice>().is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SqmChoice {
+    /// Empty: the configured `default_sqm` (with LibreQoS's fq_codel
+    /// threshold and cake rtt raise for slow circuits).
+    Default,
+    /// Bare `cake`: the configured default if it is cake, else `cake
+    /// diffserv4` (with the rtt raise).
+    Cake,
+    /// Any other spec (`none`, `fq_codel`, `cake diffserv8 rtt 50ms`,
+    /// `pfifo limit 100`); a cake spec without `rtt` gets the rtt raise.
+    Spec(LeafSpec),
+}
+
+impl FromStr for SqmChoice {
+    type Err = PlanError;
+    /// Case-insensitive, like LibreQoS.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.is_empty() {
+            Ok(SqmChoice::Default)
+        } else if s.eq_ignore_ascii_case("cake") {
+            Ok(SqmChoice::Cake)
+        } else {
+            s.parse().map(SqmChoice::Spec)
+        }
+    }
+}
+
+/// A circuit's `sqm` override, parsed for both directions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CircuitSqm {
+    /// Download direction.
+    pub download: SqmChoice,
+    /// Upload direction.
+    pub upload: SqmChoice,
+}
+
+impl CircuitSqm {
+    /// Parses circuit `circuit`'s override; an error names the circuit
+    /// and the CSV line the override was read from.
+    pub fn parse(o: &lqos_model::SqmOverride, circuit: &str) -> Result<CircuitSqm, PlanError> {
+        let half = |s: &str| {
+            s.parse::<SqmChoice>().map_err(|e| match e {
+                PlanError::Sqm { spec, reason } => PlanError::CircuitSqm {
+                    circuit: circuit.to_string(),
+                    line: o.line,
+                    spec,
+                    reason,
+                },
+                other => other,
+            })
+        };
+        Ok(CircuitSqm {
+            download: half(&o.download)?,
+            upload: half(&o.upload)?,
+        })
+    }
+}
+
 /// Everything the planner needs besides the [`lqos_model::Network`].
 ///
 /// ```
@@ -144,6 +212,7 @@ impl fmt::Display for LeafSpec {
 /// assert!(matches!(cfg.interfaces, Interfaces::Bridge { .. }));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PlanConfig {
     /// Interfaces and how the directions map onto them.
     pub interfaces: Interfaces,

@@ -18,12 +18,13 @@ use crate::{Plan, Qdisc, TcHandle, TcOp, TcTree};
 
 /// Counts of the ops in a diff.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DiffSummary {
     /// `AddClass` + `AddQdisc`.
     pub added: usize,
     /// `ChangeClass` + `ReplaceQdisc`.
     pub changed: usize,
-    /// `DeleteClass` + `DeleteQdisc`.
+    /// `DeleteClass` + `DeleteQdisc` + `DeleteRoot`.
     pub removed: usize,
 }
 
@@ -41,7 +42,9 @@ impl DiffSummary {
             match op {
                 TcOp::AddClass(_) | TcOp::AddQdisc(_) => self.added += 1,
                 TcOp::ChangeClass(_) | TcOp::ReplaceQdisc(_) => self.changed += 1,
-                TcOp::DeleteClass { .. } | TcOp::DeleteQdisc { .. } => self.removed += 1,
+                TcOp::DeleteClass { .. } | TcOp::DeleteQdisc { .. } | TcOp::DeleteRoot => {
+                    self.removed += 1
+                }
             }
         }
     }

@@ -8,8 +8,10 @@
 //! queues, classids and leaf handles that the next plan reuses. Ops render
 //! as `tc -b` text ([`render`]) and parse back ([`parse`]); two trees diff
 //! into the minimal op stream between them ([`diff()`]), checked on an
-//! in-memory model of the kernel's rules ([`TcTree::apply`]). No I/O, no
-//! clock.
+//! in-memory model of the kernel's rules ([`TcTree::apply`]). Whether a
+//! live object satisfies the plan (and whether a change can be incremental)
+//! is decided once, in [`rules`]; option words and kernel numbers live
+//! once, in [`options`]. No I/O, no clock.
 //!
 //! ```
 //! use lqos_model::{Circuit, Network, Node, Rate};
@@ -40,19 +42,18 @@ pub mod diff;
 mod fx;
 mod handle;
 mod ops;
+pub mod options;
 pub mod parse;
 mod plan;
 pub mod render;
 pub mod rules;
 mod tree;
 
-pub use config::{Interfaces, LeafSpec, PlanConfig, QueueStrategy};
+pub use config::{CircuitSqm, Interfaces, LeafSpec, PlanConfig, QueueStrategy, SqmChoice};
 pub use diff::{diff, DiffSummary};
 pub use handle::{HandleError, TcHandle};
-pub use ops::{
-    CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, Class, FqCodelParams, HtbClass,
-    HtbQdisc, Qdisc, QdiscKind, TcOp,
-};
+pub use ops::{CakeParams, Class, FqCodelParams, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcOp};
+pub use options::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
 pub use parse::{parse_batch, ParseError};
 pub use plan::{
     just_below, plan, quantum_for, r2q_for, Allocation, CircuitSlot, Direction, InterfacePlan,

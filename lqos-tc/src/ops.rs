@@ -3,18 +3,27 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::TcHandle;
+use crate::{CakeAckFilter, CakeDiffserv, CakeFlowMode, TcHandle};
 use lqos_model::Rate;
 
 /// One tc operation on one interface (the interface is held by the stream).
+///
+/// Deserializing also accepts the older spelling of the root delete,
+/// `DeleteQdisc { parent: ROOT, handle: UNSPEC }`, and reads it as
+/// [`TcOp::DeleteRoot`], so plans and diffs saved by earlier versions load.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "wire::TcOpWire")]
 pub enum TcOp {
+    /// `tc qdisc del dev X root`: delete the device's root qdisc and all
+    /// below it (the kernel answers `ENOENT` when the root is its own
+    /// handle-0 default, i.e. there is nothing to delete).
+    DeleteRoot,
     /// `tc qdisc add` (fails if it exists).
     AddQdisc(Qdisc),
     /// `tc qdisc replace` (create or replace).
     ReplaceQdisc(Qdisc),
-    /// `tc qdisc del dev X parent P [handle H]`; `parent == ROOT` with
-    /// `handle == UNSPEC` is `tc qdisc del dev X root`.
+    /// `tc qdisc del dev X parent P [handle H]` (a qdisc below the root;
+    /// the root delete is [`TcOp::DeleteRoot`]).
     DeleteQdisc {
         /// Parent of the qdisc to delete.
         parent: TcHandle,
@@ -35,18 +44,133 @@ pub enum TcOp {
 }
 
 impl TcOp {
-    /// The root delete: `tc qdisc del dev X root`.
+    /// The root delete: `tc qdisc del dev X root` ([`TcOp::DeleteRoot`]).
     pub const fn delete_root() -> TcOp {
-        TcOp::DeleteQdisc {
-            parent: TcHandle::ROOT,
-            handle: TcHandle::UNSPEC,
+        TcOp::DeleteRoot
+    }
+
+    /// `qdisc del dev X parent P handle H` as the typed op: the root delete
+    /// (`parent root`, no handle) is [`TcOp::DeleteRoot`], anything else
+    /// [`TcOp::DeleteQdisc`]. For readers of text, bytes and old JSON.
+    pub const fn delete_qdisc(parent: TcHandle, handle: TcHandle) -> TcOp {
+        if parent.raw() == TcHandle::ROOT.raw() && handle.raw() == TcHandle::UNSPEC.raw() {
+            TcOp::DeleteRoot
+        } else {
+            TcOp::DeleteQdisc { parent, handle }
         }
+    }
+
+    /// True for [`TcOp::DeleteRoot`].
+    pub const fn is_root_delete(&self) -> bool {
+        matches!(self, TcOp::DeleteRoot)
     }
 
     /// True for ops that do not change anything in the kernel (none today;
     /// every op mutates). Kept so callers can assert "no mutating op".
     pub const fn is_mutating(&self) -> bool {
         true
+    }
+}
+
+/// The serde form that [`TcOp`] is read from (old sentinel included).
+mod wire {
+    use super::{Class, Qdisc, TcHandle, TcOp};
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    pub(super) enum TcOpWire {
+        DeleteRoot,
+        AddQdisc(Qdisc),
+        ReplaceQdisc(Qdisc),
+        DeleteQdisc { parent: TcHandle, handle: TcHandle },
+        AddClass(Class),
+        ChangeClass(Class),
+        DeleteClass { parent: TcHandle, classid: TcHandle },
+    }
+
+    impl From<TcOpWire> for TcOp {
+        fn from(w: TcOpWire) -> TcOp {
+            match w {
+                TcOpWire::DeleteRoot => TcOp::DeleteRoot,
+                TcOpWire::AddQdisc(q) => TcOp::AddQdisc(q),
+                TcOpWire::ReplaceQdisc(q) => TcOp::ReplaceQdisc(q),
+                TcOpWire::DeleteQdisc { parent, handle } => TcOp::delete_qdisc(parent, handle),
+                TcOpWire::AddClass(c) => TcOp::AddClass(c),
+                TcOpWire::ChangeClass(c) => TcOp::ChangeClass(c),
+                TcOpWire::DeleteClass { parent, classid } => TcOp::DeleteClass { parent, classid },
+            }
+        }
+    }
+
+    /// The way back, exhaustive over [`TcOp`]: a new op variant does not
+    /// compile until the wire enum (and so deserialization) has it too.
+    #[cfg(test)]
+    impl From<TcOp> for TcOpWire {
+        fn from(op: TcOp) -> TcOpWire {
+            match op {
+                TcOp::DeleteRoot => TcOpWire::DeleteRoot,
+                TcOp::AddQdisc(q) => TcOpWire::AddQdisc(q),
+                TcOp::ReplaceQdisc(q) => TcOpWire::ReplaceQdisc(q),
+                TcOp::DeleteQdisc { parent, handle } => TcOpWire::DeleteQdisc { parent, handle },
+                TcOp::AddClass(c) => TcOpWire::AddClass(c),
+                TcOp::ChangeClass(c) => TcOpWire::ChangeClass(c),
+                TcOp::DeleteClass { parent, classid } => TcOpWire::DeleteClass { parent, classid },
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_root_delete_sentinel_still_deserializes_as_delete_root() {
+        // What serde wrote for `TcOp::delete_root()` before `DeleteRoot`.
+        let old = r#"{"DeleteQdisc":{"parent":"root","handle":"none"}}"#;
+        let op: TcOp = serde_json::from_str(old).unwrap();
+        assert_eq!(op, TcOp::DeleteRoot);
+        let new = serde_json::to_string(&TcOp::DeleteRoot).unwrap();
+        assert_eq!(new, r#""DeleteRoot""#);
+        assert_eq!(
+            serde_json::from_str::<TcOp>(&new).unwrap(),
+            TcOp::DeleteRoot
+        );
+        // Every op survives the wire form (see `From<TcOp> for TcOpWire`).
+        let q = Qdisc::leaf(TcHandle::new(1, 3), 3, QdiscKind::Pfifo { limit: None });
+        let c = Class::htb(
+            TcHandle::new(1, 1),
+            TcHandle::new(1, 3),
+            Rate::from_mbps(1),
+            Rate::from_mbps(2),
+            3,
+            1522,
+        );
+        for op in [
+            TcOp::DeleteRoot,
+            TcOp::AddQdisc(q.clone()),
+            TcOp::ReplaceQdisc(q),
+            TcOp::AddClass(c.clone()),
+            TcOp::ChangeClass(c),
+            TcOp::DeleteClass {
+                parent: TcHandle::new(1, 1),
+                classid: TcHandle::new(1, 3),
+            },
+        ] {
+            let back: TcOp = wire::TcOpWire::from(op.clone()).into();
+            assert_eq!(back, op);
+            let json = serde_json::to_string(&op).unwrap();
+            assert_eq!(serde_json::from_str::<TcOp>(&json).unwrap(), op);
+        }
+        // Other qdisc deletes are untouched.
+        let leaf = r#"{"DeleteQdisc":{"parent":"1:3","handle":"3:"}}"#;
+        assert_eq!(
+            serde_json::from_str::<TcOp>(leaf).unwrap(),
+            TcOp::DeleteQdisc {
+                parent: TcHandle::new(1, 3),
+                handle: TcHandle::new(3, 0)
+            }
+        );
     }
 }
 
@@ -61,6 +185,37 @@ pub struct Qdisc {
     pub kind: QdiscKind,
 }
 
+impl Qdisc {
+    /// A qdisc `handle` of `kind` under `parent`.
+    pub fn new(parent: TcHandle, handle: TcHandle, kind: QdiscKind) -> Qdisc {
+        Qdisc {
+            parent,
+            handle,
+            kind,
+        }
+    }
+
+    /// The device's root qdisc (`qdisc replace dev X root handle H: kind`).
+    pub fn root(handle: TcHandle, kind: QdiscKind) -> Qdisc {
+        Qdisc::new(TcHandle::ROOT, handle, kind)
+    }
+
+    /// A leaf qdisc `major:` of `kind` on HTB class `class`.
+    pub fn leaf(class: TcHandle, major: u16, kind: QdiscKind) -> Qdisc {
+        Qdisc::new(class, TcHandle::new(major, 0), kind)
+    }
+
+    /// An HTB qdisc `major:` under `parent` (an mq class, or the root) with
+    /// `default default_minor` and the kernel's r2q and direct_qlen.
+    pub fn htb(parent: TcHandle, major: u16, default_minor: u32) -> Qdisc {
+        Qdisc::new(
+            parent,
+            TcHandle::new(major, 0),
+            QdiscKind::Htb(HtbQdisc::with_default(default_minor)),
+        )
+    }
+}
+
 /// An HTB class.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Class {
@@ -70,6 +225,32 @@ pub struct Class {
     pub classid: TcHandle,
     /// HTB parameters.
     pub htb: HtbClass,
+}
+
+impl Class {
+    /// An HTB class `classid` under `parent` (a class, or the HTB qdisc for
+    /// a top class) with an explicit quantum and tc's default bursts.
+    pub fn htb(
+        parent: TcHandle,
+        classid: TcHandle,
+        rate: Rate,
+        ceil: Rate,
+        prio: u32,
+        quantum: u32,
+    ) -> Class {
+        Class {
+            parent,
+            classid,
+            htb: HtbClass {
+                rate,
+                ceil,
+                quantum,
+                prio,
+                burst: None,
+                cburst: None,
+            },
+        }
+    }
 }
 
 /// HTB class parameters. Rates are exact; quantum is always explicit.
@@ -141,51 +322,15 @@ pub struct HtbQdisc {
     pub direct_qlen: Option<u32>,
 }
 
-/// CAKE `diffserv` modes (`TCA_CAKE_DIFFSERV_MODE` values).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CakeDiffserv {
-    /// `diffserv3` (0).
-    Diffserv3,
-    /// `diffserv4` (1).
-    Diffserv4,
-    /// `diffserv8` (2).
-    Diffserv8,
-    /// `besteffort` (3).
-    Besteffort,
-    /// `precedence` (4).
-    Precedence,
-}
-
-/// CAKE flow isolation modes (`TCA_CAKE_FLOW_MODE`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CakeFlowMode {
-    /// `flowblind` (0).
-    Flowblind,
-    /// `srchost` (1).
-    Srchost,
-    /// `dsthost` (2).
-    Dsthost,
-    /// `hosts` (3).
-    Hosts,
-    /// `flows` (4).
-    Flows,
-    /// `dual-srchost` (5).
-    DualSrchost,
-    /// `dual-dsthost` (6).
-    DualDsthost,
-    /// `triple-isolate` (7).
-    TripleIsolate,
-}
-
-/// CAKE ACK filter (`TCA_CAKE_ACK_FILTER`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CakeAckFilter {
-    /// `no-ack-filter` (0).
-    Off,
-    /// `ack-filter` (1).
-    On,
-    /// `ack-filter-aggressive` (2).
-    Aggressive,
+impl HtbQdisc {
+    /// `htb default M` with the kernel's r2q and direct_qlen.
+    pub const fn with_default(default_minor: u32) -> HtbQdisc {
+        HtbQdisc {
+            default_minor,
+            r2q: None,
+            direct_qlen: None,
+        }
+    }
 }
 
 /// CAKE options; `None` fields are not sent (kernel default).

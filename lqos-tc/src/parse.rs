@@ -9,7 +9,7 @@
 //! [`TcHandle::UNSPEC`] (the kernel picks one).
 
 use crate::{
-    CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, Class, FqCodelParams, HtbClass,
+    options, CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, Class, FqCodelParams, HtbClass,
     HtbQdisc, Qdisc, QdiscKind, TcHandle, TcOp,
 };
 use lqos_model::Rate;
@@ -125,13 +125,8 @@ fn parse_qdisc(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
         if !kind_tokens.is_empty() && kind_tokens.len() > 1 {
             return Err(format!("qdisc del: unexpected {:?}", kind_tokens.join(" ")));
         }
-        return Ok((
-            dev,
-            TcOp::DeleteQdisc {
-                parent: parent.unwrap_or(TcHandle::UNSPEC),
-                handle,
-            },
-        ));
+        let parent = parent.unwrap_or(TcHandle::UNSPEC);
+        return Ok((dev, TcOp::delete_qdisc(parent, handle)));
     }
     let parent = parent.ok_or("qdisc: missing parent or root")?;
     if kind_tokens.is_empty() {
@@ -286,28 +281,6 @@ pub fn parse_qdisc_kind(t: &[&str]) -> Result<QdiscKind, String> {
                         i += 1;
                     }
                     "unlimited" => p.bandwidth = Some(Rate::ZERO),
-                    "diffserv3" => p.diffserv = Some(CakeDiffserv::Diffserv3),
-                    "diffserv4" => p.diffserv = Some(CakeDiffserv::Diffserv4),
-                    "diffserv8" => p.diffserv = Some(CakeDiffserv::Diffserv8),
-                    "besteffort" => p.diffserv = Some(CakeDiffserv::Besteffort),
-                    "precedence" => p.diffserv = Some(CakeDiffserv::Precedence),
-                    "flowblind" => p.flow_mode = Some(CakeFlowMode::Flowblind),
-                    "srchost" => p.flow_mode = Some(CakeFlowMode::Srchost),
-                    "dsthost" => p.flow_mode = Some(CakeFlowMode::Dsthost),
-                    "hosts" => p.flow_mode = Some(CakeFlowMode::Hosts),
-                    "flows" => p.flow_mode = Some(CakeFlowMode::Flows),
-                    "dual-srchost" => p.flow_mode = Some(CakeFlowMode::DualSrchost),
-                    "dual-dsthost" => p.flow_mode = Some(CakeFlowMode::DualDsthost),
-                    "triple-isolate" => p.flow_mode = Some(CakeFlowMode::TripleIsolate),
-                    "nat" => p.nat = Some(true),
-                    "nonat" => p.nat = Some(false),
-                    "wash" => p.wash = Some(true),
-                    "nowash" => p.wash = Some(false),
-                    "ack-filter" => p.ack_filter = Some(CakeAckFilter::On),
-                    "ack-filter-aggressive" => p.ack_filter = Some(CakeAckFilter::Aggressive),
-                    "no-ack-filter" => p.ack_filter = Some(CakeAckFilter::Off),
-                    "split-gso" => p.split_gso = Some(true),
-                    "no-split-gso" => p.split_gso = Some(false),
                     "rtt" => {
                         p.rtt_us = Some(parse_time_us(value(opts, i - 1, o)?)?);
                         i += 1;
@@ -316,15 +289,25 @@ pub fn parse_qdisc_kind(t: &[&str]) -> Result<QdiscKind, String> {
                         p.memlimit = Some(parse_size(value(opts, i - 1, o)?)?);
                         i += 1;
                     }
-                    "datacentre" => p.rtt_us = Some(100),
-                    "lan" => p.rtt_us = Some(1_000),
-                    "metro" => p.rtt_us = Some(10_000),
-                    "regional" => p.rtt_us = Some(30_000),
-                    "internet" => p.rtt_us = Some(100_000),
-                    "oceanic" => p.rtt_us = Some(300_000),
-                    "satellite" => p.rtt_us = Some(1_000_000),
-                    "interplanetary" => p.rtt_us = Some(3_600_000_000),
-                    other => return Err(format!("cake: unsupported option {other:?}")),
+                    word => {
+                        if let Some(d) = CakeDiffserv::from_tc_word(word) {
+                            p.diffserv = Some(d);
+                        } else if let Some(f) = CakeFlowMode::from_tc_word(word) {
+                            p.flow_mode = Some(f);
+                        } else if let Some(a) = CakeAckFilter::from_tc_word(word) {
+                            p.ack_filter = Some(a);
+                        } else if let Some(v) = options::CAKE_NAT.parse(word) {
+                            p.nat = Some(v);
+                        } else if let Some(v) = options::CAKE_WASH.parse(word) {
+                            p.wash = Some(v);
+                        } else if let Some(v) = options::CAKE_SPLIT_GSO.parse(word) {
+                            p.split_gso = Some(v);
+                        } else if let Some(us) = options::cake_rtt_preset(word) {
+                            p.rtt_us = Some(us);
+                        } else {
+                            return Err(format!("cake: unsupported option {word:?}"));
+                        }
+                    }
                 }
             }
             Ok(QdiscKind::Cake(p))
@@ -333,18 +316,10 @@ pub fn parse_qdisc_kind(t: &[&str]) -> Result<QdiscKind, String> {
             let mut p = FqCodelParams::default();
             while i < opts.len() {
                 let o = opts[i];
-                match o {
-                    "ecn" => {
-                        p.ecn = Some(true);
-                        i += 1;
-                        continue;
-                    }
-                    "noecn" => {
-                        p.ecn = Some(false);
-                        i += 1;
-                        continue;
-                    }
-                    _ => {}
+                if let Some(e) = options::FQ_CODEL_ECN.parse(o) {
+                    p.ecn = Some(e);
+                    i += 1;
+                    continue;
                 }
                 let v = value(opts, i, o)?;
                 match o {

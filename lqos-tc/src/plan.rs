@@ -9,8 +9,8 @@ use crate::fx::{FxHasher, FxMap, FxSet};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    Class, FqCodelParams, HtbClass, HtbQdisc, Interfaces, LeafSpec, PlanConfig, Qdisc, QdiscKind,
-    QueueStrategy, TcHandle, TcOp, TcTree,
+    CircuitSqm, Class, FqCodelParams, Interfaces, LeafSpec, PlanConfig, Qdisc, QdiscKind,
+    QueueStrategy, SqmChoice, TcHandle, TcOp, TcTree,
 };
 use lqos_model::{Circuit, Network, Rate};
 
@@ -27,6 +27,7 @@ pub const HTB_LEVELS: u32 = 8;
 
 /// Why a plan cannot be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PlanError {
     /// Bad or inconsistent configuration.
     #[error("config: {0}")]
@@ -40,10 +41,12 @@ pub enum PlanError {
         reason: String,
     },
     /// A circuit's `sqm` override that lqos cannot use.
-    #[error("circuit {circuit:?}: sqm {spec:?}: {reason}")]
+    #[error("circuit {circuit:?}{}: sqm {spec:?}: {reason}", csv_line(*.line))]
     CircuitSqm {
         /// Circuit ID.
         circuit: String,
+        /// 1-based CSV line of the override (0 if not from a file).
+        line: usize,
         /// The spec as written.
         spec: String,
         /// Why.
@@ -94,6 +97,15 @@ pub enum PlanError {
         /// Handles available for leaves.
         available: usize,
     },
+}
+
+/// ` (ShapedDevices line N)`, or nothing for line 0 (not from a file).
+fn csv_line(line: usize) -> String {
+    if line == 0 {
+        String::new()
+    } else {
+        format!(" (ShapedDevices line {line})")
+    }
 }
 
 /// Which traffic an interface plan shapes.
@@ -193,6 +205,7 @@ impl InterfacePlan {
 
 /// A planned node's (site, AP, generated parent node) stable slot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NodeSlot {
     /// Node name.
     pub name: String,
@@ -208,6 +221,7 @@ pub struct NodeSlot {
 
 /// A planned circuit's stable slot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CircuitSlot {
     /// Circuit ID.
     pub id: String,
@@ -228,6 +242,7 @@ pub struct CircuitSlot {
 /// Where every node and circuit went: queue, class minor, leaf majors.
 /// Feed it back to [`plan`] to keep classids stable across reloads.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Allocation {
     /// HTB queues per direction this allocation was made for (a previous
     /// allocation is only reused when this matches).
@@ -359,7 +374,6 @@ struct Ent<'a> {
     name: Cow<'a, str>,
     parent: Option<u32>,
     depth: u32,
-    circuits: Vec<u32>,
     generated: bool,
     /// Configured maxima (zero = inherit the parent's).
     down: Rate,
@@ -413,9 +427,12 @@ fn cake_rtt_fixup(kind: QdiscKind, ceil: Rate) -> QdiscKind {
     }
 }
 
+/// Turns a circuit's parsed [`SqmChoice`] (or none) into its leaf kind.
 struct LeafChooser<'c> {
     cfg: &'c PlanConfig,
-    cache: HashMap<String, LeafSpec>,
+    /// Overrides already parsed, by the text as written (most files repeat
+    /// a few values).
+    cache: HashMap<(String, String), CircuitSqm>,
 }
 
 impl LeafChooser<'_> {
@@ -434,68 +451,56 @@ impl LeafChooser<'_> {
         }
     }
 
-    fn choose(
-        &mut self,
-        circuit: &Circuit,
-        ov: Option<&str>,
-        ceil: Rate,
-    ) -> Result<Option<QdiscKind>, PlanError> {
-        let ov = ov.map(str::trim).filter(|s| !s.is_empty());
-        let Some(ov) = ov else {
-            return Ok(self.default_for(ceil));
-        };
-        let lower = ov.to_ascii_lowercase();
-        match lower.as_str() {
-            "none" => return Ok(None),
-            "fq_codel" => return Ok(Some(QdiscKind::FqCodel(FqCodelParams::default()))),
-            "cake" => {
+    /// The leaf for `choice` on a class with ceiling `ceil`.
+    fn leaf(&self, choice: &SqmChoice, ceil: Rate) -> Option<QdiscKind> {
+        match choice {
+            SqmChoice::Default => self.default_for(ceil),
+            SqmChoice::Cake => {
                 let base = if self.cfg.default_sqm.is_cake() {
                     self.cfg.default_sqm.clone()
                 } else {
                     LeafSpec::cake_diffserv4()
                 };
-                return Ok(match base {
+                match base {
                     LeafSpec::Qdisc(k) => Some(cake_rtt_fixup(k, ceil)),
                     LeafSpec::None => None,
-                });
+                }
             }
-            _ => {}
+            SqmChoice::Spec(LeafSpec::None) => None,
+            SqmChoice::Spec(LeafSpec::Qdisc(k)) => Some(cake_rtt_fixup(k.clone(), ceil)),
         }
-        if !self.cache.contains_key(&lower) {
-            let spec: LeafSpec = lower.parse().map_err(|e| match e {
-                PlanError::Sqm { spec, reason } => PlanError::CircuitSqm {
-                    circuit: circuit.id.clone(),
-                    spec,
-                    reason,
-                },
-                other => other,
-            })?;
-            self.cache.insert(lower.clone(), spec);
-        }
-        Ok(match &self.cache[&lower] {
-            LeafSpec::None => None,
-            LeafSpec::Qdisc(k) => Some(cake_rtt_fixup(k.clone(), ceil)),
-        })
+    }
+
+    /// Circuit `c`'s leaves (download, upload), its override parsed once
+    /// per distinct text; an unusable override is an error naming the
+    /// circuit and its CSV line.
+    fn choose(
+        &mut self,
+        c: &Circuit,
+        ceil_d: Rate,
+        ceil_u: Rate,
+    ) -> Result<(Option<QdiscKind>, Option<QdiscKind>), PlanError> {
+        let Some(o) = &c.sqm else {
+            return Ok((self.default_for(ceil_d), self.default_for(ceil_u)));
+        };
+        let key = (o.download.clone(), o.upload.clone());
+        let sqm = match self.cache.get(&key) {
+            Some(s) => s.clone(),
+            None => {
+                let s = CircuitSqm::parse(o, &c.id)?;
+                self.cache.insert(key, s.clone());
+                s
+            }
+        };
+        Ok((
+            self.leaf(&sqm.download, ceil_d),
+            self.leaf(&sqm.upload, ceil_u),
+        ))
     }
 }
 
 /// No leaf qdisc (index into the leaf kind table).
 const NO_LEAF: u16 = u16::MAX;
-
-/// Per-circuit planned values, in input order.
-#[derive(Default, Clone, Copy)]
-struct CircPlan {
-    rate_d: Rate,
-    ceil_d: Rate,
-    rate_u: Rate,
-    ceil_u: Rate,
-    minor: u16,
-    /// Index into the leaf kind table, or [`NO_LEAF`].
-    leaf_d: u16,
-    leaf_u: u16,
-    major_d: u16,
-    major_u: u16,
-}
 
 /// Index of `kind` in the (small) table of distinct leaf kinds.
 fn kind_index(kinds: &mut Vec<QdiscKind>, kind: Option<QdiscKind>) -> u16 {
@@ -519,18 +524,14 @@ fn htb_class(
     prio: u32,
     r2q: u64,
 ) -> TcOp {
-    TcOp::AddClass(Class {
+    TcOp::AddClass(Class::htb(
         parent,
         classid,
-        htb: HtbClass {
-            rate,
-            ceil,
-            quantum: quantum_for(ceil, r2q),
-            prio,
-            burst: None,
-            cburst: None,
-        },
-    })
+        rate,
+        ceil,
+        prio,
+        quantum_for(ceil, r2q),
+    ))
 }
 
 /// Plans the trees for `net`.
@@ -539,6 +540,11 @@ fn htb_class(
 /// number of queues), nodes and circuits that still exist keep their queue,
 /// classid and leaf handle; new ones take the lowest free minors; removed
 /// ones free theirs.
+///
+/// The work is four stages, each a function of the ones before:
+/// `hierarchy` (nodes, parents, rates, leaf kinds), `queues` (a queue per
+/// top-level subtree), `ids` (class minors and leaf majors) and `build`
+/// (the ops and the allocation).
 ///
 /// ```
 /// use lqos_model::{Circuit, Network, Node, Rate};
@@ -554,29 +560,107 @@ fn htb_class(
 /// assert_eq!(p.interfaces.len(), 2);
 /// assert_eq!(p.interfaces[0].queue_class_counts.iter().sum::<usize>(), 2 * 2 + 2);
 /// ```
-#[allow(clippy::needless_range_loop)] // parallel per-entity arrays
 pub fn plan(
     net: &Network,
     cfg: &PlanConfig,
     previous: Option<&Allocation>,
 ) -> Result<Plan, PlanError> {
     cfg.validate()?;
-    let q = cfg.queues_per_direction() as usize;
-    let stick = matches!(cfg.interfaces, Interfaces::OnAStick { .. });
-    let prev = previous.filter(|p| p.queues as usize == q);
-    let circuits = net.circuits();
+    let prev = Previous::new(previous, cfg.queues_per_direction() as usize);
+    let h = hierarchy(net, cfg, &prev)?;
+    let queue = queues(&h, cfg, &prev);
+    let ids = ids(&h, &queue, cfg, &prev)?;
+    Ok(build(h, &queue, &ids, cfg))
+}
 
-    // Previous slots by name / id.
-    let mut prev_nodes: FxMap<&str, &NodeSlot> = FxMap::default();
-    let mut prev_circuits: FxMap<&str, &CircuitSlot> = FxMap::default();
-    if let Some(p) = prev {
-        prev_nodes.reserve(p.nodes.len());
-        prev_nodes.extend(p.nodes.iter().map(|n| (n.name.as_str(), n)));
-        prev_circuits.reserve(p.circuits.len());
-        prev_circuits.extend(p.circuits.iter().map(|c| (c.id.as_str(), c)));
+/// The previous allocation, indexed by node name and circuit ID; empty
+/// unless it was made for the same number of queues.
+struct Previous<'a> {
+    alloc: Option<&'a Allocation>,
+    nodes: FxMap<&'a str, &'a NodeSlot>,
+    circuits: FxMap<&'a str, &'a CircuitSlot>,
+}
+
+impl<'a> Previous<'a> {
+    fn new(previous: Option<&'a Allocation>, queues: usize) -> Previous<'a> {
+        let alloc = previous.filter(|p| p.queues as usize == queues);
+        let mut nodes: FxMap<&str, &NodeSlot> = FxMap::default();
+        let mut circuits: FxMap<&str, &CircuitSlot> = FxMap::default();
+        if let Some(p) = alloc {
+            nodes.reserve(p.nodes.len());
+            nodes.extend(p.nodes.iter().map(|n| (n.name.as_str(), n)));
+            circuits.reserve(p.circuits.len());
+            circuits.extend(p.circuits.iter().map(|c| (c.id.as_str(), c)));
+        }
+        Previous {
+            alloc,
+            nodes,
+            circuits,
+        }
     }
-    // 1. Real nodes; virtual ones hand their children to the nearest real
-    //    ancestor (or promote them to top level).
+
+    /// The previous circuit slot of a circuit that hung under a generated
+    /// parent node of queue `< q`: its queue.
+    fn generated_queue(&self, id: &str, q: usize) -> Option<usize> {
+        self.circuits
+            .get(id)
+            .filter(|s| {
+                (s.queue as usize) < q
+                    && self
+                        .alloc
+                        .and_then(|p| p.nodes.get(s.parent as usize))
+                        .is_some_and(|n| n.generated)
+            })
+            .map(|s| s.queue as usize)
+    }
+}
+
+/// A circuit's rates and leaf kinds (stage 1), in input order.
+#[derive(Clone, Copy)]
+struct CircRates {
+    rate_d: Rate,
+    ceil_d: Rate,
+    rate_u: Rate,
+    ceil_u: Rate,
+    /// Index into [`Hierarchy::kinds`], or [`NO_LEAF`].
+    leaf_d: u16,
+    leaf_u: u16,
+}
+
+/// Stage 1: the HTB class hierarchy.
+struct Hierarchy<'n> {
+    /// Real nodes in preorder (parents first), then the generated parent
+    /// nodes (one per queue, from `first_gen`; none if every circuit has a
+    /// parent).
+    ents: Vec<Ent<'n>>,
+    /// Index of the first generated parent node.
+    first_gen: usize,
+    /// Node ceilings: the node's own maximum capped by its parent's.
+    ceil_d: Vec<Rate>,
+    ceil_u: Vec<Rate>,
+    /// The node each circuit hangs under (index into `ents`).
+    circ_ent: Vec<u32>,
+    /// Circuits per node.
+    circ_count: Vec<u32>,
+    /// Per circuit: rates and leaf kinds.
+    circ: Vec<CircRates>,
+    /// Per circuit: its slot, with ID and name filled in.
+    slots: Vec<CircuitSlot>,
+    /// The distinct leaf kinds.
+    kinds: Vec<QdiscKind>,
+}
+
+/// Stage 1: nodes (virtual ones hand their children to the nearest real
+/// ancestor), node ceilings, each circuit's parent, rates and leaf kinds,
+/// the generated parent nodes for circuits without one, and the HTB depth
+/// check. Errors name the circuit or node.
+fn hierarchy<'n>(
+    net: &'n Network,
+    cfg: &PlanConfig,
+    prev: &Previous,
+) -> Result<Hierarchy<'n>, PlanError> {
+    let q = cfg.queues_per_direction() as usize;
+    let circuits = net.circuits();
     let mut ents: Vec<Ent> = Vec::with_capacity(net.node_count() + q);
     let mut eff: Vec<Option<u32>> = vec![None; net.graph().node_count()];
     let preorder = net.nodes_preorder();
@@ -592,7 +676,6 @@ pub fn plan(
             name: Cow::Borrowed(node.name.as_str()),
             parent: parent_eff,
             depth,
-            circuits: Vec::new(),
             generated: false,
             down: node.download,
             up: node.upload,
@@ -600,7 +683,6 @@ pub fn plan(
         eff[n.index()] = Some((ents.len() - 1) as u32);
     }
 
-    // Node ceilings: the node's own maximum capped by its parent's.
     let cap = |own: Rate, parent: Rate| {
         if own.is_zero() {
             parent
@@ -608,21 +690,21 @@ pub fn plan(
             own.min(parent)
         }
     };
-    let mut node_ceil_d: Vec<Rate> = Vec::with_capacity(ents.len() + q);
-    let mut node_ceil_u: Vec<Rate> = Vec::with_capacity(ents.len() + q);
+    let mut ceil_d: Vec<Rate> = Vec::with_capacity(ents.len() + q);
+    let mut ceil_u: Vec<Rate> = Vec::with_capacity(ents.len() + q);
     for ent in &ents {
         let (pd, pu) = match ent.parent {
-            Some(p) => (node_ceil_d[p as usize], node_ceil_u[p as usize]),
+            Some(p) => (ceil_d[p as usize], ceil_u[p as usize]),
             None => (cfg.download_capacity, cfg.upload_capacity),
         };
-        node_ceil_d.push(cap(ent.down, pd));
-        node_ceil_u.push(cap(ent.up, pu));
+        ceil_d.push(cap(ent.down, pd));
+        ceil_u.push(cap(ent.up, pu));
     }
     let gen_ceil_d = cap(cfg.generated_pn_download, cfg.download_capacity);
     let gen_ceil_u = cap(cfg.generated_pn_upload, cfg.upload_capacity);
 
-    // 2. One sequential pass over the circuits: parent node, rates, leaf
-    //    kinds, slot (the only pass that reads the circuits' memory).
+    // One sequential pass over the circuits: parent node, rates, leaf
+    // kinds, slot (the only pass that reads the circuits' memory).
     let mut by_name: FxMap<&str, Option<u32>> = FxMap::default();
     by_name.reserve(preorder.len());
     for &n in &preorder {
@@ -630,7 +712,8 @@ pub fn plan(
     }
     let flat = net.node_count() == 0;
     let mut unparented: Vec<u32> = Vec::new();
-    let mut cp: Vec<CircPlan> = Vec::with_capacity(circuits.len());
+    let mut circ_ent: Vec<u32> = vec![0; circuits.len()];
+    let mut circ: Vec<CircRates> = Vec::with_capacity(circuits.len());
     let mut slots: Vec<CircuitSlot> = Vec::with_capacity(circuits.len());
     let mut kinds: Vec<QdiscKind> = Vec::new();
     let mut chooser = LeafChooser {
@@ -671,33 +754,24 @@ pub fn plan(
         };
         let (pd, pu) = match parent {
             Some(e) => {
-                ents[e as usize].circuits.push(ci as u32);
-                (node_ceil_d[e as usize], node_ceil_u[e as usize])
+                circ_ent[ci] = e;
+                (ceil_d[e as usize], ceil_u[e as usize])
             }
             None => {
                 unparented.push(ci as u32);
                 (gen_ceil_d, gen_ceil_u)
             }
         };
-        let (rate_d, ceil_d) = circuit_rates(c.download_min, c.download_max, pd);
-        let (rate_u, ceil_u) = circuit_rates(c.upload_min, c.upload_max, pu);
-        let (leaf_d, leaf_u) = match &c.sqm {
-            Some(s) => (
-                chooser.choose(c, Some(&s.download), ceil_d)?,
-                chooser.choose(c, Some(&s.upload), ceil_u)?,
-            ),
-            None => (chooser.default_for(ceil_d), chooser.default_for(ceil_u)),
-        };
-        cp.push(CircPlan {
+        let (rate_d, ceil_cd) = circuit_rates(c.download_min, c.download_max, pd);
+        let (rate_u, ceil_cu) = circuit_rates(c.upload_min, c.upload_max, pu);
+        let (leaf_d, leaf_u) = chooser.choose(c, ceil_cd, ceil_cu)?;
+        circ.push(CircRates {
             rate_d,
-            ceil_d,
+            ceil_d: ceil_cd,
             rate_u,
-            ceil_u,
-            minor: 0,
+            ceil_u: ceil_cu,
             leaf_d: kind_index(&mut kinds, leaf_d),
             leaf_u: kind_index(&mut kinds, leaf_u),
-            major_d: 0,
-            major_u: 0,
         });
         slots.push(CircuitSlot {
             id: c.id.clone(),
@@ -713,7 +787,8 @@ pub fn plan(
         check_unique_ids(circuits)?;
     }
 
-    // 3. Generated parent nodes, one pinned to each queue.
+    // Generated parent nodes, one pinned to each queue; a circuit keeps
+    // the one it had, new ones are spread by the queue strategy.
     let first_gen = ents.len();
     if !unparented.is_empty() {
         for i in 0..q {
@@ -727,29 +802,19 @@ pub fn plan(
                 name: Cow::Owned(name),
                 parent: None,
                 depth: 1,
-                circuits: Vec::new(),
                 generated: true,
                 down: cfg.generated_pn_download,
                 up: cfg.generated_pn_upload,
             });
-            node_ceil_d.push(gen_ceil_d);
-            node_ceil_u.push(gen_ceil_u);
+            ceil_d.push(gen_ceil_d);
+            ceil_u.push(gen_ceil_u);
         }
         let mut counts = vec![0usize; q];
         let mut pending = Vec::new();
         for &ci in &unparented {
-            let hint = prev_circuits
-                .get(slots[ci as usize].id.as_str())
-                .filter(|s| {
-                    (s.queue as usize) < q
-                        && prev
-                            .and_then(|p| p.nodes.get(s.parent as usize))
-                            .is_some_and(|n| n.generated)
-                })
-                .map(|s| s.queue as usize);
-            match hint {
+            match prev.generated_queue(slots[ci as usize].id.as_str(), q) {
                 Some(k) => {
-                    ents[first_gen + k].circuits.push(ci);
+                    circ_ent[ci as usize] = (first_gen + k) as u32;
                     counts[k] += 1;
                 }
                 None => pending.push(ci),
@@ -760,25 +825,63 @@ pub fn plan(
                 QueueStrategy::RoundRobin => i % q,
                 QueueStrategy::Balanced => argmin(&counts),
             };
-            ents[first_gen + k].circuits.push(ci);
+            circ_ent[ci as usize] = (first_gen + k) as u32;
             counts[k] += 1;
         }
-        for e in &mut ents[first_gen..] {
-            e.circuits.sort_unstable();
+    }
+    let mut circ_count = vec![0u32; ents.len()];
+    for &e in &circ_ent {
+        circ_count[e as usize] += 1;
+    }
+
+    // HTB depth: the link class is level 1.
+    for (e, ent) in ents.iter().enumerate() {
+        let level = ent.depth + 1;
+        if level > HTB_LEVELS {
+            return Err(PlanError::TooDeep {
+                what: format!("node {:?}", ent.name),
+                levels: level,
+            });
+        }
+        if circ_count[e] > 0 && level + 1 > HTB_LEVELS {
+            let ci = circ_ent.iter().position(|&x| x as usize == e).unwrap_or(0);
+            return Err(PlanError::TooDeep {
+                what: format!("circuit {:?} under node {:?}", circuits[ci].id, ent.name),
+                levels: level + 1,
+            });
         }
     }
-    let n = ents.len();
+    Ok(Hierarchy {
+        ents,
+        first_gen,
+        ceil_d,
+        ceil_u,
+        circ_ent,
+        circ_count,
+        circ,
+        slots,
+        kinds,
+    })
+}
 
-    // 4. Subtree sizes (ents are in preorder: children after parents).
+/// Stage 2: the 0-based queue of every node. Each top-level subtree lives
+/// in one queue (HTB limits cannot cross HTB qdiscs): a generated parent
+/// node in its own queue, a surviving top-level node in its previous one,
+/// new ones by the queue strategy (round-robin in input order, or the
+/// largest subtrees first onto the least loaded queue). Children inherit.
+#[allow(clippy::needless_range_loop)] // parallel per-node arrays
+fn queues(h: &Hierarchy, cfg: &PlanConfig, prev: &Previous) -> Vec<u32> {
+    let q = cfg.queues_per_direction() as usize;
+    let ents = &h.ents;
+    let n = ents.len();
+    // Subtree sizes (ents are in preorder: children after parents).
     let mut size = vec![0u64; n];
     for e in (0..n).rev() {
-        size[e] += 1 + ents[e].circuits.len() as u64;
+        size[e] += 1 + u64::from(h.circ_count[e]);
         if let Some(p) = ents[e].parent {
             size[p as usize] += size[e];
         }
     }
-
-    // 5. Queue per top-level subtree.
     let mut queue = vec![u32::MAX; n];
     let mut load = vec![0u64; q];
     let mut new_tops = Vec::new();
@@ -788,8 +891,9 @@ pub fn plan(
             continue;
         }
         if ents[e].generated {
-            queue[e] = (e - first_gen) as u32;
-        } else if let Some(s) = prev_nodes
+            queue[e] = (e - h.first_gen) as u32;
+        } else if let Some(s) = prev
+            .nodes
             .get(ents[e].name.as_ref())
             .filter(|s| (s.queue as usize) < q)
         {
@@ -822,58 +926,71 @@ pub fn plan(
             queue[e] = queue[p as usize];
         }
     }
+    queue
+}
 
-    // From here on circuits are visited in input order (sequential memory
-    // access); `circ_ent` says which node each hangs under.
-    let mut circ_ent: Vec<u32> = vec![0; circuits.len()];
-    let mut has_circuits = vec![false; n];
-    for (e, ent) in ents.iter_mut().enumerate() {
-        has_circuits[e] = !ent.circuits.is_empty();
-        for &ci in &ent.circuits {
-            circ_ent[ci as usize] = e as u32;
-        }
-        ent.circuits = Vec::new();
+/// A circuit's ids (stage 3), in input order.
+#[derive(Clone, Copy, Default)]
+struct CircIds {
+    /// Class minor (both directions).
+    minor: u16,
+    /// Leaf qdisc majors (0 when the circuit has no leaf that side).
+    major_d: u16,
+    major_u: u16,
+}
+
+/// Stage 3 output: class minors and leaf majors.
+struct Ids {
+    node_minor: Vec<u16>,
+    circ: Vec<CircIds>,
+}
+
+/// The download and upload device names.
+fn devices(cfg: &PlanConfig) -> (String, String) {
+    match &cfg.interfaces {
+        Interfaces::Bridge { download, upload } => (download.clone(), upload.clone()),
+        Interfaces::OnAStick { interface, .. } => (interface.clone(), interface.clone()),
     }
+}
 
-    // 6. HTB depth.
-    for (e, ent) in ents.iter().enumerate() {
-        let level = ent.depth + 1;
-        if level > HTB_LEVELS {
-            return Err(PlanError::TooDeep {
-                what: format!("node {:?}", ent.name),
-                levels: level,
-            });
-        }
-        if has_circuits[e] && level + 1 > HTB_LEVELS {
-            let ci = circ_ent.iter().position(|&x| x as usize == e).unwrap_or(0);
-            return Err(PlanError::TooDeep {
-                what: format!("circuit {:?} under node {:?}", circuits[ci].id, ent.name),
-                levels: level + 1,
-            });
-        }
+/// HTB qdiscs per device: one per queue, or two on a stick.
+fn htbs_per_dev(cfg: &PlanConfig) -> u32 {
+    let q = cfg.queues_per_direction();
+    if matches!(cfg.interfaces, Interfaces::OnAStick { .. }) {
+        2 * q
+    } else {
+        q
     }
+}
 
-    // 8. Class minors: survivors first, then the lowest free ones (nodes
-    //    before circuits).
+/// Stage 3: class minors per queue (survivors of `prev` keep theirs, then
+/// the lowest free ones from 3, nodes before circuits) and leaf qdisc
+/// majors per device (after the HTB majors and the default-class leaves,
+/// skipping `7fff:` and `ffff:`; survivors keep theirs).
+fn ids(h: &Hierarchy, queue: &[u32], cfg: &PlanConfig, prev: &Previous) -> Result<Ids, PlanError> {
+    let q = cfg.queues_per_direction() as usize;
+    let stick = matches!(cfg.interfaces, Interfaces::OnAStick { .. });
+    let n = h.ents.len();
     let mut minors: Vec<Bits> = (0..q).map(|_| Bits::new([0, 1, 2], 0xffff)).collect();
     let mut node_minor = vec![0u16; n];
-    if prev.is_some() {
-        for e in 0..n {
+    let mut circ = vec![CircIds::default(); h.circ.len()];
+    if prev.alloc.is_some() {
+        for (e, ent) in h.ents.iter().enumerate() {
             let qe = queue[e];
-            if let Some(s) = prev_nodes.get(ents[e].name.as_ref()) {
+            if let Some(s) = prev.nodes.get(ent.name.as_ref()) {
                 if s.queue == qe
-                    && s.generated == ents[e].generated
+                    && s.generated == ent.generated
                     && minors[qe as usize].take(u32::from(s.minor))
                 {
                     node_minor[e] = s.minor;
                 }
             }
         }
-        for ((p, slot), &e) in cp.iter_mut().zip(&slots).zip(&circ_ent) {
+        for ((c, slot), &e) in circ.iter_mut().zip(&h.slots).zip(&h.circ_ent) {
             let qe = queue[e as usize];
-            if let Some(s) = prev_circuits.get(slot.id.as_str()) {
+            if let Some(s) = prev.circuits.get(slot.id.as_str()) {
                 if s.queue == qe && minors[qe as usize].take(u32::from(s.minor)) {
-                    p.minor = s.minor;
+                    c.minor = s.minor;
                 }
             }
         }
@@ -888,148 +1005,136 @@ pub fn plan(
             node_minor[e] = minors[qe].alloc().ok_or_else(|| overflow(qe))? as u16;
         }
     }
-    for (p, &e) in cp.iter_mut().zip(&circ_ent) {
+    for (c, &e) in circ.iter_mut().zip(&h.circ_ent) {
         let qe = queue[e as usize] as usize;
-        if p.minor == 0 {
-            p.minor = minors[qe].alloc().ok_or_else(|| overflow(qe))? as u16;
+        if c.minor == 0 {
+            c.minor = minors[qe].alloc().ok_or_else(|| overflow(qe))? as u16;
         }
     }
 
-    // 9. Leaf qdisc majors, per interface: after the HTB majors and the
-    //    default-class leaves, skipping 7fff: and ffff:.
-    let htbs_per_dev = if stick { 2 * q } else { q } as u32;
-    let leaf_base = 2 * htbs_per_dev + 1;
+    let leaf_base = 2 * htbs_per_dev(cfg) + 1;
     let new_pool = || Bits::new((0..leaf_base).chain([0x7fff, 0xffff]), 0xffff);
     let mut pools = [new_pool(), new_pool()];
     let up_pool = if stick { 0 } else { 1 };
-    if prev.is_some() {
-        for (p, slot) in cp.iter_mut().zip(&slots) {
-            if let Some(s) = prev_circuits.get(slot.id.as_str()) {
-                if let (Some(m), true) = (s.leaf_download, p.leaf_d != NO_LEAF) {
+    if prev.alloc.is_some() {
+        for ((c, r), slot) in circ.iter_mut().zip(&h.circ).zip(&h.slots) {
+            if let Some(s) = prev.circuits.get(slot.id.as_str()) {
+                if let (Some(m), true) = (s.leaf_download, r.leaf_d != NO_LEAF) {
                     if pools[0].take(u32::from(m)) {
-                        p.major_d = m;
+                        c.major_d = m;
                     }
                 }
-                if let (Some(m), true) = (s.leaf_upload, p.leaf_u != NO_LEAF) {
+                if let (Some(m), true) = (s.leaf_upload, r.leaf_u != NO_LEAF) {
                     if pools[up_pool].take(u32::from(m)) {
-                        p.major_u = m;
+                        c.major_u = m;
                     }
                 }
             }
         }
     }
-    let (dev_d, dev_u) = match &cfg.interfaces {
-        Interfaces::Bridge { download, upload } => (download.clone(), upload.clone()),
-        Interfaces::OnAStick { interface, .. } => (interface.clone(), interface.clone()),
-    };
-    let leaf_overflow = |pool: usize, cp: &[CircPlan]| {
-        let needed = cp
+    let leaf_overflow = |pool: usize| {
+        let needed = h
+            .circ
             .iter()
-            .map(|p| {
-                usize::from(pool == 0 && p.leaf_d != NO_LEAF)
-                    + usize::from(pool == up_pool && p.leaf_u != NO_LEAF)
+            .map(|r| {
+                usize::from(pool == 0 && r.leaf_d != NO_LEAF)
+                    + usize::from(pool == up_pool && r.leaf_u != NO_LEAF)
             })
             .sum::<usize>();
+        let (dev_d, dev_u) = devices(cfg);
         PlanError::LeafMajorOverflow {
-            interface: if pool == 0 {
-                dev_d.clone()
-            } else {
-                dev_u.clone()
-            },
+            interface: if pool == 0 { dev_d } else { dev_u },
             needed,
             available: 0x10000 - leaf_base as usize - 2,
         }
     };
-    for i in 0..cp.len() {
-        if cp[i].leaf_d != NO_LEAF && cp[i].major_d == 0 {
+    for (c, r) in circ.iter_mut().zip(&h.circ) {
+        if r.leaf_d != NO_LEAF && c.major_d == 0 {
             match pools[0].alloc() {
-                Some(m) => cp[i].major_d = m as u16,
-                None => return Err(leaf_overflow(0, &cp)),
+                Some(m) => c.major_d = m as u16,
+                None => return Err(leaf_overflow(0)),
             }
         }
-        if cp[i].leaf_u != NO_LEAF && cp[i].major_u == 0 {
+        if r.leaf_u != NO_LEAF && c.major_u == 0 {
             match pools[up_pool].alloc() {
-                Some(m) => cp[i].major_u = m as u16,
-                None => return Err(leaf_overflow(up_pool, &cp)),
+                Some(m) => c.major_u = m as u16,
+                None => return Err(leaf_overflow(up_pool)),
             }
         }
     }
+    Ok(Ids { node_minor, circ })
+}
 
-    // 10. Ops: the queue layout, then every node (parents first), then
-    //     every circuit (class, then its leaf).
+/// The queue layout of one device's direction: per queue the HTB qdisc
+/// (major `queue + 1 + off`), top class `:1` at `cap`, default class `:2`
+/// and its leaf.
+fn layout_ops(ops: &mut Vec<TcOp>, cfg: &PlanConfig, cap: Rate, off: u16, r2q: u64) {
+    let htbs = htbs_per_dev(cfg) as u16;
+    for i in 0..cfg.queues_per_direction() as u16 {
+        let m = i + 1 + off;
+        ops.push(TcOp::AddQdisc(Qdisc::htb(TcHandle::new(0x7fff, m), m, 2)));
+        ops.push(htb_class(
+            TcHandle::new(m, 0),
+            TcHandle::new(m, 1),
+            cap,
+            cap,
+            0,
+            r2q,
+        ));
+        let dceil = cap.saturating_sub(Rate::from_mbps(1));
+        let drate = Rate::from_bps(dceil.bps() / 4);
+        ops.push(htb_class(
+            TcHandle::new(m, 1),
+            TcHandle::new(m, 2),
+            drate,
+            dceil,
+            5,
+            r2q,
+        ));
+        if let LeafSpec::Qdisc(k) = &cfg.default_sqm {
+            ops.push(TcOp::AddQdisc(Qdisc::leaf(
+                TcHandle::new(m, 2),
+                htbs + m,
+                k.clone(),
+            )));
+        }
+    }
+}
+
+/// Stage 4: the ops per interface (the queue layout, then every node
+/// parents first, then every circuit: class, then its leaf) and the
+/// allocation to feed back next time.
+fn build(h: Hierarchy, queue: &[u32], ids: &Ids, cfg: &PlanConfig) -> Plan {
+    let q = cfg.queues_per_direction() as usize;
+    let stick = matches!(cfg.interfaces, Interfaces::OnAStick { .. });
+    let n = h.ents.len();
     let r2q = r2q_for(cfg.download_capacity.max(cfg.upload_capacity));
     let up_off = if stick { q as u16 } else { 0 };
-    let default_leaf = match &cfg.default_sqm {
-        LeafSpec::None => None,
-        LeafSpec::Qdisc(k) => Some(k.clone()),
-    };
-    let leaves_d = cp.iter().filter(|p| p.leaf_d != NO_LEAF).count();
-    let leaves_u = cp.iter().filter(|p| p.leaf_u != NO_LEAF).count();
-    let est_d = 1 + 4 * q + n + cp.len() + leaves_d;
-    let est_u = 1 + 4 * q + n + cp.len() + leaves_u;
+    let leaves_d = h.circ.iter().filter(|p| p.leaf_d != NO_LEAF).count();
+    let leaves_u = h.circ.iter().filter(|p| p.leaf_u != NO_LEAF).count();
+    let est_d = 1 + 4 * q + n + h.circ.len() + leaves_d;
+    let est_u = 1 + 4 * q + n + h.circ.len() + leaves_u;
     let mut ops_d: Vec<TcOp> = Vec::with_capacity(if stick { est_d + est_u } else { est_d });
     let mut ops_u: Vec<TcOp> = Vec::with_capacity(if stick { 0 } else { est_u });
-    let root = TcOp::ReplaceQdisc(Qdisc {
-        parent: TcHandle::ROOT,
-        handle: MQ_HANDLE,
-        kind: QdiscKind::Mq,
-    });
+    let root = TcOp::ReplaceQdisc(Qdisc::root(MQ_HANDLE, QdiscKind::Mq));
     ops_d.push(root.clone());
     if !stick {
         ops_u.push(root);
     }
-    let header = |ops: &mut Vec<TcOp>, cap: Rate, off: u16| {
-        for i in 0..q as u16 {
-            let m = i + 1 + off;
-            ops.push(TcOp::AddQdisc(Qdisc {
-                parent: TcHandle::new(0x7fff, m),
-                handle: TcHandle::new(m, 0),
-                kind: QdiscKind::Htb(HtbQdisc {
-                    default_minor: 2,
-                    r2q: None,
-                    direct_qlen: None,
-                }),
-            }));
-            ops.push(htb_class(
-                TcHandle::new(m, 0),
-                TcHandle::new(m, 1),
-                cap,
-                cap,
-                0,
-                r2q,
-            ));
-            let dceil = cap.saturating_sub(Rate::from_mbps(1));
-            let drate = Rate::from_bps(dceil.bps() / 4);
-            ops.push(htb_class(
-                TcHandle::new(m, 1),
-                TcHandle::new(m, 2),
-                drate,
-                dceil,
-                5,
-                r2q,
-            ));
-            if let Some(k) = &default_leaf {
-                ops.push(TcOp::AddQdisc(Qdisc {
-                    parent: TcHandle::new(m, 2),
-                    handle: TcHandle::new(htbs_per_dev as u16 + m, 0),
-                    kind: k.clone(),
-                }));
-            }
-        }
-    };
-    header(&mut ops_d, cfg.download_capacity, 0);
+    layout_ops(&mut ops_d, cfg, cfg.download_capacity, 0, r2q);
     if stick {
-        header(&mut ops_d, cfg.upload_capacity, up_off);
+        layout_ops(&mut ops_d, cfg, cfg.upload_capacity, up_off, r2q);
     } else {
-        header(&mut ops_u, cfg.upload_capacity, 0);
+        layout_ops(&mut ops_u, cfg, cfg.upload_capacity, 0, r2q);
     }
     let setup_d = ops_d.len();
     let setup_u = ops_u.len();
+    let node_minor = &ids.node_minor;
     let mut counts_d = vec![2usize; q];
-    for e in 0..n {
+    for (e, ent) in h.ents.iter().enumerate() {
         let qe = queue[e] as u16;
         let (md, mu) = (qe + 1, qe + 1 + up_off);
-        let (pd, pu) = match ents[e].parent {
+        let (pd, pu) = match ent.parent {
             Some(p) => {
                 let pm = node_minor[p as usize];
                 (TcHandle::new(md, pm), TcHandle::new(mu, pm))
@@ -1037,7 +1142,7 @@ pub fn plan(
             None => (TcHandle::new(md, 1), TcHandle::new(mu, 1)),
         };
         let minor = node_minor[e];
-        let (cd, cu) = (node_ceil_d[e], node_ceil_u[e]);
+        let (cd, cu) = (h.ceil_d[e], h.ceil_u[e]);
         counts_d[qe as usize] += 1;
         ops_d.push(htb_class(
             pd,
@@ -1057,7 +1162,7 @@ pub fn plan(
             r2q,
         ));
     }
-    for (p, &e) in cp.iter().zip(&circ_ent) {
+    for ((r, c), &e) in h.circ.iter().zip(&ids.circ).zip(&h.circ_ent) {
         let e = e as usize;
         let qe = queue[e] as u16;
         let (md, mu) = (qe + 1, qe + 1 + up_off);
@@ -1066,28 +1171,28 @@ pub fn plan(
             TcHandle::new(md, node_minor[e]),
             TcHandle::new(mu, node_minor[e]),
         );
-        let (cid_d, cid_u) = (TcHandle::new(md, p.minor), TcHandle::new(mu, p.minor));
-        ops_d.push(htb_class(nd, cid_d, p.rate_d, p.ceil_d, 3, r2q));
-        if p.leaf_d != NO_LEAF {
-            ops_d.push(TcOp::AddQdisc(Qdisc {
-                parent: cid_d,
-                handle: TcHandle::new(p.major_d, 0),
-                kind: kinds[p.leaf_d as usize].clone(),
-            }));
+        let (cid_d, cid_u) = (TcHandle::new(md, c.minor), TcHandle::new(mu, c.minor));
+        ops_d.push(htb_class(nd, cid_d, r.rate_d, r.ceil_d, 3, r2q));
+        if r.leaf_d != NO_LEAF {
+            ops_d.push(TcOp::AddQdisc(Qdisc::leaf(
+                cid_d,
+                c.major_d,
+                h.kinds[r.leaf_d as usize].clone(),
+            )));
         }
         let up_ops = if stick { &mut ops_d } else { &mut ops_u };
-        up_ops.push(htb_class(nu, cid_u, p.rate_u, p.ceil_u, 3, r2q));
-        if p.leaf_u != NO_LEAF {
-            up_ops.push(TcOp::AddQdisc(Qdisc {
-                parent: cid_u,
-                handle: TcHandle::new(p.major_u, 0),
-                kind: kinds[p.leaf_u as usize].clone(),
-            }));
+        up_ops.push(htb_class(nu, cid_u, r.rate_u, r.ceil_u, 3, r2q));
+        if r.leaf_u != NO_LEAF {
+            up_ops.push(TcOp::AddQdisc(Qdisc::leaf(
+                cid_u,
+                c.major_u,
+                h.kinds[r.leaf_u as usize].clone(),
+            )));
         }
     }
 
-    // 11. Allocation.
-    let nodes: Vec<NodeSlot> = ents
+    let nodes: Vec<NodeSlot> = h
+        .ents
         .iter()
         .enumerate()
         .map(|(e, ent)| NodeSlot {
@@ -1098,14 +1203,21 @@ pub fn plan(
             generated: ent.generated,
         })
         .collect();
-    for ((slot, p), &e) in slots.iter_mut().zip(&cp).zip(&circ_ent) {
+    let mut slots = h.slots;
+    for (((slot, r), c), &e) in slots
+        .iter_mut()
+        .zip(&h.circ)
+        .zip(&ids.circ)
+        .zip(&h.circ_ent)
+    {
         slot.parent = e;
         slot.queue = queue[e as usize];
-        slot.minor = p.minor;
-        slot.leaf_download = (p.leaf_d != NO_LEAF).then_some(p.major_d);
-        slot.leaf_upload = (p.leaf_u != NO_LEAF).then_some(p.major_u);
+        slot.minor = c.minor;
+        slot.leaf_download = (r.leaf_d != NO_LEAF).then_some(c.major_d);
+        slot.leaf_upload = (r.leaf_u != NO_LEAF).then_some(c.major_u);
     }
 
+    let (dev_d, dev_u) = devices(cfg);
     let interfaces = if stick {
         let mut counts = counts_d.clone();
         counts.extend_from_slice(&counts_d);
@@ -1134,7 +1246,7 @@ pub fn plan(
             },
         ]
     };
-    Ok(Plan {
+    Plan {
         config: cfg.clone(),
         interfaces,
         allocation: Allocation {
@@ -1142,7 +1254,7 @@ pub fn plan(
             nodes,
             circuits: slots,
         },
-    })
+    }
 }
 
 fn fx_hash(s: &str) -> u64 {
@@ -1176,6 +1288,176 @@ fn argmin(v: &[impl Ord + Copy]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lqos_model::Node;
+
+    fn node(name: &str, mbps: u64, virtual_node: bool) -> Node {
+        Node {
+            name: name.into(),
+            id: None,
+            node_type: None,
+            download: Rate::from_mbps(mbps),
+            upload: Rate::from_mbps(mbps),
+            virtual_node,
+        }
+    }
+
+    fn circuit(id: &str, parent: Option<&str>, max: u64) -> Circuit {
+        Circuit {
+            id: id.into(),
+            name: format!("name of {id}"),
+            parent: parent.map(Into::into),
+            download_min: Rate::from_mbps(1),
+            upload_min: Rate::from_mbps(1),
+            download_max: Rate::from_mbps(max),
+            upload_max: Rate::from_mbps(max),
+            comment: String::new(),
+            sqm: None,
+            devices: vec![],
+        }
+    }
+
+    /// Site_A (800) > virtual V > AP (2000), Site_B (100); circuits under
+    /// V, AP, Site_B and one without a parent.
+    fn net() -> Network {
+        let mut net = Network::new();
+        net.add_node(None, node("Site_A", 800, false)).unwrap();
+        net.add_node(Some("Site_A"), node("V", 50, true)).unwrap();
+        net.add_node(Some("V"), node("AP", 2000, false)).unwrap();
+        net.add_node(None, node("Site_B", 100, false)).unwrap();
+        net.add_circuit(circuit("under_v", Some("V"), 900));
+        net.add_circuit(circuit("under_ap", Some("AP"), 10));
+        net.add_circuit(circuit("under_b", Some("Site_B"), 10));
+        net.add_circuit(circuit("orphan", None, 10));
+        net
+    }
+
+    fn cfg(queues: u32) -> PlanConfig {
+        let mut c = PlanConfig::bridge("ens19", "ens20", queues);
+        c.strategy = QueueStrategy::RoundRobin;
+        c
+    }
+
+    #[test]
+    fn hierarchy_skips_virtual_nodes_caps_ceilings_and_generates_parents() {
+        let (net, cfg) = (net(), cfg(2));
+        let h = hierarchy(&net, &cfg, &Previous::new(None, 2)).unwrap();
+        let names: Vec<&str> = h.ents.iter().map(|e| e.name.as_ref()).collect();
+        assert_eq!(
+            names,
+            ["Site_A", "AP", "Site_B", "Generated_PN_1", "Generated_PN_2"]
+        );
+        assert_eq!(h.first_gen, 3);
+        // AP's parent is Site_A (V is virtual) and its ceiling Site_A's.
+        assert_eq!(h.ents[1].parent, Some(0));
+        assert_eq!(h.ceil_d[1], Rate::from_mbps(800));
+        // The circuit under V hangs under Site_A, its ceil capped there.
+        assert_eq!(h.circ_ent, [0, 1, 2, 3]);
+        assert_eq!(h.circ[0].ceil_d, Rate::from_mbps(800));
+        assert_eq!(h.circ_count, [1, 1, 1, 1, 0]);
+        assert_eq!(h.slots[3].id, "orphan");
+        // One leaf kind (the default cake) shared by all.
+        assert_eq!(h.kinds.len(), 1);
+    }
+
+    #[test]
+    fn hierarchy_names_the_node_that_is_too_deep() {
+        let mut net = Network::new();
+        let mut parent: Option<String> = None;
+        for i in 0..HTB_LEVELS {
+            let name = format!("N{i}");
+            net.add_node(parent.as_deref(), node(&name, 100, false))
+                .unwrap();
+            parent = Some(name);
+        }
+        let e = hierarchy(&net, &cfg(1), &Previous::new(None, 1))
+            .err()
+            .expect("too deep");
+        assert_eq!(
+            e,
+            PlanError::TooDeep {
+                what: "node \"N7\"".into(),
+                levels: 9
+            }
+        );
+    }
+
+    #[test]
+    fn queues_keep_survivors_and_spread_new_subtrees() {
+        let net = net();
+        let mut c = cfg(2);
+        let none = Previous::new(None, 2);
+        let h = hierarchy(&net, &c, &none).unwrap();
+        // Round-robin in input order; children inherit; generated PNs pinned.
+        assert_eq!(queues(&h, &c, &none), [0, 0, 1, 0, 1]);
+        // Balanced: the larger subtree (Site_A: 2 nodes + 2 circuits) goes
+        // to the less loaded queue (PN_1 holds the orphan on queue 0).
+        c.strategy = QueueStrategy::Balanced;
+        assert_eq!(queues(&h, &c, &none), [1, 1, 0, 0, 1]);
+        // A surviving top-level node keeps its queue (Site_B keeps its
+        // round-robin place, the second top-level node).
+        let p = plan(&net, &cfg(2), None).unwrap();
+        let mut alloc = p.allocation.clone();
+        alloc.nodes[0].queue = 1;
+        let prev = Previous::new(Some(&alloc), 2);
+        assert_eq!(queues(&h, &cfg(2), &prev)[..3], [1, 1, 1]);
+        // An allocation for another queue count is ignored.
+        assert!(Previous::new(Some(&alloc), 3).alloc.is_none());
+    }
+
+    #[test]
+    fn ids_keep_surviving_minors_and_majors_and_fill_the_lowest_free() {
+        let (net, c) = (net(), cfg(2));
+        let none = Previous::new(None, 2);
+        let h = hierarchy(&net, &c, &none).unwrap();
+        let queue = queues(&h, &c, &none);
+        let fresh = ids(&h, &queue, &c, &none).unwrap();
+        // Queue 0 holds Site_A, AP, PN_1 (minors 3, 4, 5), then circuits.
+        assert_eq!(fresh.node_minor, [3, 4, 3, 5, 4]);
+        let minors: Vec<u16> = fresh.circ.iter().map(|c| c.minor).collect();
+        assert_eq!(minors, [6, 7, 5, 8]);
+        // Leaf majors after 2 HTBs and 2 default leaves: from 5.
+        let majors: Vec<u16> = fresh.circ.iter().map(|c| c.major_d).collect();
+        assert_eq!(majors, [5, 6, 7, 8]);
+        // Survivors keep their ids; a new circuit takes the lowest free
+        // ones (6 and 5, which the moved survivor gave up).
+        let mut alloc = plan(&net, &c, None).unwrap().allocation;
+        alloc.circuits[0].minor = 40;
+        alloc.circuits[0].leaf_download = Some(90);
+        alloc.circuits.remove(1);
+        let prev = Previous::new(Some(&alloc), 2);
+        let again = ids(&h, &queue, &c, &prev).unwrap();
+        assert_eq!((again.circ[0].minor, again.circ[0].major_d), (40, 90));
+        assert_eq!((again.circ[1].minor, again.circ[1].major_d), (6, 5));
+        assert_eq!((again.circ[3].minor, again.circ[3].major_d), (8, 8));
+    }
+
+    #[test]
+    fn build_emits_layout_then_nodes_then_circuits() {
+        let (net, c) = (net(), cfg(2));
+        let none = Previous::new(None, 2);
+        let h = hierarchy(&net, &c, &none).unwrap();
+        let queue = queues(&h, &c, &none);
+        let ids = ids(&h, &queue, &c, &none).unwrap();
+        let p = build(h, &queue, &ids, &c);
+        let down = &p.interfaces[0];
+        // Root, then per queue: htb, :1, :2, default leaf.
+        assert_eq!(down.setup_ops, 1 + 2 * 4);
+        assert_eq!(
+            down.ops[0],
+            TcOp::ReplaceQdisc(Qdisc::root(MQ_HANDLE, QdiscKind::Mq))
+        );
+        // 5 node classes, then 4 circuits with a leaf each.
+        assert_eq!(down.ops.len(), down.setup_ops + 5 + 4 * 2);
+        let first_node = &down.ops[down.setup_ops];
+        assert!(matches!(first_node, TcOp::AddClass(c) if c.classid == TcHandle::new(1, 3)));
+        assert_eq!(down.queue_class_counts, [2 + 3 + 3, 2 + 2 + 1]);
+        let slot = &p.allocation.circuits[3];
+        assert_eq!(
+            (slot.parent, slot.queue, slot.leaf_download),
+            (3, 0, Some(8))
+        );
+        assert_eq!(p, plan(&net, &c, None).unwrap());
+    }
 
     #[test]
     fn r2q_and_quantum_follow_libreqos() {

@@ -5,7 +5,7 @@
 //! Nothing from the input files (names, comments) is ever written, so no
 //! CSV text can end a line or add a command.
 
-use crate::{CakeAckFilter, CakeDiffserv, CakeFlowMode, Class};
+use crate::{options, Class};
 use crate::{InterfacePlan, Plan, Qdisc, QdiscKind, TcHandle, TcOp};
 use lqos_model::Rate;
 
@@ -181,6 +181,11 @@ impl<'d> Out<'d> {
                 self.handle(q.parent);
                 self.qdisc_rest(q);
             }
+            TcOp::DeleteRoot => {
+                self.s("qdisc del dev ");
+                self.s(self.dev);
+                self.s(" root");
+            }
             TcOp::AddQdisc(q) => self.qdisc("add", q),
             TcOp::ReplaceQdisc(q) => self.qdisc("replace", q),
             TcOp::DeleteQdisc { parent, handle } => {
@@ -294,28 +299,22 @@ impl<'d> Out<'d> {
                     }
                 }
                 if let Some(d) = p.diffserv {
-                    self.b.push(b' ');
-                    self.s(diffserv_name(d));
+                    self.table(d.tc_word(), d.kernel());
                 }
                 if let Some(f) = p.flow_mode {
-                    self.b.push(b' ');
-                    self.s(flow_mode_name(f));
+                    self.table(f.tc_word(), f.kernel());
                 }
                 if let Some(nat) = p.nat {
-                    self.s(if nat { " nat" } else { " nonat" });
+                    self.word(options::CAKE_NAT.word(nat));
                 }
                 if let Some(w) = p.wash {
-                    self.s(if w { " wash" } else { " nowash" });
+                    self.word(options::CAKE_WASH.word(w));
                 }
                 if let Some(a) = p.ack_filter {
-                    self.s(match a {
-                        CakeAckFilter::Off => " no-ack-filter",
-                        CakeAckFilter::On => " ack-filter",
-                        CakeAckFilter::Aggressive => " ack-filter-aggressive",
-                    });
+                    self.table(a.tc_word(), a.kernel());
                 }
                 if let Some(g) = p.split_gso {
-                    self.s(if g { " split-gso" } else { " no-split-gso" });
+                    self.word(options::CAKE_SPLIT_GSO.word(g));
                 }
                 if let Some(rtt) = p.rtt_us {
                     self.s(" rtt ");
@@ -353,7 +352,7 @@ impl<'d> Out<'d> {
                     self.u(u64::from(v));
                 }
                 if let Some(e) = p.ecn {
-                    self.s(if e { " ecn" } else { " noecn" });
+                    self.word(options::FQ_CODEL_ECN.word(e));
                 }
             }
             QdiscKind::Pfifo { limit } | QdiscKind::Bfifo { limit } => {
@@ -376,6 +375,25 @@ impl<'d> Out<'d> {
                             b'_'
                         });
                 }
+            }
+        }
+    }
+
+    /// ` WORD`: a tc word from [`options`].
+    fn word(&mut self, w: &str) {
+        self.b.push(b' ');
+        self.s(w);
+    }
+
+    /// ` WORD` of an option table value; an `Unknown(n)` value (only a
+    /// readback holds one) renders as `unknown(n)`, which tc refuses.
+    fn table(&mut self, word: Option<&str>, kernel: u32) {
+        match word {
+            Some(w) => self.word(w),
+            None => {
+                self.s(" unknown(");
+                self.u(u64::from(kernel));
+                self.s(")");
             }
         }
     }
@@ -455,29 +473,6 @@ impl<'d> Out<'d> {
             }
         }
         self.b.extend_from_slice(&buf[i..]);
-    }
-}
-
-pub(crate) fn diffserv_name(d: CakeDiffserv) -> &'static str {
-    match d {
-        CakeDiffserv::Diffserv3 => "diffserv3",
-        CakeDiffserv::Diffserv4 => "diffserv4",
-        CakeDiffserv::Diffserv8 => "diffserv8",
-        CakeDiffserv::Besteffort => "besteffort",
-        CakeDiffserv::Precedence => "precedence",
-    }
-}
-
-pub(crate) fn flow_mode_name(f: CakeFlowMode) -> &'static str {
-    match f {
-        CakeFlowMode::Flowblind => "flowblind",
-        CakeFlowMode::Srchost => "srchost",
-        CakeFlowMode::Dsthost => "dsthost",
-        CakeFlowMode::Hosts => "hosts",
-        CakeFlowMode::Flows => "flows",
-        CakeFlowMode::DualSrchost => "dual-srchost",
-        CakeFlowMode::DualDsthost => "dual-dsthost",
-        CakeFlowMode::TripleIsolate => "triple-isolate",
     }
 }
 

@@ -14,8 +14,9 @@
 //!   of 0 means "let the kernel compute it from rate/r2q", so any live
 //!   quantum satisfies it.
 //! - **Kernel-created qdiscs.** Qdiscs with handle `0:` (`noqueue`, the
-//!   default pfifo under an HTB leaf class, the default `mq` root) are not
-//!   part of any plan and never drift ([`is_kernel_default`]).
+//!   default qdisc under an unused mq queue, the default `mq` root) are not
+//!   part of any plan and never drift ([`is_kernel_default`]); a tree keeps
+//!   them apart, in [`TcTree::kernel_defaults`].
 //! - **Layout.** The root qdisc and the qdiscs on its classes (the per-queue
 //!   HTBs under `mq`) decide whether a change can be incremental
 //!   ([`layout`]): the same layout is changed in place, any difference is a
@@ -79,6 +80,7 @@ pub fn is_kernel_default(q: &Qdisc) -> bool {
 
 /// One field of one object whose live value does not satisfy the plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct FieldDrift {
     /// Field name: `parent`, `kind`, `rate`, `ceil`, `quantum`, `prio`,
     /// `burst`, `cburst`, or an option name (`rtt_us`, `default_minor`...).
@@ -112,15 +114,15 @@ impl Fields {
     }
 
     /// A plain field: must be equal.
-    fn eq<T: PartialEq + fmt::Debug>(&mut self, field: &'static str, live: &T, planned: &T) {
+    fn eq<T: PartialEq + fmt::Display>(&mut self, field: &'static str, live: &T, planned: &T) {
         if live != planned {
-            self.push(field, format!("{planned:?}"), format!("{live:?}"));
+            self.push(field, planned.to_string(), live.to_string());
         }
     }
 
     /// An option that the plan may leave unset: `None` planned accepts any
     /// live value (its default is unknown or irrelevant).
-    fn opt<T: PartialEq + fmt::Debug>(
+    fn opt<T: PartialEq + fmt::Display>(
         &mut self,
         field: &'static str,
         live: &Option<T>,
@@ -128,14 +130,14 @@ impl Fields {
     ) {
         if let Some(p) = planned {
             if live.as_ref() != Some(p) {
-                self.push(field, format!("{p:?}"), show(live.as_ref()));
+                self.push(field, p.to_string(), show(live.as_ref()));
             }
         }
     }
 
     /// An option with a known kernel default: a `None` on either side
     /// means that default.
-    fn def<T: PartialEq + Copy + fmt::Debug>(
+    fn def<T: PartialEq + Copy + fmt::Display>(
         &mut self,
         field: &'static str,
         live: Option<T>,
@@ -144,17 +146,17 @@ impl Fields {
     ) {
         if live.unwrap_or(default) != planned.unwrap_or(default) {
             let planned = match planned {
-                Some(p) => format!("{p:?}"),
-                None => format!("default ({default:?})"),
+                Some(p) => p.to_string(),
+                None => format!("default ({default})"),
             };
             self.push(field, planned, show(live.as_ref()));
         }
     }
 }
 
-fn show<T: fmt::Debug>(v: Option<&T>) -> String {
+fn show<T: fmt::Display>(v: Option<&T>) -> String {
     match v {
-        Some(v) => format!("{v:?}"),
+        Some(v) => v.to_string(),
         None => "unset".to_string(),
     }
 }
@@ -433,6 +435,7 @@ pub enum Layout {
 
 /// Why a live tree must be rebuilt rather than changed in place.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum RebuildReason {
     /// No tree of ours is loaded (no root qdisc with an explicit handle).
     NoTree,
@@ -548,21 +551,18 @@ pub fn rebuild_deletes_root(live: &TcTree) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CakeDiffserv, HtbClass, HtbQdisc};
+    use crate::CakeDiffserv;
 
     fn class(minor: u16, quantum: u32) -> Class {
-        Class {
-            parent: TcHandle::new(1, 1),
-            classid: TcHandle::new(1, minor),
-            htb: HtbClass {
-                rate: Rate::from_mbps(10),
-                ceil: Rate::from_mbps(10),
-                quantum,
-                prio: 3,
-                burst: None,
-                cburst: None,
-            },
-        }
+        let r = Rate::from_mbps(10);
+        Class::htb(
+            TcHandle::new(1, 1),
+            TcHandle::new(1, minor),
+            r,
+            r,
+            3,
+            quantum,
+        )
     }
 
     #[test]
@@ -625,28 +625,12 @@ mod tests {
         assert_eq!(d[0].to_string(), "kind is bfifo, plan says pfifo");
     }
 
-    fn htb(major: u16, parent: TcHandle, default_minor: u32) -> Qdisc {
-        Qdisc {
-            parent,
-            handle: TcHandle::new(major, 0),
-            kind: QdiscKind::Htb(HtbQdisc {
-                default_minor,
-                r2q: None,
-                direct_qlen: None,
-            }),
-        }
-    }
-
     fn mq_tree(queues: u16, default_minor: u32) -> TcTree {
         let mut t = TcTree::default();
-        let root = Qdisc {
-            parent: TcHandle::ROOT,
-            handle: TcHandle::new(0x7fff, 0),
-            kind: QdiscKind::Mq,
-        };
+        let root = Qdisc::root(TcHandle::new(0x7fff, 0), QdiscKind::Mq);
         t.qdiscs.insert(root.handle, root);
         for q in 1..=queues {
-            let h = htb(q, TcHandle::new(0x7fff, q), default_minor);
+            let h = Qdisc::htb(TcHandle::new(0x7fff, q), q, default_minor);
             t.qdiscs.insert(h.handle, h);
         }
         t
@@ -681,7 +665,7 @@ mod tests {
             "queue qdisc 1: default_minor is 3, plan says 2"
         );
         let mut htb_root = TcTree::default();
-        let h = htb(1, TcHandle::ROOT, 2);
+        let h = Qdisc::htb(TcHandle::ROOT, 1, 2);
         htb_root.qdiscs.insert(h.handle, h);
         assert_eq!(
             reason(&htb_root, &mq_tree(2, 2)),
@@ -693,12 +677,12 @@ mod tests {
     fn kernel_default_qdiscs_never_drift() {
         let planned = mq_tree(1, 2);
         let mut live = planned.clone();
-        let noqueue = Qdisc {
-            parent: TcHandle::new(1, 3),
-            handle: TcHandle::UNSPEC,
-            kind: QdiscKind::Other("pfifo_fast".into()),
-        };
-        live.qdiscs.insert(noqueue.parent, noqueue);
+        live.insert_qdisc(Qdisc::new(
+            TcHandle::new(0x7fff, 2),
+            TcHandle::UNSPEC,
+            QdiscKind::Other("pfifo_fast".into()),
+        ));
+        assert_eq!(live.kernel_defaults.len(), 1);
         assert!(tree_satisfies(&live, &planned));
         assert_eq!(layout(&live, &planned), Layout::Same);
     }

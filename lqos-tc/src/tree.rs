@@ -13,31 +13,38 @@ pub const HTB_MAX_DEPTH: usize = 8;
 ///
 /// Built by applying ops (the planner's view) or by reading the kernel back
 /// (`lqos-apply`), so a plan and a live tree compare directly. Qdiscs the
-/// kernel created itself have handle `0:` ([`TcHandle::UNSPEC`]); readback
-/// files them under their parent's handle (see `lqos-apply`); the model
-/// drops them when something replaces them and [`crate::diff::diff`]
-/// ignores them.
+/// kernel created itself have handle `0:` ([`TcHandle::UNSPEC`]) and are
+/// kept apart, in [`TcTree::kernel_defaults`] by parent
+/// ([`TcTree::insert_qdisc`] files a qdisc in the right map); the model
+/// drops them when something replaces them, and [`crate::diff::diff`] and
+/// [`crate::rules`] never compare them.
 ///
 /// ```
 /// use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
 /// let mut t = TcTree::default();
-/// t.apply(&TcOp::ReplaceQdisc(Qdisc {
-///     parent: TcHandle::ROOT, handle: TcHandle::new(0x7fff, 0), kind: QdiscKind::Mq,
-/// })).unwrap();
+/// t.apply(&TcOp::ReplaceQdisc(Qdisc::root(TcHandle::new(0x7fff, 0), QdiscKind::Mq)))
+///     .unwrap();
 /// assert!(t.apply(&TcOp::DeleteClass {
 ///     parent: TcHandle::UNSPEC, classid: TcHandle::new(1, 3),
 /// }).is_err());
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TcTree {
     /// Qdiscs by handle.
     pub qdiscs: BTreeMap<TcHandle, Qdisc>,
     /// HTB classes by classid.
     pub classes: BTreeMap<TcHandle, Class>,
+    /// Qdiscs the kernel created itself (handle `0:`: a veth's `noqueue`
+    /// root, the default qdisc under each mq queue no plan replaced), by
+    /// parent. Never part of a plan.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kernel_defaults: BTreeMap<TcHandle, Qdisc>,
 }
 
 /// Why an op is invalid on a tree (what the kernel would refuse).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TreeError {
     /// The parent qdisc/class does not exist.
     #[error("`{op}`: parent {parent} does not exist")]
@@ -139,6 +146,18 @@ impl TcTree {
         Ok(t)
     }
 
+    /// Files `q`: by handle in [`TcTree::qdiscs`], or, for a
+    /// kernel-created qdisc with handle `0:`, by parent in
+    /// [`TcTree::kernel_defaults`]. No kernel rules are checked (this is
+    /// for readback); use [`TcTree::apply`] for ops.
+    pub fn insert_qdisc(&mut self, q: Qdisc) {
+        if crate::rules::is_kernel_default(&q) {
+            self.kernel_defaults.insert(q.parent, q);
+        } else {
+            self.qdiscs.insert(q.handle, q);
+        }
+    }
+
     /// The root qdisc (parent `root`, explicit handle), if any.
     pub fn root(&self) -> Option<&Qdisc> {
         self.qdiscs
@@ -204,6 +223,7 @@ impl<'a> Model<'a> {
         match op {
             TcOp::AddQdisc(q) => self.put_qdisc(op, q, false),
             TcOp::ReplaceQdisc(q) => self.put_qdisc(op, q, true),
+            TcOp::DeleteRoot => self.del_root(op),
             TcOp::DeleteQdisc { parent, handle } => self.del_qdisc(op, *parent, *handle),
             TcOp::AddClass(c) => self.add_class(op, c),
             TcOp::ChangeClass(c) => self.change_class(op, c),
@@ -307,25 +327,30 @@ impl<'a> Model<'a> {
         Ok(())
     }
 
+    /// `qdisc del root`: the kernel refuses (`ENOENT`) when the root is its
+    /// own handle-0 default; otherwise everything goes, kernel defaults
+    /// below included.
+    fn del_root(&mut self, op: &TcOp) -> Result<(), TreeError> {
+        if !self.at_parent.contains_key(&TcHandle::ROOT) {
+            return Err(TreeError::NotFound {
+                op: text(op),
+                handle: TcHandle::ROOT,
+            });
+        }
+        self.t.qdiscs.clear();
+        self.t.classes.clear();
+        self.t.kernel_defaults.clear();
+        self.at_parent.clear();
+        self.children.clear();
+        Ok(())
+    }
+
     fn del_qdisc(
         &mut self,
         op: &TcOp,
         parent: TcHandle,
         handle: TcHandle,
     ) -> Result<(), TreeError> {
-        if parent == TcHandle::ROOT && handle == TcHandle::UNSPEC {
-            if !self.at_parent.contains_key(&TcHandle::ROOT) {
-                return Err(TreeError::NotFound {
-                    op: text(op),
-                    handle: TcHandle::ROOT,
-                });
-            }
-            self.t.qdiscs.clear();
-            self.t.classes.clear();
-            self.at_parent.clear();
-            self.children.clear();
-            return Ok(());
-        }
         let target = if handle != TcHandle::UNSPEC {
             let q = self
                 .t
@@ -355,16 +380,9 @@ impl<'a> Model<'a> {
         Ok(())
     }
 
-    /// Forgets a kernel-created (handle 0) qdisc filed under `parent`.
+    /// Forgets the kernel-created (handle 0) qdisc under `parent`.
     fn drop_default_at(&mut self, parent: TcHandle) {
-        if self
-            .t
-            .qdiscs
-            .get(&parent)
-            .is_some_and(|q| q.handle == TcHandle::UNSPEC)
-        {
-            self.t.qdiscs.remove(&parent);
-        }
+        self.t.kernel_defaults.remove(&parent);
     }
 
     fn remove_qdisc_subtree(&mut self, handle: TcHandle) {
@@ -386,6 +404,10 @@ impl<'a> Model<'a> {
                 for h in under {
                     self.remove_qdisc_subtree(h);
                 }
+                // The kernel's defaults under the mq classes go with it.
+                self.t
+                    .kernel_defaults
+                    .retain(|p, _| *p == TcHandle::ROOT || p.major() != major);
             }
             QdiscKind::Htb(_) => {
                 let ids: Vec<TcHandle> = self
@@ -545,5 +567,36 @@ fn invalid(op: &TcOp, reason: &str) -> TreeError {
     TreeError::Invalid {
         op: text(op),
         reason: reason.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn default_at(parent: TcHandle, kind: &str) -> Qdisc {
+        Qdisc::new(parent, TcHandle::UNSPEC, QdiscKind::Other(kind.into()))
+    }
+
+    #[test]
+    fn kernel_defaults_are_kept_apart_and_go_when_replaced() {
+        let mut t = TcTree::default();
+        t.insert_qdisc(default_at(TcHandle::ROOT, "noqueue"));
+        assert!(t.qdiscs.is_empty() && t.root().is_none());
+        // Our root replaces the kernel's.
+        let mq = Qdisc::root(TcHandle::new(0x7fff, 0), QdiscKind::Mq);
+        t.apply(&TcOp::ReplaceQdisc(mq)).unwrap();
+        assert!(!t.kernel_defaults.contains_key(&TcHandle::ROOT));
+        // The kernel hangs a default under each mq queue (readback).
+        for q in 1..=2 {
+            t.insert_qdisc(default_at(TcHandle::new(0x7fff, q), "pfifo_fast"));
+        }
+        t.apply(&TcOp::AddQdisc(Qdisc::htb(TcHandle::new(0x7fff, 1), 1, 2)))
+            .unwrap();
+        let left: Vec<TcHandle> = t.kernel_defaults.keys().copied().collect();
+        assert_eq!(left, [TcHandle::new(0x7fff, 2)]);
+        // Deleting the root takes the rest.
+        t.apply(&TcOp::DeleteRoot).unwrap();
+        assert_eq!(t, TcTree::default());
     }
 }

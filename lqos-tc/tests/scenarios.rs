@@ -144,7 +144,9 @@ fn on_a_stick_splits_majors() {
     // Leaves of both directions share the interface's handle space.
     assert_ne!(c1.leaf_download, c1.leaf_upload);
     assert!(c1.leaf_download.unwrap() > 8 && c1.leaf_upload.unwrap() > 8);
-    assert!(plan(&sites(), &PlanConfig { queues: 1, ..c }, None).is_err());
+    let mut one = c;
+    one.queues = 1;
+    assert!(plan(&sites(), &one, None).is_err());
 }
 
 #[test]
@@ -264,6 +266,15 @@ fn leaf_qdisc_choices() {
     assert!(
         e.to_string().starts_with("circuit \"bad\": sqm \"sfq\""),
         "{e}"
+    );
+    // Read from a file, the error names the CSV line.
+    let mut circuits = net.circuits().to_vec();
+    circuits.last_mut().unwrap().sqm.as_mut().unwrap().line = 7;
+    net.set_circuits(circuits);
+    let e = plan(&net, &c, None).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "circuit \"bad\" (ShapedDevices line 7): sqm \"sfq\": unsupported qdisc kind \"sfq\" (cake, fq_codel, pfifo, bfifo, none)"
     );
     let mut circuits = net.circuits().to_vec();
     circuits.pop();
@@ -407,15 +418,9 @@ fn balanced_beats_round_robin_on_uneven_sites() {
         }
     }
     let cost = |s: QueueStrategy| {
-        let p = plan(
-            &net,
-            &PlanConfig {
-                strategy: s,
-                ..cfg(4)
-            },
-            None,
-        )
-        .unwrap();
+        let mut c = cfg(4);
+        c.strategy = s;
+        let p = plan(&net, &c, None).unwrap();
         p.interfaces[0]
             .queue_class_counts
             .iter()
@@ -428,15 +433,9 @@ fn balanced_beats_round_robin_on_uneven_sites() {
     );
     assert!(b < rr, "balanced {b} round-robin {rr}");
     // Round robin is LibreQoS's: top-level node i goes to queue i % n.
-    let p = plan(
-        &net,
-        &PlanConfig {
-            strategy: QueueStrategy::RoundRobin,
-            ..cfg(4)
-        },
-        None,
-    )
-    .unwrap();
+    let mut rr = cfg(4);
+    rr.strategy = QueueStrategy::RoundRobin;
+    let p = plan(&net, &rr, None).unwrap();
     let queues: Vec<u32> = p.allocation.nodes.iter().map(|n| n.queue).collect();
     assert_eq!(queues, [0, 1, 2, 3, 0, 1, 2, 3]);
 }
@@ -517,14 +516,8 @@ fn stable_allocation_and_incremental_diff() {
             format!("qdisc add dev ens19 parent 1:{:x} handle {:x}: cake diffserv4", n3.minor, c3.leaf_download.unwrap()),
         ]
     );
-    assert_eq!(
-        DiffSummary::of(&ops),
-        DiffSummary {
-            added: 2,
-            changed: 0,
-            removed: 2
-        }
-    );
+    let s = DiffSummary::of(&ops);
+    assert_eq!((s.added, s.changed, s.removed), (2, 0, 2));
 }
 
 #[test]
@@ -686,4 +679,26 @@ fn tree_model_enforces_kernel_rules() {
     tt.apply(&TcOp::delete_root()).unwrap();
     assert_eq!(tt, TcTree::default());
     assert!(tt.apply(&TcOp::delete_root()).is_err());
+}
+
+/// A bad `sqm` cell read from ShapedDevices.csv: the loader warns about
+/// the unknown qdisc, and the plan refuses it naming the circuit and the
+/// CSV line (comments and the header count).
+#[test]
+fn sqm_error_names_the_csv_line() {
+    let csv = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,Parent Node ID,Anchor Node ID,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment,sqm\n\
+               # a comment line\n\
+               c1,One,d1,R1,,,,,100.64.0.1,,1,1,10,10,,cake\n\
+               c2,Two,d2,R2,,,,,100.64.0.2,,1,1,10,10,,fq_codel/sfq\n";
+    let loaded = lqos_model::load(
+        ("network.json", "{}"),
+        ("ShapedDevices.csv", csv.as_bytes()),
+    );
+    assert!(!loaded.report.has_errors(), "{}", loaded.report);
+    let e = plan(&loaded.network, &cfg(2), None).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("circuit \"c2\" (ShapedDevices line 4): sqm \"sfq\": "),
+        "{e}"
+    );
 }

@@ -406,25 +406,40 @@ pub(crate) fn as_sent<'s>(iface: &'s IfaceOps<'_>, placement: RootDelete) -> Ifa
 
 /// True for the root delete (`qdisc del dev X root`).
 pub(crate) fn is_root_delete(op: &TcOp) -> bool {
-    *op == TcOp::delete_root()
+    op.is_root_delete()
 }
 
-/// True when a failed root delete only means "nothing to delete": the
-/// device has its default, handle-0 root such as `noqueue` (the kernel's
-/// `tc_get_qdisc` answers `ENOENT`, "Cannot delete qdisc with handle of
-/// zero", or "Cannot find specified qdisc" without any root). The netlink
-/// backend decides by `errno`; `tc -b` reports only text, so without an
-/// errno its message is matched.
+/// The errno the kernel answers a root delete with when there is nothing
+/// to delete: `ENOENT`, both when the root is the device's own handle-0
+/// default ("Cannot delete qdisc with handle of zero", e.g. `noqueue` on a
+/// veth) and when there is no root qdisc at all (`tc_get_qdisc` in
+/// `net/sched/sch_api.c`; checked live in `tests/netlink_live.rs`). The
+/// root delete sends handle 0, so the kernel's `EINVAL` "Invalid handle"
+/// cannot mean "nothing there" and is a real failure.
+pub(crate) const NOTHING_TO_DELETE: i32 = libc::ENOENT;
+
+/// True when a failed op only means "nothing to delete": a
+/// [`TcOp::DeleteRoot`] answered with [`NOTHING_TO_DELETE`]. The netlink
+/// backend passes the kernel's errno; `tc -b` reports only text, so
+/// without an errno it is read from the message ([`tc_message_errno`]).
 pub(crate) fn root_delete_found_nothing(op: &TcOp, errno: Option<i32>, message: &str) -> bool {
-    is_root_delete(op)
-        && match errno {
-            Some(e) => e == libc::ENOENT,
-            None => {
-                message.contains("handle of zero")
-                    || message.contains("Cannot find specified qdisc")
-                    || message.contains("No such file or directory")
-            }
-        }
+    op.is_root_delete() && errno.or_else(|| tc_message_errno(message)) == Some(NOTHING_TO_DELETE)
+}
+
+/// The errno behind a failure that `tc` reported only as text. tc prints
+/// the kernel's extended-ACK message when there is one, else `RTNETLINK
+/// answers: <strerror>`; only the `ENOENT` answers to a delete are
+/// recognised (the rest stays unknown, which is never benign).
+pub(crate) fn tc_message_errno(message: &str) -> Option<i32> {
+    const ENOENT_TEXTS: [&str; 3] = [
+        "No such file or directory",
+        "Cannot delete qdisc with handle of zero",
+        "Cannot find specified qdisc on specified device",
+    ];
+    ENOENT_TEXTS
+        .iter()
+        .any(|t| message.contains(t))
+        .then_some(libc::ENOENT)
 }
 
 #[cfg(test)]
@@ -507,6 +522,39 @@ mod tests {
             e => panic!("{e:?}"),
         }
         assert!(rep.interfaces[1].error.is_none());
+    }
+
+    #[test]
+    fn only_a_root_delete_answered_enoent_is_benign() {
+        let found_nothing = |op: &TcOp, e| root_delete_found_nothing(op, Some(e), "");
+        assert!(found_nothing(&TcOp::DeleteRoot, libc::ENOENT));
+        assert!(!found_nothing(&TcOp::DeleteRoot, libc::EINVAL));
+        assert!(!found_nothing(&TcOp::DeleteRoot, libc::EPERM));
+        let leaf = TcOp::DeleteQdisc {
+            parent: TcHandle::new(1, 3),
+            handle: TcHandle::new(3, 0),
+        };
+        assert!(!found_nothing(&leaf, libc::ENOENT));
+        // The errno wins over the text.
+        let text = "Error: Cannot delete qdisc with handle of zero.";
+        assert!(root_delete_found_nothing(&TcOp::DeleteRoot, None, text));
+        assert!(!root_delete_found_nothing(
+            &TcOp::DeleteRoot,
+            Some(libc::EPERM),
+            text
+        ));
+        // What tc prints for the kernel's ENOENT, with and without ext-ack.
+        for m in [
+            "Error: Cannot delete qdisc with handle of zero.",
+            "RTNETLINK answers: No such file or directory",
+        ] {
+            assert_eq!(tc_message_errno(m), Some(libc::ENOENT), "{m}");
+        }
+        assert_eq!(tc_message_errno("Error: Invalid handle."), None);
+        assert_eq!(
+            tc_message_errno("RTNETLINK answers: Operation not permitted"),
+            None
+        );
     }
 
     #[test]

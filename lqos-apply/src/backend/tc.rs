@@ -12,8 +12,8 @@ use nix::unistd::Pid;
 use serde::Serialize;
 
 use super::{
-    as_sent, root_delete_found_nothing, Backend, IfaceOps, IfaceReport, LoadReport, Progress,
-    RootDelete,
+    as_sent, root_delete_found_nothing, tc_message_errno, Backend, IfaceOps, IfaceReport,
+    LoadReport, Progress, RootDelete,
 };
 use crate::error::ApplyError;
 use crate::timing::{zombie_cpu, CpuScope, Stopwatch, Timing};
@@ -251,7 +251,7 @@ impl TcBatch {
                         index: l.op,
                         op: Box::new(op.clone()),
                         message: msg.clone(),
-                        errno: None,
+                        errno: tc_message_errno(msg),
                     });
                 }
             }
@@ -313,8 +313,8 @@ impl TcBatch {
                             dev: dev.to_string(),
                             index: 0,
                             op: Box::new(TcOp::delete_root()),
+                            errno: tc_message_errno(&msg),
                             message: msg,
-                            errno: None,
                         }),
                     )
                 }

@@ -249,47 +249,15 @@ fn decode_cake(opts: &[u8]) -> CakeParams {
                     .filter(|&b| b != 0)
                     .map(|b| Rate::from_bps(b.saturating_mul(8)))
             }
-            TCA_CAKE_DIFFSERV_MODE => {
-                c.diffserv = x.and_then(|d| {
-                    Some(match d {
-                        0 => CakeDiffserv::Diffserv3,
-                        1 => CakeDiffserv::Diffserv4,
-                        2 => CakeDiffserv::Diffserv8,
-                        3 => CakeDiffserv::Besteffort,
-                        4 => CakeDiffserv::Precedence,
-                        _ => return None,
-                    })
-                })
-            }
-            TCA_CAKE_FLOW_MODE => {
-                c.flow_mode = x.and_then(|f| {
-                    Some(match f {
-                        0 => CakeFlowMode::Flowblind,
-                        1 => CakeFlowMode::Srchost,
-                        2 => CakeFlowMode::Dsthost,
-                        3 => CakeFlowMode::Hosts,
-                        4 => CakeFlowMode::Flows,
-                        5 => CakeFlowMode::DualSrchost,
-                        6 => CakeFlowMode::DualDsthost,
-                        7 => CakeFlowMode::TripleIsolate,
-                        _ => return None,
-                    })
-                })
-            }
+            // Unnamed numbers are kept as `Unknown(n)`: a newer kernel's mode
+            // must not read back as "unset", which would satisfy the default.
+            TCA_CAKE_DIFFSERV_MODE => c.diffserv = x.map(CakeDiffserv::from_kernel),
+            TCA_CAKE_FLOW_MODE => c.flow_mode = x.map(CakeFlowMode::from_kernel),
             TCA_CAKE_RTT => c.rtt_us = x,
             TCA_CAKE_NAT => c.nat = x.map(|v| v != 0),
             TCA_CAKE_WASH => c.wash = x.map(|v| v != 0),
             TCA_CAKE_SPLIT_GSO => c.split_gso = x.map(|v| v != 0),
-            TCA_CAKE_ACK_FILTER => {
-                c.ack_filter = x.and_then(|a| {
-                    Some(match a {
-                        0 => CakeAckFilter::Off,
-                        1 => CakeAckFilter::On,
-                        2 => CakeAckFilter::Aggressive,
-                        _ => return None,
-                    })
-                })
-            }
+            TCA_CAKE_ACK_FILTER => c.ack_filter = x.map(CakeAckFilter::from_kernel),
             TCA_CAKE_MEMORY => c.memlimit = x.filter(|&m| m != 0),
             _ => {}
         }
@@ -388,19 +356,6 @@ pub(crate) fn decode_class(
     )))
 }
 
-/// Where [`lqos_tc::TcTree::qdiscs`] files a dumped qdisc: its handle, or,
-/// for a kernel-created default qdisc with handle 0 (e.g. the `pfifo_fast
-/// 0:` under each unused mq queue, or a veth's `noqueue 0:` root), its
-/// parent. Real qdisc handles always have minor 0 and parents never do
-/// (classes, `root` = ffff:ffff), so the two never collide.
-pub fn qdisc_tree_key(q: &Qdisc) -> TcHandle {
-    if q.handle == TcHandle::UNSPEC {
-        q.parent
-    } else {
-        q.handle
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,14 +429,15 @@ mod tests {
             let cake = (
                 (
                     opt(8u64..400_000_000_000),
-                    opt(0u32..5),
+                    // Any number: named and `Unknown` values both round-trip.
+                    opt(prop_oneof![0u32..8, any::<u32>()]),
                     opt(1u32..10_000_000),
-                    opt(0u32..8),
+                    opt(prop_oneof![0u32..8, any::<u32>()]),
                 ),
                 (
                     opt(any::<bool>()),
                     opt(any::<bool>()),
-                    opt(0u32..3),
+                    opt(prop_oneof![0u32..3, any::<u32>()]),
                     opt(any::<bool>()),
                     opt(1u32..u32::MAX),
                 ),
@@ -489,37 +445,12 @@ mod tests {
                 .prop_map(|((bw, d, rtt, f), (nat, wash, ack, gso, mem))| {
                     QdiscKind::Cake(CakeParams {
                         bandwidth: bw.map(|b| Rate::from_bps(b / 8 * 8)),
-                        diffserv: d.map(|d| {
-                            [
-                                CakeDiffserv::Diffserv3,
-                                CakeDiffserv::Diffserv4,
-                                CakeDiffserv::Diffserv8,
-                                CakeDiffserv::Besteffort,
-                                CakeDiffserv::Precedence,
-                            ][d as usize]
-                        }),
+                        diffserv: d.map(CakeDiffserv::from_kernel),
                         rtt_us: rtt,
-                        flow_mode: f.map(|f| {
-                            [
-                                CakeFlowMode::Flowblind,
-                                CakeFlowMode::Srchost,
-                                CakeFlowMode::Dsthost,
-                                CakeFlowMode::Hosts,
-                                CakeFlowMode::Flows,
-                                CakeFlowMode::DualSrchost,
-                                CakeFlowMode::DualDsthost,
-                                CakeFlowMode::TripleIsolate,
-                            ][f as usize]
-                        }),
+                        flow_mode: f.map(CakeFlowMode::from_kernel),
                         nat,
                         wash,
-                        ack_filter: ack.map(|a| {
-                            [
-                                CakeAckFilter::Off,
-                                CakeAckFilter::On,
-                                CakeAckFilter::Aggressive,
-                            ][a as usize]
-                        }),
+                        ack_filter: ack.map(CakeAckFilter::from_kernel),
                         split_gso: gso,
                         memlimit: mem,
                     })

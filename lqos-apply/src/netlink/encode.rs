@@ -4,8 +4,7 @@
 
 use lqos_model::Rate;
 use lqos_tc::{
-    CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, Class, FqCodelParams, HtbClass,
-    HtbQdisc, Qdisc, QdiscKind, TcHandle, TcOp,
+    CakeParams, Class, FqCodelParams, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcHandle, TcOp,
 };
 
 use super::consts::*;
@@ -211,6 +210,12 @@ fn encode_inner(
     match op {
         TcOp::AddQdisc(q) => qdisc_msg(buf, q, ADD, ifindex, seq),
         TcOp::ReplaceQdisc(q) => qdisc_msg(buf, q, REPLACE, ifindex, seq),
+        // `tc qdisc del dev X root`: parent TC_H_ROOT, handle 0.
+        TcOp::DeleteRoot => {
+            let m = Msg::begin(buf, RTM_DELQDISC, DELETE, seq);
+            tcmsg(m.buf, ifindex, TcHandle::UNSPEC, TcHandle::ROOT);
+            m.finish()
+        }
         TcOp::DeleteQdisc { parent, handle } => {
             let m = Msg::begin(buf, RTM_DELQDISC, DELETE, seq);
             tcmsg(m.buf, ifindex, *handle, *parent);
@@ -359,10 +364,10 @@ fn cake_opts(buf: &mut Vec<u8>, c: &CakeParams) -> Result<(), EncodeError> {
         attr_u64(buf, TCA_CAKE_BASE_RATE64, bw.bytes_per_sec());
     }
     if let Some(d) = c.diffserv {
-        attr_u32(buf, TCA_CAKE_DIFFSERV_MODE, diffserv_code(d));
+        attr_u32(buf, TCA_CAKE_DIFFSERV_MODE, d.kernel());
     }
     if let Some(f) = c.flow_mode {
-        attr_u32(buf, TCA_CAKE_FLOW_MODE, flow_mode_code(f));
+        attr_u32(buf, TCA_CAKE_FLOW_MODE, f.kernel());
     }
     if let Some(rtt) = c.rtt_us {
         attr_u32(buf, TCA_CAKE_RTT, rtt);
@@ -386,7 +391,7 @@ fn cake_opts(buf: &mut Vec<u8>, c: &CakeParams) -> Result<(), EncodeError> {
         attr_u32(buf, TCA_CAKE_SPLIT_GSO, u32::from(s));
     }
     if let Some(a) = c.ack_filter {
-        attr_u32(buf, TCA_CAKE_ACK_FILTER, ack_filter_code(a));
+        attr_u32(buf, TCA_CAKE_ACK_FILTER, a.kernel());
     }
     nest_end(buf, nest)
 }
@@ -407,37 +412,6 @@ fn fq_codel_opts(buf: &mut Vec<u8>, f: &FqCodelParams) -> Result<(), EncodeError
     put(buf, TCA_FQ_CODEL_ECN, f.ecn.map(u32::from));
     put(buf, TCA_FQ_CODEL_MEMORY_LIMIT, f.memory_limit);
     nest_end(buf, nest)
-}
-
-pub(crate) fn diffserv_code(d: CakeDiffserv) -> u32 {
-    match d {
-        CakeDiffserv::Diffserv3 => 0,
-        CakeDiffserv::Diffserv4 => 1,
-        CakeDiffserv::Diffserv8 => 2,
-        CakeDiffserv::Besteffort => 3,
-        CakeDiffserv::Precedence => 4,
-    }
-}
-
-pub(crate) fn flow_mode_code(f: CakeFlowMode) -> u32 {
-    match f {
-        CakeFlowMode::Flowblind => 0,
-        CakeFlowMode::Srchost => 1,
-        CakeFlowMode::Dsthost => 2,
-        CakeFlowMode::Hosts => 3,
-        CakeFlowMode::Flows => 4,
-        CakeFlowMode::DualSrchost => 5,
-        CakeFlowMode::DualDsthost => 6,
-        CakeFlowMode::TripleIsolate => 7,
-    }
-}
-
-pub(crate) fn ack_filter_code(a: CakeAckFilter) -> u32 {
-    match a {
-        CakeAckFilter::Off => 0,
-        CakeAckFilter::On => 1,
-        CakeAckFilter::Aggressive => 2,
-    }
 }
 
 fn class_msg(

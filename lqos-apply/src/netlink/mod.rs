@@ -20,9 +20,8 @@
 //! - `mq` creates one default qdisc per TX queue (`net.core.default_qdisc`,
 //!   `pfifo_fast` here) with handle `0:` and parent `7fff:N`. Each one an
 //!   HTB replaces disappears; queues a plan leaves unused keep theirs.
-//!   Handle-0 qdiscs keep `handle == 0` and are keyed by their parent in
-//!   [`lqos_tc::TcTree::qdiscs`] ([`qdisc_tree_key`]), so all of them are
-//!   kept; filter on `q.handle == TcHandle::UNSPEC` to ignore them.
+//!   Handle-0 qdiscs keep `handle == 0` and are kept apart from the
+//!   explicit ones, by parent, in [`lqos_tc::TcTree::kernel_defaults`].
 //! - The `pfifo` HTB attaches to every new leaf class is invisible and not
 //!   dumped; an explicit leaf replaces it.
 //! - Options come back complete: HTB qdiscs always report `r2q` (10 unless
@@ -60,7 +59,7 @@ mod encode;
 mod pipeline;
 mod socket;
 
-pub use decode::{qdisc_tree_key, DecodeError};
+pub use decode::DecodeError;
 pub use encode::{encode_op, encode_op_with, EncodeError, PschedClock, PschedParseError};
 pub use socket::{LinkInfo, NetlinkError, NetlinkSocket, OpFailure, SendOptions, SendStats};
 
@@ -102,7 +101,7 @@ pub fn decode_request(
         }
         RTM_DELQDISC => {
             let (ifindex, handle, parent) = hdr(m.payload)?;
-            Ok((ifindex, TcOp::DeleteQdisc { parent, handle }))
+            Ok((ifindex, TcOp::delete_qdisc(parent, handle)))
         }
         RTM_NEWTCLASS => {
             let (ifindex, c) = decode::decode_class(m.payload, clock)?

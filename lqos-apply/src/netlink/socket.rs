@@ -510,8 +510,8 @@ impl NetlinkSocket {
     ///
     /// Qdiscs are keyed by handle; kernel-created defaults with handle 0
     /// (a veth's `noqueue` root, the `pfifo_fast 0:` under each mq queue no
-    /// plan replaced) are keyed by their parent instead (see
-    /// [`qdisc_tree_key`](super::qdisc_tree_key)) and keep `handle == 0`.
+    /// plan replaced) go to [`TcTree::kernel_defaults`], keyed by parent
+    /// ([`TcTree::insert_qdisc`]).
     /// Invisible qdiscs (HTB's automatic leaf `pfifo`s) are not dumped.
     /// Classes: only HTB classes; a top class's parent is its qdisc
     /// (`1:`), burst/cburst are converted from ticks back to bytes.
@@ -535,7 +535,7 @@ impl NetlinkSocket {
         self.dump_kind(RTM_GETQDISC, ifindex, |payload| {
             let (ifi, q) = decode::decode_qdisc(payload)?;
             if ifi == ifindex {
-                tree.qdiscs.insert(decode::qdisc_tree_key(&q), q);
+                tree.insert_qdisc(q);
             }
             Ok(())
         })?;

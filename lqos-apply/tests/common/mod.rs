@@ -5,7 +5,7 @@
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
 use lqos_apply::IfaceOps;
 use lqos_model::Rate;
-use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcHandle, TcOp};
+use lqos_tc::{Class, Qdisc, QdiscKind, TcHandle, TcOp};
 
 /// Interfaces of the fixture.
 pub const DEVS: [&str; 2] = ["ens19", "ens20"];
@@ -24,18 +24,7 @@ pub fn fixture(test: &str) -> Option<ScratchNetns> {
 }
 
 fn class(parent: TcHandle, classid: TcHandle, rate: Rate, ceil: Rate, prio: u32) -> TcOp {
-    TcOp::AddClass(Class {
-        parent,
-        classid,
-        htb: HtbClass {
-            rate,
-            ceil,
-            quantum: 1522,
-            prio,
-            burst: None,
-            cburst: None,
-        },
-    })
+    TcOp::AddClass(Class::htb(parent, classid, rate, ceil, prio, 1522))
 }
 
 /// A LibreQoS-shaped full build by hand: mq, one htb per queue with top
@@ -48,21 +37,12 @@ pub fn tree_ops(
     circuit: impl Fn(usize) -> (Rate, Rate),
     leaf: QdiscKind,
 ) -> Vec<TcOp> {
-    let mut ops = vec![TcOp::ReplaceQdisc(Qdisc {
-        parent: TcHandle::ROOT,
-        handle: TcHandle::new(0x7fff, 0),
-        kind: QdiscKind::Mq,
-    })];
+    let mut ops = vec![TcOp::ReplaceQdisc(Qdisc::root(
+        TcHandle::new(0x7fff, 0),
+        QdiscKind::Mq,
+    ))];
     for q in 1..=queues {
-        ops.push(TcOp::AddQdisc(Qdisc {
-            parent: TcHandle::new(0x7fff, q),
-            handle: TcHandle::new(q, 0),
-            kind: QdiscKind::Htb(HtbQdisc {
-                default_minor: 2,
-                r2q: None,
-                direct_qlen: None,
-            }),
-        }));
+        ops.push(TcOp::AddQdisc(Qdisc::htb(TcHandle::new(0x7fff, q), q, 2)));
         let top = TcHandle::new(q, 1);
         let link = Rate::from_mbps(10_000);
         ops.push(class(TcHandle::new(q, 0), top, link, link, 3));
@@ -79,11 +59,11 @@ pub fn tree_ops(
         let id = TcHandle::new(q, (i / queues as usize) as u16 + 3);
         let (rate, ceil) = circuit(i);
         ops.push(class(TcHandle::new(q, 1), id, rate, ceil, 3));
-        ops.push(TcOp::AddQdisc(Qdisc {
-            parent: id,
-            handle: TcHandle::new(0x100 + i as u16, 0),
-            kind: leaf.clone(),
-        }));
+        ops.push(TcOp::AddQdisc(Qdisc::leaf(
+            id,
+            0x100 + i as u16,
+            leaf.clone(),
+        )));
     }
     ops
 }

@@ -40,10 +40,7 @@ pub fn circuit(
 
 /// With an sqm override.
 pub fn with_sqm(mut c: Circuit, down: &str, up: &str) -> Circuit {
-    c.sqm = Some(SqmOverride {
-        download: down.into(),
-        upload: up.into(),
-    });
+    c.sqm = Some(SqmOverride::new(down, up));
     c
 }
 
