@@ -165,10 +165,7 @@ fn network_with(
     let mut net = g.network.clone();
     let mut cs = net.circuits().to_vec();
     for (c, (down, up)) in cs.iter_mut().zip(overrides) {
-        c.sqm = Some(SqmOverride {
-            download: down.to_string(),
-            upload: up.to_string(),
-        });
+        c.sqm = Some(SqmOverride::new(*down, *up));
     }
     if rate_change {
         // Every 10th circuit (not the overridden ones) to a new ceiling.
