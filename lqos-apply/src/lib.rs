@@ -45,6 +45,9 @@
 //!   plan, or a diff) with a [`RootDelete`] placement and reports per
 //!   interface ([`LoadReport`], with [`Timing`]).
 //! - [`netlink`]: the rtnetlink encoder, decoder and socket.
+//! - [`lazy`]: lazy leaves (a circuit's leaf qdisc only while it carries
+//!   traffic), used by `lqos watch --lazy-leaves`.
+//! - [`watch`]: the status file `lqos watch` writes and `lqos status` reads.
 //! - `netns` (feature `test-util`): scratch network namespaces with veth
 //!   pairs for tests and benchmarks.
 
@@ -53,6 +56,7 @@ pub mod bench;
 mod engine;
 mod error;
 mod inputs;
+pub mod lazy;
 mod live;
 pub mod netlink;
 #[cfg(feature = "test-util")]
@@ -64,6 +68,7 @@ mod session;
 pub mod state;
 pub mod timing;
 mod verify;
+pub mod watch;
 
 pub use backend::{
     load_deletes_first, Backend, CountProgress, IfaceOps, IfaceReport, LoadReport, NetlinkBackend,

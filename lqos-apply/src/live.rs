@@ -262,6 +262,19 @@ impl NetlinkLive {
         f(guard.as_mut().expect("socket just opened"))
     }
 
+    /// The byte/packet counters of every class of `dev` (one dump; see
+    /// [`NetlinkSocket::class_stats`]).
+    pub fn class_stats(&self, dev: &str) -> Result<Vec<crate::netlink::ClassStats>> {
+        self.with_sock(|s| {
+            let link = s
+                .link(dev)
+                .map_err(|e| netlink_error(Some(dev), "looking up the interface", e))?;
+            s.class_stats(link.ifindex)
+                .map_err(|e| netlink_error(Some(dev), "reading class counters", e))
+        })
+        .map_err(|e| self.in_ns(e))
+    }
+
     fn in_ns(&self, e: ApplyError) -> ApplyError {
         match e {
             ApplyError::NoInterface { dev, .. } => ApplyError::NoInterface {

@@ -20,7 +20,7 @@ mod cmd;
 /// Plan and load ISP traffic-shaping trees (HTB + cake/fq_codel under mq).
 #[derive(Parser)]
 #[command(name = "lqos", version, about, long_about = None)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -43,6 +43,40 @@ enum Command {
     Verify(cmd::verify::Args),
     /// Benchmark loading methods in a private network namespace.
     Bench(cmd::bench::Args),
+    /// Run as a daemon: apply at start and on every input change, verify
+    /// periodically, optionally with lazy leaves.
+    ///
+    /// Runs in the foreground (systemd Type=exec) and holds the state
+    /// directory's apply lock while it runs (`lqos apply` is refused, naming
+    /// its pid). Applies once at start, then watches the directories of
+    /// network.json, ShapedDevices.csv and lqos.conf (files replaced by
+    /// rename are seen), waits --debounce ms of quiet, validates and applies
+    /// the difference. Inputs that fail validation are never applied: every
+    /// problem is logged with file, line and circuit, and the live tree and
+    /// the last good plan stay until the files are fixed. A kernel error is
+    /// logged with the failing op and retried after --retry seconds.
+    ///
+    /// Signals: SIGHUP applies now (reading the kernel back, so drift is
+    /// repaired); SIGTERM and SIGINT exit 0 and leave the tree as it is.
+    ///
+    /// Lazy leaves (--lazy-leaves, or `[lqos] lazy_leaves = true` in
+    /// lqos.conf): circuits start without their leaf qdisc; every --poll
+    /// seconds one class dump finds the circuits whose counters moved, each
+    /// gets its planned leaf; after --idle seconds without traffic it loses
+    /// it again.
+    ///
+    /// Logs: one line per event on stderr (text, or --log-format json),
+    /// with the ops added/changed/removed and the time from the first file
+    /// event to kernel done. Files: STATE_DIR/last-plan.json (last good
+    /// plan), STATE_DIR/watch-status.json (read by `lqos status`),
+    /// STATE_DIR/apply.lock.
+    Watch(cmd::watch::Args),
+    /// Print what the `lqos watch` daemon last did.
+    Status(cmd::status::Args),
+    /// Print the man page (or write all pages with --out DIR).
+    Man(cmd::docs::ManArgs),
+    /// Print a shell completion script.
+    Completions(cmd::docs::CompletionArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +90,10 @@ fn main() -> ExitCode {
         Command::Apply(a) => cmd::apply::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Watch(a) => cmd::watch::run(a),
+        Command::Status(a) => cmd::status::run(a),
+        Command::Man(a) => cmd::docs::man(a),
+        Command::Completions(a) => cmd::docs::completions(a),
     };
     match result {
         Ok(code) => code,

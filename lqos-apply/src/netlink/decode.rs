@@ -161,7 +161,7 @@ pub(crate) struct TcMsgHdr {
     pub parent: u32,
 }
 
-fn tcmsg_hdr(p: &[u8]) -> Result<(TcMsgHdr, &[u8]), DecodeError> {
+pub(crate) fn tcmsg_hdr(p: &[u8]) -> Result<(TcMsgHdr, &[u8]), DecodeError> {
     if p.len() < TCMSG_LEN {
         return Err(DecodeError(format!("tcmsg of {} bytes", p.len())));
     }

@@ -11,7 +11,8 @@
 //!   (`pipeline.rs`, unit-tested without a socket); the socket only moves
 //!   bytes.
 //! - [`NetlinkSocket::dump`] reads an interface's qdiscs and HTB classes
-//!   back into a [`lqos_tc::TcTree`].
+//!   back into a [`lqos_tc::TcTree`]; [`NetlinkSocket::class_stats`] reads
+//!   every class's byte/packet counters in one dump ([`ClassStats`]).
 //!
 //! # What a dump contains (observed on kernel 6.18, veth in a netns)
 //!
@@ -58,10 +59,12 @@ mod decode;
 mod encode;
 mod pipeline;
 mod socket;
+mod stats;
 
 pub use decode::DecodeError;
 pub use encode::{encode_op, encode_op_with, EncodeError, PschedClock, PschedParseError};
 pub use socket::{LinkInfo, NetlinkError, NetlinkSocket, OpFailure, SendOptions, SendStats};
+pub use stats::{ClassStats, TCA_STATS2, TCA_STATS_BASIC};
 
 /// Decodes one tc request (as `tc` or [`encode_op`] sends it) back into its
 /// interface index and [`TcOp`](lqos_tc::TcOp): the inverse of [`encode_op_with`], used

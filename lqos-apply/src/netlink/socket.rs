@@ -15,6 +15,7 @@ use super::consts::*;
 use super::decode::{self, msgs, parse_ack, DecodeError};
 use super::encode::{self, PschedClock};
 use super::pipeline::{strerror, RecvMode, SendPipeline, MAX_SEND_BYTES};
+use super::stats::ClassStats;
 
 /// Errors of the socket layer (everything except a failed op, which is an
 /// [`OpFailure`]).
@@ -527,6 +528,21 @@ impl NetlinkSocket {
                 r => return r,
             }
         }
+    }
+
+    /// The byte and packet counters of every class of interface `ifindex`
+    /// (one `RTM_GETTCLASS` dump, `TCA_STATS2` basic counters).
+    pub fn class_stats(&mut self, ifindex: i32) -> Result<Vec<ClassStats>, NetlinkError> {
+        let mut out = Vec::new();
+        self.dump_kind(RTM_GETTCLASS, ifindex, |payload| {
+            if let Some((ifi, s)) = super::stats::decode_class_stats(payload)? {
+                if ifi == ifindex {
+                    out.push(s);
+                }
+            }
+            Ok(())
+        })?;
+        Ok(out)
     }
 
     fn dump_once(&mut self, ifindex: i32) -> Result<TcTree, NetlinkError> {

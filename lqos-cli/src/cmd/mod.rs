@@ -4,11 +4,14 @@ pub mod apply;
 pub mod bench;
 pub mod check;
 pub mod diff;
+pub mod docs;
 pub mod gen;
 pub mod inputs;
 pub mod plan;
 pub mod show;
+pub mod status;
 pub mod verify;
+pub mod watch;
 
 /// Success.
 #[allow(dead_code)]

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use lqos_apply::{load_saved_plan, verify_plan, NetlinkLive, StateDir};
+use lqos_apply::{lazy, load_saved_plan, read_live, verify_plan, NetlinkLive, StateDir};
 
 use super::apply::{state_path, PlanArgs, TargetArgs};
 use super::{EXIT_OK, EXIT_WARN};
@@ -23,6 +23,11 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Leaves are lazy (`lqos watch --lazy-leaves`, or `[lqos] lazy_leaves
+    /// = true` in lqos.conf): a circuit without its leaf is not drift; a
+    /// leaf that is there must match the plan.
+    #[arg(long)]
+    pub lazy_leaves: bool,
 }
 
 /// Runs `lqos verify`: exit 0 in sync, 1 on drift, 2 on error.
@@ -42,6 +47,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .plan
     } else {
         args.source.resolve(&live, &state_path, netns.as_deref())?
+    };
+    let lazy_conf = match args.source.inputs.inputs().config {
+        Some(p) if args.source.plan.is_none() => match std::fs::read_to_string(&p) {
+            Ok(t) => lazy::lazy_leaves_in_config(&t, &p)?,
+            Err(_) => false,
+        },
+        _ => false,
+    };
+    let plan = if args.lazy_leaves || lazy_conf {
+        let devs: Vec<&str> = plan.interfaces.iter().map(|i| i.dev.as_str()).collect();
+        let present = lazy::present_leaves(&plan, &read_live(&live, &devs)?);
+        lazy::lazy_plan(&plan, &present)
+    } else {
+        plan
     };
     let report = verify_plan(&plan, &live)?;
     if args.json {

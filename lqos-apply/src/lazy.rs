@@ -1,0 +1,423 @@
+//! Lazy leaves: a circuit gets its planned leaf qdisc (cake, fq_codel, ...)
+//! only while it carries traffic.
+//!
+//! A circuit class without an explicit leaf uses the `pfifo` HTB attaches
+//! to every leaf class by itself (no handle, a few hundred bytes), while a
+//! cake instance costs about 1 MiB of kernel memory. So a circuit starts
+//! without its leaf; [`LeafTracker::observe`] compares the class counters of
+//! one dump ([`crate::NetlinkLive::class_stats`]) with the previous one and
+//! returns one op per circuit that needs its leaf now (counters moved) or
+//! no longer (idle for the idle time). The leaf always comes back with its
+//! planned handle: the plan keeps every handle reserved, only the op is
+//! held back.
+//!
+//! The rest of lqos sees lazy leaves through [`lazy_plan`]: the plan with
+//! the leaves of the circuits that are not active taken out. Incremental
+//! apply and verify run against it, so a missing leaf on an idle circuit is
+//! not drift, and a file-triggered apply keeps the leaves of active
+//! circuits. Outside the daemon (`lqos verify`), the active set is the set
+//! of planned leaves found in the kernel ([`present_leaves`]).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use lqos_tc::{InterfacePlan, Plan, Qdisc, TcHandle, TcOp, TcTree};
+use serde::Deserialize;
+
+use crate::error::{ApplyError, Result};
+use crate::netlink::ClassStats;
+
+/// A circuit on one interface: `(interface, circuit classid)`.
+pub type LeafKey = (String, TcHandle);
+
+/// The circuits whose leaf qdisc is (to be) loaded.
+pub type ActiveLeaves = BTreeSet<LeafKey>;
+
+/// The circuit leaves of an interface plan: the qdiscs after the setup
+/// prefix whose parent is a class (the circuit's), in plan order.
+pub fn circuit_leaves(ip: &InterfacePlan) -> impl Iterator<Item = &Qdisc> + '_ {
+    ip.ops[ip.setup_ops.min(ip.ops.len())..]
+        .iter()
+        .filter_map(|op| match op {
+            TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if is_class_leaf(q) => Some(q),
+            _ => None,
+        })
+}
+
+fn is_class_leaf(q: &Qdisc) -> bool {
+    q.parent != TcHandle::ROOT && q.parent.minor() != 0
+}
+
+/// `plan` with the circuit leaves of every circuit not in `active` left
+/// out (their handles stay in the allocation).
+pub fn lazy_plan(plan: &Plan, active: &ActiveLeaves) -> Plan {
+    let interfaces = plan
+        .interfaces
+        .iter()
+        .map(|ip| {
+            let setup = ip.setup_ops.min(ip.ops.len());
+            let mut ops = Vec::with_capacity(ip.ops.len());
+            ops.extend_from_slice(&ip.ops[..setup]);
+            // One lookup key per interface; the set is small next to the plan.
+            let mut key: LeafKey = (ip.dev.clone(), TcHandle::UNSPEC);
+            ops.extend(
+                ip.ops[setup..]
+                    .iter()
+                    .filter(|op| match op {
+                        TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if is_class_leaf(q) => {
+                            key.1 = q.parent;
+                            active.contains(&key)
+                        }
+                        _ => true,
+                    })
+                    .cloned(),
+            );
+            InterfacePlan {
+                dev: ip.dev.clone(),
+                direction: ip.direction,
+                ops,
+                setup_ops: ip.setup_ops,
+                queue_class_counts: ip.queue_class_counts.clone(),
+            }
+        })
+        .collect();
+    Plan {
+        config: plan.config.clone(),
+        interfaces,
+        allocation: plan.allocation.clone(),
+    }
+}
+
+/// The circuits of `plan` whose planned leaf is in the live trees (same
+/// handle under the same class; its options are for verify to judge).
+pub fn present_leaves(plan: &Plan, live: &BTreeMap<String, TcTree>) -> ActiveLeaves {
+    let mut out = ActiveLeaves::new();
+    for ip in &plan.interfaces {
+        let Some(tree) = live.get(&ip.dev) else {
+            continue;
+        };
+        for q in circuit_leaves(ip) {
+            if tree
+                .qdiscs
+                .get(&q.handle)
+                .is_some_and(|l| l.parent == q.parent)
+            {
+                out.insert((ip.dev.clone(), q.parent));
+            }
+        }
+    }
+    out
+}
+
+/// Whether `lqos.conf` (TOML text) turns lazy leaves on:
+/// `[lqos] lazy_leaves = true`. Other keys are ignored; `path` names the
+/// file in errors.
+pub fn lazy_leaves_in_config(text: &str, path: &Path) -> Result<bool> {
+    #[derive(Deserialize, Default)]
+    struct Conf {
+        #[serde(default)]
+        lqos: Section,
+    }
+    #[derive(Deserialize, Default)]
+    struct Section {
+        #[serde(default)]
+        lazy_leaves: bool,
+    }
+    let c: Conf = toml::from_str(text).map_err(|e| ApplyError::State {
+        path: path.to_path_buf(),
+        message: format!("[lqos] lazy_leaves: {e}"),
+    })?;
+    Ok(c.lqos.lazy_leaves)
+}
+
+/// What one [`LeafTracker::observe`] decided for one interface.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeafChanges {
+    /// `qdisc replace` of the planned leaf, one per circuit that started
+    /// carrying traffic.
+    pub add: Vec<TcOp>,
+    /// `qdisc del` of the leaf, one per circuit idle for the idle time.
+    pub remove: Vec<TcOp>,
+}
+
+impl LeafChanges {
+    /// All ops, additions first.
+    pub fn ops(&self) -> Vec<TcOp> {
+        self.add.iter().chain(&self.remove).cloned().collect()
+    }
+
+    /// No op.
+    pub fn is_empty(&self) -> bool {
+        self.add.is_empty() && self.remove.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    bytes: u64,
+    packets: u32,
+    /// When the counters last moved (or the circuit became active).
+    moved_at: Instant,
+}
+
+/// Decides which circuits have their leaf, from successive class counter
+/// samples. Pure apart from the `now` it is given.
+#[derive(Debug, Clone)]
+pub struct LeafTracker {
+    idle: Duration,
+    seen: HashMap<LeafKey, Seen>,
+    active: ActiveLeaves,
+}
+
+impl LeafTracker {
+    /// A tracker that removes a leaf after `idle` without traffic, starting
+    /// with `active` (e.g. [`present_leaves`] at daemon start; they get a
+    /// full idle period from `now`).
+    pub fn new(idle: Duration, active: ActiveLeaves, now: Instant) -> LeafTracker {
+        let seen = active
+            .iter()
+            .map(|k| {
+                (
+                    k.clone(),
+                    Seen {
+                        bytes: 0,
+                        packets: 0,
+                        moved_at: now,
+                    },
+                )
+            })
+            .collect();
+        LeafTracker { idle, seen, active }
+    }
+
+    /// The circuits that have (or are getting) their leaf.
+    pub fn active(&self) -> &ActiveLeaves {
+        &self.active
+    }
+
+    /// Replaces the active set (after a failed load, from what the kernel
+    /// has: [`present_leaves`]); newly active circuits get a full idle
+    /// period from `now`.
+    pub fn resync(&mut self, active: ActiveLeaves, now: Instant) {
+        for k in &active {
+            if !self.active.contains(k) {
+                if let Some(s) = self.seen.get_mut(k) {
+                    s.moved_at = now;
+                }
+            }
+        }
+        self.active = active;
+    }
+
+    /// One sample of `ip`'s class counters at `now`: the ops that give
+    /// each circuit whose counters moved since the last sample its leaf,
+    /// and take the leaf from each active circuit idle for the idle time.
+    /// The first sample of a circuit is its baseline (counters from before
+    /// do not count). Circuits no longer in the plan are forgotten.
+    pub fn observe(
+        &mut self,
+        ip: &InterfacePlan,
+        stats: &[ClassStats],
+        now: Instant,
+    ) -> LeafChanges {
+        let by_class: HashMap<TcHandle, &ClassStats> =
+            stats.iter().map(|s| (s.classid, s)).collect();
+        let mut changes = LeafChanges::default();
+        let mut planned = BTreeSet::new();
+        for q in circuit_leaves(ip) {
+            let key: LeafKey = (ip.dev.clone(), q.parent);
+            planned.insert(q.parent);
+            let Some(s) = by_class.get(&q.parent) else {
+                continue; // class not in the kernel (yet)
+            };
+            let active = self.active.contains(&key);
+            let entry = self.seen.entry(key.clone());
+            let moved = match entry {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(Seen {
+                        bytes: s.bytes,
+                        packets: s.packets,
+                        moved_at: now,
+                    });
+                    false
+                }
+                std::collections::hash_map::Entry::Occupied(mut o) => {
+                    let seen = o.get_mut();
+                    let moved = seen.bytes != s.bytes || seen.packets != s.packets;
+                    seen.bytes = s.bytes;
+                    seen.packets = s.packets;
+                    if moved {
+                        seen.moved_at = now;
+                    }
+                    moved
+                }
+            };
+            if moved && !active {
+                changes.add.push(TcOp::ReplaceQdisc(q.clone()));
+                self.active.insert(key);
+            } else if active && !moved {
+                let idle_for = now.saturating_duration_since(self.seen[&key].moved_at);
+                if idle_for >= self.idle {
+                    changes.remove.push(TcOp::DeleteQdisc {
+                        parent: q.parent,
+                        handle: q.handle,
+                    });
+                    self.active.remove(&key);
+                }
+            }
+        }
+        let dev = &ip.dev;
+        self.seen
+            .retain(|(d, c), _| d != dev || planned.contains(c));
+        self.active.retain(|(d, c)| d != dev || planned.contains(c));
+        changes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lqos_tc::{LeafSpec, PlanConfig, QdiscKind};
+
+    fn plan(circuits: usize) -> Plan {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits,
+            ..Default::default()
+        });
+        let mut cfg = PlanConfig::bridge("ens19", "ens20", 4);
+        cfg.default_sqm = LeafSpec::Qdisc(QdiscKind::Pfifo { limit: None });
+        lqos_tc::plan(&g.network, &cfg, None).unwrap()
+    }
+
+    fn stats(ip: &InterfacePlan, bytes: impl Fn(usize) -> u64) -> Vec<ClassStats> {
+        circuit_leaves(ip)
+            .enumerate()
+            .map(|(i, q)| ClassStats {
+                classid: q.parent,
+                bytes: bytes(i),
+                packets: bytes(i) as u32 / 100,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lazy_plan_keeps_everything_but_idle_leaves() {
+        let p = plan(30);
+        let ip = &p.interfaces[0];
+        let leaves: Vec<&Qdisc> = circuit_leaves(ip).collect();
+        assert_eq!(leaves.len(), 30);
+        let one: ActiveLeaves = [(ip.dev.clone(), leaves[4].parent)].into();
+        let lp = lazy_plan(&p, &one);
+        assert_eq!(lp.interfaces[0].ops.len(), ip.ops.len() - 29);
+        assert_eq!(lp.interfaces[1].ops.len(), p.interfaces[1].ops.len() - 30);
+        assert_eq!(lp.allocation, p.allocation);
+        // Every class and the setup stay; the one active leaf stays.
+        let t = lp.interfaces[0].tree();
+        assert_eq!(t.classes, ip.tree().classes);
+        assert!(t.qdiscs.contains_key(&leaves[4].handle));
+        assert!(!t.qdiscs.contains_key(&leaves[5].handle));
+        // Everything active: the plan itself.
+        let all: ActiveLeaves = p
+            .interfaces
+            .iter()
+            .flat_map(|ip| circuit_leaves(ip).map(|q| (ip.dev.clone(), q.parent)))
+            .collect();
+        assert_eq!(lazy_plan(&p, &all), p);
+        // present_leaves reads the active set back from the trees.
+        let live: BTreeMap<String, TcTree> = lp
+            .interfaces
+            .iter()
+            .map(|ip| (ip.dev.clone(), ip.tree()))
+            .collect();
+        assert_eq!(present_leaves(&p, &live), one);
+    }
+
+    #[test]
+    fn traffic_adds_the_planned_leaf_and_idle_removes_it() {
+        let p = plan(12);
+        let ip = &p.interfaces[0];
+        let leaves: Vec<Qdisc> = circuit_leaves(ip).cloned().collect();
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let mut tr = LeafTracker::new(3 * s, ActiveLeaves::new(), t0);
+        // Baseline: counters from before do not count.
+        assert!(tr
+            .observe(ip, &stats(ip, |i| i as u64 * 1000), t0)
+            .is_empty());
+        // Circuit 2 moves: its leaf, with its planned handle, in one op.
+        let c = tr.observe(
+            ip,
+            &stats(ip, |i| i as u64 * 1000 + u64::from(i == 2) * 64),
+            t0 + s,
+        );
+        assert_eq!(c.add, vec![TcOp::ReplaceQdisc(leaves[2].clone())]);
+        assert!(c.remove.is_empty());
+        assert!(tr.active().contains(&(ip.dev.clone(), leaves[2].parent)));
+        // Idle for less than 3 s: kept; then removed.
+        let same = stats(ip, |i| i as u64 * 1000 + u64::from(i == 2) * 64);
+        assert!(tr.observe(ip, &same, t0 + 3 * s).is_empty());
+        let c = tr.observe(ip, &same, t0 + 4 * s);
+        assert_eq!(
+            c.remove,
+            vec![TcOp::DeleteQdisc {
+                parent: leaves[2].parent,
+                handle: leaves[2].handle
+            }]
+        );
+        assert!(tr.active().is_empty());
+    }
+
+    #[test]
+    fn circuits_that_leave_the_plan_are_forgotten() {
+        let p = plan(12);
+        let ip = &p.interfaces[0];
+        let leaves: Vec<Qdisc> = circuit_leaves(ip).cloned().collect();
+        let t0 = Instant::now();
+        let active: ActiveLeaves = [(ip.dev.clone(), leaves[0].parent)].into();
+        let mut tr = LeafTracker::new(Duration::from_secs(3), active, t0);
+        let smaller = plan(0);
+        tr.observe(&smaller.interfaces[0], &[], t0);
+        assert!(tr.active().is_empty());
+    }
+
+    #[test]
+    fn config_key() {
+        let p = Path::new("lqos.conf");
+        assert!(!lazy_leaves_in_config("[bridge]\nto_internet='a'\n", p).unwrap());
+        assert!(lazy_leaves_in_config("[lqos]\nlazy_leaves = true\n", p).unwrap());
+        let e = lazy_leaves_in_config("[lqos]\nlazy_leaves = 3\n", p).unwrap_err();
+        assert!(e.to_string().contains("lqos.conf"), "{e}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+        /// Whatever the traffic pattern, a circuit is active exactly when
+        /// its counters moved within the idle time (after its baseline),
+        /// and the ops say so one by one.
+        #[test]
+        fn active_means_moved_within_idle(pattern in proptest::collection::vec(proptest::collection::vec(proptest::bool::ANY, 6), 1..12)) {
+            let p = plan(6);
+            let ip = &p.interfaces[0];
+            let t0 = Instant::now();
+            let s = Duration::from_secs(1);
+            let mut tr = LeafTracker::new(2 * s, ActiveLeaves::new(), t0);
+            let mut counters = [0u64; 6];
+            tr.observe(ip, &stats(ip, |i| counters[i]), t0);
+            let mut last_move: [Option<usize>; 6] = [None; 6];
+            for (step, moves) in pattern.iter().enumerate() {
+                let step = step + 1;
+                for (i, m) in moves.iter().enumerate() {
+                    if *m { counters[i] += 100; last_move[i] = Some(step); }
+                }
+                let before = tr.active().len();
+                let c = tr.observe(ip, &stats(ip, |i| counters[i]), t0 + s * step as u32);
+                proptest::prop_assert_eq!(tr.active().len() + c.remove.len(), before + c.add.len());
+                for (i, q) in circuit_leaves(ip).enumerate() {
+                    let want = last_move[i].is_some_and(|m| step - m < 2);
+                    proptest::prop_assert_eq!(tr.active().contains(&(ip.dev.clone(), q.parent)), want);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! The status file of `lqos watch`: what the daemon last did, written
+//! atomically to the state directory after every event, read by
+//! `lqos status`.
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::state::StateDir;
+
+/// Format version of [`WatchStatus`].
+pub const STATUS_VERSION: u32 = 1;
+
+/// File name of the daemon's status for `netns` (one per namespace, like
+/// the saved plan).
+pub fn status_file(netns: Option<&str>) -> String {
+    match netns {
+        None => "watch-status.json".to_string(),
+        Some(ns) => format!("watch-status.netns-{ns}.json"),
+    }
+}
+
+/// What started an event (shown kebab-case, as in the JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trigger {
+    /// The first apply after start.
+    Start,
+    /// An input file changed.
+    FileChange,
+    /// SIGHUP.
+    Sighup,
+    /// Retry of an apply that failed in the kernel.
+    Retry,
+    /// The periodic verify.
+    Verify,
+    /// The lazy-leaf poll.
+    LeafPoll,
+}
+
+impl fmt::Display for Trigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Trigger::Start => "start",
+            Trigger::FileChange => "file-change",
+            Trigger::Sighup => "sighup",
+            Trigger::Retry => "retry",
+            Trigger::Verify => "verify",
+            Trigger::LeafPoll => "leaf-poll",
+        })
+    }
+}
+
+/// How an event ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Ops loaded (possibly none: already in sync).
+    Applied,
+    /// The inputs failed validation; nothing was sent.
+    Rejected,
+    /// The kernel (or reading it) failed; retried later.
+    Failed,
+}
+
+/// One event of the daemon.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WatchEvent {
+    /// Milliseconds since the Unix epoch when it ended.
+    pub at_ms: u64,
+    /// What started it.
+    pub trigger: Trigger,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Ops that add objects.
+    pub added: usize,
+    /// Ops that change objects in place.
+    pub changed: usize,
+    /// Ops that delete objects.
+    pub removed: usize,
+    /// From the trigger (first file event, signal, timer) to kernel done.
+    pub millis: f64,
+    /// The problem (validation report, failing op and kernel message).
+    pub error: Option<String>,
+}
+
+impl WatchEvent {
+    /// An event ending now.
+    pub fn now(trigger: Trigger, outcome: Outcome, took: Duration) -> WatchEvent {
+        WatchEvent {
+            at_ms: unix_ms(SystemTime::now()),
+            trigger,
+            outcome,
+            added: 0,
+            changed: 0,
+            removed: 0,
+            millis: took.as_secs_f64() * 1e3,
+            error: None,
+        }
+    }
+}
+
+/// The daemon's status, as saved in [`status_file`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WatchStatus {
+    /// [`STATUS_VERSION`].
+    pub version: u32,
+    /// The daemon's pid.
+    pub pid: u32,
+    /// Its network namespace (None = the host's).
+    pub netns: Option<String>,
+    /// Milliseconds since the Unix epoch when it started.
+    pub started_ms: u64,
+    /// Set when it exited (SIGTERM/SIGINT).
+    pub stopped_ms: Option<u64>,
+    /// Whether leaves are lazy.
+    pub lazy_leaves: bool,
+    /// Circuits in the plan it runs.
+    pub circuits: usize,
+    /// Circuits (over all interfaces) with their leaf loaded; with lazy
+    /// leaves off, every planned leaf.
+    pub active_leaves: usize,
+    /// The last event.
+    pub last: Option<WatchEvent>,
+    /// The last event that failed or was rejected.
+    pub last_error: Option<WatchEvent>,
+}
+
+impl WatchStatus {
+    /// A fresh status for this process.
+    pub fn new(netns: Option<&str>, lazy_leaves: bool) -> WatchStatus {
+        WatchStatus {
+            version: STATUS_VERSION,
+            pid: std::process::id(),
+            netns: netns.map(str::to_string),
+            started_ms: unix_ms(SystemTime::now()),
+            stopped_ms: None,
+            lazy_leaves,
+            circuits: 0,
+            active_leaves: 0,
+            last: None,
+            last_error: None,
+        }
+    }
+
+    /// Records `e` as the last event (and last error if it is one).
+    pub fn record(&mut self, e: WatchEvent) {
+        if e.outcome != Outcome::Applied {
+            self.last_error = Some(e.clone());
+        }
+        self.last = Some(e);
+    }
+
+    /// Writes it atomically.
+    pub fn save(&self, state: &StateDir) -> Result<()> {
+        state.save_json(&status_file(self.netns.as_deref()), self)
+    }
+
+    /// The saved status for `netns`, if any.
+    pub fn load(state: &StateDir, netns: Option<&str>) -> Result<Option<WatchStatus>> {
+        state.load_json(&status_file(netns))
+    }
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn time(ms: u64) -> String {
+    let t = UNIX_EPOCH + Duration::from_millis(ms);
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+impl fmt::Display for WatchEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let outcome = match self.outcome {
+            Outcome::Applied => "applied",
+            Outcome::Rejected => "rejected (invalid inputs, nothing sent)",
+            Outcome::Failed => "failed (will retry)",
+        };
+        write!(
+            f,
+            "{} {}: {outcome}, {} added, {} changed, {} removed, {:.1} ms",
+            time(self.at_ms),
+            self.trigger,
+            self.added,
+            self.changed,
+            self.removed,
+            self.millis
+        )?;
+        if let Some(e) = &self.error {
+            for line in e.lines() {
+                write!(f, "\n    {line}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for WatchStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self
+            .netns
+            .as_deref()
+            .map(|n| format!(" in netns {n}"))
+            .unwrap_or_default();
+        match self.stopped_ms {
+            Some(s) => writeln!(
+                f,
+                "lqos watch (pid {}){ns}: stopped at {}",
+                self.pid,
+                time(s)
+            )?,
+            None => writeln!(
+                f,
+                "lqos watch (pid {}){ns}: running since {}",
+                self.pid,
+                time(self.started_ms)
+            )?,
+        }
+        writeln!(
+            f,
+            "circuits: {}, leaves loaded: {}{}",
+            self.circuits,
+            self.active_leaves,
+            if self.lazy_leaves { " (lazy)" } else { "" }
+        )?;
+        match &self.last {
+            Some(e) => writeln!(f, "last: {e}")?,
+            None => writeln!(f, "last: nothing yet")?,
+        }
+        if let Some(e) = &self.last_error {
+            if Some(e) != self.last.as_ref() {
+                writeln!(f, "last error: {e}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_round_trips_and_prints_the_last_event_and_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = StateDir::open(dir.path()).unwrap();
+        assert_eq!(WatchStatus::load(&st, Some("x")).unwrap(), None);
+        let mut s = WatchStatus::new(Some("x"), true);
+        let mut bad = WatchEvent::now(Trigger::FileChange, Outcome::Rejected, Duration::ZERO);
+        bad.error = Some("ShapedDevices.csv:7: bad rate".into());
+        s.record(bad);
+        let mut ok = WatchEvent::now(
+            Trigger::FileChange,
+            Outcome::Applied,
+            Duration::from_millis(12),
+        );
+        ok.changed = 1;
+        s.record(ok);
+        s.active_leaves = 3;
+        s.save(&st).unwrap();
+        let back = WatchStatus::load(&st, Some("x")).unwrap().unwrap();
+        assert_eq!(back, s);
+        let text = back.to_string();
+        assert!(text.contains("leaves loaded: 3 (lazy)"), "{text}");
+        assert!(
+            text.contains("file-change: applied, 0 added, 1 changed, 0 removed, 12.0 ms"),
+            "{text}"
+        );
+        assert!(
+            text.contains("last error:") && text.contains("ShapedDevices.csv:7"),
+            "{text}"
+        );
+        assert_eq!(status_file(None), "watch-status.json");
+    }
+}

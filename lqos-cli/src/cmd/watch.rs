@@ -1,0 +1,739 @@
+//! `lqos watch`: the reload daemon.
+//!
+//! Runs in the foreground (systemd `Type=exec`), holds the state
+//! directory's apply lock for its whole life (a concurrent `lqos apply` is
+//! refused, naming the daemon's pid), applies once at start, then:
+//!
+//! - watches the directories of the three input files (integrations and
+//!   editors replace files by rename, which a watch on the file itself
+//!   would lose), waits for `--debounce` ms of quiet, re-plans and applies
+//!   incrementally. While the kernel is known to hold exactly what the
+//!   daemon last loaded, the diff is computed against that, without reading
+//!   the kernel back; after any error, at SIGHUP and at every periodic
+//!   verify it reads the kernel back instead.
+//! - inputs that fail validation are never applied: every problem is
+//!   logged (file, line, circuit), the live tree and the last good plan
+//!   stay, and the next change applies again.
+//! - a kernel error is logged with the failing op and retried after
+//!   `--retry` seconds (or at the next change); the daemon does not exit.
+//! - SIGHUP applies now; SIGTERM/SIGINT exit 0 and leave the tree as is.
+//! - every `--verify-every` minutes, verify and repair (the ops that
+//!   repaired drift are logged).
+//! - with lazy leaves, every `--poll` seconds one class dump per interface
+//!   gives circuits whose counters moved their leaf, and takes it from
+//!   circuits idle for `--idle` seconds ([`lqos_apply::lazy`]).
+//!
+//! Every event is one log line with its numbers; the last one is also in
+//! the status file `lqos status` prints.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use lqos_apply::lazy::{self, LeafTracker};
+use lqos_apply::watch::{Outcome, Trigger, WatchEvent, WatchStatus};
+use lqos_apply::{
+    apply_plan, last_good_allocation, load_deletes_first, plan_change, plan_files, preflight,
+    read_live, saved_plan_file, ApplyError, ApplyOptions, Backend, IfaceOps, Inputs, LoadKind,
+    NetlinkBackend, NetlinkLive, NoProgress, Parallelism, QueueCount, RootDelete, SavedPlan,
+    StateDir, SAVED_PLAN_VERSION,
+};
+use lqos_tc::{render_line, DiffSummary, Plan, TcTree};
+use tracing::{debug, error, info, warn};
+
+use super::apply::{state_path, TargetArgs, PROBE_CACHE_FILE};
+use super::inputs::InputArgs;
+use super::plan::PlanOptions;
+use super::EXIT_OK;
+
+/// `--log-format` values.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per line (for log shippers).
+    Json,
+}
+
+/// Arguments of `lqos watch`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Input files (watched).
+    #[command(flatten)]
+    pub inputs: InputArgs,
+    /// Planner options.
+    #[command(flatten)]
+    pub options: PlanOptions,
+    /// Namespace and state directory.
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Give a circuit its leaf qdisc only while it carries traffic (also
+    /// `[lqos] lazy_leaves = true` in lqos.conf, read at start).
+    #[arg(long)]
+    pub lazy_leaves: bool,
+    /// With lazy leaves: seconds between two class-counter dumps.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    pub poll: f64,
+    /// With lazy leaves: seconds without traffic before a leaf is removed.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    pub idle: f64,
+    /// Minutes between two verify-and-repair runs (0: never).
+    #[arg(long, value_name = "MIN", default_value_t = 10.0)]
+    pub verify_every: f64,
+    /// Milliseconds without further file events before applying.
+    #[arg(long, value_name = "MS", default_value_t = 50)]
+    pub debounce: u64,
+    /// Seconds before retrying an apply the kernel refused.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub retry: f64,
+    /// Log format (logs go to stderr; under systemd, to the journal).
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+/// What the event loop waits for.
+enum Event {
+    Fs(notify::Result<notify::Event>),
+    Hup,
+    Stop(i32),
+}
+
+fn secs(s: f64, what: &str) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(s).with_context(|| format!("{what} {s} is not a duration"))
+}
+
+fn init_logging(format: LogFormat) {
+    let b = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_max_level(if std::env::var_os("LQOS_DEBUG").is_some() {
+            tracing::Level::DEBUG
+        } else {
+            tracing::Level::INFO
+        });
+    match format {
+        LogFormat::Text => b.with_ansi(false).init(),
+        LogFormat::Json => b.json().flatten_event(true).init(),
+    }
+}
+
+/// The daemon's state between events.
+struct Daemon {
+    inputs: Inputs,
+    overrides: lqos_apply::PlanOverrides,
+    netns: Option<String>,
+    state: StateDir,
+    live: NetlinkLive,
+    backend: NetlinkBackend,
+    /// The last plan loaded completely (all leaves, for stable handles).
+    plan: Option<Plan>,
+    /// What the kernel holds as far as the daemon knows (the lazy plan's
+    /// trees plus leaf changes); `None` = unknown, read it back.
+    model: Option<BTreeMap<String, TcTree>>,
+    tracker: Option<LeafTracker>,
+    status: WatchStatus,
+    /// How long the last read + validate + plan of the inputs took.
+    plan_time: Duration,
+}
+
+/// A failure of one apply step, already logged: [`Outcome::Rejected`]
+/// (wait for the next change) or [`Outcome::Failed`] (retry).
+struct Failed(Outcome);
+
+/// When to retry after `r`: only kernel failures are retried by timer.
+fn retry_after(r: Result<(), Failed>, retry: Duration) -> Option<Instant> {
+    match r {
+        Err(Failed(Outcome::Failed)) => Some(Instant::now() + retry),
+        _ => None,
+    }
+}
+
+impl Daemon {
+    fn active_leaves(&self, plan: &Plan) -> usize {
+        match &self.tracker {
+            Some(t) => t.active().len(),
+            None => plan
+                .interfaces
+                .iter()
+                .map(|ip| lazy::circuit_leaves(ip).count())
+                .sum(),
+        }
+    }
+
+    fn save_status(&mut self, e: WatchEvent) {
+        self.status.record(e);
+        if let Err(e) = self.status.save(&self.state) {
+            warn!(error = %e, "cannot write the status file");
+        }
+    }
+
+    /// Reads the inputs and plans; invalid inputs are logged problem by
+    /// problem and nothing else happens.
+    fn plan_inputs(&mut self, trigger: Trigger, since: Instant) -> Result<Plan, Failed> {
+        let prev = match &self.plan {
+            Some(p) => Some(p.allocation.clone()),
+            None => {
+                last_good_allocation(self.state.path(), self.netns.as_deref()).unwrap_or_else(|e| {
+                    warn!(error = %e, "ignoring the saved plan; classids may change");
+                    None
+                })
+            }
+        };
+        let t = Instant::now();
+        let r = plan_files(
+            &self.inputs,
+            &self.overrides,
+            QueueCount::FromInterfaces(&self.live),
+            prev.as_ref(),
+        );
+        self.plan_time = t.elapsed();
+        match r {
+            Ok(planned) => {
+                for w in planned.report.warnings() {
+                    warn!(problem = %w, "input warning");
+                }
+                Ok(planned.plan)
+            }
+            Err(ApplyError::InvalidInputs { report }) => {
+                for p in report.errors() {
+                    error!(
+                        file = %p.file,
+                        line = p.line,
+                        circuit = p.circuit.as_deref(),
+                        problem = %p,
+                        "invalid input"
+                    );
+                }
+                let mut ev = WatchEvent::now(trigger, Outcome::Rejected, since.elapsed());
+                ev.error = Some(report.to_string());
+                error!(
+                    %trigger,
+                    errors = report.error_count(),
+                    "inputs rejected: nothing applied, the live tree and the last good plan stay"
+                );
+                self.save_status(ev);
+                Err(Failed(Outcome::Rejected))
+            }
+            Err(e @ (ApplyError::Config { .. } | ApplyError::Planning { .. })) => {
+                error!(%trigger, error = %e, "inputs rejected: nothing applied");
+                let mut ev = WatchEvent::now(trigger, Outcome::Rejected, since.elapsed());
+                ev.error = Some(e.to_string());
+                self.save_status(ev);
+                Err(Failed(Outcome::Rejected))
+            }
+            Err(e) => {
+                error!(%trigger, error = %e, "cannot plan");
+                let mut ev = WatchEvent::now(trigger, Outcome::Failed, since.elapsed());
+                ev.error = Some(e.to_string());
+                self.save_status(ev);
+                Err(Failed(Outcome::Failed))
+            }
+        }
+    }
+
+    /// Loads `plan` (its lazy form): against the known kernel state when
+    /// there is one (and `readback` is off), else reading the kernel back.
+    /// Returns the ops sent, rendered (read-back path only: verify logs
+    /// them).
+    fn load(
+        &mut self,
+        plan: Plan,
+        trigger: Trigger,
+        since: Instant,
+        readback: bool,
+    ) -> Result<Vec<String>, Failed> {
+        let eff: Cow<Plan> = match &self.tracker {
+            Some(t) => Cow::Owned(lazy::lazy_plan(&plan, t.active())),
+            None => Cow::Borrowed(&plan),
+        };
+        let load_start = Instant::now();
+        let mut model = self.model.take();
+        let used_readback = readback || model.is_none();
+        let result = match (&mut model, readback) {
+            (Some(model), false) => self.load_known(&eff, model),
+            _ => self.load_readback(&eff),
+        };
+        let took = since.elapsed();
+        let load_time = load_start.elapsed();
+        let (sum, sent, err) = match result {
+            Ok(x) => x,
+            Err(e) => (DiffSummary::default(), Vec::new(), Some(e)),
+        };
+        let mut ev = WatchEvent::now(
+            trigger,
+            if err.is_none() {
+                Outcome::Applied
+            } else {
+                Outcome::Failed
+            },
+            took,
+        );
+        (ev.added, ev.changed, ev.removed) = (sum.added, sum.changed, sum.removed);
+        if let Some(e) = err {
+            error!(
+                %trigger,
+                added = sum.added,
+                changed = sum.changed,
+                removed = sum.removed,
+                error = %e,
+                "kernel error; will retry"
+            );
+            ev.error = Some(e.to_string());
+            self.model = None;
+            self.resync_leaves();
+            self.save_status(ev);
+            return Err(Failed(Outcome::Failed));
+        }
+        // The known model was updated op by op; after a read-back it is the
+        // plan's trees.
+        self.model = match (model, readback) {
+            (Some(m), false) => Some(m),
+            _ => Some(
+                eff.interfaces
+                    .iter()
+                    .map(|ip| (ip.dev.clone(), ip.tree()))
+                    .collect(),
+            ),
+        };
+        drop(eff);
+        self.save_last_good(&plan);
+        self.status.circuits = plan.allocation.circuits.len();
+        self.status.active_leaves = self.active_leaves(&plan);
+        self.plan = Some(plan);
+        self.save_status(ev);
+        // Logged once the state files are written (the times end at kernel
+        // done).
+        info!(
+            %trigger,
+            added = sum.added,
+            changed = sum.changed,
+            removed = sum.removed,
+            ms = format!("{:.1}", took.as_secs_f64() * 1e3),
+            plan_ms = format!("{:.1}", self.plan_time.as_secs_f64() * 1e3),
+            load_ms = format!("{:.1}", load_time.as_secs_f64() * 1e3),
+            readback = used_readback,
+            "applied"
+        );
+        Ok(sent)
+    }
+
+    /// Diff against what the daemon loaded last (no kernel read-back);
+    /// on success `model` is updated with the ops sent.
+    fn load_known(
+        &self,
+        eff: &Plan,
+        model: &mut BTreeMap<String, TcTree>,
+    ) -> Result<(DiffSummary, Vec<String>, Option<ApplyError>), ApplyError> {
+        preflight(eff, &self.live)?;
+        let empty = TcTree::default();
+        let changes: Vec<_> = eff
+            .interfaces
+            .iter()
+            .map(|ip| plan_change(ip, model.get(&ip.dev).unwrap_or(&empty), false))
+            .collect();
+        let streams: Vec<IfaceOps> = changes.iter().map(|c| c.stream.clone()).collect();
+        let sum = summarize(&streams);
+        if streams.iter().all(|s| s.is_empty()) {
+            return Ok((sum, Vec::new(), None));
+        }
+        let err = load_deletes_first(&self.backend, &streams, &NoProgress)
+            .into_result()
+            .err();
+        if err.is_none() {
+            for s in &streams {
+                let tree = model.entry(s.dev.clone()).or_default();
+                if s.sent().any(|op| tree.apply(&op).is_err()) {
+                    // Our model and the kernel disagree: read back next time.
+                    model.clear();
+                    break;
+                }
+            }
+            if model.is_empty() {
+                return Err(ApplyError::Plan(
+                    "the daemon's model of the kernel went out of step; reading back".into(),
+                ));
+            }
+        }
+        Ok((sum, Vec::new(), err))
+    }
+
+    /// Read back, diff, load ([`apply_plan`]).
+    fn load_readback(
+        &self,
+        eff: &Plan,
+    ) -> Result<(DiffSummary, Vec<String>, Option<ApplyError>), ApplyError> {
+        let report = apply_plan(
+            eff,
+            &self.live,
+            &self.backend,
+            ApplyOptions::default(),
+            &NoProgress,
+        )?;
+        let streams: Vec<IfaceOps> = report.changes.iter().map(|c| c.stream.clone()).collect();
+        for c in &report.changes {
+            if let LoadKind::Full { reason } = &c.kind {
+                info!(dev = %c.stream.dev, reason = %reason, ops = c.stream.len(), "full rebuild");
+            }
+        }
+        let sum = summarize(&streams);
+        let sent = rendered(&streams);
+        let err = report.load.and_then(|l| l.into_result().err());
+        Ok((sum, sent, err))
+    }
+
+    fn save_last_good(&self, plan: &Plan) {
+        let saved = SavedPlan {
+            version: SAVED_PLAN_VERSION,
+            netns: self.netns.clone(),
+            applied_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            plan: plan.clone(),
+        };
+        if let Err(e) = self
+            .state
+            .save_json(&saved_plan_file(self.netns.as_deref()), &saved)
+        {
+            warn!(error = %e, "cannot save the last good plan");
+        }
+    }
+
+    /// After a failed load: the active set is what the kernel has.
+    fn resync_leaves(&mut self) {
+        let (Some(plan), Some(t)) = (&self.plan, &mut self.tracker) else {
+            return;
+        };
+        let devs: Vec<&str> = plan.interfaces.iter().map(|i| i.dev.as_str()).collect();
+        match read_live(&self.live, &devs) {
+            Ok(trees) => t.resync(lazy::present_leaves(plan, &trees), Instant::now()),
+            Err(e) => warn!(error = %e, "cannot read the leaves back"),
+        }
+    }
+
+    /// Plan the inputs and load them.
+    fn reload(&mut self, trigger: Trigger, since: Instant, readback: bool) -> Result<(), Failed> {
+        let plan = self.plan_inputs(trigger, since)?;
+        self.load(plan, trigger, since, readback).map(drop)
+    }
+
+    /// Verify and repair against the current plan (read back, send the
+    /// drift), logging what was repaired.
+    fn verify(&mut self) -> Result<(), Failed> {
+        let Some(plan) = self.plan.clone() else {
+            return Ok(());
+        };
+        let since = Instant::now();
+        let sent = self.load(plan, Trigger::Verify, since, true)?;
+        if sent.is_empty() {
+            info!("verify: in sync");
+        } else {
+            for line in sent.iter().take(50) {
+                warn!(op = %line, "verify: repaired drift");
+            }
+            warn!(ops = sent.len(), "verify: repaired drift");
+        }
+        Ok(())
+    }
+
+    /// One lazy-leaf poll: counters of every interface, one op per leaf
+    /// to add or remove.
+    fn poll_leaves(&mut self) {
+        let (Some(plan), Some(tracker)) = (&self.plan, &mut self.tracker) else {
+            return;
+        };
+        let since = Instant::now();
+        let mut total = (0, 0);
+        let mut failed = None;
+        for ip in &plan.interfaces {
+            let stats = match self.live.class_stats(&ip.dev) {
+                Ok(s) => s,
+                Err(e) => {
+                    warn!(dev = %ip.dev, error = %e, "leaf poll: cannot read class counters");
+                    continue;
+                }
+            };
+            let ch = tracker.observe(ip, &stats, Instant::now());
+            if ch.is_empty() {
+                continue;
+            }
+            let ops = ch.ops();
+            let stream = [IfaceOps::new(ip.dev.clone(), ops.clone())];
+            if let Err(e) = self
+                .backend
+                .load(&stream, RootDelete::None, &NoProgress)
+                .into_result()
+            {
+                error!(dev = %ip.dev, error = %e, "leaf poll: kernel error");
+                failed = Some(e);
+                break;
+            }
+            if let Some(tree) = self.model.as_mut().and_then(|m| m.get_mut(&ip.dev)) {
+                if ops.iter().any(|op| tree.apply(op).is_err()) {
+                    self.model = None;
+                }
+            }
+            total.0 += ch.add.len();
+            total.1 += ch.remove.len();
+        }
+        let active = tracker.active().len();
+        if total == (0, 0) && failed.is_none() {
+            debug!(active, "leaf poll: no change");
+            return;
+        }
+        let took = since.elapsed();
+        let mut ev = WatchEvent::now(
+            Trigger::LeafPoll,
+            if failed.is_some() {
+                Outcome::Failed
+            } else {
+                Outcome::Applied
+            },
+            took,
+        );
+        (ev.added, ev.removed) = total;
+        ev.error = failed.map(|e| e.to_string());
+        if ev.error.is_some() {
+            self.model = None;
+            self.resync_leaves();
+        }
+        let active = self.tracker.as_ref().map_or(0, |t| t.active().len());
+        info!(
+            added = total.0,
+            removed = total.1,
+            active,
+            ms = format!("{:.1}", took.as_secs_f64() * 1e3),
+            "leaves"
+        );
+        self.status.active_leaves = active;
+        self.save_status(ev);
+    }
+}
+
+fn summarize(streams: &[IfaceOps<'_>]) -> DiffSummary {
+    let mut sum = DiffSummary::default();
+    for s in streams {
+        let x = s.summary();
+        sum.added += x.added;
+        sum.changed += x.changed;
+        sum.removed += x.removed;
+    }
+    sum
+}
+
+fn rendered(streams: &[IfaceOps<'_>]) -> Vec<String> {
+    streams
+        .iter()
+        .flat_map(|s| {
+            s.sent()
+                .map(|op| render_line(&s.dev, &op))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(p).with_context(|| format!("resolving {}", p.display()))
+}
+
+/// Runs `lqos watch` until SIGTERM/SIGINT.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    init_logging(args.log_format);
+    let mut inputs = args.inputs.inputs();
+    inputs.network = absolute(&inputs.network)?;
+    inputs.devices = absolute(&inputs.devices)?;
+    inputs.config = inputs.config.as_deref().map(absolute).transpose()?;
+    let lazy_conf = match &inputs.config {
+        Some(p) => match std::fs::read_to_string(p) {
+            Ok(t) => lazy::lazy_leaves_in_config(&t, p)?,
+            Err(_) => false,
+        },
+        None => false,
+    };
+    let lazy_on = args.lazy_leaves || lazy_conf;
+    let poll = secs(args.poll, "--poll")?.max(Duration::from_millis(100));
+    let idle = secs(args.idle, "--idle")?;
+    let verify_every = secs(args.verify_every * 60.0, "--verify-every")?;
+    let retry = secs(args.retry, "--retry")?.max(Duration::from_millis(100));
+    let debounce = Duration::from_millis(args.debounce);
+
+    let netns = args.target.netns.clone();
+    let state_path = state_path(&args.target);
+    let state = StateDir::open(&state_path)?;
+    // The daemon owns the tree: no `lqos apply` runs beside it.
+    let _lock = state.lock()?;
+    let live = NetlinkLive::new(netns.clone()).with_probe_cache(state_path.join(PROBE_CACHE_FILE));
+    let backend = NetlinkBackend::new(netns.clone(), Parallelism::Serial);
+
+    // Signals and file events feed one channel.
+    let (tx, rx) = mpsc::channel::<Event>();
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ])
+    .context("installing signal handlers")?;
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for s in signals.forever() {
+                let e = if s == signal_hook::consts::SIGHUP {
+                    Event::Hup
+                } else {
+                    Event::Stop(s)
+                };
+                if tx.send(e).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    let files: Vec<PathBuf> = [Some(&inputs.network), Some(&inputs.devices)]
+        .into_iter()
+        .chain([inputs.config.as_ref()])
+        .flatten()
+        .cloned()
+        .collect();
+    let fs_tx = tx.clone();
+    let mut watcher = notify::recommended_watcher(move |r| {
+        let _ = fs_tx.send(Event::Fs(r));
+    })
+    .context("starting the file watcher")?;
+    let mut dirs: Vec<PathBuf> = files
+        .iter()
+        .map(|f| f.parent().unwrap_or(Path::new("/")).to_path_buf())
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    for d in &dirs {
+        use notify::Watcher;
+        watcher
+            .watch(d, notify::RecursiveMode::NonRecursive)
+            .with_context(|| format!("watching {}", d.display()))?;
+    }
+
+    let mut d = Daemon {
+        overrides: args.options.overrides()?,
+        inputs,
+        netns: netns.clone(),
+        state,
+        live,
+        backend,
+        plan: None,
+        model: None,
+        tracker: None,
+        status: WatchStatus::new(netns.as_deref(), lazy_on),
+        plan_time: Duration::ZERO,
+    };
+    info!(
+        netns = netns.as_deref(),
+        lazy_leaves = lazy_on,
+        files = ?files,
+        state_dir = %state_path.display(),
+        "lqos watch started"
+    );
+
+    // Start: lazy leaves keep the planned leaves the kernel already has
+    // (a restarted daemon does not drop the leaves of busy circuits).
+    let start = Instant::now();
+    if lazy_on {
+        let active = match d.plan_inputs(Trigger::Start, start) {
+            Ok(p) => {
+                let devs: Vec<&str> = p.interfaces.iter().map(|i| i.dev.as_str()).collect();
+                read_live(&d.live, &devs)
+                    .map(|t| lazy::present_leaves(&p, &t))
+                    .unwrap_or_default()
+            }
+            Err(_) => Default::default(),
+        };
+        d.tracker = Some(LeafTracker::new(idle, active, start));
+    }
+    let mut retry_at = retry_after(d.reload(Trigger::Start, start, true), retry);
+    // The counters' baseline right away: traffic from now on gives a leaf
+    // at the next poll.
+    d.poll_leaves();
+
+    let mut pending: Option<(Instant, Instant)> = None; // (first, last) event
+    let mut next_poll = Instant::now() + poll;
+    let mut next_verify = (!verify_every.is_zero()).then(|| Instant::now() + verify_every);
+    loop {
+        let now = Instant::now();
+        let mut deadline = now + Duration::from_secs(3600);
+        if let Some((_, last)) = pending {
+            deadline = deadline.min(last + debounce);
+        }
+        if let Some(r) = retry_at {
+            deadline = deadline.min(r);
+        }
+        if d.tracker.is_some() {
+            deadline = deadline.min(next_poll);
+        }
+        if let Some(v) = next_verify {
+            deadline = deadline.min(v);
+        }
+        match rx.recv_timeout(deadline.saturating_duration_since(now)) {
+            Ok(Event::Fs(Ok(ev))) => {
+                if matches!(ev.kind, notify::EventKind::Access(_)) {
+                    continue;
+                }
+                if ev.paths.iter().any(|p| files.contains(p)) {
+                    let t = Instant::now();
+                    debug!(paths = ?ev.paths, kind = ?ev.kind, "input changed");
+                    pending = Some((pending.map_or(t, |(f, _)| f), t));
+                }
+                continue;
+            }
+            Ok(Event::Fs(Err(e))) => {
+                warn!(error = %e, "file watcher error");
+                continue;
+            }
+            Ok(Event::Hup) => {
+                info!("SIGHUP: applying now");
+                pending = None;
+                retry_at = retry_after(d.reload(Trigger::Sighup, Instant::now(), true), retry);
+                continue;
+            }
+            Ok(Event::Stop(sig)) => {
+                info!(signal = sig, "exiting; the tree stays as it is");
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let now = Instant::now();
+        if let Some((first, last)) = pending {
+            if now >= last + debounce {
+                pending = None;
+                retry_at = retry_after(d.reload(Trigger::FileChange, first, false), retry);
+            }
+        }
+        if retry_at.is_some_and(|r| now >= r) {
+            retry_at = retry_after(d.reload(Trigger::Retry, now, true), retry);
+        }
+        if d.tracker.is_some() && now >= next_poll {
+            d.poll_leaves();
+            next_poll = Instant::now() + poll;
+        }
+        if next_verify.is_some_and(|v| now >= v) {
+            if let Some(r) = retry_after(d.verify(), retry) {
+                retry_at = Some(r);
+            }
+            next_verify = Some(Instant::now() + verify_every);
+        }
+    }
+    d.status.stopped_ms = Some(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|x| x.as_millis() as u64)
+            .unwrap_or(0),
+    );
+    if let Err(e) = d.status.save(&d.state) {
+        warn!(error = %e, "cannot write the status file");
+    }
+    drop(watcher);
+    Ok(ExitCode::from(EXIT_OK))
+}

@@ -1,0 +1,569 @@
+//! Black-box tests of `lqos watch` (the real binary, spawned) in a private
+//! network namespace: edit-to-kernel by rename, broken inputs, SIGHUP,
+//! SIGTERM, `lqos status`, and lazy leaves driven by real traffic.
+//! Skipped without root unless LQOS_REQUIRE_NETNS=1.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{code, lqos, text};
+use lqos_apply::netlink::NetlinkSocket;
+use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
+use lqos_tc::{TcHandle, TcTree};
+use serde_json::Value;
+
+/// The daemon, its JSON log lines collected by a reader thread; killed on
+/// drop if a test fails before stopping it.
+struct Daemon {
+    child: Child,
+    log: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Daemon {
+    fn start(dir: &Path, args: &[&str]) -> Daemon {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lqos"))
+            .arg("watch")
+            .args(["--log-format", "json"])
+            .args(args)
+            .current_dir(dir)
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn lqos watch");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let l = log.clone();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let v = serde_json::from_str(&line)
+                    .unwrap_or_else(|_| serde_json::json!({ "message": line }));
+                l.lock().unwrap().push(v);
+            }
+        });
+        Daemon { child, log }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    fn signal(&self, sig: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), sig).unwrap();
+    }
+
+    fn lines(&self) -> Vec<Value> {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn dump(&self) -> String {
+        self.lines()
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Waits (up to `within`) for a log line, after the first `skip`,
+    /// matching `pred`.
+    fn wait_log(&self, skip: usize, within: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+        let end = Instant::now() + within;
+        loop {
+            if let Some(v) = self.lines().into_iter().skip(skip).find(&pred) {
+                return v;
+            }
+            assert!(
+                Instant::now() < end,
+                "no such log line within {within:?}; log:\n{}",
+                self.dump()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.log.lock().unwrap().len()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn msg(v: &Value) -> &str {
+    v["message"].as_str().unwrap_or("")
+}
+
+fn applied(trigger: &'static str) -> impl Fn(&Value) -> bool {
+    move |v| msg(v) == "applied" && v["trigger"] == trigger
+}
+
+/// The live tree of `dev` in `ns`, read with lqos's own netlink dump.
+fn tree(ns: &str, dev: &str) -> TcTree {
+    let mut s = NetlinkSocket::open_in_netns(ns).unwrap();
+    let l = s.link(dev).unwrap();
+    s.dump(l.ifindex).unwrap()
+}
+
+/// Replaces `path` by rename, as CRM integrations do.
+fn replace(path: &Path, contents: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, contents).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// The CSV with row `row` (1-based data row)'s `Download Max Mbps` set.
+fn with_download_max(csv: &str, row: usize, value: &str) -> String {
+    with_field(csv, row, "Download Max Mbps", value)
+}
+
+/// The CSV with row `row` (1-based data row)'s column `name` set.
+fn with_field(csv: &str, row: usize, name: &str, value: &str) -> String {
+    let mut lines: Vec<String> = csv.lines().map(str::to_string).collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let col = header
+        .iter()
+        .position(|h| h.trim_matches('"') == name)
+        .unwrap();
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(lines[row].as_bytes());
+    let rec = rdr.records().next().unwrap().unwrap();
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let fields: Vec<String> = rec
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            if i == col {
+                value.to_string()
+            } else {
+                f.to_string()
+            }
+        })
+        .collect();
+    w.write_record(&fields).unwrap();
+    lines[row] = String::from_utf8(w.into_inner().unwrap())
+        .unwrap()
+        .trim_end()
+        .to_string();
+    lines.join("\n") + "\n"
+}
+
+/// Row `row`'s (1-based data row) column `name`.
+fn field(csv: &str, row: usize, name: &str) -> String {
+    let mut rdr = csv::Reader::from_reader(csv.as_bytes());
+    let col = rdr
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == name)
+        .unwrap();
+    rdr.records().nth(row - 1).unwrap().unwrap()[col].to_string()
+}
+
+/// The classes of `a` that differ from `b` (changed or missing).
+fn changed_classes(a: &TcTree, b: &TcTree) -> Vec<TcHandle> {
+    let mut out: Vec<TcHandle> = a
+        .classes
+        .iter()
+        .filter(|(id, c)| b.classes.get(id) != Some(c))
+        .map(|(id, _)| *id)
+        .collect();
+    out.extend(b.classes.keys().filter(|id| !a.classes.contains_key(id)));
+    out
+}
+
+#[test]
+fn watch_applies_renamed_edits_rejects_broken_files_and_handles_signals() {
+    if !require_netns("cli watch") {
+        return;
+    }
+    let ns =
+        ScratchNetns::with_veth(&unique_name("lqos-cli", "watch"), "ens19", "ens20", 8).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(
+        code(&lqos(d, &["gen", "--circuits", "300", "--out", "."])),
+        0
+    );
+    let daemon = Daemon::start(
+        d,
+        &[
+            "--netns",
+            ns.name(),
+            "--state-dir",
+            "st",
+            "--sqm",
+            "pfifo",
+            "--verify-every",
+            "0",
+            "--debounce",
+            "20",
+            "--retry",
+            "1",
+        ],
+    );
+    let start = daemon.wait_log(0, Duration::from_secs(60), applied("start"));
+    assert!(start["added"].as_u64().unwrap() > 600, "{start}");
+    let down0 = tree(ns.name(), "ens19");
+    let up0 = tree(ns.name(), "ens20");
+
+    // `lqos status` while it runs.
+    let o = lqos(d, &["status", "--netns", ns.name(), "--state-dir", "st"]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}{err}");
+    assert!(out.contains(&format!("(pid {})", daemon.pid())), "{out}");
+    assert!(
+        out.contains("running since") && out.contains("start: applied"),
+        "{out}"
+    );
+
+    // One circuit's download speed changes, file replaced by rename: its
+    // ceil is in the kernel within 1 s and nothing else changed.
+    let csv0 = std::fs::read_to_string(d.join("ShapedDevices.csv")).unwrap();
+    let csv1 = with_download_max(&csv0, 5, "77");
+    let n = daemon.count();
+    let t0 = Instant::now();
+    replace(&d.join("ShapedDevices.csv"), &csv1);
+    let (down1, took) = loop {
+        let t = tree(ns.name(), "ens19");
+        if t != down0 {
+            break (t, t0.elapsed());
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(1),
+            "no change in the kernel within 1 s; log:\n{}",
+            daemon.dump()
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    eprintln!("edit-to-kernel: {:.1} ms", took.as_secs_f64() * 1e3);
+    // The daemon may still be finishing the interface's stream: wait for
+    // its log line, then compare.
+    let ev = daemon.wait_log(n, Duration::from_secs(5), applied("file-change"));
+    assert_eq!(
+        (
+            ev["added"].as_u64(),
+            ev["changed"].as_u64(),
+            ev["removed"].as_u64()
+        ),
+        (Some(0), Some(1), Some(0)),
+        "{ev}"
+    );
+    let down1 = if down1 == tree(ns.name(), "ens19") {
+        down1
+    } else {
+        tree(ns.name(), "ens19")
+    };
+    let diff = changed_classes(&down0, &down1);
+    assert_eq!(diff.len(), 1, "{diff:?}");
+    assert_eq!(
+        down1.classes[&diff[0]].htb.ceil,
+        lqos_model::Rate::from_mbps(77)
+    );
+    assert_eq!(down1.qdiscs, down0.qdiscs);
+    assert_eq!(tree(ns.name(), "ens20"), up0);
+
+    // A broken file: rejected with the line named; tree and daemon stay.
+    let broken = with_download_max(&csv1, 3, "fast");
+    let n = daemon.count();
+    replace(&d.join("ShapedDevices.csv"), &broken);
+    let bad = daemon.wait_log(n, Duration::from_secs(5), |v| msg(v) == "invalid input");
+    assert!(
+        bad["problem"]
+            .as_str()
+            .unwrap()
+            .contains("ShapedDevices.csv:4"),
+        "{bad}"
+    );
+    assert_eq!(bad["line"].as_u64(), Some(4), "{bad}");
+    daemon.wait_log(n, Duration::from_secs(5), |v| {
+        msg(v).starts_with("inputs rejected")
+    });
+    assert!(
+        daemon.lines()[n..].iter().all(|v| msg(v) != "applied"),
+        "{}",
+        daemon.dump()
+    );
+    assert_eq!(tree(ns.name(), "ens19"), down1);
+    assert_eq!(tree(ns.name(), "ens20"), up0);
+    let o = lqos(d, &["status", "--netns", ns.name(), "--state-dir", "st"]);
+    let (out, _) = text(&o);
+    assert_eq!(code(&o), 1, "{out}");
+    assert!(
+        out.contains("rejected") && out.contains("ShapedDevices.csv:4"),
+        "{out}"
+    );
+
+    // Fixed (back to the original speeds): applied.
+    let n = daemon.count();
+    replace(&d.join("ShapedDevices.csv"), &csv0);
+    daemon.wait_log(n, Duration::from_secs(5), applied("file-change"));
+    assert_eq!(tree(ns.name(), "ens19"), down0);
+
+    // Drift behind the daemon's back; SIGHUP applies now, reading the
+    // kernel back, and repairs it.
+    let id = diff[0].to_string();
+    let parent = down0.classes[&diff[0]].parent.to_string();
+    ns.tc(&[
+        "class", "change", "dev", "ens19", "parent", &parent, "classid", &id, "htb", "rate",
+        "1mbit", "ceil", "1mbit",
+    ])
+    .unwrap();
+    let n = daemon.count();
+    daemon.signal(nix::sys::signal::Signal::SIGHUP);
+    let ev = daemon.wait_log(n, Duration::from_secs(10), applied("sighup"));
+    assert_eq!(ev["changed"].as_u64(), Some(1), "{ev}");
+    assert_eq!(tree(ns.name(), "ens19"), down0);
+
+    // A kernel error: ens20's tree is wiped behind the daemon's back, then
+    // an upload speed changes. The class change fails (the daemon trusted
+    // its model): logged with the op, retried with a read-back, repaired.
+    ns.tc(&["qdisc", "del", "dev", "ens20", "root"]).unwrap();
+    let n = daemon.count();
+    let up_min: f64 = field(&csv0, 5, "Upload Min Mbps").parse().unwrap();
+    replace(
+        &d.join("ShapedDevices.csv"),
+        &with_field(&csv0, 5, "Upload Max Mbps", &(up_min + 1.0).to_string()),
+    );
+    let err = daemon.wait_log(n, Duration::from_secs(5), |v| {
+        msg(v) == "kernel error; will retry"
+    });
+    let e = err["error"].as_str().unwrap();
+    assert!(e.contains("ens20") && e.contains("class change"), "{err}");
+    let ev = daemon.wait_log(n, Duration::from_secs(10), applied("retry"));
+    assert!(ev["added"].as_u64().unwrap() > 300, "{ev}");
+    let up1 = tree(ns.name(), "ens20");
+    assert_eq!(changed_classes(&up0, &up1).len(), 1);
+    replace(&d.join("ShapedDevices.csv"), &csv0);
+    let n2 = daemon.count();
+    daemon.wait_log(n2, Duration::from_secs(5), applied("file-change"));
+    assert_eq!(tree(ns.name(), "ens20"), up0);
+    assert_eq!(tree(ns.name(), "ens19"), down0);
+
+    // SIGTERM: clean exit, tree left as it is, status says stopped.
+    let mut daemon = daemon;
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    let end = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = daemon.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < end, "still running after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0), "{}", daemon.dump());
+    assert_eq!(tree(ns.name(), "ens19"), down0);
+    assert_eq!(tree(ns.name(), "ens20"), up0);
+    let o = lqos(d, &["status", "--netns", ns.name(), "--state-dir", "st"]);
+    let (out, _) = text(&o);
+    assert!(out.contains("stopped at"), "{out}");
+}
+
+/// A UDP socket in namespace `ns`, bound to `dev` and connected to a
+/// static neighbour, so every datagram leaves through `dev`'s qdiscs. One
+/// socket for the whole test: one flow, so one TX queue.
+fn udp_sender(ns: &str, dev: &str) -> std::net::UdpSocket {
+    let ns = ns.to_string();
+    let dev = dev.to_string();
+    std::thread::spawn(move || {
+        let target = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
+        nix::sched::setns(&target, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        // The socket keeps the namespace it was created in.
+        let s = std::net::UdpSocket::bind("10.77.0.1:40000").unwrap();
+        nix::sys::socket::setsockopt(
+            &s,
+            nix::sys::socket::sockopt::BindToDevice,
+            &std::ffi::OsString::from(dev),
+        )
+        .unwrap();
+        s.connect("10.77.0.99:9").unwrap();
+        s
+    })
+    .join()
+    .unwrap()
+}
+
+/// Sends `packets` datagrams with `SO_PRIORITY` = `priority` (HTB takes a
+/// priority equal to one of its classids as that class).
+fn send_udp(s: &std::net::UdpSocket, priority: u32, packets: usize) {
+    nix::sys::socket::setsockopt(s, nix::sys::socket::sockopt::Priority, &(priority as i32))
+        .unwrap();
+    for _ in 0..packets {
+        let _ = s.send(&[0u8; 200]);
+    }
+}
+
+fn class_bytes(ns: &str, dev: &str) -> std::collections::BTreeMap<TcHandle, u64> {
+    let mut s = NetlinkSocket::open_in_netns(ns).unwrap();
+    let l = s.link(dev).unwrap();
+    s.class_stats(l.ifindex)
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.classid, c.bytes))
+        .collect()
+}
+
+#[test]
+fn lazy_leaves_follow_traffic() {
+    if !require_netns("cli watch lazy leaves") {
+        return;
+    }
+    let ns =
+        ScratchNetns::with_veth(&unique_name("lqos-cli", "lazy"), "ens19", "ens20", 4).unwrap();
+    ns.ip(&["addr", "add", "10.77.0.1/24", "dev", "ens19"])
+        .unwrap();
+    ns.ip(&[
+        "neigh",
+        "add",
+        "10.77.0.99",
+        "lladdr",
+        "02:00:00:00:00:99",
+        "dev",
+        "ens19",
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(
+        code(&lqos(d, &["gen", "--circuits", "40", "--out", "."])),
+        0
+    );
+    let daemon = Daemon::start(
+        d,
+        &[
+            "--netns",
+            ns.name(),
+            "--state-dir",
+            "st",
+            "--sqm",
+            "pfifo",
+            "--lazy-leaves",
+            "--poll",
+            "1",
+            "--idle",
+            "3",
+            "--verify-every",
+            "0",
+        ],
+    );
+    daemon.wait_log(0, Duration::from_secs(60), applied("start"));
+    let state = lqos_apply::StateDir::open(d.join("st")).unwrap();
+    let plan = lqos_apply::load_saved_plan(&state, Some(ns.name()))
+        .unwrap()
+        .unwrap()
+        .plan;
+    let ip = plan.interfaces.iter().find(|i| i.dev == "ens19").unwrap();
+    let leaves: Vec<lqos_tc::Qdisc> = lqos_apply::lazy::circuit_leaves(ip).cloned().collect();
+    assert_eq!(leaves.len(), 40);
+    // Idle circuits have no leaf (but every class is there).
+    let t = tree(ns.name(), "ens19");
+    assert!(leaves.iter().all(|q| !t.qdiscs.contains_key(&q.handle)));
+    assert!(leaves.iter().all(|q| t.classes.contains_key(&q.parent)));
+
+    // Which TX queue does our flow take? A probe with priority 0 lands in
+    // that queue's HTB default class (`N:2`).
+    let sender = udp_sender(ns.name(), "ens19");
+    let before = class_bytes(ns.name(), "ens19");
+    send_udp(&sender, 0, 3);
+    let after = class_bytes(ns.name(), "ens19");
+    let default = *after
+        .iter()
+        .find(|(id, b)| id.minor() == 2 && before.get(id) != Some(b))
+        .expect("the probe went through a default class")
+        .0;
+    let leaf = leaves
+        .iter()
+        .find(|q| q.parent.major() == default.major())
+        .expect("a circuit in that queue")
+        .clone();
+
+    // Traffic into that circuit's class: its leaf within two polls (the
+    // daemon's behaviour), plus 1 s for a loaded machine.
+    let n = daemon.count();
+    let t0 = Instant::now();
+    let deadline = Duration::from_millis(3000);
+    let got = loop {
+        send_udp(&sender, leaf.parent.raw(), 5);
+        let t = tree(ns.name(), "ens19");
+        if let Some(q) = t.qdiscs.get(&leaf.handle) {
+            break q.clone();
+        }
+        assert!(
+            t0.elapsed() < deadline,
+            "no leaf within two polls; log:\n{}",
+            daemon.dump()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!((got.parent, got.kind.name()), (leaf.parent, "pfifo"));
+    let ev = daemon.wait_log(n, Duration::from_secs(2), |v| msg(v) == "leaves");
+    assert_eq!(ev["added"].as_u64(), Some(1), "{ev}");
+    // Only that circuit got one.
+    let t = tree(ns.name(), "ens19");
+    let with_leaf: Vec<_> = leaves
+        .iter()
+        .filter(|q| t.qdiscs.contains_key(&q.handle))
+        .collect();
+    assert_eq!(with_leaf.len(), 1, "{with_leaf:?}");
+
+    // `lqos verify --lazy-leaves` agrees (a missing leaf on an idle
+    // circuit is not drift), while a plain verify sees the missing leaves.
+    let o = lqos(
+        d,
+        &[
+            "verify",
+            "--netns",
+            ns.name(),
+            "--state-dir",
+            "st",
+            "--sqm",
+            "pfifo",
+            "--lazy-leaves",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}{err}");
+    let o = lqos(
+        d,
+        &[
+            "verify",
+            "--netns",
+            ns.name(),
+            "--state-dir",
+            "st",
+            "--sqm",
+            "pfifo",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 1, "{out}{err}");
+    assert!(out.contains("missing"), "{out}");
+
+    // Idle for 3 s: removed again.
+    let n = daemon.count();
+    let t1 = Instant::now();
+    loop {
+        if !tree(ns.name(), "ens19").qdiscs.contains_key(&leaf.handle) {
+            break;
+        }
+        assert!(
+            t1.elapsed() < Duration::from_secs(8),
+            "leaf not removed; log:\n{}",
+            daemon.dump()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(t1.elapsed() >= Duration::from_secs(2), "removed too early");
+    let ev = daemon.wait_log(n, Duration::from_secs(2), |v| msg(v) == "leaves");
+    assert_eq!(ev["removed"].as_u64(), Some(1), "{ev}");
+}

@@ -1,0 +1,177 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_lqos_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_lqos_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_lqos_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_lqos_using_subcommand
+    set -l cmd (__fish_lqos_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c lqos -n "__fish_lqos_needs_command" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_needs_command" -s V -l version -d 'Print version'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "check" -d 'Validate network.json, ShapedDevices.csv and lqos.conf'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "gen" -d 'Write a synthetic network (network.json, ShapedDevices.csv, lqos.conf)'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "plan" -d 'Plan the tc trees and write tc -b files and plan.json'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "show" -d 'Print the planned tree for a person to read'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "diff" -d 'Diff two plans (or two sets of inputs) into tc ops'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "apply" -d 'Load a plan into the kernel (incremental by default)'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "verify" -d 'Compare the live kernel tree with a plan'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "bench" -d 'Benchmark loading methods in a private network namespace'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "watch" -d 'Run as a daemon: apply at start and on every input change, verify periodically, optionally with lazy leaves'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "status" -d 'Print what the `lqos watch` daemon last did'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "man" -d 'Print the man page (or write all pages with --out DIR)'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lqos -n "__fish_lqos_using_subcommand check" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand check" -l devices -d 'The circuits and devices (LibreQoS ShapedDevices.csv)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand check" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand check" -l strict -d 'Exit 1 when there are warnings (and no errors)'
+complete -c lqos -n "__fish_lqos_using_subcommand check" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_using_subcommand gen" -l circuits -d 'Number of circuits' -r
+complete -c lqos -n "__fish_lqos_using_subcommand gen" -l seed -d 'RNG seed (same seed, same files)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand gen" -l sites -d 'Top-level sites' -r
+complete -c lqos -n "__fish_lqos_using_subcommand gen" -l site-fanout -d 'Child sites per site above the last site level' -r
+complete -c lqos -n "__fish_lqos_using_subcommand gen" -l fanout -d 'APs per last-level site' -r
+complete -c lqos -n "__fish_lqos_using_subcommand gen" -l depth -d 'Levels of sites (0 = flat network)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand gen" -l multi-device-fraction -d 'Share of circuits with several devices (0..1)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand gen" -l out -d 'Output directory (created if missing)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand gen" -l force -d 'Overwrite existing files (without it, gen refuses to replace a real network.json / ShapedDevices.csv / lqos.conf)'
+complete -c lqos -n "__fish_lqos_using_subcommand gen" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_using_subcommand plan" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand plan" -l devices -d 'The circuits and devices (LibreQoS ShapedDevices.csv)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand plan" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand plan" -l queues -d 'TX queues per interface [default: lqos.conf override_available_queues, else 16 for plan/show/diff, the interfaces\' TX queues for apply/verify]' -r
+complete -c lqos -n "__fish_lqos_using_subcommand plan" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
+complete -c lqos -n "__fish_lqos_using_subcommand plan" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
+round-robin\t'LibreQoS\'s round robin over top-level nodes'"
+complete -c lqos -n "__fish_lqos_using_subcommand plan" -l previous -d 'A previous plan.json: keep its classids for circuits and nodes that still exist' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand plan" -l out -d 'Output directory (created if missing)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand plan" -l root-delete -d 'Start each tc file with `qdisc del dev X root`'
+complete -c lqos -n "__fish_lqos_using_subcommand plan" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l devices -d 'The circuits and devices (LibreQoS ShapedDevices.csv)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l queues -d 'TX queues per interface [default: lqos.conf override_available_queues, else 16 for plan/show/diff, the interfaces\' TX queues for apply/verify]' -r
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
+round-robin\t'LibreQoS\'s round robin over top-level nodes'"
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l plan -d 'Show a saved plan.json instead of planning the inputs' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l interface -d 'Only this interface [default: all]' -r
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l circuits -d 'Also list every circuit'
+complete -c lqos -n "__fish_lqos_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lqos -n "__fish_lqos_using_subcommand diff" -l old-network -d 'Old network.json (when OLD is not given)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand diff" -l old-devices -d 'Old ShapedDevices.csv (when OLD is not given)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand diff" -l old-config -d 'Old lqos.conf (when OLD is not given) [default: the new --config]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand diff" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand diff" -l devices -d 'The circuits and devices (LibreQoS ShapedDevices.csv)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand diff" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand diff" -l queues -d 'TX queues per interface [default: lqos.conf override_available_queues, else 16 for plan/show/diff, the interfaces\' TX queues for apply/verify]' -r
+complete -c lqos -n "__fish_lqos_using_subcommand diff" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
+complete -c lqos -n "__fish_lqos_using_subcommand diff" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
+round-robin\t'LibreQoS\'s round robin over top-level nodes'"
+complete -c lqos -n "__fish_lqos_using_subcommand diff" -l summary -d 'Print only the summary'
+complete -c lqos -n "__fish_lqos_using_subcommand diff" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l devices -d 'The circuits and devices (LibreQoS ShapedDevices.csv)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l plan -d 'Use this plan (JSON written by `lqos plan`) instead of the inputs' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l queues -d 'TX queues per interface [default: lqos.conf override_available_queues, else 16 for plan/show/diff, the interfaces\' TX queues for apply/verify]' -r
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
+round-robin\t'LibreQoS\'s round robin over top-level nodes'"
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l backend -d 'Loader' -r -f -a "netlink\t'rtnetlink, many requests per sendmsg'
+tc\t'`tc -b` processes fed on stdin'"
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l parallel -d 'One worker per interface (the default for --backend tc)'
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l serial -d 'One interface after another (the default for --backend netlink: the kernel handles tc messages one at a time under its RTNL lock, and two netlink workers only contend for it; `lqos bench` measures this)'
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l combined -d 'With --backend tc: one combined tc batch for all interfaces (LibreQoS\'s way)'
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l full -d 'Delete the root and rebuild everything instead of sending the diff'
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l dry-run -d 'Print the ops that would be sent (tc syntax) and change nothing'
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l rollback -d 'Re-apply the last plan that loaded successfully'
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l verify -d 'Read the trees back after loading and verify them'
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l devices -d 'The circuits and devices (LibreQoS ShapedDevices.csv)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l plan -d 'Use this plan (JSON written by `lqos plan`) instead of the inputs' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l queues -d 'TX queues per interface [default: lqos.conf override_available_queues, else 16 for plan/show/diff, the interfaces\' TX queues for apply/verify]' -r
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
+round-robin\t'LibreQoS\'s round robin over top-level nodes'"
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l last -d 'Verify against the last plan `lqos apply` loaded successfully'
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l json -d 'Print the report as JSON'
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l lazy-leaves -d 'Leaves are lazy (`lqos watch --lazy-leaves`, or `[lqos] lazy_leaves = true` in lqos.conf): a circuit without its leaf is not drift; a leaf that is there must match the plan'
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l circuits -d 'Circuits in the generated network' -r
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l sweep -d 'Circuit counts to sweep instead (e.g. 1000,2000,5000,10000)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l runs -d 'Runs of each method' -r
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l methods -d 'Methods to run, by number (1,2,3a,3b,4,5,6,7,8,9) [default: all]' -r
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l strategy -d 'Queue strategy: balanced, round-robin, or both (compared)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l queues -d 'TX queues of the veth pair (one HTB each)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l sqm -d 'Leaf qdisc [default: cake diffserv4 if this kernel has it, else pfifo]' -r
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l seed -d 'Generator seed' -r
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l network -d 'Bench your own network.json instead of a generated network' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l devices -d 'Bench your own ShapedDevices.csv instead of a generated network' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l plot -d 'Draw median wall time against circuit count into this SVG file' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l uneven -d 'Make top-level sites uneven in size (shows what balancing buys)'
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l json -d 'Print the results as JSON on stdout'
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l markdown -d 'Also print the table as markdown'
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l devices -d 'The circuits and devices (LibreQoS ShapedDevices.csv)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l queues -d 'TX queues per interface [default: lqos.conf override_available_queues, else 16 for plan/show/diff, the interfaces\' TX queues for apply/verify]' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
+round-robin\t'LibreQoS\'s round robin over top-level nodes'"
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l poll -d 'With lazy leaves: seconds between two class-counter dumps' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l idle -d 'With lazy leaves: seconds without traffic before a leaf is removed' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l verify-every -d 'Minutes between two verify-and-repair runs (0: never)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l debounce -d 'Milliseconds without further file events before applying' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l retry -d 'Seconds before retrying an apply the kernel refused' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l log-format -d 'Log format (logs go to stderr; under systemd, to the journal)' -r -f -a "text\t'One human-readable line per event'
+json\t'One JSON object per line (for log shippers)'"
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l lazy-leaves -d 'Give a circuit its leaf qdisc only while it carries traffic (also `[lqos] lazy_leaves = true` in lqos.conf, read at start)'
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lqos -n "__fish_lqos_using_subcommand status" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand status" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand status" -l json -d 'Print the status file as JSON'
+complete -c lqos -n "__fish_lqos_using_subcommand status" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_using_subcommand man" -l out -d 'Write `lqos.1` and one `lqos-SUBCOMMAND.1` per subcommand into this directory instead of printing `lqos.1` to stdout' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand man" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "check" -d 'Validate network.json, ShapedDevices.csv and lqos.conf'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "gen" -d 'Write a synthetic network (network.json, ShapedDevices.csv, lqos.conf)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "plan" -d 'Plan the tc trees and write tc -b files and plan.json'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "show" -d 'Print the planned tree for a person to read'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "diff" -d 'Diff two plans (or two sets of inputs) into tc ops'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "apply" -d 'Load a plan into the kernel (incremental by default)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "verify" -d 'Compare the live kernel tree with a plan'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "bench" -d 'Benchmark loading methods in a private network namespace'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "watch" -d 'Run as a daemon: apply at start and on every input change, verify periodically, optionally with lazy leaves'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "status" -d 'Print what the `lqos watch` daemon last did'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "man" -d 'Print the man page (or write all pages with --out DIR)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
