@@ -11,9 +11,9 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use lqos_apply::bench::{BenchTree, Method, Runner};
 use lqos_apply::netns::{netns_available, unique_name, ScratchNetns};
 use lqos_apply::NoProgress;
+use lqos_bench::{BenchTree, Method, Runner};
 use lqos_model::{generate, GenParams};
 use lqos_tc::PlanConfig;
 
@@ -50,7 +50,7 @@ fn loaders(c: &mut Criterion) {
     group.sample_size(10);
     group.warm_up_time(Duration::from_millis(1));
     for method in Method::ALL {
-        if method == Method::Teardown {
+        if method == Method::Teardown || method.is_process() {
             continue;
         }
         group.bench_function(format!("{}_{}", method.id(), method.name()), |b| {

@@ -146,6 +146,13 @@ pub fn preflight(plan: &Plan, live: &dyn LiveSource) -> Result<BTreeMap<String, 
             dev: t.dev.clone(),
             netns: live.netns().map(str::to_string),
         })?;
+        let mq_root = t.ops[..t.setup_ops.min(t.ops.len())].iter().any(|op| {
+            matches!(op, TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q)
+                if q.parent == lqos_tc::TcHandle::ROOT && q.kind == QdiscKind::Mq)
+        });
+        if link.num_tx_queues < 2 && mq_root {
+            return Err(ApplyError::MqOnSingleQueue { dev: t.dev.clone() });
+        }
         let needed = t.tx_queues();
         if needed > link.num_tx_queues as usize {
             return Err(ApplyError::TooFewQueues {

@@ -66,6 +66,17 @@ pub enum ApplyError {
         /// `num_tx_queues` of the interface.
         available: u32,
     },
+    /// The plan puts an mq root on an interface with one TX queue (the
+    /// kernel refuses it with EOPNOTSUPP).
+    #[error(
+        "{dev} has a single TX queue, and mq needs a multiqueue device; plan with --queues 1 \
+         (an HTB root, no mq; `lqos apply` does this itself when neither --queues nor \
+         override_available_queues is given)"
+    )]
+    MqOnSingleQueue {
+        /// Interface.
+        dev: String,
+    },
     /// A qdisc kind the plan needs is not available in this kernel.
     #[error("this kernel has no sch_{kind} ({refusal}); {hint}")]
     UnsupportedQdisc {
@@ -208,7 +219,8 @@ impl ApplyError {
             | ApplyError::Check { dev, .. }
             | ApplyError::Incomplete { dev, .. }
             | ApplyError::NoInterface { dev, .. }
-            | ApplyError::TooFewQueues { dev, .. } => Some(dev),
+            | ApplyError::TooFewQueues { dev, .. }
+            | ApplyError::MqOnSingleQueue { dev } => Some(dev),
             ApplyError::Netlink { dev, .. } => dev.as_deref(),
             _ => None,
         }

@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 
 use lqos_model::{LqosConfig, Network, Report};
-use lqos_tc::{Allocation, Interfaces, LeafSpec, Plan, PlanConfig, QueueStrategy};
+use lqos_tc::{Allocation, Interfaces, LeafSpec, Plan, PlanConfig, PlanRecord, QueueStrategy};
 
 use crate::error::{ApplyError, Result};
 use crate::live::LiveSource;
@@ -238,6 +238,8 @@ pub struct Planned {
     pub plan: Plan,
     /// The inputs' warnings (an input with errors is not planned).
     pub report: Report,
+    /// The network it was planned from (for the compact plan record).
+    pub network: Network,
 }
 
 /// Inputs to plan in one call: read, validate (errors fail with
@@ -262,17 +264,44 @@ pub fn plan_files(
     Ok(Planned {
         plan,
         report: loaded.report,
+        network: loaded.network,
     })
 }
 
 /// Reads a plan file (`plan.json` as `lqos plan` writes it).
 pub fn read_plan(path: &Path) -> Result<Plan> {
+    Ok(read_plan_record(path)?.0)
+}
+
+/// Reads a plan file: a compact [`PlanRecord`] (re-planned unless it holds
+/// its ops, with the network it describes) or the whole-plan JSON of
+/// earlier versions (no network).
+pub fn read_plan_record(path: &Path) -> Result<(Plan, Option<Network>)> {
     let bytes = std::fs::read(path)
         .map_err(|e| ApplyError::io(format!("cannot read plan {}", path.display()), e))?;
-    serde_json::from_slice(&bytes).map_err(|source| ApplyError::PlanFile {
+    let record_err = |e: lqos_tc::RecordError| ApplyError::State {
         path: path.to_path_buf(),
-        source,
-    })
+        message: e.to_string(),
+    };
+    match serde_json::from_slice::<PlanRecord>(&bytes) {
+        Ok(rec) => {
+            let plan = rec.replan().map_err(record_err)?;
+            let net = rec
+                .inputs
+                .as_ref()
+                .map(|i| i.network())
+                .transpose()
+                .map_err(record_err)?;
+            Ok((plan, net))
+        }
+        Err(record) => match serde_json::from_slice::<Plan>(&bytes) {
+            Ok(plan) => Ok((plan, None)),
+            Err(_) => Err(ApplyError::PlanFile {
+                path: path.to_path_buf(),
+                source: record,
+            }),
+        },
+    }
 }
 
 #[cfg(test)]

@@ -52,7 +52,6 @@
 //!   pairs for tests and benchmarks.
 
 mod backend;
-pub mod bench;
 mod engine;
 mod error;
 mod inputs;
@@ -79,14 +78,15 @@ pub use engine::{
 };
 pub use error::{ApplyError, Result};
 pub use inputs::{
-    interface_names, plan_config, plan_files, read_plan, Inputs, LoadedInputs, PlanOverrides,
-    Planned, QueueCount, CONFIG_FILE, DEVICES_FILE, NETWORK_FILE,
+    interface_names, plan_config, plan_files, read_plan, read_plan_record, Inputs, LoadedInputs,
+    PlanOverrides, Planned, QueueCount, CONFIG_FILE, DEVICES_FILE, NETWORK_FILE,
 };
 pub use live::{
     read_live, KindProbe, KindSupport, LinkSummary, LiveSource, NetlinkLive, QdiscRefusal,
 };
 pub use session::{
-    last_good_allocation, load_saved_plan, saved_plan_file, SavedPlan, Session, SAVED_PLAN_VERSION,
+    last_good_allocation, load_saved, load_saved_allocation, load_saved_plan, save_last_good,
+    saved_plan_file, SavedPlan, Session, SAVED_PLAN_VERSION,
 };
 pub use state::{resolve_state_dir, StateDir};
 pub use timing::Timing;

@@ -3,7 +3,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use lqos_tc::Plan;
+use lqos_model::Network;
+use lqos_tc::{Allocation, Plan, PlanRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Progress};
@@ -12,10 +13,12 @@ use crate::error::{ApplyError, Result};
 use crate::live::LiveSource;
 use crate::state::StateDir;
 
-/// Format version of [`SavedPlan`].
-pub const SAVED_PLAN_VERSION: u32 = 1;
+/// Format version of the saved state: 2 stores a compact [`PlanRecord`]
+/// (config, inputs and allocation; the ops are re-derived), 1 stored the
+/// whole plan with its ops (still read).
+pub const SAVED_PLAN_VERSION: u32 = 2;
 
-/// The last plan that loaded completely, as saved in the state directory.
+/// The last plan that loaded completely, as read from the state directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SavedPlan {
     /// [`SAVED_PLAN_VERSION`].
@@ -28,6 +31,55 @@ pub struct SavedPlan {
     pub plan: Plan,
 }
 
+/// The state file as written (format 2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct SavedState {
+    version: u32,
+    netns: Option<String>,
+    applied_at: u64,
+    record: PlanRecord,
+}
+
+/// Just the format number of a state file.
+#[derive(Deserialize)]
+struct VersionOnly {
+    version: u32,
+}
+
+/// A state file, parsed by its format.
+enum OnDisk {
+    V1(SavedPlan),
+    V2(SavedState),
+}
+
+fn read_state(state: &StateDir, netns: Option<&str>) -> Result<Option<OnDisk>> {
+    let file = saved_plan_file(netns);
+    let path = state.path().join(&file);
+    let Some(bytes) = state.read(&file)? else {
+        return Ok(None);
+    };
+    let bad = |e: serde_json::Error| ApplyError::State {
+        path: path.clone(),
+        message: format!("not a saved lqos plan: {e}; remove it to start afresh"),
+    };
+    let v: VersionOnly = serde_json::from_slice(&bytes).map_err(bad)?;
+    match v.version {
+        1 => Ok(Some(OnDisk::V1(
+            serde_json::from_slice(&bytes).map_err(bad)?,
+        ))),
+        SAVED_PLAN_VERSION => Ok(Some(OnDisk::V2(
+            serde_json::from_slice(&bytes).map_err(bad)?,
+        ))),
+        n => Err(ApplyError::State {
+            path,
+            message: format!(
+                "saved plan format {n} is not one this lqos reads (1 or {SAVED_PLAN_VERSION}); \
+                 remove it to start afresh (classids may then change)"
+            ),
+        }),
+    }
+}
+
 /// File name of the last good plan for `netns` (namespaces get their own,
 /// so a test or bench never overwrites the host's state).
 pub fn saved_plan_file(netns: Option<&str>) -> String {
@@ -37,22 +89,57 @@ pub fn saved_plan_file(netns: Option<&str>) -> String {
     }
 }
 
+/// The last good plan for `netns`, if one was saved (re-planned from the
+/// compact record, or read whole from a format-1 file), with the network it
+/// was planned from when the record has it.
+pub fn load_saved(
+    state: &StateDir,
+    netns: Option<&str>,
+) -> Result<Option<(SavedPlan, Option<Network>)>> {
+    let path = state.path().join(saved_plan_file(netns));
+    let bad = |e: lqos_tc::RecordError| ApplyError::State {
+        path: path.clone(),
+        message: e.to_string(),
+    };
+    Ok(match read_state(state, netns)? {
+        None => None,
+        Some(OnDisk::V1(p)) => Some((p, None)),
+        Some(OnDisk::V2(s)) => {
+            let plan = s.record.replan().map_err(bad)?;
+            let net = s
+                .record
+                .inputs
+                .as_ref()
+                .map(|i| i.network())
+                .transpose()
+                .map_err(bad)?;
+            let saved = SavedPlan {
+                version: s.version,
+                netns: s.netns,
+                applied_at: s.applied_at,
+                plan,
+            };
+            Some((saved, net))
+        }
+    })
+}
+
 /// The last good plan for `netns`, if one was saved.
 pub fn load_saved_plan(state: &StateDir, netns: Option<&str>) -> Result<Option<SavedPlan>> {
-    let file = saved_plan_file(netns);
-    let saved: Option<SavedPlan> = state.load_json(&file)?;
-    if let Some(s) = &saved {
-        if s.version != SAVED_PLAN_VERSION {
-            return Err(ApplyError::State {
-                path: state.path().join(file),
-                message: format!(
-                    "saved plan format {} is not {SAVED_PLAN_VERSION}",
-                    s.version
-                ),
-            });
-        }
-    }
-    Ok(saved)
+    Ok(load_saved(state, netns)?.map(|(p, _)| p))
+}
+
+/// The allocation of the last good plan (for stable classids), without
+/// re-planning it.
+pub fn load_saved_allocation(state: &StateDir, netns: Option<&str>) -> Result<Option<Allocation>> {
+    Ok(match read_state(state, netns)? {
+        None => None,
+        Some(OnDisk::V1(p)) => Some(p.plan.allocation),
+        Some(OnDisk::V2(s)) => match s.record.allocation() {
+            Some(a) => Some(a),
+            None => load_saved_plan(state, netns)?.map(|p| p.plan.allocation),
+        },
+    })
 }
 
 /// The allocation of the last good plan for `netns` in the state directory
@@ -66,7 +153,51 @@ pub fn last_good_allocation(
         return Ok(None);
     }
     let dir = StateDir::open(path)?;
-    Ok(load_saved_plan(&dir, netns)?.map(|s| s.plan.allocation))
+    load_saved_allocation(&dir, netns)
+}
+
+/// Saves `plan` (planned from `net`, when known) as the last good plan of
+/// `netns`: the compact record, or the record with the ops when the
+/// network is not known (or the plan is not its plain plan, e.g. with lazy
+/// leaves). Returns whether the file was written: when the saved record is
+/// already this one (a no-op reload), nothing is rewritten.
+pub fn save_last_good(
+    state: &StateDir,
+    netns: Option<&str>,
+    plan: &Plan,
+    net: Option<&Network>,
+) -> Result<bool> {
+    let file = saved_plan_file(netns);
+    let record = PlanRecord::new(plan, net, false).map_err(|e| ApplyError::State {
+        path: state.path().join(&file),
+        message: format!("cannot record the plan: {e}"),
+    })?;
+    // The record is the last field of a state file as written here, so
+    // "unchanged" is a byte comparison of the file's tail (no second parse).
+    let unchanged = match (state.read(&file), serde_json::to_vec(&record)) {
+        (Ok(Some(old)), Ok(mut rec)) => {
+            rec.push(b'}');
+            old.starts_with(format!("{{\"version\":{SAVED_PLAN_VERSION},").as_bytes())
+                && old.ends_with(&rec)
+                && old.len() > rec.len()
+                && old[..old.len() - rec.len()].ends_with(b"\"record\":")
+        }
+        _ => false,
+    };
+    if unchanged {
+        return Ok(false);
+    }
+    let saved = SavedState {
+        version: SAVED_PLAN_VERSION,
+        netns: netns.map(str::to_string),
+        applied_at: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        record,
+    };
+    state.save_json_compact(&file, &saved)?;
+    Ok(true)
 }
 
 /// Where and how to apply.
@@ -93,6 +224,20 @@ impl Session<'_> {
         opts: ApplyOptions,
         progress: &dyn Progress,
     ) -> Result<ApplyReport<'p>> {
+        self.apply_planned(plan, None, opts, progress)
+    }
+
+    /// [`Session::apply`] of `plan`, planned from `net`: the saved state is
+    /// then the compact record (config, inputs, allocation; ~90 bytes per
+    /// circuit) instead of the ops. When the saved record is already this
+    /// one (a no-op reload), nothing is rewritten.
+    pub fn apply_planned<'p>(
+        &self,
+        plan: &'p Plan,
+        net: Option<&Network>,
+        opts: ApplyOptions,
+        progress: &dyn Progress,
+    ) -> Result<ApplyReport<'p>> {
         let _lock = if opts.dry_run {
             None
         } else {
@@ -101,16 +246,7 @@ impl Session<'_> {
         let report = apply_plan(plan, self.live, self.backend, opts, progress)?;
         let loaded = report.load.as_ref().is_some_and(|l| l.is_ok());
         if loaded {
-            let saved = SavedPlan {
-                version: SAVED_PLAN_VERSION,
-                netns: self.netns.map(str::to_string),
-                applied_at: SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map(|d| d.as_secs())
-                    .unwrap_or(0),
-                plan: plan.clone(),
-            };
-            self.state.save_json(&saved_plan_file(self.netns), &saved)?;
+            save_last_good(self.state, self.netns, plan, net)?;
         }
         Ok(report)
     }
@@ -121,11 +257,14 @@ impl Session<'_> {
         opts: ApplyOptions,
         progress: &dyn Progress,
     ) -> Result<ApplyReport<'static>> {
-        let saved = load_saved_plan(self.state, self.netns)?.ok_or_else(|| ApplyError::State {
-            path: self.state.path().join(saved_plan_file(self.netns)),
-            message: "no plan was applied successfully yet: nothing to roll back to".into(),
-        })?;
-        Ok(self.apply(&saved.plan, opts, progress)?.into_owned())
+        let (saved, net) =
+            load_saved(self.state, self.netns)?.ok_or_else(|| ApplyError::State {
+                path: self.state.path().join(saved_plan_file(self.netns)),
+                message: "no plan was applied successfully yet: nothing to roll back to".into(),
+            })?;
+        Ok(self
+            .apply_planned(&saved.plan, net.as_ref(), opts, progress)?
+            .into_owned())
     }
 }
 
@@ -191,6 +330,92 @@ mod tests {
             .unwrap();
         assert!(r.verify.unwrap().is_clean());
         assert_eq!(rec.tree("ens19").unwrap(), p1.interfaces[0].tree());
+    }
+
+    fn net_and_plan(circuits: usize, seed: u64) -> (lqos_model::Network, Plan) {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits,
+            seed,
+            ..Default::default()
+        });
+        let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
+        cfg.default_sqm = lqos_tc::LeafSpec::Qdisc(lqos_tc::QdiscKind::Pfifo { limit: None });
+        let p = lqos_tc::plan(&g.network, &cfg, None).unwrap();
+        (g.network, p)
+    }
+
+    #[test]
+    fn compact_state_reloads_the_same_plan_and_a_noop_rewrites_nothing() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::open(dir.path()).unwrap();
+        let rec = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
+        let s = Session {
+            state: &state,
+            netns: None,
+            live: &rec,
+            backend: &rec,
+        };
+        let (net, p) = net_and_plan(2000, 1);
+        let opts = ApplyOptions::default();
+        s.apply_planned(&p, Some(&net), opts, &NoProgress).unwrap();
+        let file = dir.path().join(saved_plan_file(None));
+        let meta = std::fs::metadata(&file).unwrap();
+        assert!(
+            meta.len() / 2000 <= 100,
+            "{} bytes per circuit",
+            meta.len() / 2000
+        );
+        assert_eq!(load_saved_plan(&state, None).unwrap().unwrap().plan, p);
+        assert_eq!(
+            load_saved_allocation(&state, None).unwrap().unwrap(),
+            p.allocation
+        );
+        // Nothing changed: the file is not rewritten (same inode, same bytes).
+        let bytes = std::fs::read(&file).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        s.apply_planned(&p, Some(&net), opts, &NoProgress).unwrap();
+        let again = std::fs::metadata(&file).unwrap();
+        assert_eq!(again.ino(), meta.ino());
+        assert_eq!(std::fs::read(&file).unwrap(), bytes);
+        // Rollback re-plans from the record and keeps the state compact.
+        s.rollback(opts, &NoProgress).unwrap();
+        assert_eq!(std::fs::metadata(&file).unwrap().ino(), meta.ino());
+        // A changed plan is saved.
+        let (net2, p2) = net_and_plan(2000, 2);
+        s.apply_planned(&p2, Some(&net2), opts, &NoProgress)
+            .unwrap();
+        assert_ne!(std::fs::read(&file).unwrap(), bytes);
+        assert_eq!(load_saved_plan(&state, None).unwrap().unwrap().plan, p2);
+    }
+
+    #[test]
+    fn format_1_state_still_loads_and_unknown_formats_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::open(dir.path()).unwrap();
+        let (_, p) = net_and_plan(50, 3);
+        let v1 = SavedPlan {
+            version: 1,
+            netns: None,
+            applied_at: 1,
+            plan: p.clone(),
+        };
+        state.save_json(&saved_plan_file(None), &v1).unwrap();
+        assert_eq!(load_saved_plan(&state, None).unwrap().unwrap(), v1);
+        assert_eq!(
+            load_saved_allocation(&state, None).unwrap().unwrap(),
+            p.allocation
+        );
+        std::fs::write(
+            dir.path().join(saved_plan_file(None)),
+            r#"{"version": 9, "whatever": true}"#,
+        )
+        .unwrap();
+        let e = load_saved_plan(&state, None).unwrap_err().to_string();
+        assert!(
+            e.contains("last-plan.json") && e.contains("format 9"),
+            "{e}"
+        );
     }
 
     #[test]

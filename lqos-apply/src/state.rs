@@ -1,13 +1,18 @@
 //! The state directory: the last successfully applied plan (for stable
 //! classids and `--rollback`) and the machine-wide apply lock.
 //!
-//! Files are written atomically (temp file in the same directory, fsync,
-//! rename, fsync of the directory), so a crash leaves the old or the new
-//! version, never a torn one. The lock is an `flock` held by the kernel on
-//! an open file: a killed process never leaves a stale lock.
+//! Files are written atomically (an exclusive temp file with an
+//! unpredictable name in the same directory, fsync, rename, fsync of the
+//! directory), so a crash leaves the old or the new version, never a torn
+//! one, and a symlink planted in the directory is never followed. lqos runs
+//! as root: the directory is created `0700`, and a state directory or lock
+//! file that is group/world-writable or owned by another user is refused.
+//! The lock is an `flock` held by the kernel on an open file: a killed
+//! process never leaves a stale lock.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
@@ -61,11 +66,25 @@ impl ApplyLock {
 }
 
 impl StateDir {
-    /// Opens `path`, creating it (and parents) if needed.
+    /// Opens `path`, creating it (and missing parents) with mode `0700` if
+    /// needed. Refuses a directory that others could write to or that
+    /// belongs to another user.
     pub fn open(path: impl Into<PathBuf>) -> Result<StateDir> {
         let path = path.into();
-        std::fs::create_dir_all(&path)
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&path)
             .map_err(|e| ApplyError::io(format!("creating state dir {}", path.display()), e))?;
+        let meta = std::fs::metadata(&path)
+            .map_err(|e| ApplyError::io(format!("reading state dir {}", path.display()), e))?;
+        if !meta.is_dir() {
+            return Err(ApplyError::State {
+                path,
+                message: "is not a directory".into(),
+            });
+        }
+        check_private(&path, &meta, "state dir")?;
         Ok(StateDir { path })
     }
 
@@ -84,8 +103,14 @@ impl StateDir {
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
             .map_err(|e| ApplyError::io(format!("opening lock file {}", path.display()), e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| ApplyError::io(format!("reading lock file {}", path.display()), e))?;
+        check_private(&path, &meta, "lock file")?;
         match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(mut lock) => {
                 // Record the holder for the next one to name.
@@ -122,13 +147,30 @@ impl StateDir {
         write_atomic(&self.path.join(name), &bytes)
     }
 
+    /// Writes `value` as compact (one-line) JSON to `name` atomically.
+    pub fn save_json_compact<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
+        let bytes = serde_json::to_vec(value).map_err(|e| ApplyError::State {
+            path: self.path.join(name),
+            message: format!("cannot serialize: {e}"),
+        })?;
+        write_atomic(&self.path.join(name), &bytes)
+    }
+
+    /// The bytes of file `name`; `Ok(None)` when it does not exist.
+    pub fn read(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let path = self.path.join(name);
+        match std::fs::read(&path) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(ApplyError::io(format!("reading {}", path.display()), e)),
+        }
+    }
+
     /// Reads JSON file `name`; `Ok(None)` when it does not exist.
     pub fn load_json<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>> {
         let path = self.path.join(name);
-        let text = match std::fs::read(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(ApplyError::io(format!("reading {}", path.display()), e)),
+        let Some(text) = self.read(name)? else {
+            return Ok(None);
         };
         serde_json::from_slice(&text)
             .map(Some)
@@ -139,25 +181,53 @@ impl StateDir {
     }
 }
 
-/// Writes `bytes` to `path` via a temp file in the same directory, fsync,
-/// rename and directory fsync.
+/// Refuses `path` (a state dir or lock file) when another user owns it or
+/// its group or others may write to it.
+fn check_private(path: &Path, meta: &std::fs::Metadata, what: &str) -> Result<()> {
+    let me = nix::unistd::geteuid().as_raw();
+    let mode = meta.mode() & 0o7777;
+    let message = if meta.uid() != me {
+        format!(
+            "{what} is owned by uid {}, not by this user (uid {me}); refusing to use it \
+             (lqos runs as root: use a directory only this user can write)",
+            meta.uid()
+        )
+    } else if mode & 0o022 != 0 {
+        format!(
+            "{what} has mode {mode:04o}: group or others may write to it; refusing to use it \
+             (chmod go-w it, or use another --state-dir)"
+        )
+    } else {
+        return Ok(());
+    };
+    Err(ApplyError::State {
+        path: path.to_path_buf(),
+        message,
+    })
+}
+
+/// Writes `bytes` to `path` atomically: an exclusive temp file with a random
+/// name in the same directory (`O_EXCL`, so a planted symlink is never
+/// followed), fsync, rename over `path`, fsync of the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    let ctx = |what: &str| format!("{what} {}", tmp.display());
-    let mut f = File::create(&tmp).map_err(|e| ApplyError::io(ctx("creating"), e))?;
-    f.write_all(bytes)
-        .and_then(|_| f.sync_all())
+    let ctx = |what: &str| {
+        format!(
+            "{what} a temp file in {} for {}",
+            dir.display(),
+            path.display()
+        )
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".lqos-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| ApplyError::io(ctx("creating"), e))?;
+    tmp.write_all(bytes)
+        .and_then(|_| tmp.as_file().sync_all())
         .map_err(|e| ApplyError::io(ctx("writing"), e))?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        ApplyError::io(format!("renaming into {}", path.display()), e)
-    })?;
+    tmp.persist(path)
+        .map_err(|e| ApplyError::io(format!("renaming into {}", path.display()), e.error))?;
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
@@ -198,6 +268,100 @@ mod tests {
         assert_eq!(names, vec!["x.json".to_string()]);
         std::fs::write(dir.path().join("bad.json"), "{").unwrap();
         assert!(st.load_json::<Vec<u32>>("bad.json").is_err());
+    }
+
+    #[test]
+    fn state_dir_is_created_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("new/state");
+        StateDir::open(&p).unwrap();
+        let mode = std::fs::metadata(&p).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+    }
+
+    #[test]
+    fn world_writable_state_dir_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("shared");
+        std::fs::create_dir(&p).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = StateDir::open(&p).unwrap_err().to_string();
+        assert!(e.contains(&p.display().to_string()), "{e}");
+        assert!(e.contains("mode 0777") && e.contains("refusing"), "{e}");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o770)).unwrap();
+        assert!(
+            StateDir::open(&p).is_err(),
+            "group-writable must be refused too"
+        );
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        StateDir::open(&p).unwrap();
+    }
+
+    #[test]
+    fn foreign_owned_state_dir_and_lock_file_are_refused() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipping: needs root to chown");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("theirs");
+        std::fs::create_dir(&p).unwrap();
+        let nobody = nix::unistd::Uid::from_raw(65534);
+        nix::unistd::chown(&p, Some(nobody), None).unwrap();
+        let e = StateDir::open(&p).unwrap_err().to_string();
+        assert!(e.contains("owned by uid 65534"), "{e}");
+
+        let mine = dir.path().join("mine");
+        let st = StateDir::open(&mine).unwrap();
+        let lock = mine.join(LOCK_FILE);
+        std::fs::write(&lock, "").unwrap();
+        nix::unistd::chown(&lock, Some(nobody), None).unwrap();
+        let e = st.lock().unwrap_err().to_string();
+        assert!(
+            e.contains("lock file") && e.contains("owned by uid 65534"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn symlinked_lock_file_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = StateDir::open(dir.path().join("s")).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, st.path().join(LOCK_FILE)).unwrap();
+        assert!(st.lock().is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    }
+
+    /// Regression: the old atomic write created `.NAME.tmp.<pid>` with
+    /// `File::create`, which followed a symlink planted at that predictable
+    /// path and truncated its target.
+    #[test]
+    fn planted_symlink_at_old_temp_path_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = StateDir::open(dir.path().join("s")).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let old_tmp = st
+            .path()
+            .join(format!(".x.json.tmp.{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &old_tmp).unwrap();
+        st.save_json("x.json", &vec![1u32]).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(st.load_json::<Vec<u32>>("x.json").unwrap(), Some(vec![1]));
+        // The symlink is still just a symlink; no temp file is left behind.
+        assert!(std::fs::symlink_metadata(&old_tmp)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        let left: Vec<String> = std::fs::read_dir(st.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 
     #[test]

@@ -53,7 +53,7 @@ fn bench_on_existing_interfaces_refuses_a_foreign_root_unless_told() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("existing interfaces (ens19/ens20"), "{err}");
-    assert!(String::from_utf8_lossy(&o.stdout).contains("combined interleaved file"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("tc -b, combined file"));
     for dev in ["ens19", "ens20"] {
         let roots = root_kinds(&ns, dev);
         assert!(

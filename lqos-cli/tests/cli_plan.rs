@@ -56,7 +56,19 @@ fn plan_writes_files_and_counts() {
     );
     let plan: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("plan.json")).unwrap()).unwrap();
-    assert_eq!(plan["allocation"]["circuits"].as_array().unwrap().len(), 3);
+    // plan.json is the compact record: inputs and allocation, no ops.
+    assert_eq!(plan["format"], 2);
+    assert_eq!(plan["inputs"]["circuits"].as_array().unwrap().len(), 3);
+    assert!(plan.get("interfaces").is_none());
+    // --with-ops keeps the ops; both re-read to the same plan (lqos show).
+    ok(&lqos(dir.path(), &["plan", "--out", "o3", "--with-ops"]));
+    let with_ops: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("o3/plan.json")).unwrap())
+            .unwrap();
+    assert_eq!(with_ops["interfaces"].as_array().unwrap().len(), 2);
+    let a = ok(&lqos(dir.path(), &["show", "--plan", "out/plan.json"]));
+    let b = ok(&lqos(dir.path(), &["show", "--plan", "o3/plan.json"]));
+    assert_eq!(a, b);
     // --queues, --sqm, --strategy, --root-delete override lqos.conf.
     let out = ok(&lqos(
         dir.path(),

@@ -14,7 +14,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::rules::{self, Layout};
-use crate::{Plan, Qdisc, TcHandle, TcOp, TcTree};
+use crate::{Plan, Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
 
 /// Counts of the ops in a diff.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,6 +97,18 @@ pub fn build_ops(t: &TcTree) -> Vec<TcOp> {
     };
     ops.push(TcOp::ReplaceQdisc(root.clone()));
     let mut lay: Vec<&Qdisc> = rules::layout_qdiscs(t).into_iter().skip(1).collect();
+    if root.kind != QdiscKind::Mq {
+        // An HTB root (single-queue interface): its classes hang off it.
+        emit_subtree(
+            t,
+            &by_parent,
+            &kids,
+            root.handle,
+            &mut ops,
+            &|_| true,
+            &|_| true,
+        );
+    }
     lay.sort_by_key(|q| q.handle);
     for q in lay {
         ops.push(TcOp::AddQdisc(q.clone()));
@@ -181,7 +193,7 @@ pub fn diff(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
     // Classes to delete: gone, moved, or below such a class.
     let mut doomed: FxSet<TcHandle> = FxSet::default();
     let mut doomed_order: Vec<TcHandle> = Vec::new(); // preorder
-    for q in rules::layout_qdiscs(old).iter().skip(1) {
+    for q in rules::htb_qdiscs(old) {
         let mut stack: Vec<(TcHandle, bool)> = old_kids
             .get(&q.handle)
             .map(|v| v.iter().rev().map(|&c| (c, false)).collect())
@@ -259,7 +271,7 @@ pub fn diff(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
     // In-place class changes, in new's preorder.
     let mut adds = Vec::new();
     let kept = |id: TcHandle| old.classes.contains_key(&id) && !doomed.contains(&id);
-    for q in rules::layout_qdiscs(new).iter().skip(1) {
+    for q in rules::htb_qdiscs(new) {
         let mut stack: Vec<TcHandle> = new_kids
             .get(&q.handle)
             .map(|v| v.iter().rev().copied().collect())

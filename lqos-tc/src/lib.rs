@@ -43,8 +43,10 @@ mod fx;
 mod handle;
 mod ops;
 pub mod options;
+pub mod order;
 pub mod parse;
 mod plan;
+pub mod record;
 pub mod render;
 pub mod rules;
 mod tree;
@@ -54,10 +56,12 @@ pub use diff::{diff, DiffSummary};
 pub use handle::{HandleError, TcHandle};
 pub use ops::{CakeParams, Class, FqCodelParams, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcOp};
 pub use options::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
+pub use order::locality_order;
 pub use parse::{parse_batch, ParseError};
 pub use plan::{
     just_below, plan, quantum_for, r2q_for, Allocation, CircuitSlot, Direction, InterfacePlan,
     NodeSlot, Plan, PlanError, HTB_LEVELS, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
 };
+pub use record::{PlanInputs, PlanRecord, RecordError, RECORD_FORMAT};
 pub use render::{render_combined, render_interface, render_line};
 pub use tree::{TcTree, TreeError, HTB_MAX_DEPTH};

@@ -126,10 +126,12 @@ pub struct InterfacePlan {
     pub dev: String,
     /// What it shapes.
     pub direction: Direction,
-    /// The full build, in order: `qdisc replace` of the mq root, per queue
-    /// the HTB qdisc, top class `:1`, default class `:2` and its leaf; then
-    /// every node class (parents first); then every circuit class, each
-    /// followed by its leaf qdisc, in input order. No root delete.
+    /// The full build, in order: `qdisc replace` of the mq root (an HTB
+    /// root `1:` with one queue per direction), per queue the HTB qdisc, top
+    /// class `:1`, default class `:2` and its leaf; then per HTB the class
+    /// tree depth-first ([`crate::locality_order`]): a node's class, its
+    /// circuits (each class followed by its leaf qdisc), then its child
+    /// nodes. No root delete.
     pub ops: Vec<TcOp>,
     /// How many leading ops build the queue layout (root, HTBs, `:1`, `:2`).
     pub setup_ops: usize,
@@ -954,6 +956,12 @@ fn devices(cfg: &PlanConfig) -> (String, String) {
 }
 
 /// HTB qdiscs per device: one per queue, or two on a stick.
+/// One queue per direction on a bridge: the HTB is the root (mq needs a
+/// multiqueue device; a single-queue NIC refuses it).
+fn single_queue(cfg: &PlanConfig) -> bool {
+    !matches!(cfg.interfaces, Interfaces::OnAStick { .. }) && cfg.queues_per_direction() == 1
+}
+
 fn htbs_per_dev(cfg: &PlanConfig) -> u32 {
     let q = cfg.queues_per_direction();
     if matches!(cfg.interfaces, Interfaces::OnAStick { .. }) {
@@ -1072,7 +1080,9 @@ fn layout_ops(ops: &mut Vec<TcOp>, cfg: &PlanConfig, cap: Rate, off: u16, r2q: u
     let htbs = htbs_per_dev(cfg) as u16;
     for i in 0..cfg.queues_per_direction() as u16 {
         let m = i + 1 + off;
-        ops.push(TcOp::AddQdisc(Qdisc::htb(TcHandle::new(0x7fff, m), m, 2)));
+        if !single_queue(cfg) {
+            ops.push(TcOp::AddQdisc(Qdisc::htb(TcHandle::new(0x7fff, m), m, 2)));
+        }
         ops.push(htb_class(
             TcHandle::new(m, 0),
             TcHandle::new(m, 1),
@@ -1116,7 +1126,11 @@ fn build(h: Hierarchy, queue: &[u32], ids: &Ids, cfg: &PlanConfig) -> Plan {
     let est_u = 1 + 4 * q + n + h.circ.len() + leaves_u;
     let mut ops_d: Vec<TcOp> = Vec::with_capacity(if stick { est_d + est_u } else { est_d });
     let mut ops_u: Vec<TcOp> = Vec::with_capacity(if stick { 0 } else { est_u });
-    let root = TcOp::ReplaceQdisc(Qdisc::root(MQ_HANDLE, QdiscKind::Mq));
+    let root = if single_queue(cfg) {
+        TcOp::ReplaceQdisc(Qdisc::htb(TcHandle::ROOT, 1, 2))
+    } else {
+        TcOp::ReplaceQdisc(Qdisc::root(MQ_HANDLE, QdiscKind::Mq))
+    };
     ops_d.push(root.clone());
     if !stick {
         ops_u.push(root);
@@ -1217,6 +1231,9 @@ fn build(h: Hierarchy, queue: &[u32], ids: &Ids, cfg: &PlanConfig) -> Plan {
         slot.leaf_upload = (r.leaf_u != NO_LEAF).then_some(c.major_u);
     }
 
+    // Locality: one HTB subtree at a time, a leaf right after its class.
+    let ops_d = crate::order::into_locality_order(ops_d);
+    let ops_u = crate::order::into_locality_order(ops_u);
     let (dev_d, dev_u) = devices(cfg);
     let interfaces = if stick {
         let mut counts = counts_d.clone();

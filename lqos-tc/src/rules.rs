@@ -410,17 +410,30 @@ pub fn tree_satisfies(live: &TcTree, planned: &TcTree) -> bool {
 
 /// The qdiscs that make up a tree's queue layout: the root (explicit
 /// handle) and the explicit-handle qdiscs on its classes (the per-queue
-/// HTBs under `mq`), root first.
+/// HTBs under `mq`), root first. An HTB root (a single-queue interface) is
+/// the whole layout.
 pub fn layout_qdiscs(t: &TcTree) -> Vec<&Qdisc> {
     let Some(root) = t.root() else {
         return Vec::new();
     };
     let major = root.handle.major();
     let mut v = vec![root];
+    if root.kind != QdiscKind::Mq {
+        return v;
+    }
     v.extend(t.qdiscs.values().filter(|q| {
         !is_kernel_default(q) && q.parent != TcHandle::ROOT && q.parent.major() == major
     }));
     v
+}
+
+/// The HTB qdiscs whose class trees hold the sites and circuits: the
+/// per-queue HTBs under an mq root, or an HTB root itself.
+pub fn htb_qdiscs(t: &TcTree) -> Vec<&Qdisc> {
+    match t.root() {
+        Some(r) if r.kind != QdiscKind::Mq => vec![r],
+        _ => layout_qdiscs(t).into_iter().skip(1).collect(),
+    }
 }
 
 /// Whether a live tree can be changed into the plan in place.

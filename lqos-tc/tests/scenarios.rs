@@ -376,19 +376,42 @@ fn combined_file_interleaves_like_libreqos() {
     let setup = p.interfaces[0].setup_ops;
     assert!(devs[..setup].iter().all(|d| *d == "ens19"));
     assert!(devs[setup..2 * setup].iter().all(|d| *d == "ens20"));
-    // Then: each node class on both, then circuit groups (class + leaf) on both.
-    let nodes = 2 * setup + 6;
-    assert_eq!(
-        &devs[2 * setup..nodes],
-        ["ens19", "ens20", "ens19", "ens20", "ens19", "ens20"]
-    );
-    assert_eq!(
-        &devs[nodes..nodes + 4],
-        ["ens19", "ens19", "ens20", "ens20"]
-    );
+    // Then LibreQoS.py's walk: per node depth-first its class on both
+    // interfaces, then its circuits (class + leaf on one, then the other),
+    // then its child nodes.
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[nodes].starts_with("class add dev ens19 parent 1:"));
-    assert!(lines[nodes + 1].starts_with("qdisc add dev ens19 parent 1:"));
+    let tail: Vec<String> = lines[2 * setup..]
+        .iter()
+        .map(|l| {
+            let w: Vec<&str> = l.split(' ').collect();
+            let id = if w[0] == "class" { w[7] } else { w[5] };
+            format!("{} {} {}", w[0], w[3], id)
+        })
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "class ens19 1:3", // Site_1
+            "class ens20 1:3",
+            "class ens19 1:4", // AP_A
+            "class ens20 1:4",
+            "class ens19 1:6", // c1
+            "qdisc ens19 1:6",
+            "class ens20 1:6",
+            "qdisc ens20 1:6",
+            "class ens19 1:7", // c2
+            "qdisc ens19 1:7",
+            "class ens20 1:7",
+            "qdisc ens20 1:7",
+            "class ens19 1:5", // Site_2
+            "class ens20 1:5",
+            "class ens19 1:8", // c3
+            "qdisc ens19 1:8",
+            "class ens20 1:8",
+            "qdisc ens20 1:8",
+        ],
+        "{text}"
+    );
 }
 
 #[test]

@@ -577,7 +577,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__plan)
-            opts="-h --network --devices --config --queues --sqm --strategy --previous --root-delete --out --help"
+            opts="-h --network --devices --config --queues --sqm --strategy --previous --root-delete --out --with-ops --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -64,6 +64,7 @@ round-robin\t'LibreQoS\'s round robin over top-level nodes'"
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l previous -d 'A previous plan.json: keep its classids for circuits and nodes that still exist' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l out -d 'Output directory (created if missing)' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l root-delete -d 'Start each tc file with `qdisc del dev X root`'
+complete -c lqos -n "__fish_lqos_using_subcommand plan" -l with-ops -d 'Also store the ops in plan.json (by default it holds the config, the tc-relevant inputs and the allocation; readers re-derive the ops)'
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lqos -n "__fish_lqos_using_subcommand show" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand show" -l devices -d 'The circuits and devices (LibreQoS ShapedDevices.csv)' -r -F
@@ -122,10 +123,10 @@ complete -c lqos -n "__fish_lqos_using_subcommand verify" -l last -d 'Verify aga
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l json -d 'Print the report as JSON'
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l lazy-leaves -d 'Leaves are lazy (`lqos watch --lazy-leaves`, or `[lqos] lazy_leaves = true` in lqos.conf): a circuit without its leaf is not drift; a leaf that is there must match the plan'
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c lqos -n "__fish_lqos_using_subcommand bench" -l circuits -d 'Circuits in the generated network' -r
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l circuits -d 'Circuits in the generated network [default: 2000 for the quick run, 10000 otherwise]' -r
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l sweep -d 'Circuit counts to sweep instead (e.g. 1000,2000,5000,10000)' -r
-complete -c lqos -n "__fish_lqos_using_subcommand bench" -l runs -d 'Runs of each method' -r
-complete -c lqos -n "__fish_lqos_using_subcommand bench" -l methods -d 'Methods to run, by number (1,2,3a,3b,4,5,6,7,8,9) [default: all]' -r
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l runs -d 'Runs of each method [default: 1 for the quick run, 3 otherwise]' -r
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l methods -d 'Methods to run, by number (1,2,3a,3b,4,5,6,5p,7,7p,8,9) or `all` [default: 1,2,4,5,5p,7,7p,8 for the quick run (no --circuits, --runs, --sweep or own files), else all]' -r
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l strategy -d 'Queue strategy: balanced, round-robin, or both (compared)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l queues -d 'TX queues of the veth pair (one HTB each)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l sqm -d 'Leaf qdisc [default: cake diffserv4 if this kernel has it, else pfifo]' -r

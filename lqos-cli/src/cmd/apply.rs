@@ -10,10 +10,11 @@ use lqos_apply::{
     Backend, Change, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
     Progress, QueueCount, Session, StateDir, TcBatch, TcMode,
 };
+use lqos_model::Network;
 use lqos_tc::{render_line, Plan};
 
 use super::inputs::InputArgs;
-use super::plan::{plan_with, read_plan, PlanOptions};
+use super::plan::{plan_with_network, PlanOptions};
 use super::{EXIT_ERROR, EXIT_OK};
 
 /// Where the plan comes from: LibreQoS inputs (planned here) or a plan file.
@@ -106,20 +107,32 @@ impl PlanArgs {
         state: &Path,
         netns: Option<&str>,
     ) -> anyhow::Result<Plan> {
+        Ok(self.resolve_with_network(live, state, netns)?.0)
+    }
+
+    /// [`PlanArgs::resolve`], with the network the plan was made from when
+    /// known (so the saved state can be the compact record).
+    pub fn resolve_with_network(
+        &self,
+        live: &dyn LiveSource,
+        state: &Path,
+        netns: Option<&str>,
+    ) -> anyhow::Result<(Plan, Option<Network>)> {
         if let Some(p) = &self.plan {
-            return read_plan(p);
+            return Ok(lqos_apply::read_plan_record(p)?);
         }
         let prev = last_good_allocation(state, netns).unwrap_or_else(|e| {
             eprintln!("lqos: warning: ignoring the saved plan ({e}); classids may change");
             None
         });
-        plan_with(
+        let (plan, net) = plan_with_network(
             &self.inputs,
             &self.options,
             QueueCount::FromInterfaces(live),
             prev.as_ref(),
         )
-        .context("cannot plan (give --queues N if the interfaces cannot be probed)")
+        .context("cannot plan (give --queues N if the interfaces cannot be probed)")?;
+        Ok((plan, Some(net)))
     }
 }
 
@@ -231,10 +244,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.rollback && !state_path.exists() {
         return Err(no_state(&state_path));
     }
-    let plan = if args.rollback {
-        None
+    let (plan, network) = if args.rollback {
+        (None, None)
     } else {
-        Some(args.source.resolve(&live, &state_path, netns.as_deref())?)
+        let (p, n) = args
+            .source
+            .resolve_with_network(&live, &state_path, netns.as_deref())?;
+        (Some(p), n)
     };
 
     if args.dry_run {
@@ -295,7 +311,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => &NoProgress,
     };
     let report = match &plan {
-        Some(p) => session.apply(p, opts, progress),
+        Some(p) => session.apply_planned(p, network.as_ref(), opts, progress),
         None => session.rollback(opts, progress),
     };
     if let Some(b) = &bar {

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use lqos_apply::{plan_files, ApplyError, PlanOverrides, QueueCount};
-use lqos_tc::{Allocation, LeafSpec, Plan, QueueStrategy};
+use lqos_model::Network;
+use lqos_tc::{Allocation, LeafSpec, Plan, PlanRecord, QueueStrategy};
 
 use super::inputs::{print_report, InputArgs};
 use super::EXIT_OK;
@@ -60,6 +61,10 @@ pub struct Args {
     /// Output directory (created if missing).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Also store the ops in plan.json (by default it holds the config, the
+    /// tc-relevant inputs and the allocation; readers re-derive the ops).
+    #[arg(long)]
+    pub with_ops: bool,
 }
 
 impl PlanOptions {
@@ -91,10 +96,21 @@ pub fn plan_with(
     queues: QueueCount<'_>,
     previous: Option<&Allocation>,
 ) -> anyhow::Result<Plan> {
+    Ok(plan_with_network(inputs, options, queues, previous)?.0)
+}
+
+/// [`plan_with`], also returning the network it planned (for the compact
+/// plan record).
+pub fn plan_with_network(
+    inputs: &InputArgs,
+    options: &PlanOptions,
+    queues: QueueCount<'_>,
+    previous: Option<&Allocation>,
+) -> anyhow::Result<(Plan, Network)> {
     match plan_files(&inputs.inputs(), &options.overrides()?, queues, previous) {
         Ok(planned) => {
             print_report(&planned.report);
-            Ok(planned.plan)
+            Ok((planned.plan, planned.network))
         }
         Err(ApplyError::InvalidInputs { report }) => {
             print_report(&report);
@@ -131,7 +147,12 @@ fn write_file(path: &Path, body: &str) -> anyhow::Result<()> {
 /// Runs `lqos plan`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let previous = args.previous.as_deref().map(read_plan).transpose()?;
-    let plan = plan_inputs(&args.inputs, &args.options, previous.as_ref())?;
+    let (plan, network) = plan_with_network(
+        &args.inputs,
+        &args.options,
+        QueueCount::Default(DEFAULT_QUEUES),
+        previous.as_ref().map(|p| &p.allocation),
+    )?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     for ip in &plan.interfaces {
@@ -146,7 +167,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let f = File::create(&json_path)
         .with_context(|| format!("cannot write {}", json_path.display()))?;
     let mut w = BufWriter::new(f);
-    serde_json::to_writer(&mut w, &plan)?;
+    let record = PlanRecord::new(&plan, Some(&network), args.with_ops)?;
+    serde_json::to_writer(&mut w, &record)?;
     w.flush()
         .with_context(|| format!("cannot write {}", json_path.display()))?;
 

@@ -38,9 +38,8 @@ use lqos_apply::lazy::{self, LeafTracker};
 use lqos_apply::watch::{Outcome, Trigger, WatchEvent, WatchStatus};
 use lqos_apply::{
     apply_plan, last_good_allocation, load_deletes_first, plan_change, plan_files, preflight,
-    read_live, saved_plan_file, ApplyError, ApplyOptions, Backend, IfaceOps, Inputs, LoadKind,
-    NetlinkBackend, NetlinkLive, NoProgress, Parallelism, QueueCount, RootDelete, SavedPlan,
-    StateDir, SAVED_PLAN_VERSION,
+    read_live, ApplyError, ApplyOptions, Backend, IfaceOps, Inputs, LoadKind, NetlinkBackend,
+    NetlinkLive, NoProgress, Parallelism, QueueCount, RootDelete, StateDir,
 };
 use lqos_tc::{render_line, DiffSummary, Plan, TcTree};
 use tracing::{debug, error, info, warn};
@@ -386,19 +385,7 @@ impl Daemon {
     }
 
     fn save_last_good(&self, plan: &Plan) {
-        let saved = SavedPlan {
-            version: SAVED_PLAN_VERSION,
-            netns: self.netns.clone(),
-            applied_at: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
-            plan: plan.clone(),
-        };
-        if let Err(e) = self
-            .state
-            .save_json(&saved_plan_file(self.netns.as_deref()), &saved)
-        {
+        if let Err(e) = lqos_apply::save_last_good(&self.state, self.netns.as_deref(), plan, None) {
             warn!(error = %e, "cannot save the last good plan");
         }
     }

@@ -2,15 +2,16 @@
 //! 526) in a private network namespace, and time lqos's own loaders.
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use lqos_apply::bench::{BenchTree, Method, Runner, Sample, Summary};
 use lqos_apply::netns::{cleanup_stale, netns_available, ScratchNetns};
 use lqos_apply::{KindProbe, NoProgress};
-use lqos_model::{GenParams, Network};
+use lqos_bench::{ApplyCommand, BenchTree, Method, Runner, Sample, Summary};
+use lqos_model::{BridgeConfig, GenParams, LqosConfig, Network, QueuesConfig};
 use lqos_tc::{LeafSpec, PlanConfig, QdiscKind, QueueStrategy};
 
 mod report;
@@ -27,16 +28,19 @@ type RowKey = (usize, usize, usize, String);
 /// Arguments of `lqos bench`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Circuits in the generated network.
-    #[arg(long, default_value_t = 10_000)]
-    circuits: usize,
+    /// Circuits in the generated network [default: 2000 for the quick run,
+    /// 10000 otherwise].
+    #[arg(long)]
+    circuits: Option<usize>,
     /// Circuit counts to sweep instead (e.g. 1000,2000,5000,10000).
     #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
     sweep: Vec<usize>,
-    /// Runs of each method.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Methods to run, by number (1,2,3a,3b,4,5,6,7,8,9) [default: all].
+    /// Runs of each method [default: 1 for the quick run, 3 otherwise].
+    #[arg(long)]
+    runs: Option<usize>,
+    /// Methods to run, by number (1,2,3a,3b,4,5,6,5p,7,7p,8,9) or `all`
+    /// [default: 1,2,4,5,5p,7,7p,8 for the quick run (no --circuits,
+    /// --runs, --sweep or own files), else all].
     #[arg(long, value_delimiter = ',', value_name = "ID,ID,...")]
     methods: Vec<String>,
     /// Queue strategy: balanced, round-robin, or both (compared).
@@ -82,12 +86,22 @@ pub struct Args {
 
 /// Runs `lqos bench`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let methods = parse_methods(&args.methods)?;
+    let quick = args.circuits.is_none()
+        && args.runs.is_none()
+        && args.sweep.is_empty()
+        && args.network.is_none();
+    let methods = if args.methods.is_empty() && quick {
+        Method::QUICK.to_vec()
+    } else {
+        parse_methods(&args.methods)?
+    };
+    let circuits = args.circuits.unwrap_or(if quick { 2000 } else { 10_000 });
+    let runs = args.runs.unwrap_or(if quick { 1 } else { 3 });
     let strategies: Vec<QueueStrategy> = match args.strategy.as_str() {
         "both" => vec![QueueStrategy::Balanced, QueueStrategy::RoundRobin],
         s => vec![s.parse().map_err(anyhow::Error::msg)?],
     };
-    anyhow::ensure!(args.runs > 0, "--runs must be at least 1");
+    anyhow::ensure!(runs > 0, "--runs must be at least 1");
     anyhow::ensure!(args.queues > 0, "--queues must be at least 1");
     netns_available()
         .map_err(|why| anyhow::anyhow!("lqos bench needs root and network namespaces: {why}"))?;
@@ -97,7 +111,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let sizes: Vec<usize> = match (&own, args.sweep.is_empty()) {
         (Some(net), _) => vec![net.circuits().len()],
-        (None, true) => vec![args.circuits],
+        (None, true) => vec![circuits],
         (None, false) => args.sweep.clone(),
     };
 
@@ -116,61 +130,135 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let [down, up] = [devs[0].as_str(), devs[1].as_str()];
     let sqm = choose_sqm(args.sqm.as_deref())?;
     eprintln!(
-        "lqos bench: {} ({down}/{up}, {} TX queues), leaf qdisc {sqm}, {} run(s) per method",
+        "lqos bench: {} ({down}/{up}, {} TX queues), leaf qdisc {sqm}, {runs} run(s) per method",
         match &ns {
             Some(ns) => format!("namespace {}", ns.name()),
             None => "existing interfaces".to_string(),
         },
         args.queues,
-        args.runs
+    );
+    let ids: Vec<&str> = methods.iter().map(|m| m.id()).collect();
+    let sizes_text: Vec<String> = sizes.iter().map(usize::to_string).collect();
+    eprintln!(
+        "lqos bench: {}{} circuits, methods {}{}",
+        if quick { "quick run: " } else { "" },
+        sizes_text.join(", "),
+        ids.join(","),
+        if quick {
+            "; the full table: lqos bench --circuits 10000 --runs 3 (about 20 minutes on 2 cores)"
+        } else {
+            ""
+        }
     );
     let _restore = RestoreRoots(if ns.is_none() { devs.to_vec() } else { vec![] });
 
-    let runner = Runner::in_netns(ns.as_ref().map(|n| n.name()));
-    let total = sizes.len() * strategies.len() * args.runs * methods.len();
-    let bar = progress_bar(total as u64);
+    // Inputs and a state directory for the whole-process methods (5p, 7p):
+    // written so that `lqos apply` plans exactly the bench's tree.
+    let work = tempfile::Builder::new()
+        .prefix("lqos-bench-")
+        .tempdir()
+        .context("creating the bench's work directory")?;
+    let conf = bench_config(&sqm, down, up);
+    let conf_path = work.path().join("lqos.conf");
+    std::fs::write(&conf_path, lqos_model::write_config(&conf))
+        .with_context(|| format!("writing {}", conf_path.display()))?;
+    let state_dir = work.path().join("state");
+    let exe = std::env::current_exe().context("finding the lqos executable")?;
+
+    let total = sizes.len() * strategies.len() * runs * methods.len();
+    let bar = Reporter::new(total);
+    let mut done = 0usize;
     let mut samples: BTreeMap<RowKey, (Method, Vec<Sample>)> = BTreeMap::new();
     for &n in &sizes {
         let net = match &own {
             Some(net) => net.clone(),
             None => generated(n, args.seed, args.uneven),
         };
+        let (net_path, dev_path) = match (&args.network, &args.devices) {
+            (Some(n), Some(d)) => (n.clone(), d.clone()),
+            _ => {
+                let (n, d) = (
+                    work.path().join("network.json"),
+                    work.path().join("ShapedDevices.csv"),
+                );
+                std::fs::write(&n, lqos_model::write_network_json(&net))
+                    .with_context(|| format!("writing {}", n.display()))?;
+                std::fs::write(&d, lqos_model::write_shaped_devices(&net))
+                    .with_context(|| format!("writing {}", d.display()))?;
+                (n, d)
+            }
+        };
         for (si, &strategy) in strategies.iter().enumerate() {
-            let mut cfg = PlanConfig::bridge(down, up, args.queues);
-            cfg.default_sqm = sqm.clone();
+            let mut cfg = PlanConfig::from_lqos_config(&conf, args.queues)?;
             cfg.strategy = strategy;
             if !sqm.is_cake() {
                 cfg.fq_codel_threshold = None;
             }
-            bar.set_message(format!("{n} circuits: planning"));
+            bar.message(format!("{n} circuits: planning"));
             let tree = BenchTree::plan(&net, &cfg)?;
-            bar.set_message(format!("{n} circuits: initial load"));
+            bar.message(format!("{n} circuits: initial load"));
+            // A fresh state directory per tree: `lqos apply` keeps the
+            // classids of the last plan it loaded.
+            let _ = std::fs::remove_dir_all(&state_dir);
+            let netns_args: Vec<std::ffi::OsString> = match &ns {
+                Some(ns) => vec!["--netns".into(), ns.name().into()],
+                None => vec![],
+            };
+            let runner =
+                Runner::in_netns(ns.as_ref().map(|n| n.name())).with_apply_command(ApplyCommand {
+                    program: exe.clone(),
+                    args: [
+                        "--network".into(),
+                        net_path.clone().into_os_string(),
+                        "--devices".into(),
+                        dev_path.clone().into_os_string(),
+                        "--config".into(),
+                        conf_path.clone().into_os_string(),
+                        "--queues".into(),
+                        args.queues.to_string().into(),
+                        "--sqm".into(),
+                        sqm.to_string().into(),
+                        "--strategy".into(),
+                        strategy_name(strategy).into(),
+                        "--state-dir".into(),
+                        state_dir.clone().into_os_string(),
+                    ]
+                    .into_iter()
+                    .chain(netns_args)
+                    .collect(),
+                });
             runner.converge(&tree.base)?;
-            for run in 0..args.runs {
+            for run in 0..runs {
                 for (mi, &m) in methods.iter().enumerate() {
-                    bar.set_message(format!(
-                        "{n} circuits, {strategy:?}, run {}/{}: method {} ({})",
+                    let what = format!(
+                        "{n} circuits{}, run {}/{runs}: method {} ({})",
+                        if strategies.len() > 1 {
+                            format!(" [{}]", strategy_name(strategy))
+                        } else {
+                            String::new()
+                        },
                         run + 1,
-                        args.runs,
                         m.id(),
                         m.name()
-                    ));
+                    );
+                    bar.message(what.clone());
                     let rows = runner
                         .run(&tree, m, &NoProgress)
                         .with_context(|| format!("method {} ({})", m.id(), m.name()))?;
+                    done += 1;
                     for r in rows {
+                        bar.finished(done, &what, &r.label, &r.sample);
                         samples
                             .entry((n, si, mi, r.label))
                             .or_insert_with(|| (m, Vec::new()))
                             .1
                             .push(r.sample);
                     }
-                    bar.inc(1);
                 }
             }
         }
     }
-    bar.finish_and_clear();
+    bar.finish();
     drop(ns);
 
     let mut rows: Vec<Row> = samples
@@ -194,7 +282,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "interfaces": [down, up],
             "queues": args.queues,
             "sqm": sqm.to_string(),
-            "runs": args.runs,
+            "runs": runs,
             "rows": rows,
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -219,7 +307,7 @@ fn strategy_name(s: QueueStrategy) -> &'static str {
 }
 
 fn parse_methods(ids: &[String]) -> anyhow::Result<Vec<Method>> {
-    if ids.is_empty() {
+    if ids.is_empty() || ids.iter().any(|i| i.trim() == "all") {
         return Ok(Method::ALL.to_vec());
     }
     ids.iter()
@@ -376,13 +464,71 @@ fn install_interrupt_cleanup(cleanup: Cleanup) -> anyhow::Result<()> {
     .context("installing the Ctrl-C handler")
 }
 
-fn progress_bar(total: u64) -> ProgressBar {
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("[{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
-            .expect("valid template"),
-    );
-    bar
+/// The `lqos.conf` of a bench: the scratch interfaces as a bridge, the
+/// default capacities, and the leaf qdisc.
+fn bench_config(sqm: &LeafSpec, down: &str, up: &str) -> LqosConfig {
+    LqosConfig {
+        bridge: Some(BridgeConfig {
+            to_internet: up.to_string(),
+            to_network: down.to_string(),
+        }),
+        single_interface: None,
+        queues: QueuesConfig {
+            default_sqm: sqm.to_string(),
+            ..QueuesConfig::default()
+        },
+    }
+}
+
+/// Progress: a bar on a terminal, else one line per finished run.
+struct Reporter {
+    bar: Option<ProgressBar>,
+    total: usize,
+}
+
+impl Reporter {
+    fn new(total: usize) -> Reporter {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(total as u64);
+            bar.set_style(
+                ProgressStyle::with_template("[{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+                    .expect("valid template"),
+            );
+            bar
+        });
+        Reporter { bar, total }
+    }
+
+    fn message(&self, msg: String) {
+        if let Some(b) = &self.bar {
+            b.set_message(msg);
+        }
+    }
+
+    fn finished(&self, done: usize, what: &str, label: &str, s: &Sample) {
+        match &self.bar {
+            Some(b) => b.set_position(done as u64),
+            None => eprintln!(
+                "lqos bench: [{done}/{}] {what}{}: wall {:.3}s user {:.3}s sys {:.3}s, {} ops",
+                self.total,
+                if label.contains(" alone") {
+                    format!(" {label}")
+                } else {
+                    String::new()
+                },
+                s.wall.as_secs_f64(),
+                s.user.as_secs_f64(),
+                s.sys.as_secs_f64(),
+                s.ops
+            ),
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
 }
 
 #[cfg(test)]

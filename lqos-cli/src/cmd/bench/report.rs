@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use lqos_apply::bench::Summary;
+use lqos_bench::Summary;
 use serde::Serialize;
 
 /// One row of the result table: a method (or one interface of method 1).
@@ -171,7 +171,7 @@ pub fn plot_svg(rows: &[Row], path: &Path) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lqos_apply::bench::Sample;
+    use lqos_bench::Sample;
 
     fn row(id: &str, circuits: usize, wall_ms: u64) -> Row {
         let s = Sample {

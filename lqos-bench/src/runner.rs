@@ -5,26 +5,32 @@
 //! any order and be repeated. Full reloads include the root delete of the
 //! old tree; method 9 times that teardown alone.
 
-use lqos_tc::TcOp;
+use std::cell::Cell;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use lqos_apply::timing::{CpuScope, Stopwatch};
+use lqos_apply::{
+    load_deletes_first, plan_change, read_live, Backend, IfaceOps, NetlinkBackend, NetlinkLive,
+    NoProgress, Parallelism, Progress, RootDelete, TcBatch, TcMode, Timing,
+};
+use lqos_tc::{InterfacePlan, TcOp};
 use serde::Serialize;
 
-use super::Sample;
-use crate::backend::{
-    load_deletes_first, Backend, IfaceOps, NetlinkBackend, NoProgress, Parallelism, Progress,
-    RootDelete, TcBatch, TcMode,
-};
-use crate::engine::plan_change;
-use crate::error::{ApplyError, Result};
-use crate::live::{read_live, NetlinkLive};
-use crate::timing::{CpuScope, Stopwatch};
-use lqos_tc::InterfacePlan;
+use crate::error::{BenchError, Result};
+use crate::stats::Sample;
 
 /// A load method, numbered as in issue 526's reproduction (README).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum Method {
     /// 1: `tc -b` of each interface's file on its own (one row per interface).
     TcEachAlone,
-    /// 2: `tc -b` of the combined interleaved file (LibreQoS's way).
+    /// 2: `tc -b` of one combined file in LibreQoS.py's line order (the
+    /// baseline): root deletes as their own `tc` commands first (as
+    /// LibreQoS's `clearPriorSettings`), then both setups, then per node
+    /// depth-first its class on A and on B, per circuit class A, leaf A,
+    /// class B, leaf B (the planner's locality order, interleaved).
     TcCombined,
     /// 3a: per-interface files one after another, root delete outside the batch.
     TcSerialRootOutside,
@@ -36,8 +42,14 @@ pub enum Method {
     NetlinkSerial,
     /// 6: netlink, one worker per interface, all old trees deleted first.
     NetlinkParallel,
+    /// 5p: `lqos apply --full` as a whole process (parse the inputs, plan,
+    /// delete and rebuild both trees over netlink, save the state).
+    ApplyProcessFull,
     /// 7: incremental reload with no change (readback + diff + send).
     IncrementalNoChange,
+    /// 7p: `lqos apply` with nothing changed, as a whole process (parse the
+    /// inputs, plan, read both trees back, diff, send nothing).
+    ApplyProcessNoChange,
     /// 8: incremental reload with 1% of circuits changed in rate.
     IncrementalChanged,
     /// 9: full teardown (root delete of both interfaces).
@@ -46,7 +58,7 @@ pub enum Method {
 
 impl Method {
     /// All methods, in table order.
-    pub const ALL: [Method; 10] = [
+    pub const ALL: [Method; 12] = [
         Method::TcEachAlone,
         Method::TcCombined,
         Method::TcSerialRootOutside,
@@ -54,7 +66,9 @@ impl Method {
         Method::TcParallel,
         Method::NetlinkSerial,
         Method::NetlinkParallel,
+        Method::ApplyProcessFull,
         Method::IncrementalNoChange,
+        Method::ApplyProcessNoChange,
         Method::IncrementalChanged,
         Method::Teardown,
     ];
@@ -69,7 +83,9 @@ impl Method {
             Method::TcParallel => "4",
             Method::NetlinkSerial => "5",
             Method::NetlinkParallel => "6",
+            Method::ApplyProcessFull => "5p",
             Method::IncrementalNoChange => "7",
+            Method::ApplyProcessNoChange => "7p",
             Method::IncrementalChanged => "8",
             Method::Teardown => "9",
         }
@@ -79,16 +95,41 @@ impl Method {
     pub fn name(self) -> &'static str {
         match self {
             Method::TcEachAlone => "tc -b, one interface alone",
-            Method::TcCombined => "tc -b, combined interleaved file",
+            Method::TcCombined => "tc -b, combined file, LibreQoS.py order",
             Method::TcSerialRootOutside => "tc -b per iface, serial, root del outside",
             Method::TcSerialRootInside => "tc -b per iface, serial, root del inside",
             Method::TcParallel => "tc -b per iface, parallel",
             Method::NetlinkSerial => "netlink, serial (old trees deleted first)",
             Method::NetlinkParallel => "netlink, parallel (old trees deleted first)",
+            Method::ApplyProcessFull => "lqos apply --full, whole process",
             Method::IncrementalNoChange => "incremental reload, no change",
+            Method::ApplyProcessNoChange => "lqos apply, no change, whole process",
             Method::IncrementalChanged => "incremental reload, 1% changed",
             Method::Teardown => "teardown (root delete)",
         }
+    }
+
+    /// The quick default set of `lqos bench`: issue 526's question (1, 2,
+    /// 4), the netlink loader (5), and full vs no-op reloads in-process and
+    /// as whole `lqos apply` processes (5p, 7, 7p, 8).
+    pub const QUICK: [Method; 8] = [
+        Method::TcEachAlone,
+        Method::TcCombined,
+        Method::TcParallel,
+        Method::NetlinkSerial,
+        Method::ApplyProcessFull,
+        Method::IncrementalNoChange,
+        Method::ApplyProcessNoChange,
+        Method::IncrementalChanged,
+    ];
+
+    /// True for the methods that run `lqos apply` as a process (they need
+    /// [`Runner::with_apply_command`]).
+    pub fn is_process(self) -> bool {
+        matches!(
+            self,
+            Method::ApplyProcessFull | Method::ApplyProcessNoChange
+        )
     }
 
     /// Parses a method id (`"1"`, `"3a"`, ...).
@@ -130,11 +171,24 @@ impl BenchTree {
     }
 }
 
+/// How to run `lqos apply` as a process on the bench's tree: the program
+/// and the arguments that make it plan exactly the bench's base tree
+/// (inputs, `--queues`, `--sqm`, `--strategy`, `--netns`, `--state-dir`).
+#[derive(Debug, Clone)]
+pub struct ApplyCommand {
+    /// The `lqos` executable.
+    pub program: PathBuf,
+    /// Arguments after `apply`.
+    pub args: Vec<OsString>,
+}
+
 /// Runs methods in one network namespace.
 #[derive(Debug)]
 pub struct Runner {
     netns: Option<String>,
     live: NetlinkLive,
+    apply: Option<ApplyCommand>,
+    primed: Cell<bool>,
 }
 
 impl Runner {
@@ -149,7 +203,55 @@ impl Runner {
         Runner {
             netns: netns.map(str::to_string),
             live: NetlinkLive::new(netns.map(str::to_string)),
+            apply: None,
+            primed: Cell::new(false),
         }
+    }
+
+    /// Enables the whole-process methods (5p, 7p) with this command.
+    pub fn with_apply_command(mut self, cmd: ApplyCommand) -> Runner {
+        self.apply = Some(cmd);
+        self
+    }
+
+    /// Runs `lqos apply [extra]` once, timed as a whole child process.
+    fn apply_process(&self, method: Method, extra: &[&str]) -> Result<Timing> {
+        let cmd = self.apply.as_ref().ok_or(BenchError::NoApplyCommand {
+            method: method.id(),
+        })?;
+        let sw = Stopwatch::start(CpuScope::Children);
+        let out = Command::new(&cmd.program)
+            .arg("apply")
+            .args(&cmd.args)
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| BenchError::Process {
+                command: describe(cmd, extra),
+                message: e.to_string(),
+            })?;
+        let t = sw.stop();
+        if !out.status.success() {
+            return Err(BenchError::Process {
+                command: describe(cmd, extra),
+                message: format!(
+                    "{}: {}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            });
+        }
+        Ok(t)
+    }
+
+    /// The first whole-process run saves the state `lqos apply` keeps; do
+    /// that once, untimed, so every timed run sees a warm state directory.
+    fn prime(&self, method: Method) -> Result<()> {
+        if !self.primed.get() {
+            self.apply_process(method, &[])?;
+            self.primed.set(true);
+        }
+        Ok(())
     }
 
     fn tc(&self, mode: TcMode) -> TcBatch {
@@ -226,6 +328,10 @@ impl Runner {
     /// `targets` (same handles), so a method that silently loaded nothing
     /// cannot look fast.
     pub fn check_loaded(&self, targets: &[InterfacePlan]) -> Result<()> {
+        self.check_loaded_after("bench check", targets)
+    }
+
+    fn check_loaded_after(&self, method: &str, targets: &[InterfacePlan]) -> Result<()> {
         let devs: Vec<&str> = targets.iter().map(|t| t.dev.as_str()).collect();
         let live = read_live(&self.live, &devs)?;
         for t in targets {
@@ -239,12 +345,12 @@ impl Runner {
                 .filter(|h| !got.qdiscs.contains_key(h))
                 .count();
             if live_classes != planned_classes || qdiscs_missing != 0 {
-                return Err(ApplyError::Check {
+                return Err(BenchError::NotLoaded {
+                    method: method.to_string(),
                     dev: t.dev.clone(),
-                    message: format!(
-                        "after loading, {live_classes} classes live vs {planned_classes} planned, \
-                         {qdiscs_missing} planned qdiscs missing"
-                    ),
+                    live_classes,
+                    planned_classes,
+                    qdiscs_missing,
                 });
             }
         }
@@ -288,7 +394,7 @@ impl Runner {
             Method::TcCombined => row(self.timed_load(
                 &self.tc(TcMode::Combined),
                 base,
-                RootDelete::InBatch,
+                RootDelete::Separate,
                 progress,
             )?),
             Method::TcSerialRootOutside => row(self.timed_load(
@@ -319,10 +425,20 @@ impl Runner {
                 &tree.reload_ops,
                 progress,
             )?),
+            Method::ApplyProcessFull => {
+                self.prime(method)?;
+                let t = self.apply_process(method, &["--full"])?;
+                let ops = tree.reload_ops.iter().map(IfaceOps::len).sum();
+                row(Sample::new(t, ops))
+            }
+            Method::ApplyProcessNoChange => {
+                self.prime(method)?;
+                row(Sample::new(self.apply_process(method, &[])?, 0))
+            }
             Method::IncrementalNoChange => row(self.incremental(&tree.base, progress)?),
             Method::IncrementalChanged => {
                 let s = self.incremental(&tree.changed, progress)?;
-                self.check_loaded(&tree.changed)?;
+                self.check_loaded_after(method.name(), &tree.changed)?;
                 self.converge(&tree.base)?;
                 row(s)
             }
@@ -344,7 +460,7 @@ impl Runner {
                 row(s)
             }
         };
-        self.check_loaded(&tree.base)?;
+        self.check_loaded_after(method.name(), &tree.base)?;
         Ok(rows)
     }
 
@@ -361,13 +477,9 @@ impl BenchTree {
     /// circuit's ceilings raised by 10% (classids kept stable through the
     /// base plan's allocation).
     pub fn plan(net: &lqos_model::Network, cfg: &lqos_tc::PlanConfig) -> Result<BenchTree> {
-        let plan_err = |source| ApplyError::Planning {
-            devices: None,
-            source,
-        };
-        let base = lqos_tc::plan(net, cfg, None).map_err(plan_err)?;
+        let base = lqos_tc::plan(net, cfg, None)?;
         let changed_net = one_percent_changed(net);
-        let changed = lqos_tc::plan(&changed_net, cfg, Some(&base.allocation)).map_err(plan_err)?;
+        let changed = lqos_tc::plan(&changed_net, cfg, Some(&base.allocation))?;
         let base_ops: Vec<IfaceOps<'static>> = IfaceOps::all_from_plan(&base)
             .into_iter()
             .map(IfaceOps::into_owned)
@@ -384,6 +496,19 @@ impl BenchTree {
             changed: changed.interfaces,
         })
     }
+}
+
+fn describe(cmd: &ApplyCommand, extra: &[&str]) -> String {
+    let mut s = format!("{} apply", cmd.program.display());
+    for a in cmd.args.iter().map(|a| a.to_string_lossy().into_owned()) {
+        s += " ";
+        s += &a;
+    }
+    for a in extra {
+        s += " ";
+        s += a;
+    }
+    s
 }
 
 /// `net` with every 100th circuit's download and upload ceilings raised by

@@ -1,0 +1,447 @@
+//! A compact, self-contained record of a plan: what must survive a reload.
+//!
+//! The ops of a [`Plan`] follow from its inputs (the tc-relevant part of the
+//! network: node capacities, circuit rates and leaf overrides), its
+//! [`PlanConfig`] and its [`Allocation`] (queue, classid minor and leaf
+//! handles of every node and circuit). A [`PlanRecord`] stores exactly
+//! those, one JSON array per node and per circuit (about 80-100 bytes per
+//! circuit instead of ~1.4 KB with the ops), and [`PlanRecord::replan`]
+//! re-derives the identical plan. The ops can be kept as well
+//! ([`PlanRecord::new`] with `with_ops`), for readers that want them.
+
+use serde::{Deserialize, Serialize};
+
+use lqos_model::{Circuit, Network, Node, Rate, SqmOverride};
+
+use crate::{Allocation, CircuitSlot, InterfacePlan, NodeSlot, Plan, PlanConfig, PlanError};
+
+/// Format number of [`PlanRecord`] (the full `Plan` JSON of earlier
+/// versions had none).
+pub const RECORD_FORMAT: u32 = 2;
+
+/// Rates in records: a number of kbit/s when exact, else `"<bps>bit"`.
+mod kbit {
+    use lqos_model::Rate;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Kbit(u64),
+        Bits(String),
+    }
+
+    pub fn serialize<S: Serializer>(r: &Rate, s: S) -> Result<S::Ok, S::Error> {
+        if r.bps() % 1000 == 0 {
+            Repr::Kbit(r.bps() / 1000).serialize(s)
+        } else {
+            Repr::Bits(format!("{}bit", r.bps())).serialize(s)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
+        use serde::de::Error;
+        match Repr::deserialize(d)? {
+            Repr::Kbit(k) => k
+                .checked_mul(1000)
+                .map(Rate::from_bps)
+                .ok_or_else(|| D::Error::custom(format!("rate {k} kbit/s is too large"))),
+            Repr::Bits(b) => b
+                .strip_suffix("bit")
+                .and_then(|n| n.parse().ok())
+                .map(Rate::from_bps)
+                .ok_or_else(|| D::Error::custom(format!("bad rate {b:?}"))),
+        }
+    }
+}
+
+/// A network node: name, index of its parent in [`PlanInputs::nodes`],
+/// download and upload capacity (kbit/s), virtual.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeRow(
+    pub String,
+    pub Option<u32>,
+    #[serde(with = "kbit")] pub Rate,
+    #[serde(with = "kbit")] pub Rate,
+    pub bool,
+);
+
+/// A circuit and its slot: id, name, parent node (index into
+/// [`PlanInputs::nodes`]), download min, upload min, download max, upload
+/// max, sqm override; then the slot: parent slot, queue, minor, download
+/// leaf major, upload leaf major.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[allow(clippy::type_complexity)]
+pub struct CircuitRow(
+    pub String,
+    pub String,
+    pub Option<u32>,
+    #[serde(with = "kbit")] pub Rate,
+    #[serde(with = "kbit")] pub Rate,
+    #[serde(with = "kbit")] pub Rate,
+    #[serde(with = "kbit")] pub Rate,
+    pub Option<SqmOverride>,
+    pub u32,
+    pub u32,
+    pub u16,
+    pub Option<u16>,
+    pub Option<u16>,
+);
+
+/// A planned node slot: name, parent slot, queue, minor, generated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotRow(pub String, pub Option<u32>, pub u32, pub u16, pub bool);
+
+/// The tc-relevant inputs of a plan and its allocation, row by row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanInputs {
+    /// HTB queues per direction of the allocation.
+    pub queues: u32,
+    /// Network nodes in preorder (parents first).
+    pub nodes: Vec<NodeRow>,
+    /// Allocated node slots (real and generated), parents first.
+    pub slots: Vec<SlotRow>,
+    /// Circuits in input order, each with its slot.
+    pub circuits: Vec<CircuitRow>,
+}
+
+/// A plan as stored: config + inputs + allocation, and optionally the ops.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanRecord {
+    /// [`RECORD_FORMAT`].
+    pub format: u32,
+    /// The config the plan was made with.
+    pub config: PlanConfig,
+    /// Inputs and allocation; `None` when only the ops are known (a plan
+    /// read from an old file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<PlanInputs>,
+    /// The allocation, when there are no inputs to carry it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation: Option<Allocation>,
+    /// The ops (only when asked for, or when there are no inputs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interfaces: Option<Vec<InterfacePlan>>,
+}
+
+/// Why a record does not give back a plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// The record's format is not one this version reads.
+    #[error("plan record format {found} is not {RECORD_FORMAT}")]
+    Format {
+        /// The format number found.
+        found: u32,
+    },
+    /// Neither inputs nor ops: nothing to plan from.
+    #[error("the plan record has neither inputs nor ops")]
+    Empty,
+    /// The stored inputs are inconsistent (a node's parent index, ...).
+    #[error("the plan record is inconsistent: {0}")]
+    Inconsistent(String),
+    /// Re-planning the stored inputs failed.
+    #[error("re-planning the stored inputs: {0}")]
+    Plan(#[from] PlanError),
+    /// The circuits of the network and of the allocation differ (the plan
+    /// was not made from this network).
+    #[error("circuit {index} of the network is {net:?} but the allocation has {slot:?}")]
+    Mismatch {
+        /// Index of the first differing circuit.
+        index: usize,
+        /// Circuit id in the network.
+        net: String,
+        /// Circuit id in the allocation.
+        slot: String,
+    },
+}
+
+impl PlanInputs {
+    /// Rows of `net` and `alloc` (which must be `net`'s plan's allocation).
+    pub fn new(net: &Network, alloc: &Allocation) -> Result<PlanInputs, RecordError> {
+        let order = net.nodes_preorder();
+        let mut index = vec![u32::MAX; net.graph().node_count()];
+        for (i, &n) in order.iter().enumerate() {
+            index[n.index()] = i as u32;
+        }
+        let nodes = order
+            .iter()
+            .map(|&n| {
+                let node = net.node(n);
+                NodeRow(
+                    node.name.clone(),
+                    net.parent(n).map(|p| index[p.index()]),
+                    node.download,
+                    node.upload,
+                    node.virtual_node,
+                )
+            })
+            .collect();
+        if net.circuits().len() != alloc.circuits.len() {
+            return Err(RecordError::Inconsistent(format!(
+                "{} circuits in the network, {} in the allocation",
+                net.circuits().len(),
+                alloc.circuits.len()
+            )));
+        }
+        let mut circuits = Vec::with_capacity(alloc.circuits.len());
+        for (i, (c, s)) in net.circuits().iter().zip(&alloc.circuits).enumerate() {
+            if c.id != s.id {
+                return Err(RecordError::Mismatch {
+                    index: i,
+                    net: c.id.clone(),
+                    slot: s.id.clone(),
+                });
+            }
+            let parent = c
+                .parent
+                .as_deref()
+                .and_then(|p| net.node_by_name(p))
+                .map(|n| index[n.index()]);
+            circuits.push(CircuitRow(
+                c.id.clone(),
+                s.name.clone(),
+                parent,
+                c.download_min,
+                c.upload_min,
+                c.download_max,
+                c.upload_max,
+                c.sqm.clone(),
+                s.parent,
+                s.queue,
+                s.minor,
+                s.leaf_download,
+                s.leaf_upload,
+            ));
+        }
+        let slots = alloc
+            .nodes
+            .iter()
+            .map(|n| SlotRow(n.name.clone(), n.parent, n.queue, n.minor, n.generated))
+            .collect();
+        Ok(PlanInputs {
+            queues: alloc.queues,
+            nodes,
+            slots,
+            circuits,
+        })
+    }
+
+    /// The network these rows describe (tc-relevant fields only: no
+    /// devices, comments, node ids or types).
+    pub fn network(&self) -> Result<Network, RecordError> {
+        let mut net = Network::new();
+        for (i, NodeRow(name, parent, down, up, virt)) in self.nodes.iter().enumerate() {
+            let parent = match parent {
+                None => None,
+                Some(p) if (*p as usize) < i => Some(self.nodes[*p as usize].0.as_str()),
+                Some(p) => {
+                    return Err(RecordError::Inconsistent(format!(
+                        "node {name:?} has parent index {p}, not before it"
+                    )))
+                }
+            };
+            let node = Node {
+                name: name.clone(),
+                id: None,
+                node_type: None,
+                download: *down,
+                upload: *up,
+                virtual_node: *virt,
+            };
+            net.add_node(parent, node)
+                .map_err(|e| RecordError::Inconsistent(e.to_string()))?;
+        }
+        let mut circuits = Vec::with_capacity(self.circuits.len());
+        for r in &self.circuits {
+            let parent = match r.2 {
+                None => None,
+                Some(p) => Some(
+                    self.nodes
+                        .get(p as usize)
+                        .ok_or_else(|| {
+                            RecordError::Inconsistent(format!(
+                                "circuit {:?} has parent index {p} of {} nodes",
+                                r.0,
+                                self.nodes.len()
+                            ))
+                        })?
+                        .0
+                        .clone(),
+                ),
+            };
+            circuits.push(Circuit {
+                id: r.0.clone(),
+                name: r.1.clone(),
+                parent,
+                download_min: r.3,
+                upload_min: r.4,
+                download_max: r.5,
+                upload_max: r.6,
+                comment: String::new(),
+                sqm: r.7.clone(),
+                devices: Vec::new(),
+            });
+        }
+        net.set_circuits(circuits);
+        Ok(net)
+    }
+
+    /// The allocation these rows describe.
+    pub fn allocation(&self) -> Allocation {
+        Allocation {
+            queues: self.queues,
+            nodes: self
+                .slots
+                .iter()
+                .map(|SlotRow(name, parent, queue, minor, generated)| NodeSlot {
+                    name: name.clone(),
+                    parent: *parent,
+                    queue: *queue,
+                    minor: *minor,
+                    generated: *generated,
+                })
+                .collect(),
+            circuits: self
+                .circuits
+                .iter()
+                .map(|r| CircuitSlot {
+                    id: r.0.clone(),
+                    name: r.1.clone(),
+                    parent: r.8,
+                    queue: r.9,
+                    minor: r.10,
+                    leaf_download: r.11,
+                    leaf_upload: r.12,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl PlanRecord {
+    /// The record of `plan`, made from `net` (`None`: the network is not
+    /// known, so the ops are kept whatever `with_ops` says).
+    pub fn new(
+        plan: &Plan,
+        net: Option<&Network>,
+        with_ops: bool,
+    ) -> Result<PlanRecord, RecordError> {
+        let inputs = net
+            .map(|n| PlanInputs::new(n, &plan.allocation))
+            .transpose()?;
+        let keep_ops = with_ops || inputs.is_none();
+        Ok(PlanRecord {
+            format: RECORD_FORMAT,
+            config: plan.config.clone(),
+            allocation: inputs.is_none().then(|| plan.allocation.clone()),
+            inputs,
+            interfaces: keep_ops.then(|| plan.interfaces.clone()),
+        })
+    }
+
+    /// A record of an old full-plan file (ops and allocation, no inputs).
+    pub fn from_full_plan(plan: Plan) -> PlanRecord {
+        PlanRecord {
+            format: RECORD_FORMAT,
+            config: plan.config,
+            inputs: None,
+            allocation: Some(plan.allocation),
+            interfaces: Some(plan.interfaces),
+        }
+    }
+
+    /// The allocation, without re-planning (for stable classids).
+    pub fn allocation(&self) -> Option<Allocation> {
+        match &self.inputs {
+            Some(i) => Some(i.allocation()),
+            None => self.allocation.clone(),
+        }
+    }
+
+    /// The plan: the stored ops if there are any (with the allocation from
+    /// the inputs), else re-planned from the inputs with the stored
+    /// allocation, which gives the same ops as when it was recorded.
+    pub fn replan(&self) -> Result<Plan, RecordError> {
+        if self.format != RECORD_FORMAT {
+            return Err(RecordError::Format { found: self.format });
+        }
+        match (&self.inputs, &self.interfaces) {
+            (Some(inputs), None) => {
+                let net = inputs.network()?;
+                let alloc = inputs.allocation();
+                Ok(crate::plan(&net, &self.config, Some(&alloc))?)
+            }
+            (_, Some(ifaces)) => Ok(Plan {
+                config: self.config.clone(),
+                interfaces: ifaces.clone(),
+                allocation: self.allocation().unwrap_or_default(),
+            }),
+            (None, None) => Err(RecordError::Empty),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net_and_plan(circuits: usize, seed: u64) -> (Network, Plan) {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits,
+            seed,
+            ..Default::default()
+        });
+        let cfg = PlanConfig::bridge("ens19", "ens20", 4);
+        let p = crate::plan(&g.network, &cfg, None).unwrap();
+        (g.network, p)
+    }
+
+    #[test]
+    fn record_replans_to_the_same_plan() {
+        for seed in 1..4 {
+            let (net, p) = net_and_plan(400, seed);
+            let rec = PlanRecord::new(&p, Some(&net), false).unwrap();
+            assert!(rec.interfaces.is_none());
+            let json = serde_json::to_string(&rec).unwrap();
+            let back: PlanRecord = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, rec);
+            assert_eq!(back.replan().unwrap(), p);
+            assert_eq!(back.allocation().unwrap(), p.allocation);
+        }
+    }
+
+    #[test]
+    fn record_is_compact() {
+        let (net, p) = net_and_plan(2000, 1);
+        let rec = PlanRecord::new(&p, Some(&net), false).unwrap();
+        let bytes = serde_json::to_vec(&rec).unwrap().len();
+        assert!(bytes / 2000 <= 100, "{} bytes per circuit", bytes / 2000);
+        let with_ops = PlanRecord::new(&p, Some(&net), true).unwrap();
+        assert_eq!(with_ops.replan().unwrap(), p);
+    }
+
+    #[test]
+    fn inexact_kbit_rates_round_trip() {
+        let (mut net, _) = net_and_plan(20, 1);
+        let mut cs = net.circuits().to_vec();
+        cs[0].download_max = Rate::from_bps(100_000_123);
+        net.set_circuits(cs);
+        let p = crate::plan(&net, &PlanConfig::bridge("ens19", "ens20", 4), None).unwrap();
+        let rec = PlanRecord::new(&p, Some(&net), false).unwrap();
+        let json = serde_json::to_string(&rec).unwrap();
+        assert!(json.contains("\"100000123bit\""), "{json}");
+        let back: PlanRecord = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.replan().unwrap(), p);
+    }
+
+    #[test]
+    fn record_without_network_keeps_ops() {
+        let (_, p) = net_and_plan(50, 1);
+        let rec = PlanRecord::new(&p, None, false).unwrap();
+        assert!(rec.interfaces.is_some());
+        assert_eq!(rec.replan().unwrap(), p);
+        let mut bad = rec.clone();
+        bad.format = 7;
+        assert_eq!(bad.replan(), Err(RecordError::Format { found: 7 }));
+    }
+}
