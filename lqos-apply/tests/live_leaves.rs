@@ -16,10 +16,9 @@ mod common;
 
 use common::{fixture, generated, QUEUES};
 use lqos_apply::netns::ScratchNetns;
-use lqos_apply::state::StateDir;
 use lqos_apply::{
     read_live, verify_plan, ApplyOptions, Backend, Drift, LiveSource, LoadKind, NetlinkBackend,
-    NetlinkLive, NoProgress, Parallelism, Session, TcBatch, TcMode,
+    NetlinkLive, NoProgress, Parallelism, Session, StateDir, TcBatch, TcMode,
 };
 use lqos_model::{Rate, SqmOverride};
 use lqos_tc::{
@@ -41,8 +40,8 @@ impl Env {
 
     /// `tc ARGS` where the interfaces are.
     fn tc(&self, args: &[&str]) {
-        let out = match &self.netns {
-            Some(ns) => ns.tc(args).map(|_| ()),
+        let out: Result<(), String> = match &self.netns {
+            Some(ns) => ns.tc(args).map(|_| ()).map_err(|e| e.to_string()),
             None => std::process::Command::new("tc")
                 .args(args)
                 .output()
@@ -53,10 +52,6 @@ impl Env {
                     } else {
                         Err(String::from_utf8_lossy(&o.stderr).into_owned())
                     }
-                })
-                .map_err(|e| lqos_apply::ApplyError::Command {
-                    cmd: format!("tc {}", args.join(" ")),
-                    message: e,
                 }),
         };
         out.unwrap_or_else(|e| panic!("tc {}: {e}", args.join(" ")));
@@ -132,7 +127,11 @@ fn leaves_available(env: &Env, test: &str) -> bool {
     let missing: Vec<String> = kinds
         .iter()
         .zip(&probe)
-        .filter_map(|(k, r)| r.as_ref().err().map(|e| format!("{} ({e})", k.name())))
+        .filter_map(|(k, r)| {
+            r.as_ref()
+                .err()
+                .map(|e| format!("{} ({})", k.name(), e.message))
+        })
         .collect();
     if missing.is_empty() {
         return true;
@@ -262,10 +261,7 @@ fn scenario(env: &Env, sqm: &str, overrides: &[(&str, &str)], changed: &[(&str, 
         Box::new(NetlinkBackend::new(ns.clone(), Parallelism::Serial)),
         Box::new(TcBatch::new(ns.clone(), TcMode::Parallel)),
     ];
-    let verify = ApplyOptions {
-        verify_after: true,
-        ..Default::default()
-    };
+    let verify = ApplyOptions::default().verify_after(true);
     for b in &backends {
         let name = b.describe();
         let s = Session {
@@ -278,11 +274,7 @@ fn scenario(env: &Env, sqm: &str, overrides: &[(&str, &str)], changed: &[(&str, 
         let r = s
             .apply(
                 &p1,
-                ApplyOptions {
-                    full: true,
-                    verify_after: true,
-                    ..Default::default()
-                },
+                ApplyOptions::default().full(true).verify_after(true),
                 &NoProgress,
             )
             .unwrap();

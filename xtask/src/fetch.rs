@@ -169,10 +169,21 @@ pub fn fetch(lab: &Lab) -> Result<Fetched> {
         pkgs.len(),
         debs.display()
     );
-    let mut dl = Command::new("apt-get");
-    dl.arg("download").args(&pkgs).current_dir(&debs);
-    run_capture(&mut dl)
-        .context("lab fetch: `apt-get download` (is a Debian mirror reachable?)")?;
+    let download = || {
+        run_capture(
+            Command::new("apt-get")
+                .arg("download")
+                .args(&pkgs)
+                .current_dir(&debs),
+        )
+    };
+    if let Err(first) = download() {
+        // Stale lists name versions the mirror no longer has.
+        eprintln!("lab fetch: {first:#}; running `apt-get update` once and retrying");
+        run_capture(Command::new("apt-get").args(["update", "-q"]))
+            .context("lab fetch: `apt-get update`")?;
+        download().context("lab fetch: `apt-get download` (is a Debian mirror reachable?)")?;
+    }
 
     if root.exists() {
         fs::remove_dir_all(&root)

@@ -187,9 +187,15 @@ fn guest_lib_path(lib: &Path, f: &Fetched) -> String {
     }
 }
 
-/// The repository's test data (`*/tests/{data,fixtures,golden}`).
+/// The repository's test data (`samples/`, `*/tests/{data,fixtures,golden}`)
+/// and the lab's scripts (`lab/`).
 fn test_data_dirs(repo: &Path) -> Result<Vec<PathBuf>> {
     let mut dirs = vec![];
+    for top in ["lab", "samples"] {
+        if repo.join(top).is_dir() {
+            dirs.push(repo.join(top));
+        }
+    }
     for e in fs::read_dir(repo).with_context(|| format!("lab: listing {}", repo.display()))? {
         let crate_dir = e?.path();
         for sub in ["tests/data", "tests/fixtures", "tests/golden"] {

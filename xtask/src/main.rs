@@ -93,6 +93,10 @@ struct VmArgs {
     /// Kill the guest after this many seconds.
     #[arg(long, default_value_t = 3600)]
     timeout: u64,
+    /// qemu accelerator: `tcg` works everywhere; `kvm` only where /dev/kvm
+    /// is real hardware virtualisation (not this project's PVM machines).
+    #[arg(long, default_value = "tcg", value_parser = ["tcg", "kvm"])]
+    accel: String,
 }
 
 /// Paths of the lab.
@@ -194,8 +198,9 @@ fn run_in_guest(
         .with_context(|| format!("lab run: writing {}", initrd.display()))?;
     let console = dir.join("console.log");
     eprintln!(
-        "lab: booting {} (TCG, {} MiB, {} vCPUs{}; initramfs {} MiB; kernel log {})",
+        "lab: booting {} ({}, {} MiB, {} vCPUs{}; initramfs {} MiB; kernel log {})",
         fetched.release,
+        vm.accel.to_uppercase(),
         vm.mem,
         vm.cpus,
         if vm.nics {
@@ -207,15 +212,19 @@ fn run_in_guest(
         console.display()
     );
     let boot = vm::Boot {
+        accel: vm.accel.clone(),
         mem_mib: vm.mem,
         cpus: vm.cpus,
         nics: vm.nics,
         timeout: Duration::from_secs(vm.timeout),
     };
-    let rc = vm::boot(&fetched, &initrd, &console, &boot, &marker)?;
-    // Kept on lab failures (the error names the kernel log); gone otherwise.
-    let _ = std::fs::remove_dir_all(&dir);
-    Ok(rc)
+    let rc = vm::boot(&fetched, &initrd, &console, &boot, &marker);
+    let _ = std::fs::remove_file(&initrd);
+    // The kernel log stays on lab failures (the error names it).
+    if rc.is_ok() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    rc
 }
 
 /// Test binaries whose name marks them live (`live_*`, `*_live`).

@@ -18,6 +18,8 @@ pub const NIC_QUEUES: u32 = 16;
 /// How to boot.
 #[derive(Debug, Clone)]
 pub struct Boot {
+    /// qemu `-accel` (`tcg` or `kvm`).
+    pub accel: String,
     /// Guest RAM in MiB.
     pub mem_mib: u32,
     /// vCPUs.
@@ -33,9 +35,34 @@ struct TapNetns {
     name: String,
 }
 
+/// Deletes `lqos-lab-PID` namespaces whose process is gone (a killed run).
+fn remove_stale_netns() {
+    let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else {
+        return;
+    };
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let name = line.split_whitespace().next().unwrap_or("");
+        if let Some(pid) = name.strip_prefix("lqos-lab-") {
+            if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+                let _ = Command::new("ip").args(["netns", "del", name]).output();
+            }
+        }
+    }
+}
+
 impl TapNetns {
     fn create() -> Result<TapNetns> {
+        remove_stale_netns();
         let name = format!("lqos-lab-{}", std::process::id());
+        let ns_for_signal = name.clone();
+        // Ctrl-C / SIGTERM: qemu gets the signal too; remove the namespace.
+        let _ = ctrlc::set_handler(move || {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &ns_for_signal])
+                .output();
+            eprintln!("\nlab: interrupted; removed host netns {ns_for_signal}");
+            std::process::exit(130);
+        });
         run_capture(Command::new("ip").args(["netns", "add", &name])).with_context(|| {
             format!("lab run --nics: creating host netns {name} for the taps (needs root)")
         })?;
@@ -99,7 +126,7 @@ pub fn boot(f: &Fetched, initrd: &Path, console: &Path, boot: &Boot, marker: &st
     for d in f.firmware_dirs() {
         cmd.arg("-L").arg(d);
     }
-    cmd.args(["-accel", "tcg", "-machine", "pc", "-nodefaults", "-no-reboot"])
+    cmd.args(["-accel", &boot.accel, "-machine", "pc", "-nodefaults", "-no-reboot"])
         .args(["-display", "none", "-monitor", "none"])
         .args(["-m", &boot.mem_mib.to_string()])
         .args(["-smp", &boot.cpus.to_string()])
@@ -184,7 +211,11 @@ pub fn boot(f: &Fetched, initrd: &Path, console: &Path, boot: &Boot, marker: &st
             let log = std::fs::read_to_string(console).unwrap_or_default();
             let tail: Vec<&str> = log.lines().rev().take(25).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
-            let why = if log.contains("Kernel panic") {
+            let why = if log.contains("Initramfs unpacking failed")
+                || log.contains("Unable to mount root")
+            {
+                "the guest kernel panicked: the initramfs did not fit (try a larger --mem)"
+            } else if log.contains("Kernel panic") {
                 "the guest kernel panicked"
             } else if log.contains("Out of memory") {
                 "the guest ran out of memory (try --mem)"
@@ -193,12 +224,15 @@ pub fn boot(f: &Fetched, initrd: &Path, console: &Path, boot: &Boot, marker: &st
             } else {
                 "the guest ended without reporting an exit status"
             };
+            let qemu_err = match qemu_err.trim() {
+                "" => String::new(),
+                e => format!("\nqemu stderr: {e}"),
+            };
             bail!(
-                "lab run: {why} (qemu {}).\nqemu stderr: {}\nlast kernel log lines ({}):\n{}",
+                "lab run: {why} (qemu {}).{qemu_err}\nlast kernel log lines ({}):\n{}",
                 exited
                     .map(|s| s.to_string())
                     .unwrap_or_else(|| "killed".into()),
-                qemu_err.trim(),
                 console.display(),
                 tail.join("\n")
             )

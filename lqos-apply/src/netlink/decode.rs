@@ -526,6 +526,8 @@ mod tests {
                 encode_op(&TcOp::AddQdisc(q.clone()), ifindex, 1, &mut buf).unwrap();
                 let (ifi, back) = decode_qdisc(&buf[16..]).unwrap();
                 prop_assert_eq!(ifi, ifindex);
+                // A request decodes exactly (fq_codel's codel-units
+                // conversion is for dump replies only: decode_qdisc_dump).
                 prop_assert_eq!(back, q);
             }
 

@@ -212,31 +212,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             // A fresh state directory per tree: `lqos apply` keeps the
             // classids of the last plan it loaded.
             let _ = std::fs::remove_dir_all(&state_dir);
-            let mut apply_args: Vec<std::ffi::OsString> = vec![
-                "--network".into(),
-                net_path.clone().into_os_string(),
-                "--devices".into(),
-                dev_path.clone().into_os_string(),
-                "--config".into(),
-                conf_path.clone().into_os_string(),
-                "--queues".into(),
-                args.queues.to_string().into(),
-                "--sqm".into(),
-                sqm.to_string().into(),
-                "--classifier".into(),
-                classifier.to_string().into(),
-                "--strategy".into(),
-                strategy_name(strategy).into(),
-                "--state-dir".into(),
-                state_dir.clone().into_os_string(),
-            ];
-            if let Some(ns) = &ns {
-                apply_args.extend(["--netns".into(), ns.name().into()]);
-            }
+            let netns_args: Vec<std::ffi::OsString> = match &ns {
+                Some(ns) => vec!["--netns".into(), ns.name().into()],
+                None => vec![],
+            };
             let runner =
                 Runner::in_netns(ns.as_ref().map(|n| n.name())).with_apply_command(ApplyCommand {
                     program: exe.clone(),
-                    args: apply_args,
+                    args: [
+                        "--network".into(),
+                        net_path.clone().into_os_string(),
+                        "--devices".into(),
+                        dev_path.clone().into_os_string(),
+                        "--config".into(),
+                        conf_path.clone().into_os_string(),
+                        "--queues".into(),
+                        args.queues.to_string().into(),
+                        "--sqm".into(),
+                        sqm.to_string().into(),
+                        "--classifier".into(),
+                        classifier.to_string().into(),
+                        "--strategy".into(),
+                        strategy_name(strategy).into(),
+                        "--state-dir".into(),
+                        state_dir.clone().into_os_string(),
+                    ]
+                    .into_iter()
+                    .chain(netns_args)
+                    .collect(),
                 });
             runner.converge(&tree.base)?;
             for run in 0..runs {
