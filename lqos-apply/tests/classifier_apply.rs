@@ -143,3 +143,45 @@ fn preflight_refuses_the_classifier_without_flower_and_changes_nothing() {
     );
     assert!(r.sent().is_empty());
 }
+
+/// A full rebuild (`--full`, or a layout change) deletes the root, which
+/// leaves `clsact` and its filters in place: the classifier is diffed
+/// against the live one, not resent (regression: the merge onto main's
+/// borrowed full builds must not resend every filter).
+#[test]
+fn full_rebuild_diffs_the_classifier_instead_of_resending_it() {
+    let r = rec();
+    let a = planned(&network("10.0.0.2/32"), None);
+    apply(&a, &r);
+    let full = |p: &Plan| {
+        let opts = ApplyOptions {
+            full: true,
+            verify_after: true,
+            ..ApplyOptions::default()
+        };
+        r.clear_sent();
+        let rep = apply_plan(p, &r, &r, opts, &NoProgress).unwrap();
+        assert!(rep.verify.unwrap().is_clean());
+    };
+    let is_filter = |op: &TcOp| {
+        matches!(op, TcOp::ReplaceFilter(_) | TcOp::DeleteFilter(_))
+            || matches!(op, TcOp::ReplaceQdisc(q) | TcOp::AddQdisc(q) if q.kind == QdiscKind::Clsact)
+    };
+    // In sync: the classes are rebuilt, no classifier op is sent.
+    full(&planned(&network("10.0.0.2/32"), Some(&a)));
+    for dev in ["ens19", "ens20"] {
+        let ops = r.sent_for(dev);
+        assert!(ops.first().is_some_and(TcOp::is_root_delete), "{dev}");
+        assert!(!ops.iter().any(is_filter), "{dev}: {ops:?}");
+    }
+    // One address moved: the rebuild sends that one filter.
+    let b = planned(&network("10.0.0.9/32"), Some(&a));
+    full(&b);
+    for dev in ["ens19", "ens20"] {
+        let filters: Vec<TcOp> = r.sent_for(dev).into_iter().filter(is_filter).collect();
+        assert_eq!(filters.len(), 1, "{dev}: {filters:?}");
+        assert!(
+            matches!(&filters[0], TcOp::ReplaceFilter(f) if f.net.to_string() == "10.0.0.9/32")
+        );
+    }
+}
