@@ -1,5 +1,6 @@
 //! Preflight, incremental-or-full decision, and the load itself.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use lqos_tc::rules::{self, Layout};
@@ -134,8 +135,10 @@ fn sqm_alternatives() -> [QdiscKind; 3] {
 }
 
 /// Checks, before any change: every interface exists, has enough TX queues,
-/// and every qdisc kind of the plan is accepted by this kernel (probed away
-/// from the real interfaces). Returns the links.
+/// the kernel can run the `tc` classifier if the plan has filters
+/// ([`LiveSource::probe_classifier`]), and every qdisc kind of the plan is
+/// accepted by this kernel (probed away from the real interfaces). Returns
+/// the links.
 pub fn preflight(plan: &Plan, live: &dyn LiveSource) -> Result<BTreeMap<String, LinkSummary>> {
     if plan.interfaces.is_empty() {
         return Err(ApplyError::Plan("the plan has no interfaces".into()));
@@ -163,14 +166,26 @@ pub fn preflight(plan: &Plan, live: &dyn LiveSource) -> Result<BTreeMap<String, 
         }
         links.insert(t.dev.clone(), link);
     }
+    // The classifier: kernel version, clsact, flower, skbedit.
+    if plan
+        .interfaces
+        .iter()
+        .any(|t| t.ops.iter().any(|op| matches!(op, TcOp::ReplaceFilter(_))))
+    {
+        if let Err(reason) = live.probe_classifier()? {
+            return Err(ApplyError::ClassifierUnsupported { reason });
+        }
+    }
     // One probe per kind (first instance's options); mq needs a multiqueue
-    // device and is part of every kernel with tc, so it is not probed.
+    // device and is part of every kernel with tc, so it is not probed;
+    // clsact was probed with the classifier above.
     let mut seen = BTreeSet::new();
     let mut kinds = Vec::new();
     for t in &plan.interfaces {
         for op in &t.ops {
             if let TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) = op {
-                if q.kind != QdiscKind::Mq && seen.insert(q.kind.name().to_string()) {
+                let skip = matches!(q.kind, QdiscKind::Mq | QdiscKind::Clsact);
+                if !skip && seen.insert(q.kind.name().to_string()) {
                     kinds.push(q.kind.clone());
                 }
             }
@@ -207,10 +222,20 @@ pub fn preflight(plan: &Plan, live: &dyn LiveSource) -> Result<BTreeMap<String, 
     Ok(links)
 }
 
+/// True for the classifier's ops (`clsact` and its filters).
+fn is_classifier_op(op: &TcOp) -> bool {
+    match op {
+        TcOp::ReplaceFilter(_) | TcOp::DeleteFilter(_) => true,
+        TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) => q.kind == QdiscKind::Clsact,
+        _ => false,
+    }
+}
+
 /// The ops that take `live` to `ip`: the diff when the layout matches
 /// ([`rules::layout`]; and `full` is off), else a root delete (if a tree is
-/// there, [`rules::rebuild_deletes_root`]) plus the full build, borrowed
-/// from the plan.
+/// there, [`rules::rebuild_deletes_root`]) plus the full build of the
+/// classes, borrowed from the plan, then the classifier's diff against
+/// `live` (the root delete does not remove `clsact` or its filters).
 pub fn plan_change<'a>(ip: &'a InterfacePlan, live: &TcTree, full: bool) -> Change<'a> {
     let planned = ip.tree();
     let reason = if full {
@@ -227,7 +252,7 @@ pub fn plan_change<'a>(ip: &'a InterfacePlan, live: &TcTree, full: bool) -> Chan
             stream: IfaceOps::new(ip.dev.clone(), diff(live, &planned)),
         },
         Some(reason) => {
-            let mut stream = IfaceOps::from_plan(ip);
+            let mut stream = rebuild_stream(ip, live, &planned);
             stream.delete_root = rules::rebuild_deletes_root(live);
             Change {
                 kind: LoadKind::Full { reason },
@@ -235,6 +260,42 @@ pub fn plan_change<'a>(ip: &'a InterfacePlan, live: &TcTree, full: bool) -> Chan
             }
         }
     }
+}
+
+/// The full build of `ip` for a rebuild over `live`. The planner appends
+/// the classifier (`clsact`, then the filters) after the classes; the root
+/// delete leaves a live `clsact` and its filters in place, so the
+/// classifier part is diffed against `live` instead of resent: with no
+/// classifier live, the plan's ops are borrowed whole; with one in sync,
+/// the classes alone are borrowed (a no-op for the classifier); otherwise
+/// the classes are followed by the classifier's diff (owned).
+fn rebuild_stream<'a>(ip: &'a InterfacePlan, live: &TcTree, planned: &TcTree) -> IfaceOps<'a> {
+    let mut stream = IfaceOps::from_plan(ip);
+    let classes = ip
+        .ops
+        .iter()
+        .position(is_classifier_op)
+        .unwrap_or(ip.ops.len());
+    if !lqos_tc::classify::has_clsact(live) && live.filters.is_empty() {
+        // Nothing of a classifier is live: the plan's own suffix builds it
+        // (what `diff_filters` from an empty tree would send).
+        return stream;
+    }
+    debug_assert!(
+        ip.ops[classes..].iter().all(is_classifier_op),
+        "the classifier's ops are the plan's suffix"
+    );
+    let filters = lqos_tc::classify::diff_filters(live, planned);
+    stream.ops = if filters.is_empty() {
+        Cow::Borrowed(&ip.ops[..classes])
+    } else {
+        let mut ops = Vec::with_capacity(classes + filters.len());
+        ops.extend_from_slice(&ip.ops[..classes]);
+        ops.extend(filters);
+        Cow::Owned(ops)
+    };
+    stream.setup_len = stream.setup_len.min(classes);
+    stream
 }
 
 /// Verifies the live trees of all interfaces of `plan`.
@@ -379,6 +440,7 @@ mod tests {
             config: lqos_tc::PlanConfig::bridge("ens19", "ens20", 4),
             interfaces: ifaces.to_vec(),
             allocation: Default::default(),
+            ip_map: Default::default(),
         }
     }
 

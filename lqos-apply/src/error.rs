@@ -88,6 +88,12 @@ pub enum ApplyError {
         /// What to do instead.
         hint: String,
     },
+    /// The plan has the `tc` classifier but this kernel cannot run it.
+    #[error("--classifier tc: {reason}; nothing was changed. Use --classifier none (or `classifier = \"none\"` in lqos.conf's [lqos] section) and feed ip_map.csv from `lqos plan --out DIR` to an XDP classifier (LibreQoS's lqosd)")]
+    ClassifierUnsupported {
+        /// What is missing (kernel version, or the kernel's refusal).
+        reason: String,
+    },
     /// The kernel has the qdisc kind but refuses the plan's options for it.
     #[error("this kernel rejects the plan's sch_{kind} options: {refusal}")]
     QdiscRejected {

@@ -23,7 +23,9 @@
 use std::path::{Path, PathBuf};
 
 use lqos_model::{LqosConfig, Network, Report};
-use lqos_tc::{Allocation, Interfaces, LeafSpec, Plan, PlanConfig, PlanRecord, QueueStrategy};
+use lqos_tc::{
+    Allocation, Classifier, Interfaces, LeafSpec, Plan, PlanConfig, PlanRecord, QueueStrategy,
+};
 
 use crate::error::{ApplyError, Result};
 use crate::live::LiveSource;
@@ -146,7 +148,7 @@ impl LoadedInputs {
 }
 
 /// Planner settings an operator gives on top of `lqos.conf` (the CLI's
-/// `--queues`, `--sqm`, `--strategy`).
+/// `--queues`, `--sqm`, `--strategy`, `--classifier`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PlanOverrides {
     /// TX queues per interface, instead of `override_available_queues` or
@@ -157,6 +159,9 @@ pub struct PlanOverrides {
     /// How top-level subtrees are spread over the queues (default:
     /// [`QueueStrategy::Balanced`]).
     pub strategy: Option<QueueStrategy>,
+    /// Which classifier the plan includes, instead of lqos.conf's
+    /// `[lqos] classifier` (default [`Classifier::None`]).
+    pub classifier: Option<Classifier>,
 }
 
 /// Where the queue count comes from when neither `--queues` nor
@@ -226,6 +231,9 @@ pub fn plan_config(
     }
     if let Some(s) = overrides.strategy {
         cfg.strategy = s;
+    }
+    if let Some(c) = overrides.classifier {
+        cfg.classifier = c;
     }
     Ok(cfg)
 }

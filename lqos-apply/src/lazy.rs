@@ -86,6 +86,7 @@ pub fn lazy_plan(plan: &Plan, active: &ActiveLeaves) -> Plan {
         config: plan.config.clone(),
         interfaces,
         allocation: plan.allocation.clone(),
+        ip_map: plan.ip_map.clone(),
     }
 }
 

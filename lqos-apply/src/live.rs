@@ -68,7 +68,26 @@ pub trait LiveSource: Sync {
     /// options), checked without touching any real interface. `Ok(Err(r))`
     /// carries the kernel's refusal.
     fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<KindSupport>>;
+    /// Whether this kernel can run the `tc` classifier: Linux >= 6.0 (skbedit
+    /// `queue_mapping` on egress), `clsact`, `cls_flower` and `act_skbedit`,
+    /// checked without touching any real interface. `Ok(Err(why))` says
+    /// what is missing.
+    fn probe_classifier(&self) -> Result<std::result::Result<(), String>>;
 }
+
+/// `(major, minor)` of a kernel release string (`6.1.0-18-cloud-amd64`).
+pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut it = release.trim().split(|c: char| !c.is_ascii_digit());
+    let major = it.next()?.parse().ok()?;
+    let minor = it.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+/// The oldest kernel whose skbedit honours `queue_mapping` on egress.
+pub const CLASSIFIER_MIN_KERNEL: (u32, u32) = (6, 0);
+
+/// Probe cache key of the classifier check.
+const CLASSIFIER_KEY: &str = "classifier:clsact+flower+skbedit";
 
 /// Reads the live trees of `devs` from `source`.
 pub fn read_live(source: &dyn LiveSource, devs: &[&str]) -> Result<BTreeMap<String, TcTree>> {
@@ -204,6 +223,70 @@ impl KindProbe {
     }
 }
 
+impl KindProbe {
+    /// [`LiveSource::probe_classifier`]: the kernel release from
+    /// `/proc/sys/kernel/osrelease`, then a `clsact` and one flower +
+    /// skbedit filter on a veth in a throwaway namespace (cached like the
+    /// qdisc kinds).
+    pub fn probe_classifier(&self) -> Result<std::result::Result<(), String>> {
+        // Cached as a kind (a refusal's message is the whole reason; errno
+        // 0 when no kernel answer was involved), so a supported classifier
+        // is remembered in the cache file like the qdisc kinds.
+        if let Some(r) = self.cache.lock().expect("probe cache").get(CLASSIFIER_KEY) {
+            return Ok(r.clone().map_err(|r| r.message));
+        }
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let r = match kernel_version(&release) {
+            Some(v) if v < CLASSIFIER_MIN_KERNEL => Err(format!(
+                "kernel {} is older than {}.{} (skbedit queue_mapping on egress needs {}.{})",
+                release.trim(),
+                CLASSIFIER_MIN_KERNEL.0,
+                CLASSIFIER_MIN_KERNEL.1,
+                CLASSIFIER_MIN_KERNEL.0,
+                CLASSIFIER_MIN_KERNEL.1
+            )),
+            _ => self.probe_filter_ops()?,
+        };
+        self.cache.lock().expect("probe cache").insert(
+            CLASSIFIER_KEY.to_string(),
+            r.clone().map_err(|why| QdiscRefusal::new(0, why)),
+        );
+        self.save();
+        Ok(r)
+    }
+
+    fn probe_filter_ops(&self) -> Result<std::result::Result<(), String>> {
+        let _ = crate::netns::cleanup_stale("lqos-probe");
+        let ns = ScratchNetns::with_veth(&unique_name("lqos-probe", "cls"), "p0", "p1", 1)?;
+        let mut sock = NetlinkSocket::open_in_netns(ns.name())
+            .map_err(|e| netlink_error(None, "opening a probe socket", e))?;
+        let link = sock
+            .link("p0")
+            .map_err(|e| netlink_error(Some("p0"), "probe link", e))?;
+        let net = "192.0.2.1/32".parse().expect("literal");
+        let ops = [
+            TcOp::ReplaceQdisc(lqos_tc::classify::clsact()),
+            TcOp::ReplaceFilter(lqos_tc::FlowerFilter::steer(
+                lqos_tc::MatchSide::Dst,
+                net,
+                1,
+                0,
+                TcHandle::new(1, 1),
+            )),
+        ];
+        Ok(
+            match sock.send_ops(link.ifindex, &ops, &SendOptions::default(), &mut |_| {}) {
+                Ok(_) => Ok(()),
+                Err(f) => Err(format!(
+                    "the kernel refused `tc {}`: {}",
+                    lqos_tc::render_line("p0", &ops[f.index.min(1)]),
+                    f.message
+                )),
+            },
+        )
+    }
+}
+
 /// Maps a socket-layer error to [`ApplyError`].
 pub(crate) fn netlink_error(dev: Option<&str>, context: &str, e: NetlinkError) -> ApplyError {
     match e {
@@ -315,6 +398,10 @@ impl LiveSource for NetlinkLive {
 
     fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<KindSupport>> {
         self.probe.probe_many(kinds)
+    }
+
+    fn probe_classifier(&self) -> Result<std::result::Result<(), String>> {
+        self.probe.probe_classifier()
     }
 }
 

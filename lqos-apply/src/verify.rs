@@ -1,9 +1,10 @@
-//! Live tree vs plan: every missing, extra or different qdisc and class.
+//! Live tree vs plan: every missing, extra or different qdisc, class and
+//! classifier filter.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-use lqos_tc::{rules, TcHandle, TcTree};
+use lqos_tc::{rules, FilterKey, TcHandle, TcTree};
 use serde::Serialize;
 
 /// One difference between the planned and the live tree of an interface.
@@ -59,6 +60,36 @@ pub enum Drift {
         /// Live value.
         live: String,
     },
+    /// Planned classifier filter not in the kernel (its address is not
+    /// steered: it falls to the default class).
+    MissingFilter {
+        /// Pref, protocol, handle.
+        key: FilterKey,
+        /// The planned address or prefix.
+        net: String,
+        /// The circuit it should steer to, if known.
+        label: Option<String>,
+    },
+    /// lqos filter in the kernel that the plan does not have.
+    ExtraFilter {
+        /// Pref, protocol, handle.
+        key: FilterKey,
+        /// The live address or prefix.
+        net: String,
+    },
+    /// Filter on both sides with a different field.
+    FilterDiffers {
+        /// Pref, protocol, handle.
+        key: FilterKey,
+        /// The circuit it should steer to, if known.
+        label: Option<String>,
+        /// `side`, `net`, `queue_mapping`, `priority`.
+        field: String,
+        /// Planned value.
+        planned: String,
+        /// Live value.
+        live: String,
+    },
 }
 
 fn lab(label: &Option<String>) -> String {
@@ -83,6 +114,21 @@ impl fmt::Display for Drift {
                 write!(f, "missing class {classid}{}", lab(label))
             }
             Drift::ExtraClass { classid } => write!(f, "extra class {classid}"),
+            Drift::MissingFilter { key, net, label } => {
+                write!(f, "missing {key} for {net}{}", lab(label))
+            }
+            Drift::ExtraFilter { key, net } => write!(f, "extra {key} for {net}"),
+            Drift::FilterDiffers {
+                key,
+                label,
+                field,
+                planned,
+                live,
+            } => write!(
+                f,
+                "{key}{} {field} is {live}, plan says {planned}",
+                lab(label)
+            ),
             Drift::ClassDiffers {
                 classid,
                 label,
@@ -200,6 +246,28 @@ pub fn verify_tree(
                 drift.extend(fields.into_iter().map(|f| Drift::ClassDiffers {
                     classid,
                     label: label(&classid),
+                    field: f.field.to_string(),
+                    planned: f.planned,
+                    live: f.live,
+                }))
+            }
+            rules::Drift::MissingFilter(key) => {
+                let p = &planned.filters[&key];
+                drift.push(Drift::MissingFilter {
+                    key,
+                    net: p.net.to_string(),
+                    label: label(&p.priority),
+                })
+            }
+            rules::Drift::ExtraFilter(key) => drift.push(Drift::ExtraFilter {
+                key,
+                net: live.filters[&key].net.to_string(),
+            }),
+            rules::Drift::FilterDiffers { key, fields } => {
+                let l = label(&planned.filters[&key].priority);
+                drift.extend(fields.into_iter().map(|f| Drift::FilterDiffers {
+                    key,
+                    label: l.clone(),
                     field: f.field.to_string(),
                     planned: f.planned,
                     live: f.live,

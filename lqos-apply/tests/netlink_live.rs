@@ -477,6 +477,18 @@ fn explicit_bursts_and_change_read_back() {
     assert_eq!(live.classes[&c.classid], c);
 }
 
+/// Kernels up to 6.1 log HTB's quantum warning with printk instead of an
+/// extended-ACK message (seen in the stock-kernel lab; 6.18 sends extack).
+fn kernel_logs_htb_quantum_warning_with_printk() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut v = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|x| x.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (v.next().unwrap_or(0), v.next().unwrap_or(0));
+    (major, minor) <= (6, 1)
+}
+
 #[test]
 fn warnings_on_successful_acks_are_collected() {
     let Some(ns) = Netns::create("warnings") else {
@@ -504,6 +516,12 @@ fn warnings_on_successful_acks_are_collected() {
         .unwrap_or_else(|f| panic!("{f}"));
     eprintln!("{:?}", stats.warnings);
     assert_eq!(stats.acked, 3);
+    if kernel_logs_htb_quantum_warning_with_printk() {
+        // Debian 12's 6.1 (the lab) only printk()s "quantum of class is
+        // big"; nothing must be invented on the ACK.
+        assert!(stats.warnings.is_empty(), "{:?}", stats.warnings);
+        return;
+    }
     assert_eq!(stats.warnings.len(), 1, "{:?}", stats.warnings);
     assert_eq!(stats.warnings[0].0, 2);
     assert!(

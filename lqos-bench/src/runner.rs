@@ -185,7 +185,7 @@ pub struct ApplyCommand {
 /// Runs methods in one network namespace.
 #[derive(Debug)]
 pub struct Runner {
-    netns: String,
+    netns: Option<String>,
     live: NetlinkLive,
     apply: Option<ApplyCommand>,
     primed: Cell<bool>,
@@ -194,9 +194,15 @@ pub struct Runner {
 impl Runner {
     /// A runner for the interfaces of namespace `netns`.
     pub fn new(netns: &str) -> Runner {
+        Runner::in_netns(Some(netns))
+    }
+
+    /// A runner for existing interfaces: of namespace `netns`, or of the
+    /// current namespace (`lqos bench --interfaces`).
+    pub fn in_netns(netns: Option<&str>) -> Runner {
         Runner {
-            netns: netns.to_string(),
-            live: NetlinkLive::new(Some(netns.to_string())),
+            netns: netns.map(str::to_string),
+            live: NetlinkLive::new(netns.map(str::to_string)),
             apply: None,
             primed: Cell::new(false),
         }
@@ -249,11 +255,11 @@ impl Runner {
     }
 
     fn tc(&self, mode: TcMode) -> TcBatch {
-        TcBatch::new(Some(self.netns.clone()), mode)
+        TcBatch::new(self.netns.clone(), mode)
     }
 
     fn netlink(&self, p: Parallelism) -> NetlinkBackend {
-        NetlinkBackend::new(Some(self.netns.clone()), p)
+        NetlinkBackend::new(self.netns.clone(), p)
     }
 
     /// Runs one load and turns its report into a sample, failing on any

@@ -17,6 +17,17 @@ pub struct LqosConfig {
     /// Queue settings.
     #[serde(default)]
     pub queues: QueuesConfig,
+    /// lqos's own `[lqos]` section (LibreQoS ignores unknown sections).
+    #[serde(default)]
+    pub lqos: LqosSection,
+}
+
+/// `[lqos]`: settings only lqos reads.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LqosSection {
+    /// `classifier = "tc" | "none"` (checked by the planner; default none).
+    pub classifier: Option<String>,
 }
 
 /// `[bridge]`.

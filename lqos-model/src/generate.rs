@@ -331,6 +331,7 @@ pub fn generate(params: &GenParams) -> Generated {
             override_available_queues: None,
             use_binpacking: false,
         },
+        lqos: Default::default(),
     };
     Generated {
         network: net,

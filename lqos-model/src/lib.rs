@@ -54,7 +54,9 @@ mod types;
 mod validate;
 mod write;
 
-pub use config::{parse_config, BridgeConfig, LqosConfig, QueuesConfig, SingleInterfaceConfig};
+pub use config::{
+    parse_config, BridgeConfig, LqosConfig, LqosSection, QueuesConfig, SingleInterfaceConfig,
+};
 pub use error::ModelError;
 pub use generate::{generate, GenParams, Generated};
 pub use load::{load, load_with_config, summarize, Loaded, Summary};

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{parse, render, PlanError, QdiscKind};
+use crate::{parse, render, Classifier, PlanError, QdiscKind};
 use lqos_model::{LqosConfig, Rate};
 
 /// Which interfaces get a tree.
@@ -235,6 +235,10 @@ pub struct PlanConfig {
     /// this get `fq_codel` instead of the default cake (only when the
     /// default is cake and the circuit has no override). `None` disables.
     pub fq_codel_threshold: Option<Rate>,
+    /// Which classifier the plan includes (`none`: the IP map only, for
+    /// an external classifier; `tc`: clsact + flower + skbedit filters).
+    #[serde(default)]
+    pub classifier: Classifier,
 }
 
 impl PlanConfig {
@@ -254,6 +258,7 @@ impl PlanConfig {
             generated_pn_download: Rate::from_mbps(1000),
             generated_pn_upload: Rate::from_mbps(1000),
             fq_codel_threshold: Some(Rate::from_mbps(1000)),
+            classifier: Classifier::None,
         }
     }
 
@@ -282,6 +287,12 @@ impl PlanConfig {
             }
         };
         let q = &conf.queues;
+        let classifier = match conf.lqos.classifier.as_deref() {
+            None => Classifier::None,
+            Some(s) => s
+                .parse()
+                .map_err(|e| PlanError::Config(format!("lqos.conf [lqos] classifier: {e}")))?,
+        };
         let cfg = PlanConfig {
             interfaces,
             queues,
@@ -292,6 +303,7 @@ impl PlanConfig {
             generated_pn_download: Rate::from_mbps(q.generated_pn_download_mbps),
             generated_pn_upload: Rate::from_mbps(q.generated_pn_upload_mbps),
             fq_codel_threshold: Some(Rate::from_mbps(1000)),
+            classifier,
         };
         cfg.validate()?;
         Ok(cfg)

@@ -13,6 +13,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::classify;
 use crate::rules::{self, Layout};
 use crate::{Plan, Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
 
@@ -20,11 +21,12 @@ use crate::{Plan, Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct DiffSummary {
-    /// `AddClass` + `AddQdisc`.
+    /// `AddClass` + `AddQdisc` (a new filter is a `ReplaceFilter`, counted
+    /// as changed).
     pub added: usize,
-    /// `ChangeClass` + `ReplaceQdisc`.
+    /// `ChangeClass` + `ReplaceQdisc` + `ReplaceFilter`.
     pub changed: usize,
-    /// `DeleteClass` + `DeleteQdisc` + `DeleteRoot`.
+    /// `DeleteClass` + `DeleteQdisc` + `DeleteRoot` + `DeleteFilter`.
     pub removed: usize,
 }
 
@@ -42,9 +44,11 @@ impl DiffSummary {
             match op {
                 TcOp::AddClass(_) | TcOp::AddQdisc(_) => self.added += 1,
                 TcOp::ChangeClass(_) | TcOp::ReplaceQdisc(_) => self.changed += 1,
-                TcOp::DeleteClass { .. } | TcOp::DeleteQdisc { .. } | TcOp::DeleteRoot => {
-                    self.removed += 1
-                }
+                TcOp::ReplaceFilter(_) => self.changed += 1,
+                TcOp::DeleteClass { .. }
+                | TcOp::DeleteQdisc { .. }
+                | TcOp::DeleteRoot
+                | TcOp::DeleteFilter(_) => self.removed += 1,
             }
         }
     }
@@ -87,8 +91,16 @@ fn children(t: &TcTree) -> FxMap<TcHandle, Vec<TcHandle>> {
 }
 
 /// The ops that build `t` from an empty interface, parents first (each
-/// class followed by its leaf qdisc). The root qdisc is a replace.
+/// class followed by its leaf qdisc), then the classifier (`clsact` and
+/// its filters) if `t` has one. The root qdisc is a replace.
 pub fn build_ops(t: &TcTree) -> Vec<TcOp> {
+    let mut ops = build_classes(t);
+    ops.extend(classify::diff_filters(&TcTree::default(), t));
+    ops
+}
+
+/// [`build_ops`] without the classifier.
+fn build_classes(t: &TcTree) -> Vec<TcOp> {
     let mut ops = Vec::with_capacity(t.qdiscs.len() + t.classes.len());
     let by_parent = by_parent(t);
     let kids = children(t);
@@ -164,11 +176,23 @@ fn emit_subtree(
 /// - Different layout ([`rules::layout`]): a full rebuild, with `qdisc del
 ///   root` first whenever a tree is loaded ([`rules::rebuild_deletes_root`]).
 ///
+/// - Then the classifier ([`classify::diff_filters`]): a `clsact` replace
+///   if it is missing, deletes of filters `new` lacks, one replace per new
+///   or different filter. The root delete of a rebuild leaves `clsact` and
+///   its filters in place, so they are diffed the same way.
+///
 /// ```
 /// use lqos_tc::{diff::diff, TcTree};
 /// assert!(diff(&TcTree::default(), &TcTree::default()).is_empty());
 /// ```
 pub fn diff(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
+    let mut ops = diff_classes(old, new);
+    ops.extend(classify::diff_filters(old, new));
+    ops
+}
+
+/// [`diff`] of the class trees (root, HTBs, classes, leaves).
+fn diff_classes(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
     if new.root().is_none() {
         return match old.root() {
             Some(_) => vec![TcOp::delete_root()],
@@ -180,7 +204,7 @@ pub fn diff(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
         if rules::rebuild_deletes_root(old) {
             ops.push(TcOp::delete_root());
         }
-        ops.extend(build_ops(new));
+        ops.extend(build_classes(new));
         return ops;
     }
     let layout_handles: FxSet<TcHandle> =

@@ -37,10 +37,12 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod classify;
 mod config;
 pub mod diff;
 mod fx;
 mod handle;
+pub mod ipmap;
 mod ops;
 pub mod options;
 pub mod order;
@@ -51,17 +53,19 @@ pub mod render;
 pub mod rules;
 mod tree;
 
+pub use classify::{Classifier, FilterKey, FilterProto, FlowerFilter, MatchSide};
 pub use config::{CircuitSqm, Interfaces, LeafSpec, PlanConfig, QueueStrategy, SqmChoice};
 pub use diff::{diff, DiffSummary};
 pub use handle::{HandleError, TcHandle};
+pub use ipmap::{IpDetails, IpMap, IpMapEntry, Steer, SteerDetails};
 pub use ops::{CakeParams, Class, FqCodelParams, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcOp};
 pub use options::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
 pub use order::locality_order;
 pub use parse::{parse_batch, ParseError};
 pub use plan::{
-    just_below, plan, quantum_for, r2q_for, Allocation, CircuitSlot, Direction, InterfacePlan,
-    NodeSlot, Plan, PlanError, HTB_LEVELS, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
+    just_below, plan, quantum_for, r2q_for, Allocation, CircuitSlot, Direction, FilterSlot,
+    InterfacePlan, NodeSlot, Plan, PlanError, HTB_LEVELS, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
 };
-pub use record::{PlanInputs, PlanRecord, RecordError, RECORD_FORMAT};
+pub use record::{PlanInputs, PlanRecord, PrefixRow, RecordError, RECORD_FORMAT};
 pub use render::{render_combined, render_interface, render_line};
 pub use tree::{TcTree, TreeError, HTB_MAX_DEPTH};

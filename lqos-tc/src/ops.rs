@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::classify::{FilterKey, FlowerFilter};
 use crate::{CakeAckFilter, CakeDiffserv, CakeFlowMode, TcHandle};
 use lqos_model::Rate;
 
@@ -41,6 +42,12 @@ pub enum TcOp {
         /// The class to delete.
         classid: TcHandle,
     },
+    /// `tc filter replace dev X egress pref P handle H protocol ip flower
+    /// dst_ip A/L action skbedit queue_mapping Q priority M:m` (creates or
+    /// replaces in place; the classifier, see [`crate::classify`]).
+    ReplaceFilter(FlowerFilter),
+    /// `tc filter del dev X egress pref P handle H protocol ip flower`.
+    DeleteFilter(FilterKey),
 }
 
 impl TcOp {
@@ -74,7 +81,7 @@ impl TcOp {
 
 /// The serde form that [`TcOp`] is read from (old sentinel included).
 mod wire {
-    use super::{Class, Qdisc, TcHandle, TcOp};
+    use super::{Class, FilterKey, FlowerFilter, Qdisc, TcHandle, TcOp};
     use serde::Deserialize;
 
     #[derive(Deserialize)]
@@ -86,6 +93,8 @@ mod wire {
         AddClass(Class),
         ChangeClass(Class),
         DeleteClass { parent: TcHandle, classid: TcHandle },
+        ReplaceFilter(FlowerFilter),
+        DeleteFilter(FilterKey),
     }
 
     impl From<TcOpWire> for TcOp {
@@ -98,6 +107,8 @@ mod wire {
                 TcOpWire::AddClass(c) => TcOp::AddClass(c),
                 TcOpWire::ChangeClass(c) => TcOp::ChangeClass(c),
                 TcOpWire::DeleteClass { parent, classid } => TcOp::DeleteClass { parent, classid },
+                TcOpWire::ReplaceFilter(f) => TcOp::ReplaceFilter(f),
+                TcOpWire::DeleteFilter(k) => TcOp::DeleteFilter(k),
             }
         }
     }
@@ -115,6 +126,8 @@ mod wire {
                 TcOp::AddClass(c) => TcOpWire::AddClass(c),
                 TcOp::ChangeClass(c) => TcOpWire::ChangeClass(c),
                 TcOp::DeleteClass { parent, classid } => TcOpWire::DeleteClass { parent, classid },
+                TcOp::ReplaceFilter(f) => TcOpWire::ReplaceFilter(f),
+                TcOp::DeleteFilter(k) => TcOpWire::DeleteFilter(k),
             }
         }
     }
@@ -137,6 +150,13 @@ mod tests {
             TcOp::DeleteRoot
         );
         // Every op survives the wire form (see `From<TcOp> for TcOpWire`).
+        let f = FlowerFilter::steer(
+            crate::MatchSide::Dst,
+            "2001:db8::/48".parse().unwrap(),
+            7,
+            3,
+            TcHandle::new(4, 0x1a),
+        );
         let q = Qdisc::leaf(TcHandle::new(1, 3), 3, QdiscKind::Pfifo { limit: None });
         let c = Class::htb(
             TcHandle::new(1, 1),
@@ -156,6 +176,8 @@ mod tests {
                 parent: TcHandle::new(1, 1),
                 classid: TcHandle::new(1, 3),
             },
+            TcOp::ReplaceFilter(f.clone()),
+            TcOp::DeleteFilter(f.key),
         ] {
             let back: TcOp = wire::TcOpWire::from(op.clone()).into();
             assert_eq!(back, op);
@@ -281,6 +303,9 @@ pub enum QdiscKind {
     Cake(CakeParams),
     /// fq_codel leaf.
     FqCodel(FqCodelParams),
+    /// `clsact` (ingress and egress filter hooks; parent `ffff:fff1`,
+    /// handle `ffff:`), holding the classifier's filters.
+    Clsact,
     /// pfifo leaf (packet limit).
     Pfifo {
         /// Queue limit in packets; `None` = kernel default (txqueuelen).
@@ -303,6 +328,7 @@ impl QdiscKind {
             QdiscKind::Htb(_) => "htb",
             QdiscKind::Cake(_) => "cake",
             QdiscKind::FqCodel(_) => "fq_codel",
+            QdiscKind::Clsact => "clsact",
             QdiscKind::Pfifo { .. } => "pfifo",
             QdiscKind::Bfifo { .. } => "bfifo",
             QdiscKind::Other(name) => name,

@@ -8,10 +8,13 @@
 //! as the kernel does). A leaf qdisc without `handle` parses with
 //! [`TcHandle::UNSPEC`] (the kernel picks one).
 
+use crate::classify::{self, CLSACT_PARENT, EGRESS};
 use crate::{
     options, CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, Class, FqCodelParams, HtbClass,
     HtbQdisc, Qdisc, QdiscKind, TcHandle, TcOp,
 };
+use crate::{FilterKey, FilterProto, FlowerFilter, MatchSide};
+use ipnet::IpNet;
 use lqos_model::Rate;
 
 /// A line of batch text that is not a supported tc command.
@@ -89,7 +92,10 @@ fn parse_tokens(t: &[&str]) -> Result<(String, TcOp), String> {
     match object {
         "qdisc" => parse_qdisc(verb, &t[2..]),
         "class" => parse_class(verb, &t[2..]),
-        other => Err(format!("unsupported tc object {other:?} (qdisc or class)")),
+        "filter" => parse_filter(verb, &t[2..]),
+        other => Err(format!(
+            "unsupported tc object {other:?} (qdisc, class or filter)"
+        )),
     }
 }
 
@@ -121,6 +127,25 @@ fn parse_qdisc(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
     }
     let dev = dev.ok_or("qdisc: missing dev")?;
     let kind_tokens = &t[i..];
+    if kind_tokens == ["clsact"] {
+        // `tc qdisc add|replace|del dev X clsact`: tc fills in the slot.
+        if parent.is_some_and(|p| p != CLSACT_PARENT) {
+            return Err("clsact: parent must be ffff:fff1 (or left out)".into());
+        }
+        let q = classify::clsact();
+        return match verb {
+            Verb::Add => Ok((dev, TcOp::AddQdisc(q))),
+            Verb::Replace => Ok((dev, TcOp::ReplaceQdisc(q))),
+            Verb::Delete => Ok((
+                dev,
+                TcOp::DeleteQdisc {
+                    parent: CLSACT_PARENT,
+                    handle: classify::CLSACT_HANDLE,
+                },
+            )),
+            Verb::Change => Err("qdisc change is not supported (use replace)".into()),
+        };
+    }
     if let Verb::Delete = verb {
         if !kind_tokens.is_empty() && kind_tokens.len() > 1 {
             return Err(format!("qdisc del: unexpected {:?}", kind_tokens.join(" ")));
@@ -204,6 +229,126 @@ fn parse_class(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
         Verb::Replace => Err("class replace is not supported (use add or change)".into()),
         Verb::Delete => unreachable!("handled above"),
     }
+}
+
+/// `filter replace|del dev X egress pref P handle H protocol ip|ipv6
+/// flower [dst_ip|src_ip NET action skbedit queue_mapping Q priority M:m]`.
+fn parse_filter(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
+    let (mut dev, mut egress, mut pref, mut handle, mut proto) = (None, false, None, None, None);
+    let mut i = 0;
+    while i < t.len() {
+        match t[i] {
+            "dev" => dev = Some(value(t, i, "dev")?.to_string()),
+            "egress" => {
+                egress = true;
+                i += 1;
+                continue;
+            }
+            "parent" => egress = parse_handle(value(t, i, "parent")?, false)? == EGRESS,
+            "pref" | "prio" | "priority" => pref = Some(parse_u16(value(t, i, "pref")?)?),
+            "handle" => handle = Some(parse_num_u32(value(t, i, "handle")?)?),
+            "protocol" => {
+                proto = Some(match value(t, i, "protocol")? {
+                    "ip" => FilterProto::Ip,
+                    "ipv6" => FilterProto::Ipv6,
+                    other => return Err(format!("filter: unsupported protocol {other:?}")),
+                })
+            }
+            _ => break,
+        }
+        i += 2;
+    }
+    let dev = dev.ok_or("filter: missing dev")?;
+    if !egress {
+        return Err("filter: only egress (parent ffff:fff3) filters are supported".into());
+    }
+    let key = FilterKey {
+        pref: pref.ok_or("filter: missing pref")?,
+        protocol: proto.ok_or("filter: missing protocol")?,
+        handle: handle.filter(|&h| h != 0).ok_or("filter: missing handle")?,
+    };
+    let rest = &t[i..];
+    if rest.first() != Some(&"flower") {
+        return Err("filter: only flower filters are supported".into());
+    }
+    let rest = &rest[1..];
+    match verb {
+        Verb::Delete if rest.is_empty() => return Ok((dev, TcOp::DeleteFilter(key))),
+        Verb::Delete => return Err(format!("filter del: unexpected {:?}", rest.join(" "))),
+        Verb::Replace => {}
+        Verb::Add | Verb::Change => return Err("filter: only replace and del are supported".into()),
+    }
+    let (mut side, mut net, mut queue, mut prio) = (None, None, None, None);
+    let mut i = 0;
+    while i < rest.len() {
+        match rest[i] {
+            "dst_ip" | "src_ip" => {
+                side = Some(if rest[i] == "dst_ip" {
+                    MatchSide::Dst
+                } else {
+                    MatchSide::Src
+                });
+                net = Some(parse_net(value(rest, i, rest[i])?)?);
+                i += 2;
+            }
+            "action" | "actions" if rest.get(i + 1) == Some(&"skbedit") => i += 2,
+            "queue_mapping" => {
+                queue = Some(parse_u16(value(rest, i, "queue_mapping")?)?);
+                i += 2;
+            }
+            "priority" => {
+                prio = Some(parse_handle(value(rest, i, "priority")?, false)?);
+                i += 2;
+            }
+            other => return Err(format!("filter: unsupported flower option {other:?}")),
+        }
+    }
+    let net = net.ok_or("flower: missing dst_ip or src_ip")?;
+    if FilterProto::of(&net) != key.protocol {
+        return Err(format!(
+            "flower: {net} is not protocol {}",
+            key.protocol.name()
+        ));
+    }
+    Ok((
+        dev,
+        TcOp::ReplaceFilter(FlowerFilter {
+            key,
+            side: side.ok_or("flower: missing dst_ip or src_ip")?,
+            net,
+            queue_mapping: queue.ok_or("skbedit: missing queue_mapping")?,
+            priority: prio.ok_or("skbedit: missing priority")?,
+        }),
+    ))
+}
+
+fn parse_u16(s: &str) -> Result<u16, String> {
+    s.parse()
+        .map_err(|_| format!("invalid number {s:?} (0..=65535)"))
+}
+
+/// A decimal or `0x` hex u32 (tc's `get_u32(.., 0)`).
+fn parse_num_u32(s: &str) -> Result<u32, String> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u32::from_str_radix(h, 16).map_err(|_| format!("invalid number {s:?}")),
+        None => parse_u32(s),
+    }
+}
+
+/// An address (`/32` or `/128`) or a prefix; host bits must be zero.
+fn parse_net(s: &str) -> Result<IpNet, String> {
+    let net: IpNet = if s.contains('/') {
+        s.parse().map_err(|_| format!("invalid prefix {s:?}"))?
+    } else {
+        IpNet::from(
+            s.parse::<std::net::IpAddr>()
+                .map_err(|_| format!("invalid address {s:?}"))?,
+        )
+    };
+    if net.trunc() != net {
+        return Err(format!("{s}: host bits are set (use {})", net.trunc()));
+    }
+    Ok(net)
 }
 
 fn parse_htb_class(t: &[&str]) -> Result<HtbClass, String> {

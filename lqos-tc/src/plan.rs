@@ -8,10 +8,13 @@ use crate::fx::{FxHasher, FxMap, FxSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::classify::{self, Classifier, FilterKey, FlowerFilter, MatchSide};
+use crate::ipmap::{IpMap, IpMapEntry, Steer};
 use crate::{
     CircuitSqm, Class, FqCodelParams, Interfaces, LeafSpec, PlanConfig, Qdisc, QdiscKind,
     QueueStrategy, SqmChoice, TcHandle, TcOp, TcTree,
 };
+use ipnet::IpNet;
 use lqos_model::{Circuit, Network, Rate};
 
 /// Smallest quantum lqos sends (LibreQoS's `MIN_QUANTUM`, one MTU frame).
@@ -152,6 +155,9 @@ impl InterfacePlan {
                 TcOp::AddClass(c) | TcOp::ChangeClass(c) => {
                     t.classes.insert(c.classid, c.clone());
                 }
+                TcOp::ReplaceFilter(f) => {
+                    t.filters.insert(f.key, f.clone());
+                }
                 _ => return self.try_tree().unwrap_or(t),
             }
         }
@@ -253,6 +259,19 @@ pub struct Allocation {
     pub nodes: Vec<NodeSlot>,
     /// Circuit slots, in input order.
     pub circuits: Vec<CircuitSlot>,
+    /// Filter handle of every device prefix (the `tc` classifier's filters
+    /// keep them across reloads; kept even with `--classifier none`).
+    #[serde(default)]
+    pub filters: Vec<FilterSlot>,
+}
+
+/// A device prefix's stable filter handle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilterSlot {
+    /// The address or prefix.
+    pub net: IpNet,
+    /// Its filter handle (never 0).
+    pub handle: u32,
 }
 
 /// A complete plan: ops per interface plus the allocation.
@@ -264,6 +283,10 @@ pub struct Plan {
     pub interfaces: Vec<InterfacePlan>,
     /// The stable allocation.
     pub allocation: Allocation,
+    /// Every device address/prefix -> circuit, queue and classid per
+    /// direction (`ip_map.csv`, `lqos show --ip`, the classifier's source).
+    #[serde(default)]
+    pub ip_map: IpMap,
 }
 
 impl Plan {
@@ -543,10 +566,11 @@ fn htb_class(
 /// classid and leaf handle; new ones take the lowest free minors; removed
 /// ones free theirs.
 ///
-/// The work is four stages, each a function of the ones before:
+/// The work is five stages, each a function of the ones before:
 /// `hierarchy` (nodes, parents, rates, leaf kinds), `queues` (a queue per
-/// top-level subtree), `ids` (class minors and leaf majors) and `build`
-/// (the ops and the allocation).
+/// top-level subtree), `ids` (class minors and leaf majors), `build`
+/// (the ops and the allocation) and `classify_stage` (the IP map with its
+/// stable filter handles, and the classifier's ops with `--classifier tc`).
 ///
 /// ```
 /// use lqos_model::{Circuit, Network, Node, Rate};
@@ -572,7 +596,9 @@ pub fn plan(
     let h = hierarchy(net, cfg, &prev)?;
     let queue = queues(&h, cfg, &prev);
     let ids = ids(&h, &queue, cfg, &prev)?;
-    Ok(build(h, &queue, &ids, cfg))
+    let mut plan = build(h, &queue, &ids, cfg);
+    classify_stage(&mut plan, net.circuits(), previous);
+    Ok(plan)
 }
 
 /// The previous allocation, indexed by node name and circuit ID; empty
@@ -1270,7 +1296,145 @@ fn build(h: Hierarchy, queue: &[u32], ids: &Ids, cfg: &PlanConfig) -> Plan {
             queues: q as u32,
             nodes,
             circuits: slots,
+            filters: Vec::new(),
         },
+        ip_map: IpMap::default(),
+    }
+}
+
+/// Filter slots sorted by prefix, one per prefix (the allocation's
+/// canonical form).
+pub(crate) fn filter_slots(it: impl Iterator<Item = (IpNet, u32)>) -> Vec<FilterSlot> {
+    let mut v: Vec<FilterSlot> = it
+        .map(|(net, handle)| FilterSlot {
+            net: net.trunc(),
+            handle,
+        })
+        .collect();
+    v.sort_by_key(|f| f.net);
+    v.dedup_by_key(|f| f.net);
+    v
+}
+
+/// Stage 5: the IP map with stable filter handles (from `previous`, which
+/// need not have the same number of queues) and, with `--classifier tc`,
+/// the classifier's ops appended after the tree (locality order is for
+/// the HTB subtrees; filters come last so a packet is never steered to a
+/// class that is not there yet).
+fn classify_stage(plan: &mut Plan, circuits: &[Circuit], previous: Option<&Allocation>) {
+    let stick = matches!(plan.config.interfaces, Interfaces::OnAStick { .. });
+    let (dev_d, dev_u) = devices(&plan.config);
+    let ip_map = ip_map(
+        circuits,
+        &plan.allocation.circuits,
+        previous,
+        plan.allocation.queues,
+        stick,
+        &dev_d,
+        &dev_u,
+    );
+    if plan.config.classifier == Classifier::Tc {
+        // dst_ip filters steer download, src_ip filters upload; on a stick
+        // both sets are on the one interface.
+        const DOWN: (MatchSide, bool) = (MatchSide::Dst, false);
+        const UP: (MatchSide, bool) = (MatchSide::Src, true);
+        match plan.interfaces.as_mut_slice() {
+            [one] => push_filters(&mut one.ops, &ip_map, &[DOWN, UP]),
+            [down, up] => {
+                push_filters(&mut down.ops, &ip_map, &[DOWN]);
+                push_filters(&mut up.ops, &ip_map, &[UP]);
+            }
+            _ => unreachable!("a plan has one interface (stick) or two (bridge)"),
+        }
+    }
+    plan.allocation.filters =
+        filter_slots(ip_map.entries().iter().map(|e| (e.net, e.filter_handle)));
+    plan.ip_map = ip_map;
+}
+
+/// The IP map: one entry per device address/prefix, each prefix with the
+/// filter handle it had in `previous` (or the lowest free one).
+fn ip_map(
+    circuits: &[Circuit],
+    slots: &[CircuitSlot],
+    previous: Option<&Allocation>,
+    per_dir: u32,
+    stick: bool,
+    dev_d: &str,
+    dev_u: &str,
+) -> IpMap {
+    let mut entries = Vec::new();
+    for (ci, (c, slot)) in circuits.iter().zip(slots).enumerate() {
+        let qd = slot.queue;
+        let qu = if stick {
+            per_dir + slot.queue
+        } else {
+            slot.queue
+        };
+        let steer = |dev: &str, queue: u32| Steer {
+            dev: dev.to_string(),
+            queue,
+            classid: TcHandle::new(queue as u16 + 1, slot.minor),
+        };
+        for d in &c.devices {
+            let nets = d.ipv4.iter().map(|n| IpNet::V4(*n));
+            for net in nets.chain(d.ipv6.iter().map(|n| IpNet::V6(*n))) {
+                entries.push(IpMapEntry {
+                    net: net.trunc(),
+                    circuit: ci as u32,
+                    circuit_id: c.id.clone(),
+                    circuit_name: c.name.clone(),
+                    device_id: d.id.clone(),
+                    device_name: d.name.clone(),
+                    download: steer(dev_d, qd),
+                    upload: steer(dev_u, qu),
+                    filter_handle: 0,
+                });
+            }
+        }
+    }
+    // Handles: survivors keep theirs; one handle per distinct prefix.
+    let mut assigned: FxMap<IpNet, u32> = FxMap::default();
+    let mut used: FxSet<u32> = FxSet::default();
+    if let Some(p) = previous {
+        let wanted: FxSet<IpNet> = entries.iter().map(|e| e.net).collect();
+        for s in &p.filters {
+            if s.handle != 0
+                && wanted.contains(&s.net)
+                && !assigned.contains_key(&s.net)
+                && used.insert(s.handle)
+            {
+                assigned.insert(s.net, s.handle);
+            }
+        }
+    }
+    let mut next = 1u32;
+    for e in &mut entries {
+        e.filter_handle = *assigned.entry(e.net).or_insert_with(|| {
+            while used.contains(&next) {
+                next += 1;
+            }
+            used.insert(next);
+            next
+        });
+    }
+    IpMap::new(entries)
+}
+
+/// Appends the `clsact` replace and one filter per distinct prefix for each
+/// `(side, upload)`: `dst_ip` filters steer to the download classids,
+/// `src_ip` ones to the upload classids.
+fn push_filters(ops: &mut Vec<TcOp>, map: &IpMap, sides: &[(MatchSide, bool)]) {
+    ops.push(TcOp::ReplaceQdisc(classify::clsact()));
+    let mut seen: FxSet<FilterKey> = FxSet::default();
+    for &(side, upload) in sides {
+        for e in map.entries() {
+            let s = if upload { &e.upload } else { &e.download };
+            let f = FlowerFilter::steer(side, e.net, e.filter_handle, s.queue as u16, s.classid);
+            if seen.insert(f.key) {
+                ops.push(TcOp::ReplaceFilter(f));
+            }
+        }
     }
 }
 

@@ -103,7 +103,23 @@ pub struct PlanInputs {
     pub slots: Vec<SlotRow>,
     /// Circuits in input order, each with its slot.
     pub circuits: Vec<CircuitRow>,
+    /// Every device address/prefix in input order (the IP map and the
+    /// classifier's filters follow from them), with its filter handle.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefixes: Vec<PrefixRow>,
 }
+
+/// A device address or prefix: circuit index, device index within the
+/// circuit, device id, device name, address/prefix, filter handle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrefixRow(
+    pub u32,
+    pub u32,
+    pub String,
+    pub String,
+    pub ipnet::IpNet,
+    pub u32,
+);
 
 /// A plan as stored: config + inputs + allocation, and optionally the ops.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,6 +138,9 @@ pub struct PlanRecord {
     /// The ops (only when asked for, or when there are no inputs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interfaces: Option<Vec<InterfacePlan>>,
+    /// The IP map, when there are no inputs to re-derive it from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_map: Option<crate::IpMap>,
 }
 
 /// Why a record does not give back a plan.
@@ -218,11 +237,31 @@ impl PlanInputs {
             .iter()
             .map(|n| SlotRow(n.name.clone(), n.parent, n.queue, n.minor, n.generated))
             .collect();
+        let handles: std::collections::HashMap<ipnet::IpNet, u32> =
+            alloc.filters.iter().map(|f| (f.net, f.handle)).collect();
+        let mut prefixes = Vec::new();
+        for (ci, c) in net.circuits().iter().enumerate() {
+            for (di, d) in c.devices.iter().enumerate() {
+                let v4 = d.ipv4.iter().map(|n| ipnet::IpNet::V4(*n));
+                for n in v4.chain(d.ipv6.iter().map(|n| ipnet::IpNet::V6(*n))) {
+                    let handle = handles.get(&n.trunc()).copied().unwrap_or(0);
+                    prefixes.push(PrefixRow(
+                        ci as u32,
+                        di as u32,
+                        d.id.clone(),
+                        d.name.clone(),
+                        n,
+                        handle,
+                    ));
+                }
+            }
+        }
         Ok(PlanInputs {
             queues: alloc.queues,
             nodes,
             slots,
             circuits,
+            prefixes,
         })
     }
 
@@ -282,6 +321,29 @@ impl PlanInputs {
                 devices: Vec::new(),
             });
         }
+        let mut last: Option<(u32, u32)> = None;
+        for PrefixRow(ci, di, id, name, n, _) in &self.prefixes {
+            let c = circuits.get_mut(*ci as usize).ok_or_else(|| {
+                RecordError::Inconsistent(format!("prefix {n} of circuit index {ci}"))
+            })?;
+            // Rows of one device are consecutive.
+            if last != Some((*ci, *di)) || c.devices.is_empty() {
+                last = Some((*ci, *di));
+                c.devices.push(lqos_model::Device {
+                    id: id.clone(),
+                    name: name.clone(),
+                    mac: String::new(),
+                    ipv4: Vec::new(),
+                    ipv6: Vec::new(),
+                    line: 0,
+                });
+            }
+            let d = c.devices.last_mut().expect("pushed above");
+            match n {
+                ipnet::IpNet::V4(v) => d.ipv4.push(*v),
+                ipnet::IpNet::V6(v) => d.ipv6.push(*v),
+            }
+        }
         net.set_circuits(circuits);
         Ok(net)
     }
@@ -314,6 +376,12 @@ impl PlanInputs {
                     leaf_upload: r.12,
                 })
                 .collect(),
+            filters: crate::plan::filter_slots(
+                self.prefixes
+                    .iter()
+                    .filter(|r| r.5 != 0)
+                    .map(|r| (r.4, r.5)),
+            ),
         }
     }
 }
@@ -334,6 +402,7 @@ impl PlanRecord {
             format: RECORD_FORMAT,
             config: plan.config.clone(),
             allocation: inputs.is_none().then(|| plan.allocation.clone()),
+            ip_map: inputs.is_none().then(|| plan.ip_map.clone()),
             inputs,
             interfaces: keep_ops.then(|| plan.interfaces.clone()),
         })
@@ -347,6 +416,7 @@ impl PlanRecord {
             inputs: None,
             allocation: Some(plan.allocation),
             interfaces: Some(plan.interfaces),
+            ip_map: Some(plan.ip_map),
         }
     }
 
@@ -375,6 +445,13 @@ impl PlanRecord {
                 config: self.config.clone(),
                 interfaces: ifaces.clone(),
                 allocation: self.allocation().unwrap_or_default(),
+                // The IP map follows from the inputs (none without them).
+                ip_map: match (&self.inputs, &self.ip_map) {
+                    (Some(i), _) => {
+                        crate::plan(&i.network()?, &self.config, Some(&i.allocation()))?.ip_map
+                    }
+                    (None, m) => m.clone().unwrap_or_default(),
+                },
             }),
             (None, None) => Err(RecordError::Empty),
         }
@@ -415,7 +492,14 @@ mod tests {
         let (net, p) = net_and_plan(2000, 1);
         let rec = PlanRecord::new(&p, Some(&net), false).unwrap();
         let bytes = serde_json::to_vec(&rec).unwrap().len();
-        assert!(bytes / 2000 <= 100, "{} bytes per circuit", bytes / 2000);
+        // About 100 bytes per circuit, plus one row per device address
+        // (the IP map and the classifier's filters follow from them).
+        let prefixes = rec.inputs.as_ref().unwrap().prefixes.len();
+        let budget = 100 * 2000 + 60 * prefixes;
+        assert!(
+            bytes <= budget,
+            "{bytes} bytes for 2000 circuits and {prefixes} prefixes"
+        );
         let with_ops = PlanRecord::new(&p, Some(&net), true).unwrap();
         assert_eq!(with_ops.replan().unwrap(), p);
     }

@@ -5,6 +5,7 @@
 //! Nothing from the input files (names, comments) is ever written, so no
 //! CSV text can end a line or add a command.
 
+use crate::classify::{FilterKey, CLSACT_PARENT};
 use crate::{options, Class};
 use crate::{InterfacePlan, Plan, Qdisc, QdiscKind, TcHandle, TcOp};
 use lqos_model::Rate;
@@ -176,6 +177,37 @@ impl<'d> Out<'d> {
 
     fn op(&mut self, op: &TcOp) {
         match op {
+            TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if q.kind == QdiscKind::Clsact => {
+                self.s("qdisc ");
+                self.s(if matches!(op, TcOp::AddQdisc(_)) {
+                    "add"
+                } else {
+                    "replace"
+                });
+                self.s(" dev ");
+                self.s(self.dev);
+                self.s(" clsact");
+            }
+            TcOp::DeleteQdisc { parent, .. } if *parent == CLSACT_PARENT => {
+                self.s("qdisc del dev ");
+                self.s(self.dev);
+                self.s(" clsact");
+            }
+            TcOp::ReplaceFilter(f) => {
+                self.filter_head("replace", &f.key);
+                self.s(" flower ");
+                self.s(f.side.keyword());
+                self.b.push(b' ');
+                self.s(&f.net.to_string());
+                self.s(" action skbedit queue_mapping ");
+                self.u(u64::from(f.queue_mapping));
+                self.s(" priority ");
+                self.handle(f.priority);
+            }
+            TcOp::DeleteFilter(k) => {
+                self.filter_head("del", k);
+                self.s(" flower");
+            }
             TcOp::AddQdisc(q) if q.parent != TcHandle::ROOT => {
                 self.b.extend_from_slice(&self.qdisc_add);
                 self.handle(q.parent);
@@ -223,6 +255,20 @@ impl<'d> Out<'d> {
                 self.handle(*classid);
             }
         }
+    }
+
+    /// `filter VERB dev X egress pref P handle H protocol ip`.
+    fn filter_head(&mut self, verb: &str, k: &FilterKey) {
+        self.s("filter ");
+        self.s(verb);
+        self.s(" dev ");
+        self.s(self.dev);
+        self.s(" egress pref ");
+        self.u(u64::from(k.pref));
+        self.s(" handle ");
+        self.u(u64::from(k.handle));
+        self.s(" protocol ");
+        self.s(k.protocol.name());
     }
 
     fn qdisc(&mut self, verb: &str, q: &Qdisc) {
@@ -355,6 +401,7 @@ impl<'d> Out<'d> {
                     self.word(options::FQ_CODEL_ECN.word(e));
                 }
             }
+            QdiscKind::Clsact => self.s("clsact"),
             QdiscKind::Pfifo { limit } | QdiscKind::Bfifo { limit } => {
                 self.s(kind.name());
                 if let Some(l) = limit {

@@ -31,7 +31,9 @@ use std::fmt;
 use lqos_model::Rate;
 use serde::Serialize;
 
-use crate::{CakeParams, Class, FqCodelParams, Qdisc, QdiscKind, TcHandle, TcTree};
+use crate::{
+    CakeParams, Class, FilterKey, FlowerFilter, FqCodelParams, Qdisc, QdiscKind, TcHandle, TcTree,
+};
 
 /// Kernel defaults of the cake options lqos sends (`sch_cake.c`
 /// `cake_init`).
@@ -206,7 +208,7 @@ pub fn class_satisfies(live: &Class, planned: &Class) -> bool {
 pub fn kind_drift(live: &QdiscKind, planned: &QdiscKind) -> Vec<FieldDrift> {
     let mut f = Fields(Vec::new());
     match (live, planned) {
-        (QdiscKind::Mq, QdiscKind::Mq) => {}
+        (QdiscKind::Mq, QdiscKind::Mq) | (QdiscKind::Clsact, QdiscKind::Clsact) => {}
         (QdiscKind::Htb(l), QdiscKind::Htb(p)) => {
             f.eq("default_minor", &l.default_minor, &p.default_minor);
             f.opt("r2q", &l.r2q, &p.r2q);
@@ -357,11 +359,53 @@ pub enum Drift {
         /// The fields ([`class_drift`]).
         fields: Vec<FieldDrift>,
     },
+    /// Planned classifier filter not live.
+    MissingFilter(FilterKey),
+    /// Live lqos filter (flower, lqos's preference range) the plan lacks.
+    ExtraFilter(FilterKey),
+    /// Filter on both sides that matches or steers differently.
+    FilterDiffers {
+        /// Pref, protocol, handle.
+        key: FilterKey,
+        /// The fields ([`filter_drift`]).
+        fields: Vec<FieldDrift>,
+    },
+}
+
+/// How filter `live` differs from `planned` (same key): `side` (dst/src),
+/// `net`, `queue_mapping`, `priority`. All must be equal.
+pub fn filter_drift(live: &FlowerFilter, planned: &FlowerFilter) -> Vec<FieldDrift> {
+    let mut f = Fields(Vec::new());
+    f.eq("side", &live.side, &planned.side);
+    if live.net != planned.net {
+        f.push("net", planned.net.to_string(), live.net.to_string());
+    }
+    f.eq("queue_mapping", &live.queue_mapping, &planned.queue_mapping);
+    if live.priority != planned.priority {
+        f.push(
+            "priority",
+            planned.priority.to_string(),
+            live.priority.to_string(),
+        );
+    }
+    f.0
+}
+
+/// Does filter `live` satisfy `planned` (no [`filter_drift`])?
+pub fn filter_satisfies(live: &FlowerFilter, planned: &FlowerFilter) -> bool {
+    live.key == planned.key && filter_drift(live, planned).is_empty()
+}
+
+/// A `clsact` the plan does not have may be another program's (LibreQoS's
+/// BPF hooks): lqos never deletes it and it is not drift.
+fn foreign_clsact(q: &Qdisc, planned: &TcTree) -> bool {
+    q.kind == QdiscKind::Clsact && !planned.qdiscs.contains_key(&q.handle)
 }
 
 /// Every difference between `live` and `planned`: qdiscs by handle (missing
-/// or differing, then extra), then classes by classid. Kernel-created
-/// qdiscs ([`is_kernel_default`]) on either side are ignored. Empty exactly
+/// or differing, then extra), then classes by classid, then classifier
+/// filters by key. Kernel-created qdiscs ([`is_kernel_default`]) on either
+/// side, and a live `clsact` the plan lacks, are ignored. Empty exactly
 /// when [`crate::diff()`] of the two trees is empty.
 pub fn tree_drift(live: &TcTree, planned: &TcTree) -> Vec<Drift> {
     let mut out = Vec::new();
@@ -377,7 +421,7 @@ pub fn tree_drift(live: &TcTree, planned: &TcTree) -> Vec<Drift> {
         }
     }
     for (h, l) in live.qdiscs.iter().filter(|(_, q)| !is_kernel_default(q)) {
-        if explicit_qdisc(planned, *h).is_none() {
+        if explicit_qdisc(planned, *h).is_none() && !foreign_clsact(l, planned) {
             out.push(Drift::ExtraQdisc(l.clone()));
         }
     }
@@ -398,6 +442,22 @@ pub fn tree_drift(live: &TcTree, planned: &TcTree) -> Vec<Drift> {
     for id in live.classes.keys() {
         if !planned.classes.contains_key(id) {
             out.push(Drift::ExtraClass(*id));
+        }
+    }
+    for (k, p) in &planned.filters {
+        match live.filters.get(k) {
+            None => out.push(Drift::MissingFilter(*k)),
+            Some(l) => {
+                let fields = filter_drift(l, p);
+                if !fields.is_empty() {
+                    out.push(Drift::FilterDiffers { key: *k, fields });
+                }
+            }
+        }
+    }
+    for k in live.filters.keys() {
+        if !planned.filters.contains_key(k) {
+            out.push(Drift::ExtraFilter(*k));
         }
     }
     out

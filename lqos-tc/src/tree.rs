@@ -4,7 +4,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use crate::classify::{self, FilterKey, FilterProto, Filters, FlowerFilter, MatchSide};
 use crate::{render, Class, Qdisc, QdiscKind, TcHandle, TcOp};
+use ipnet::IpNet;
 
 /// HTB's maximum class depth (`TC_HTB_MAXDEPTH`).
 pub const HTB_MAX_DEPTH: usize = 8;
@@ -35,6 +37,9 @@ pub struct TcTree {
     pub qdiscs: BTreeMap<TcHandle, Qdisc>,
     /// HTB classes by classid.
     pub classes: BTreeMap<TcHandle, Class>,
+    /// lqos's egress flower filters (under the `clsact` qdisc `ffff:`).
+    #[serde(default)]
+    pub filters: Filters,
     /// Qdiscs the kernel created itself (handle `0:`: a veth's `noqueue`
     /// root, the default qdisc under each mq queue no plan replaced), by
     /// parent. Never part of a plan.
@@ -198,6 +203,11 @@ struct Model<'a> {
     at_parent: HashMap<TcHandle, TcHandle>,
     /// class or HTB qdisc -> number of child classes.
     children: HashMap<TcHandle, u32>,
+    /// Filter preference -> its protocol (the kernel keeps one per pref).
+    pref_proto: HashMap<u16, FilterProto>,
+    /// (pref, side, prefix) -> handle: flower refuses a second filter with
+    /// the same key and mask in one preference.
+    flower_keys: HashMap<(u16, MatchSide, IpNet), u32>,
 }
 
 impl<'a> Model<'a> {
@@ -212,10 +222,18 @@ impl<'a> Model<'a> {
         for c in t.classes.values() {
             *children.entry(c.parent).or_default() += 1;
         }
+        let mut pref_proto = HashMap::new();
+        let mut flower_keys = HashMap::with_capacity(t.filters.len());
+        for f in t.filters.values() {
+            pref_proto.insert(f.key.pref, f.key.protocol);
+            flower_keys.insert((f.key.pref, f.side, f.net), f.key.handle);
+        }
         Model {
             t,
             at_parent,
             children,
+            pref_proto,
+            flower_keys,
         }
     }
 
@@ -228,7 +246,88 @@ impl<'a> Model<'a> {
             TcOp::AddClass(c) => self.add_class(op, c),
             TcOp::ChangeClass(c) => self.change_class(op, c),
             TcOp::DeleteClass { parent, classid } => self.del_class(op, *parent, *classid),
+            TcOp::ReplaceFilter(f) => self.put_filter(op, f),
+            TcOp::DeleteFilter(k) => self.del_filter(op, *k),
         }
+    }
+
+    /// `clsact` lives in the device's ingress slot: add fails if it exists,
+    /// replace of an existing one changes nothing.
+    fn put_clsact(&mut self, op: &TcOp, q: &Qdisc, replace: bool) -> Result<(), TreeError> {
+        if q.handle != classify::CLSACT_HANDLE && q.handle != TcHandle::UNSPEC
+            || q.parent != classify::CLSACT_PARENT
+        {
+            return Err(invalid(op, "clsact has parent ffff:fff1 and handle ffff:"));
+        }
+        if self.t.qdiscs.contains_key(&classify::CLSACT_HANDLE) {
+            if !replace {
+                return Err(TreeError::Exists {
+                    op: text(op),
+                    handle: classify::CLSACT_HANDLE,
+                });
+            }
+            return Ok(());
+        }
+        self.at_parent
+            .insert(classify::CLSACT_PARENT, classify::CLSACT_HANDLE);
+        self.t
+            .qdiscs
+            .insert(classify::CLSACT_HANDLE, classify::clsact());
+        Ok(())
+    }
+
+    fn put_filter(&mut self, op: &TcOp, f: &FlowerFilter) -> Result<(), TreeError> {
+        if !classify::has_clsact(self.t) {
+            return Err(TreeError::ParentMissing {
+                op: text(op),
+                parent: classify::EGRESS,
+            });
+        }
+        let k = f.key;
+        if k.handle == 0 {
+            return Err(invalid(op, "a filter handle is never 0"));
+        }
+        if FilterProto::of(&f.net) != k.protocol {
+            return Err(invalid(
+                op,
+                "the address family does not match the protocol",
+            ));
+        }
+        if let Some(p) = self.pref_proto.get(&k.pref) {
+            if *p != k.protocol {
+                return Err(invalid(
+                    op,
+                    &format!("pref {} is in use by protocol {}", k.pref, p.name()),
+                ));
+            }
+        }
+        let fk = (k.pref, f.side, f.net.trunc());
+        if let Some(&h) = self.flower_keys.get(&fk) {
+            if h != k.handle {
+                return Err(invalid(
+                    op,
+                    &format!("filter {h} in pref {} already matches {}", k.pref, f.net),
+                ));
+            }
+        }
+        if let Some(old) = self.t.filters.get(&k) {
+            self.flower_keys.remove(&(k.pref, old.side, old.net));
+        }
+        self.pref_proto.insert(k.pref, k.protocol);
+        self.flower_keys.insert(fk, k.handle);
+        self.t.filters.insert(k, f.clone());
+        Ok(())
+    }
+
+    fn del_filter(&mut self, op: &TcOp, k: FilterKey) -> Result<(), TreeError> {
+        let Some(old) = self.t.filters.remove(&k) else {
+            return Err(invalid(op, &format!("no {k}")));
+        };
+        self.flower_keys.remove(&(k.pref, old.side, old.net));
+        if !self.t.filters.keys().any(|x| x.pref == k.pref) {
+            self.pref_proto.remove(&k.pref);
+        }
+        Ok(())
     }
 
     fn auto_handle(&self, op: &TcOp) -> Result<TcHandle, TreeError> {
@@ -239,6 +338,9 @@ impl<'a> Model<'a> {
     }
 
     fn put_qdisc(&mut self, op: &TcOp, q: &Qdisc, replace: bool) -> Result<(), TreeError> {
+        if q.kind == QdiscKind::Clsact || q.parent == classify::CLSACT_PARENT {
+            return self.put_clsact(op, q, replace);
+        }
         let mut q = q.clone();
         if q.handle == TcHandle::UNSPEC {
             if let Some(&h) = self.at_parent.get(&q.parent) {
@@ -337,11 +439,18 @@ impl<'a> Model<'a> {
                 handle: TcHandle::ROOT,
             });
         }
+        // The root delete leaves the ingress slot (clsact, and so its
+        // filters) alone.
+        let clsact = self.t.qdiscs.remove(&classify::CLSACT_HANDLE);
         self.t.qdiscs.clear();
         self.t.classes.clear();
         self.t.kernel_defaults.clear();
         self.at_parent.clear();
         self.children.clear();
+        if let Some(c) = clsact {
+            self.at_parent.insert(c.parent, c.handle);
+            self.t.qdiscs.insert(c.handle, c);
+        }
         Ok(())
     }
 
@@ -425,6 +534,11 @@ impl<'a> Model<'a> {
                     self.children.remove(&id);
                 }
                 self.children.remove(&handle);
+            }
+            QdiscKind::Clsact => {
+                self.t.filters.clear();
+                self.pref_proto.clear();
+                self.flower_keys.clear();
             }
             _ => {}
         }

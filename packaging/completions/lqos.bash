@@ -115,7 +115,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__apply)
-            opts="-h --network --devices --config --plan --queues --sqm --strategy --netns --state-dir --backend --parallel --serial --combined --full --dry-run --rollback --verify --help"
+            opts="-h --network --devices --config --plan --queues --sqm --strategy --classifier --netns --state-dir --backend --parallel --serial --combined --full --dry-run --rollback --verify --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -149,6 +149,10 @@ _lqos() {
                     COMPREPLY=($(compgen -W "balanced round-robin" -- "${cur}"))
                     return 0
                     ;;
+                --classifier)
+                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
+                    return 0
+                    ;;
                 --netns)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -169,7 +173,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__bench)
-            opts="-h --circuits --sweep --runs --methods --strategy --uneven --queues --sqm --seed --network --devices --json --markdown --plot --help"
+            opts="-h --circuits --sweep --runs --methods --strategy --uneven --queues --sqm --classifier --seed --network --devices --json --markdown --plot --interfaces --replace-existing --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -203,6 +207,10 @@ _lqos() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --classifier)
+                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
+                    return 0
+                    ;;
                 --seed)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -216,6 +224,10 @@ _lqos() {
                     return 0
                     ;;
                 --plot)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interfaces)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -267,7 +279,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__diff)
-            opts="-h --old-network --old-devices --old-config --network --devices --config --queues --sqm --strategy --summary --help"
+            opts="-h --old-network --old-devices --old-config --network --devices --config --queues --sqm --strategy --classifier --summary --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -307,6 +319,10 @@ _lqos() {
                     ;;
                 --strategy)
                     COMPREPLY=($(compgen -W "balanced round-robin" -- "${cur}"))
+                    return 0
+                    ;;
+                --classifier)
+                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -577,7 +593,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__plan)
-            opts="-h --network --devices --config --queues --sqm --strategy --previous --root-delete --out --with-ops --help"
+            opts="-h --network --devices --config --queues --sqm --strategy --classifier --previous --root-delete --out --with-ops --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -605,6 +621,10 @@ _lqos() {
                     ;;
                 --strategy)
                     COMPREPLY=($(compgen -W "balanced round-robin" -- "${cur}"))
+                    return 0
+                    ;;
+                --classifier)
+                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
                     return 0
                     ;;
                 --previous)
@@ -623,7 +643,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__show)
-            opts="-h --network --devices --config --queues --sqm --strategy --plan --interface --circuits --help"
+            opts="-h --network --devices --config --queues --sqm --strategy --classifier --plan --interface --circuits --ip --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -653,11 +673,19 @@ _lqos() {
                     COMPREPLY=($(compgen -W "balanced round-robin" -- "${cur}"))
                     return 0
                     ;;
+                --classifier)
+                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
+                    return 0
+                    ;;
                 --plan)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --interface)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ip)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -691,7 +719,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__verify)
-            opts="-h --network --devices --config --plan --queues --sqm --strategy --netns --state-dir --last --json --lazy-leaves --help"
+            opts="-h --network --devices --config --plan --queues --sqm --strategy --classifier --netns --state-dir --last --json --lazy-leaves --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -725,6 +753,10 @@ _lqos() {
                     COMPREPLY=($(compgen -W "balanced round-robin" -- "${cur}"))
                     return 0
                     ;;
+                --classifier)
+                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
+                    return 0
+                    ;;
                 --netns)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -741,7 +773,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__watch)
-            opts="-h --network --devices --config --queues --sqm --strategy --netns --state-dir --lazy-leaves --poll --idle --verify-every --debounce --retry --log-format --help"
+            opts="-h --network --devices --config --queues --sqm --strategy --classifier --netns --state-dir --lazy-leaves --poll --idle --verify-every --debounce --retry --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -769,6 +801,10 @@ _lqos() {
                     ;;
                 --strategy)
                     COMPREPLY=($(compgen -W "balanced round-robin" -- "${cur}"))
+                    return 0
+                    ;;
+                --classifier)
+                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
                     return 0
                     ;;
                 --netns)

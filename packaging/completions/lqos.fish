@@ -61,6 +61,8 @@ complete -c lqos -n "__fish_lqos_using_subcommand plan" -l queues -d 'TX queues 
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
 round-robin\t'LibreQoS\'s round robin over top-level nodes'"
+complete -c lqos -n "__fish_lqos_using_subcommand plan" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
+none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l previous -d 'A previous plan.json: keep its classids for circuits and nodes that still exist' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l out -d 'Output directory (created if missing)' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l root-delete -d 'Start each tc file with `qdisc del dev X root`'
@@ -73,8 +75,11 @@ complete -c lqos -n "__fish_lqos_using_subcommand show" -l queues -d 'TX queues 
 complete -c lqos -n "__fish_lqos_using_subcommand show" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
 complete -c lqos -n "__fish_lqos_using_subcommand show" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
 round-robin\t'LibreQoS\'s round robin over top-level nodes'"
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
+none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
 complete -c lqos -n "__fish_lqos_using_subcommand show" -l plan -d 'Show a saved plan.json instead of planning the inputs' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand show" -l interface -d 'Only this interface [default: all]' -r
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l ip -d 'Where this address is shaped (longest-prefix match over every device\'s addresses): circuit, device, node path, queue, classids, rates and leaf, per direction' -r
 complete -c lqos -n "__fish_lqos_using_subcommand show" -l circuits -d 'Also list every circuit'
 complete -c lqos -n "__fish_lqos_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lqos -n "__fish_lqos_using_subcommand diff" -l old-network -d 'Old network.json (when OLD is not given)' -r -F
@@ -87,6 +92,8 @@ complete -c lqos -n "__fish_lqos_using_subcommand diff" -l queues -d 'TX queues 
 complete -c lqos -n "__fish_lqos_using_subcommand diff" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
 complete -c lqos -n "__fish_lqos_using_subcommand diff" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
 round-robin\t'LibreQoS\'s round robin over top-level nodes'"
+complete -c lqos -n "__fish_lqos_using_subcommand diff" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
+none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
 complete -c lqos -n "__fish_lqos_using_subcommand diff" -l summary -d 'Print only the summary'
 complete -c lqos -n "__fish_lqos_using_subcommand diff" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
@@ -97,6 +104,8 @@ complete -c lqos -n "__fish_lqos_using_subcommand apply" -l queues -d 'TX queues
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
 round-robin\t'LibreQoS\'s round robin over top-level nodes'"
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
+none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l backend -d 'Loader' -r -f -a "netlink\t'rtnetlink, many requests per sendmsg'
@@ -117,6 +126,8 @@ complete -c lqos -n "__fish_lqos_using_subcommand verify" -l queues -d 'TX queue
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
 round-robin\t'LibreQoS\'s round robin over top-level nodes'"
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
+none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l last -d 'Verify against the last plan `lqos apply` loaded successfully'
@@ -130,14 +141,18 @@ complete -c lqos -n "__fish_lqos_using_subcommand bench" -l methods -d 'Methods 
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l strategy -d 'Queue strategy: balanced, round-robin, or both (compared)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l queues -d 'TX queues of the veth pair (one HTB each)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l sqm -d 'Leaf qdisc [default: cake diffserv4 if this kernel has it, else pfifo]' -r
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l classifier -d 'Include the classifier in every load (`tc`: clsact + one flower + skbedit filter per device address per interface; needs cls_flower, act_skbedit, Linux >= 6.0)' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
+none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l seed -d 'Generator seed' -r
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l network -d 'Bench your own network.json instead of a generated network' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l devices -d 'Bench your own ShapedDevices.csv instead of a generated network' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l plot -d 'Draw median wall time against circuit count into this SVG file' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l interfaces -d 'Bench these existing interfaces (download,upload) of the current namespace instead of a private veth pair, e.g. the lab\'s virtio NICs. Their root qdiscs are rebuilt many times and deleted at the end' -r
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l uneven -d 'Make top-level sites uneven in size (shows what balancing buys)'
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l json -d 'Print the results as JSON on stdout'
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l markdown -d 'Also print the table as markdown'
-complete -c lqos -n "__fish_lqos_using_subcommand bench" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l replace-existing -d 'With --interfaces: allow replacing a root qdisc that is not the kernel\'s default (it is deleted, not restored)'
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l devices -d 'The circuits and devices (LibreQoS ShapedDevices.csv)' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
@@ -145,6 +160,8 @@ complete -c lqos -n "__fish_lqos_using_subcommand watch" -l queues -d 'TX queues
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
 round-robin\t'LibreQoS\'s round robin over top-level nodes'"
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
+none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l poll -d 'With lazy leaves: seconds between two class-counter dumps' -r

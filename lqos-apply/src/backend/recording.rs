@@ -266,4 +266,20 @@ impl LiveSource for Recording {
             })
             .collect())
     }
+
+    /// Supported unless `flower` or `skbedit` was marked unsupported.
+    fn probe_classifier(&self) -> Result<std::result::Result<(), String>> {
+        let s = self.state.lock().expect("recording lock");
+        Ok(
+            match ["flower", "skbedit"]
+                .iter()
+                .find(|k| s.unsupported.contains(**k))
+            {
+                Some(k) => Err(format!(
+                    "the kernel refused `tc filter replace ... {k}`: unknown"
+                )),
+                None => Ok(()),
+            },
+        )
+    }
 }

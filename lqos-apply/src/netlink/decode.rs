@@ -30,7 +30,7 @@ fn u16_at(b: &[u8], off: usize) -> u16 {
     u16::from_ne_bytes([b[off], b[off + 1]])
 }
 
-fn u32_at(b: &[u8], off: usize) -> u32 {
+pub(crate) fn u32_at(b: &[u8], off: usize) -> u32 {
     u32::from_ne_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
 }
 
@@ -173,7 +173,7 @@ pub(crate) fn tcmsg_hdr(p: &[u8]) -> Result<(TcMsgHdr, &[u8]), DecodeError> {
     Ok((h, &p[TCMSG_LEN..]))
 }
 
-fn cstr(b: &[u8]) -> &str {
+pub(crate) fn cstr(b: &[u8]) -> &str {
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
     std::str::from_utf8(&b[..end]).unwrap_or("")
 }
@@ -186,7 +186,22 @@ fn get_u64(v: &[u8]) -> Option<u64> {
     (v.len() >= 8).then(|| u64::from_ne_bytes(v[..8].try_into().expect("8 bytes")))
 }
 
-/// Decodes one `RTM_NEWQDISC` payload into its interface and [`Qdisc`].
+/// Decodes one `RTM_NEWQDISC` dump reply (what the kernel reports) into its
+/// interface and [`Qdisc`]: [`decode_qdisc`], with fq_codel's codel times
+/// taken back from the kernel's 1024 ns units to the microseconds lqos
+/// sends ([`codel_us`]).
+pub(crate) fn decode_qdisc_dump(payload: &[u8]) -> Result<(i32, Qdisc), DecodeError> {
+    let (ifi, mut q) = decode_qdisc(payload)?;
+    if let QdiscKind::FqCodel(f) = &mut q.kind {
+        f.target_us = f.target_us.map(codel_us);
+        f.interval_us = f.interval_us.map(codel_us);
+    }
+    Ok((ifi, q))
+}
+
+/// Decodes one `RTM_NEWQDISC` payload as sent (a request, the inverse of
+/// the encoder: every value exactly as in the message) into its interface
+/// and [`Qdisc`]. Dump replies go through [`decode_qdisc_dump`].
 pub(crate) fn decode_qdisc(payload: &[u8]) -> Result<(i32, Qdisc), DecodeError> {
     let (h, rest) = tcmsg_hdr(payload)?;
     let mut kind = "";
@@ -201,6 +216,7 @@ pub(crate) fn decode_qdisc(payload: &[u8]) -> Result<(i32, Qdisc), DecodeError> 
     let opts = opts.unwrap_or(&[]);
     let kind = match kind {
         "mq" => QdiscKind::Mq,
+        "clsact" => QdiscKind::Clsact,
         "htb" => {
             let mut q = HtbQdisc {
                 default_minor: 0,
@@ -263,6 +279,19 @@ fn decode_cake(opts: &[u8]) -> CakeParams {
         }
     }
     c
+}
+
+/// A codel time as fq_codel dumps it, back to the microseconds lqos sends
+/// (only for dump replies: a request's value is exact, and this is not the
+/// identity on values that are not dumps, e.g. 5000 -> 5001).
+/// The kernel keeps codel times in 1024 ns units (`us * 1000 >> 10`) and
+/// dumps `units * 1024 / 1000`, so `target 5ms` reads back as 4999 us. The
+/// dumped value identifies the kernel's units exactly (`ceil(r * 1000 /
+/// 1024)`); return the smallest microsecond value with those units, which
+/// is the value sent for every round number (5 ms -> 5000).
+fn codel_us(dumped: u32) -> u32 {
+    let units = (u64::from(dumped) * 1000).div_ceil(1024);
+    u32::try_from((units * 1024).div_ceil(1000)).unwrap_or(dumped)
 }
 
 fn decode_fq_codel(opts: &[u8]) -> FqCodelParams {
@@ -468,6 +497,7 @@ mod tests {
                 );
             prop_oneof![
                 Just(QdiscKind::Mq),
+                Just(QdiscKind::Clsact),
                 (any::<u32>(), any::<u32>(), any::<u32>()).prop_map(|(d, r, q)| QdiscKind::Htb(
                     HtbQdisc {
                         default_minor: d,
@@ -496,6 +526,8 @@ mod tests {
                 encode_op(&TcOp::AddQdisc(q.clone()), ifindex, 1, &mut buf).unwrap();
                 let (ifi, back) = decode_qdisc(&buf[16..]).unwrap();
                 prop_assert_eq!(ifi, ifindex);
+                // A request decodes exactly (fq_codel's codel-units
+                // conversion is for dump replies only: decode_qdisc_dump).
                 prop_assert_eq!(back, q);
             }
 
@@ -534,5 +566,63 @@ mod tests {
         let short = nlmsg(NLMSG_ERROR, 0, 1, &[0; 4]);
         assert!(parse_ack(&msgs(&short).next().unwrap().unwrap()).is_err());
         assert_eq!(attrs(&[8, 0, 1, 0, 1]).count(), 0);
+    }
+
+    /// Regression (proptest `qdisc_encode_decode` after the lab merge:
+    /// `interval 9453697us` decoded as 9453698): the codel-units
+    /// conversion is for dump replies only; a request decodes exactly.
+    #[test]
+    fn codel_conversion_is_for_dumps_not_requests() {
+        use crate::netlink::encode_op;
+        use lqos_tc::TcOp;
+        let fq = |target: u32, interval: u32| Qdisc {
+            parent: TcHandle::new(1, 3),
+            handle: TcHandle::new(3, 0),
+            kind: QdiscKind::FqCodel(FqCodelParams {
+                target_us: Some(target),
+                interval_us: Some(interval),
+                ..FqCodelParams::default()
+            }),
+        };
+        let bytes = |q: &Qdisc| {
+            let mut buf = Vec::new();
+            encode_op(&TcOp::AddQdisc(q.clone()), 3, 1, &mut buf).unwrap();
+            buf
+        };
+        // A request: exact, whatever the value.
+        let sent = fq(5000, 9_453_697);
+        assert_eq!(decode_qdisc(&bytes(&sent)[16..]).unwrap().1, sent);
+        // A dump of `target 5ms interval 100ms` (the kernel reports 4999 /
+        // 99999): back to what was sent.
+        let dumped = bytes(&fq(4999, 99_999));
+        assert_eq!(
+            decode_qdisc_dump(&dumped[16..]).unwrap().1,
+            fq(5000, 100_000)
+        );
+    }
+
+    /// Regression (found in the stock-kernel lab): fq_codel's default
+    /// `target 5ms` / `interval 100ms` dumped as 4999 / 99999 us, so every
+    /// fq_codel leaf with an explicit target looked drifted.
+    #[test]
+    fn fq_codel_codel_times_read_back_as_sent() {
+        // What fq_codel_change stores and fq_codel_dump returns (kernel 6.1).
+        let kernel = |us: u32| (((u64::from(us) * 1000) >> 10) * 1024 / 1000) as u32;
+        assert_eq!(kernel(5000), 4999);
+        assert_eq!(codel_us(4999), 5000);
+        assert_eq!(codel_us(kernel(100_000)), 100_000);
+        for us in (0..3_000_000u32).step_by(7) {
+            let back = codel_us(kernel(us));
+            // The same kernel value, and exact for whole milliseconds.
+            assert_eq!(kernel(back), kernel(us), "{us}");
+            assert_eq!(
+                (u64::from(back) * 1000) >> 10,
+                (u64::from(us) * 1000) >> 10,
+                "{us}"
+            );
+            if us % 1000 == 0 {
+                assert_eq!(back, us);
+            }
+        }
     }
 }

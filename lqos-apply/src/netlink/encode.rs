@@ -4,7 +4,8 @@
 
 use lqos_model::Rate;
 use lqos_tc::{
-    CakeParams, Class, FqCodelParams, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcHandle, TcOp,
+    CakeParams, Class, FilterKey, FqCodelParams, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcHandle,
+    TcOp,
 };
 
 use super::consts::*;
@@ -35,6 +36,15 @@ pub enum EncodeError {
         handle: TcHandle,
         /// The bad name.
         name: String,
+    },
+    /// A filter lqos cannot send (handle 0, or an address family that
+    /// differs from the filter's protocol).
+    #[error("{key}: {reason}")]
+    Filter {
+        /// The filter.
+        key: FilterKey,
+        /// What is wrong.
+        reason: String,
     },
     /// A message grew past the 64 KiB a netlink attribute length can hold.
     #[error("message too large for netlink ({len} bytes)")]
@@ -218,7 +228,13 @@ fn encode_inner(
         }
         TcOp::DeleteQdisc { parent, handle } => {
             let m = Msg::begin(buf, RTM_DELQDISC, DELETE, seq);
-            tcmsg(m.buf, ifindex, *handle, *parent);
+            if *parent == lqos_tc::classify::CLSACT_PARENT {
+                // `tc qdisc del dev X clsact` names the slot and the kind.
+                tcmsg(m.buf, ifindex, lqos_tc::classify::CLSACT_HANDLE, *parent);
+                attr_str(m.buf, TCA_KIND, "clsact");
+            } else {
+                tcmsg(m.buf, ifindex, *handle, *parent);
+            }
             m.finish()
         }
         TcOp::AddClass(c) => class_msg(buf, c, ADD, ifindex, seq, clock),
@@ -228,6 +244,8 @@ fn encode_inner(
             tcmsg(m.buf, ifindex, *classid, *parent);
             m.finish()
         }
+        TcOp::ReplaceFilter(f) => super::filter::replace_msg(buf, f, ifindex, seq),
+        TcOp::DeleteFilter(k) => super::filter::delete_msg(buf, k, ifindex, seq),
     }
 }
 
@@ -297,14 +315,14 @@ pub(crate) fn attr_str(buf: &mut Vec<u8>, ty: u16, s: &str) {
 
 /// Starts a nested attribute (no `NLA_F_NESTED` flag, as tc sends it);
 /// returns its offset for [`nest_end`].
-fn nest_begin(buf: &mut Vec<u8>, ty: u16) -> usize {
+pub(crate) fn nest_begin(buf: &mut Vec<u8>, ty: u16) -> usize {
     let pos = buf.len();
     buf.extend_from_slice(&0u16.to_ne_bytes());
     buf.extend_from_slice(&ty.to_ne_bytes());
     pos
 }
 
-fn nest_end(buf: &mut [u8], pos: usize) -> Result<(), EncodeError> {
+pub(crate) fn nest_end(buf: &mut [u8], pos: usize) -> Result<(), EncodeError> {
     let len = buf.len() - pos;
     let len16 = u16::try_from(len).map_err(|_| EncodeError::TooLarge { len })?;
     buf[pos..pos + 2].copy_from_slice(&len16.to_ne_bytes());
@@ -329,7 +347,7 @@ fn qdisc_msg(
     tcmsg(m.buf, ifindex, q.handle, q.parent);
     attr_str(m.buf, TCA_KIND, kind);
     match &q.kind {
-        QdiscKind::Mq | QdiscKind::Other(_) => {}
+        QdiscKind::Mq | QdiscKind::Clsact | QdiscKind::Other(_) => {}
         QdiscKind::Htb(h) => htb_qdisc_opts(m.buf, h)?,
         QdiscKind::Pfifo { limit } | QdiscKind::Bfifo { limit } => {
             // struct tc_fifo_qopt { __u32 limit; } directly in TCA_OPTIONS.

@@ -57,12 +57,17 @@
 mod consts;
 mod decode;
 mod encode;
+mod filter;
 mod pipeline;
 mod socket;
 mod stats;
 
 pub use decode::DecodeError;
 pub use encode::{encode_op, encode_op_with, EncodeError, PschedClock, PschedParseError};
+pub use filter::{
+    decode_filter_msg, dump_request as filter_dump_request, RTM_DELTFILTER, RTM_GETTFILTER,
+    RTM_NEWTFILTER,
+};
 pub use socket::{LinkInfo, NetlinkError, NetlinkSocket, OpFailure, SendOptions, SendStats};
 pub use stats::{ClassStats, TCA_STATS2, TCA_STATS_BASIC};
 
@@ -70,7 +75,8 @@ pub use stats::{ClassStats, TCA_STATS2, TCA_STATS_BASIC};
 /// interface index and [`TcOp`](lqos_tc::TcOp): the inverse of [`encode_op_with`], used
 /// to check the golden captures both ways. The verb comes from the message
 /// type and flags (`NLM_F_REPLACE`: replace; `NLM_F_CREATE` on a class:
-/// add, else change). HTB class bursts come back converted from ticks, as
+/// add, else change; a filter request is always lqos's one replace or
+/// delete of an egress flower filter). HTB class bursts come back converted from ticks, as
 /// in a dump (see above).
 pub fn decode_request(
     msg: &[u8],
@@ -119,6 +125,16 @@ pub fn decode_request(
         RTM_DELTCLASS => {
             let (ifindex, classid, parent) = hdr(m.payload)?;
             Ok((ifindex, TcOp::DeleteClass { parent, classid }))
+        }
+        filter::RTM_NEWTFILTER => {
+            let (ifindex, f) = filter::decode_filter(m.payload)?.ok_or_else(|| {
+                DecodeError("filter request is not one of lqos's egress flower filters".into())
+            })?;
+            Ok((ifindex, TcOp::ReplaceFilter(f)))
+        }
+        filter::RTM_DELTFILTER => {
+            let (ifindex, k) = filter::decode_filter_delete(m.payload)?;
+            Ok((ifindex, TcOp::DeleteFilter(k)))
         }
         t => Err(DecodeError(format!("message type {t} is not a tc request"))),
     }

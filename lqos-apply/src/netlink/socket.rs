@@ -14,6 +14,7 @@ use nix::sched::{setns, CloneFlags};
 use super::consts::*;
 use super::decode::{self, msgs, parse_ack, DecodeError};
 use super::encode::{self, PschedClock};
+use super::filter;
 use super::pipeline::{strerror, RecvMode, SendPipeline, MAX_SEND_BYTES};
 use super::stats::ClassStats;
 
@@ -549,7 +550,7 @@ impl NetlinkSocket {
         let mut tree = TcTree::default();
         let clock = self.clock;
         self.dump_kind(RTM_GETQDISC, ifindex, |payload| {
-            let (ifi, q) = decode::decode_qdisc(payload)?;
+            let (ifi, q) = decode::decode_qdisc_dump(payload)?;
             if ifi == ifindex {
                 tree.insert_qdisc(q);
             }
@@ -563,6 +564,20 @@ impl NetlinkSocket {
             }
             Ok(())
         })?;
+        // The classifier's egress filters (only lqos's: flower in lqos's
+        // preference range); without a clsact there is no egress hook.
+        if lqos_tc::classify::has_clsact(&tree) {
+            let mut filters = lqos_tc::classify::Filters::new();
+            self.dump_kind(filter::RTM_GETTFILTER, ifindex, |payload| {
+                if let Some((ifi, f)) = filter::decode_filter(payload)? {
+                    if ifi == ifindex {
+                        filters.insert(f.key, f);
+                    }
+                }
+                Ok(())
+            })?;
+            tree.filters = filters;
+        }
         Ok(tree)
     }
 
@@ -575,22 +590,25 @@ impl NetlinkSocket {
         let what = || {
             format!(
                 "dumping {} of ifindex {ifindex}",
-                if ty == RTM_GETQDISC {
-                    "qdiscs"
-                } else {
-                    "classes"
+                match ty {
+                    RTM_GETQDISC => "qdiscs",
+                    RTM_GETTCLASS => "classes",
+                    _ => "egress filters",
                 }
             )
         };
-        let reply = if ty == RTM_GETQDISC {
-            RTM_NEWQDISC
-        } else {
-            RTM_NEWTCLASS
+        let reply = match ty {
+            RTM_GETQDISC => RTM_NEWQDISC,
+            RTM_GETTCLASS => RTM_NEWTCLASS,
+            _ => filter::RTM_NEWTFILTER,
         };
         let mut interrupted = false;
         self.request(
             &what,
-            |buf, seq| encode::dump_request(buf, ty, ifindex, seq),
+            |buf, seq| match ty {
+                filter::RTM_GETTFILTER => filter::dump_request(buf, ifindex, seq),
+                _ => encode::dump_request(buf, ty, ifindex, seq),
+            },
             |m| {
                 interrupted |= m.flags & NLM_F_DUMP_INTR != 0;
                 match m.ty {

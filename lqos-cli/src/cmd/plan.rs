@@ -1,5 +1,5 @@
 //! `lqos plan`: plan the tc trees and write `tc_<iface>.txt`,
-//! `linux_tc.txt` and `plan.json`.
+//! `linux_tc.txt`, `ip_map.csv` and `plan.json`.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use lqos_apply::{plan_files, ApplyError, PlanOverrides, QueueCount};
 use lqos_model::Network;
-use lqos_tc::{Allocation, LeafSpec, Plan, PlanRecord, QueueStrategy};
+use lqos_tc::{Allocation, Classifier, LeafSpec, Plan, PlanRecord, QueueStrategy};
 
 use super::inputs::{print_report, InputArgs};
 use super::EXIT_OK;
@@ -31,6 +31,29 @@ pub struct PlanOptions {
     /// How top-level subtrees are spread over the queues.
     #[arg(long, value_enum, default_value_t = Strategy::Balanced)]
     pub strategy: Strategy,
+    /// Classifier: `tc` plans clsact + flower + skbedit filters with the
+    /// tree; `none` leaves classification to an external program (feed it
+    /// ip_map.csv) [default: lqos.conf [lqos] classifier, else none].
+    #[arg(long, value_enum, value_name = "tc|none")]
+    pub classifier: Option<ClassifierArg>,
+}
+
+/// `--classifier` values.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassifierArg {
+    /// clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0).
+    Tc,
+    /// No classifier ops (LibreQoS's XDP or another program classifies).
+    None,
+}
+
+impl From<ClassifierArg> for Classifier {
+    fn from(c: ClassifierArg) -> Classifier {
+        match c {
+            ClassifierArg::Tc => Classifier::Tc,
+            ClassifierArg::None => Classifier::None,
+        }
+    }
 }
 
 /// `--strategy` values.
@@ -84,6 +107,7 @@ impl PlanOptions {
                 Strategy::Balanced => QueueStrategy::Balanced,
                 Strategy::RoundRobin => QueueStrategy::RoundRobin,
             }),
+            classifier: self.classifier.map(Classifier::from),
         })
     }
 }
@@ -163,6 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &args.out.join("linux_tc.txt"),
         &lqos_tc::render_combined(&plan, args.root_delete),
     )?;
+    write_file(&args.out.join("ip_map.csv"), &plan.ip_map.to_csv())?;
     let json_path = args.out.join("plan.json");
     let f = File::create(&json_path)
         .with_context(|| format!("cannot write {}", json_path.display()))?;
@@ -173,11 +198,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot write {}", json_path.display()))?;
 
     println!(
-        "planned {} circuits and {} nodes on {} queue(s) per direction ({:?} strategy)",
+        "planned {} circuits and {} nodes on {} queue(s) per direction ({:?} strategy); {} addresses/prefixes in ip_map.csv, classifier {}",
         plan.allocation.circuits.len(),
         plan.allocation.nodes.len(),
         plan.allocation.queues,
-        plan.config.strategy
+        plan.config.strategy,
+        plan.ip_map.len(),
+        plan.config.classifier
     );
     for ip in &plan.interfaces {
         let counts: Vec<String> = ip

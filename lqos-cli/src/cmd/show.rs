@@ -1,7 +1,9 @@
-//! `lqos show`: the planned tree, indented, for a person to read.
+//! `lqos show`: the planned tree, indented, for a person to read; with
+//! `--ip ADDR`, where one address is shaped.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -30,6 +32,11 @@ pub struct Args {
     /// Also list every circuit.
     #[arg(long)]
     pub circuits: bool,
+    /// Where this address is shaped (longest-prefix match over every
+    /// device's addresses): circuit, device, node path, queue, classids,
+    /// rates and leaf, per direction.
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["interface", "circuits"])]
+    pub ip: Option<IpAddr>,
 }
 
 /// Runs `lqos show`.
@@ -38,6 +45,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(p) => read_plan(p)?,
         None => plan_inputs(&args.inputs, &args.options, None)?,
     };
+    if let Some(addr) = args.ip {
+        print!("{}", render_ip(&plan, addr));
+        return Ok(ExitCode::from(EXIT_OK));
+    }
     if let Some(dev) = &args.interface {
         if plan.interface(dev).is_none() {
             anyhow::bail!("the plan has no interface {dev:?}");
@@ -64,6 +75,57 @@ fn rates(t: &TcTree, id: TcHandle) -> String {
         ),
         None => "(no class)".to_string(),
     }
+}
+
+/// The text `lqos show --ip ADDR` prints.
+pub fn render_ip(plan: &Plan, addr: IpAddr) -> String {
+    let Some(d) = plan.explain_ip(addr) else {
+        return format!(
+            "{addr}: not shaped: goes to the default class (:2 of the HTB of whatever TX queue it leaves on); no device in the plan has this address\n"
+        );
+    };
+    let e = &d.entry;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{addr}: circuit \"{}\" (\"{}\"), device \"{}\" (\"{}\"), matched {}",
+        esc(&e.circuit_id),
+        esc(&e.circuit_name),
+        esc(&e.device_id),
+        esc(&e.device_name),
+        e.net
+    );
+    let path: Vec<String> = d.node_path.iter().map(|n| esc(n)).collect();
+    let _ = writeln!(out, "  node path: {}", path.join(" > "));
+    for (what, s) in [("download", &d.download), ("upload", &d.upload)] {
+        let rates = match (s.rate, s.ceil) {
+            (Some(r), Some(c)) => format!("rate {} ceil {}", rate_to_tc(r), rate_to_tc(c)),
+            _ => "(class not in the plan)".to_string(),
+        };
+        let leaf = match &s.leaf {
+            Some(q) => {
+                let mut k = String::new();
+                lqos_tc::render::write_kind(&mut k, &q.kind);
+                format!("leaf {} {k}", q.handle)
+            }
+            None => "no leaf qdisc".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "  {what}: {} tx queue {} class {} {rates}, {leaf}",
+            s.steer.dev, s.steer.queue, s.steer.classid
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  classifier: {}",
+        match plan.config.classifier {
+            lqos_tc::Classifier::Tc => format!("tc (flower filter handle {})", e.filter_handle),
+            lqos_tc::Classifier::None =>
+                "none (an external classifier must map it; see ip_map.csv)".to_string(),
+        }
+    );
+    out
 }
 
 /// The text `lqos show` prints.

@@ -55,6 +55,11 @@ pub struct Args {
     /// Leaf qdisc [default: cake diffserv4 if this kernel has it, else pfifo].
     #[arg(long, value_name = "SPEC")]
     sqm: Option<String>,
+    /// Include the classifier in every load (`tc`: clsact + one flower +
+    /// skbedit filter per device address per interface; needs cls_flower,
+    /// act_skbedit, Linux >= 6.0).
+    #[arg(long, value_enum, default_value = "none", value_name = "tc|none")]
+    classifier: super::plan::ClassifierArg,
     /// Generator seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -73,6 +78,15 @@ pub struct Args {
     /// Draw median wall time against circuit count into this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
+    /// Bench these existing interfaces (download,upload) of the current
+    /// namespace instead of a private veth pair, e.g. the lab's virtio NICs.
+    /// Their root qdiscs are rebuilt many times and deleted at the end.
+    #[arg(long, value_delimiter = ',', value_name = "DOWN,UP", num_args = 1)]
+    interfaces: Vec<String>,
+    /// With --interfaces: allow replacing a root qdisc that is not the
+    /// kernel's default (it is deleted, not restored).
+    #[arg(long, requires = "interfaces")]
+    replace_existing: bool,
 }
 
 /// Runs `lqos bench`.
@@ -106,15 +120,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, false) => args.sweep.clone(),
     };
 
-    let _ = cleanup_stale("lqos-bench");
     let ns_name = format!("lqos-bench-{}", std::process::id());
-    install_interrupt_cleanup(&ns_name)?;
-    let ns = ScratchNetns::with_veth(&ns_name, DOWNLINK, UPLINK, args.queues)
-        .with_context(|| format!("creating network namespace {ns_name}"))?;
+    let (ns, devs) = if args.interfaces.is_empty() {
+        let _ = cleanup_stale("lqos-bench");
+        install_interrupt_cleanup(Cleanup::Netns(ns_name.clone()))?;
+        let ns = ScratchNetns::with_veth(&ns_name, DOWNLINK, UPLINK, args.queues)
+            .with_context(|| format!("creating network namespace {ns_name}"))?;
+        (Some(ns), [DOWNLINK.to_string(), UPLINK.to_string()])
+    } else {
+        let devs = existing_interfaces(&args.interfaces, args.queues, args.replace_existing)?;
+        install_interrupt_cleanup(Cleanup::Roots(devs.to_vec()))?;
+        (None, devs)
+    };
+    let [down, up] = [devs[0].as_str(), devs[1].as_str()];
     let sqm = choose_sqm(args.sqm.as_deref())?;
+    let classifier: lqos_tc::Classifier = args.classifier.into();
+    if classifier == lqos_tc::Classifier::Tc {
+        if let Err(why) = KindProbe::new().probe_classifier()? {
+            anyhow::bail!("--classifier tc: {why}; bench with --classifier none (or in the lab VM: cargo xtask lab run --nics -- lqos bench --classifier tc)");
+        }
+    }
     eprintln!(
-        "lqos bench: namespace {} ({DOWNLINK}/{UPLINK}, {} TX queues), leaf qdisc {sqm}, {runs} run(s) per method",
-        ns.name(),
+        "lqos bench: {} ({down}/{up}, {} TX queues), leaf qdisc {sqm}, classifier {classifier}, {runs} run(s) per method",
+        match &ns {
+            Some(ns) => format!("namespace {}", ns.name()),
+            None => "existing interfaces".to_string(),
+        },
         args.queues,
     );
     let ids: Vec<&str> = methods.iter().map(|m| m.id()).collect();
@@ -130,6 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ""
         }
     );
+    let _restore = RestoreRoots(if ns.is_none() { devs.to_vec() } else { vec![] });
 
     // Inputs and a state directory for the whole-process methods (5p, 7p):
     // written so that `lqos apply` plans exactly the bench's tree.
@@ -137,7 +169,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .prefix("lqos-bench-")
         .tempdir()
         .context("creating the bench's work directory")?;
-    let conf = bench_config(&sqm);
+    let conf = bench_config(&sqm, down, up);
     let conf_path = work.path().join("lqos.conf");
     std::fs::write(&conf_path, lqos_model::write_config(&conf))
         .with_context(|| format!("writing {}", conf_path.display()))?;
@@ -170,6 +202,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         for (si, &strategy) in strategies.iter().enumerate() {
             let mut cfg = PlanConfig::from_lqos_config(&conf, args.queues)?;
             cfg.strategy = strategy;
+            cfg.classifier = classifier;
             if !sqm.is_cake() {
                 cfg.fq_codel_threshold = None;
             }
@@ -179,28 +212,35 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             // A fresh state directory per tree: `lqos apply` keeps the
             // classids of the last plan it loaded.
             let _ = std::fs::remove_dir_all(&state_dir);
-            let runner = Runner::new(ns.name()).with_apply_command(ApplyCommand {
-                program: exe.clone(),
-                args: [
-                    "--network".into(),
-                    net_path.clone().into_os_string(),
-                    "--devices".into(),
-                    dev_path.clone().into_os_string(),
-                    "--config".into(),
-                    conf_path.clone().into_os_string(),
-                    "--queues".into(),
-                    args.queues.to_string().into(),
-                    "--sqm".into(),
-                    sqm.to_string().into(),
-                    "--strategy".into(),
-                    strategy_name(strategy).into(),
-                    "--netns".into(),
-                    ns.name().into(),
-                    "--state-dir".into(),
-                    state_dir.clone().into_os_string(),
-                ]
-                .into(),
-            });
+            let netns_args: Vec<std::ffi::OsString> = match &ns {
+                Some(ns) => vec!["--netns".into(), ns.name().into()],
+                None => vec![],
+            };
+            let runner =
+                Runner::in_netns(ns.as_ref().map(|n| n.name())).with_apply_command(ApplyCommand {
+                    program: exe.clone(),
+                    args: [
+                        "--network".into(),
+                        net_path.clone().into_os_string(),
+                        "--devices".into(),
+                        dev_path.clone().into_os_string(),
+                        "--config".into(),
+                        conf_path.clone().into_os_string(),
+                        "--queues".into(),
+                        args.queues.to_string().into(),
+                        "--sqm".into(),
+                        sqm.to_string().into(),
+                        "--classifier".into(),
+                        classifier.to_string().into(),
+                        "--strategy".into(),
+                        strategy_name(strategy).into(),
+                        "--state-dir".into(),
+                        state_dir.clone().into_os_string(),
+                    ]
+                    .into_iter()
+                    .chain(netns_args)
+                    .collect(),
+                });
             runner.converge(&tree.base)?;
             for run in 0..runs {
                 for (mi, &m) in methods.iter().enumerate() {
@@ -252,10 +292,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     report::fill_ratios(&mut rows);
     if args.json {
         let out = serde_json::json!({
-            "namespace": ns_name,
-            "interfaces": [DOWNLINK, UPLINK],
+            "namespace": if args.interfaces.is_empty() { Some(&ns_name) } else { None },
+            "interfaces": [down, up],
             "queues": args.queues,
             "sqm": sqm.to_string(),
+            "classifier": classifier.to_string(),
             "runs": runs,
             "rows": rows,
         });
@@ -341,15 +382,98 @@ fn choose_sqm(asked: Option<&str>) -> anyhow::Result<LeafSpec> {
     }
 }
 
-/// On Ctrl-C / SIGTERM, delete the namespace before exiting (the normal
-/// and error paths delete it when `ScratchNetns` drops).
-fn install_interrupt_cleanup(ns: &str) -> anyhow::Result<()> {
-    let ns = ns.to_string();
+/// `--interfaces DOWN,UP`: both exist with enough TX queues, and carry no
+/// root qdisc other than the kernel's default unless `replace` is set.
+fn existing_interfaces(list: &[String], queues: u32, replace: bool) -> anyhow::Result<[String; 2]> {
+    let [down, up] = list else {
+        anyhow::bail!(
+            "--interfaces {:?}: expected two interfaces, download,upload",
+            list.join(",")
+        );
+    };
+    anyhow::ensure!(down != up, "--interfaces: {down} given twice");
+    let live = lqos_apply::NetlinkLive::new(None);
+    for dev in [down, up] {
+        use lqos_apply::LiveSource;
+        let link = live
+            .link(dev)?
+            .ok_or_else(|| anyhow::anyhow!("--interfaces: no interface {dev} here"))?;
+        anyhow::ensure!(
+            link.num_tx_queues >= queues,
+            "--interfaces: {dev} has {} TX queues, the bench wants {queues} (use --queues {})",
+            link.num_tx_queues,
+            link.num_tx_queues
+        );
+        if let Some(root) = foreign_root(&live.dump(dev)?) {
+            anyhow::ensure!(
+                replace,
+                "--interfaces: {dev} already has a root qdisc ({root}) that is not the kernel's default; \
+                 the bench would delete it and leave none: pass --replace-existing if that is what you want"
+            );
+            eprintln!(
+                "lqos bench: notice: replacing {dev}'s root qdisc {root} (--replace-existing)"
+            );
+        }
+    }
+    Ok([down.clone(), up.clone()])
+}
+
+/// The root qdisc of `tree` if it is not one the kernel made itself
+/// (`noqueue 0:`, `pfifo_fast 0:`, a default `mq 0:`): `"htb 1:"`.
+fn foreign_root(tree: &lqos_tc::TcTree) -> Option<String> {
+    tree.qdiscs
+        .values()
+        .find(|q| q.parent == lqos_tc::TcHandle::ROOT && !lqos_tc::rules::is_kernel_default(q))
+        .map(|q| format!("{} {}", q.kind.name(), q.handle))
+}
+
+/// Deletes the root qdiscs of existing interfaces when the bench ends
+/// (normally or on error): they go back to the kernel's default.
+struct RestoreRoots(Vec<String>);
+
+impl Drop for RestoreRoots {
+    fn drop(&mut self) {
+        for dev in &self.0 {
+            delete_root(dev);
+        }
+    }
+}
+
+fn delete_root(dev: &str) {
+    let _ = std::process::Command::new("tc")
+        .args(["qdisc", "del", "dev", dev, "root"])
+        .output();
+}
+
+/// What an interrupted bench must undo.
+enum Cleanup {
+    /// Delete the scratch namespace.
+    Netns(String),
+    /// Delete the root qdiscs of these existing interfaces.
+    Roots(Vec<String>),
+}
+
+/// On Ctrl-C / SIGTERM, delete the namespace (or the benched interfaces'
+/// root qdiscs) before exiting (the normal and error paths do it on drop).
+fn install_interrupt_cleanup(cleanup: Cleanup) -> anyhow::Result<()> {
     ctrlc::set_handler(move || {
-        let _ = std::process::Command::new("ip")
-            .args(["netns", "del", &ns])
-            .status();
-        eprintln!("\nlqos bench: interrupted; removed namespace {ns}");
+        match &cleanup {
+            Cleanup::Netns(ns) => {
+                let _ = std::process::Command::new("ip")
+                    .args(["netns", "del", ns])
+                    .status();
+                eprintln!("\nlqos bench: interrupted; removed namespace {ns}");
+            }
+            Cleanup::Roots(devs) => {
+                for d in devs {
+                    delete_root(d);
+                }
+                eprintln!(
+                    "\nlqos bench: interrupted; deleted the root qdiscs of {}",
+                    devs.join(", ")
+                );
+            }
+        }
         std::process::exit(130);
     })
     .context("installing the Ctrl-C handler")
@@ -357,17 +481,18 @@ fn install_interrupt_cleanup(ns: &str) -> anyhow::Result<()> {
 
 /// The `lqos.conf` of a bench: the scratch interfaces as a bridge, the
 /// default capacities, and the leaf qdisc.
-fn bench_config(sqm: &LeafSpec) -> LqosConfig {
+fn bench_config(sqm: &LeafSpec, down: &str, up: &str) -> LqosConfig {
     LqosConfig {
         bridge: Some(BridgeConfig {
-            to_internet: UPLINK.to_string(),
-            to_network: DOWNLINK.to_string(),
+            to_internet: up.to_string(),
+            to_network: down.to_string(),
         }),
         single_interface: None,
         queues: QueuesConfig {
             default_sqm: sqm.to_string(),
             ..QueuesConfig::default()
         },
+        lqos: Default::default(),
     }
 }
 
@@ -419,5 +544,34 @@ impl Reporter {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lqos_tc::{Qdisc, TcHandle, TcTree};
+
+    fn tree(root: Qdisc) -> TcTree {
+        let mut t = TcTree::default();
+        t.qdiscs.insert(root.handle, root);
+        t
+    }
+
+    #[test]
+    fn kernel_default_roots_are_not_foreign() {
+        let noqueue = Qdisc {
+            parent: TcHandle::ROOT,
+            handle: TcHandle::UNSPEC,
+            kind: QdiscKind::Other("noqueue".into()),
+        };
+        assert_eq!(foreign_root(&tree(noqueue)), None);
+        assert_eq!(foreign_root(&TcTree::default()), None);
+        let mq = Qdisc {
+            parent: TcHandle::ROOT,
+            handle: TcHandle::new(0x7fff, 0),
+            kind: QdiscKind::Mq,
+        };
+        assert_eq!(foreign_root(&tree(mq)).as_deref(), Some("mq 7fff:"));
     }
 }

@@ -1,0 +1,582 @@
+//! The `tc` classifier against a real kernel, with real traffic.
+//!
+//! Three private namespaces: "internet" sends UDP to several subscriber
+//! addresses in "subscriber" through "shaper", which forwards between
+//! `ens20` (internet side) and `ens19` (subscriber side), both veth with 16
+//! TX queues, and shapes download on `ens19` with an lqos plan that has the
+//! `tc` classifier (clsact + flower `dst_ip` + skbedit queue_mapping and
+//! priority). The traffic generator and receivers are in this file (plain
+//! UDP sockets on threads that entered the namespaces); no iperf.
+//!
+//! Checked: each shaped flow, offered at 1.3x its circuit's ceil, is delivered
+//! at that ceil +/-10%; an address no device has goes to the default class
+//! (`:2`) and is not held to any circuit's ceil; after one address moves to
+//! another circuit, one apply (one filter replaced per interface) re-steers
+//! it to the new circuit's ceil while the other flows are not disturbed (no
+//! 100 ms bucket empty or above 1.3x ceil).
+//!
+//! Needs root, namespaces, Linux >= 6.0 with cls_flower and act_skbedit.
+//! Where those are missing (this project's host kernel has no flower) it
+//! skips with a message, unless `LQOS_REQUIRE_CLASSIFIER=1` (the lab's
+//! stock Debian 6.1 kernel VM sets it), then it fails.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write as _;
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
+use lqos_apply::{
+    apply_plan, ApplyOptions, KindProbe, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
+};
+use lqos_model::{Circuit, Device, Network, Node, Rate};
+use lqos_tc::{plan, Classifier, LeafSpec, Plan, PlanConfig, QdiscKind, TcHandle, TcOp};
+
+/// UDP payload; on the wire (what HTB counts on veth) 42 bytes more.
+const PAYLOAD: usize = 1400;
+const WIRE: u64 = PAYLOAD as u64 + 42;
+const PORT: u16 = 5001;
+const BUCKET: Duration = Duration::from_millis(100);
+
+/// Circuits: id, ceil in kbit, address (None: no device yet).
+/// Small ceils so a TCG guest keeps up: the lab's 2-vCPU guest handled
+/// 240-320 packets/s in total (less while the host is busy).
+const CIRCUITS: [(&str, u64, Option<&str>); 4] = [
+    ("A", 400, Some("100.64.0.1")),
+    ("B", 500, Some("100.64.0.2")),
+    ("C", 600, Some("100.64.0.3")),
+    ("E", 450, None),
+];
+/// Shaped flows are offered at this multiple of their circuit's ceil.
+const OFFER: f64 = 1.3;
+/// The address that moves from C to E.
+const MOVER: &str = "100.64.0.3";
+/// An address no device has.
+const UNKNOWN: &str = "100.64.0.200";
+const UNKNOWN_KBIT: u64 = 200;
+
+fn classifier_available(test: &str) -> bool {
+    if !require_netns(test) {
+        return false;
+    }
+    let why = match KindProbe::new().probe_classifier() {
+        Ok(Ok(())) => return true,
+        Ok(Err(why)) => why,
+        Err(e) => e.to_string(),
+    };
+    if std::env::var("LQOS_REQUIRE_CLASSIFIER").as_deref() == Ok("1") {
+        panic!("{test}: the tc classifier is required (LQOS_REQUIRE_CLASSIFIER=1) but unavailable: {why}");
+    }
+    eprintln!(
+        "skipping {test}: this kernel cannot run the tc classifier ({why}); run it in the lab VM (cargo xtask lab test)"
+    );
+    false
+}
+
+/// Runs `f` on a new thread inside namespace `ns` (sockets it opens live there).
+fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> JoinHandle<T> {
+    let path = format!("/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let fd = File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET)
+            .unwrap_or_else(|e| panic!("setns {path}: {e}"));
+        f()
+    })
+}
+
+fn sysctl(ns: &str, key: &str, value: &str) {
+    let (key, value) = (key.to_string(), value.to_string());
+    in_netns(ns, move || {
+        let p = format!("/proc/sys/{}", key.replace('.', "/"));
+        File::create(&p)
+            .and_then(|mut f| f.write_all(value.as_bytes()))
+            .unwrap_or_else(|e| panic!("{p}: {e}"));
+    })
+    .join()
+    .unwrap();
+}
+
+struct Topo {
+    shaper: ScratchNetns,
+    internet: ScratchNetns,
+    subscriber: ScratchNetns,
+}
+
+fn topo() -> Topo {
+    let t = Topo {
+        shaper: ScratchNetns::create(&unique_name("lqos-cls", "shaper")).unwrap(),
+        internet: ScratchNetns::create(&unique_name("lqos-cls", "inet")).unwrap(),
+        subscriber: ScratchNetns::create(&unique_name("lqos-cls", "sub")).unwrap(),
+    };
+    let (s, i, u) = (&t.shaper, &t.internet, &t.subscriber);
+    for (dev, peer, other) in [("ens20", "inet0", i.name()), ("ens19", "sub0", u.name())] {
+        s.ip(&[
+            "link",
+            "add",
+            dev,
+            "numtxqueues",
+            "16",
+            "numrxqueues",
+            "16",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            peer,
+            "numtxqueues",
+            "16",
+            "numrxqueues",
+            "16",
+            "netns",
+            other,
+        ])
+        .unwrap();
+        s.ip(&["link", "set", dev, "up"]).unwrap();
+    }
+    s.ip(&["addr", "add", "192.0.2.1/24", "dev", "ens20"])
+        .unwrap();
+    s.ip(&["addr", "add", "100.64.0.254/24", "dev", "ens19"])
+        .unwrap();
+    i.ip(&["addr", "add", "192.0.2.2/24", "dev", "inet0"])
+        .unwrap();
+    i.ip(&["link", "set", "inet0", "up"]).unwrap();
+    i.ip(&["route", "add", "default", "via", "192.0.2.1"])
+        .unwrap();
+    for a in CIRCUITS.iter().filter_map(|c| c.2).chain([UNKNOWN]) {
+        u.ip(&["addr", "add", &format!("{a}/24"), "dev", "sub0"])
+            .unwrap();
+    }
+    u.ip(&["link", "set", "sub0", "up"]).unwrap();
+    u.ip(&["route", "add", "default", "via", "100.64.0.254"])
+        .unwrap();
+    sysctl(s.name(), "net.ipv4.ip_forward", "1");
+    t
+}
+
+/// The network with `mover` owned by circuit `owner`.
+fn network(owner: &str) -> Network {
+    let mut net = Network::new();
+    net.add_node(
+        None,
+        Node {
+            name: "Site".into(),
+            id: None,
+            node_type: None,
+            download: Rate::from_mbps(40),
+            upload: Rate::from_mbps(40),
+            virtual_node: false,
+        },
+    )
+    .unwrap();
+    for (id, ceil, addr) in CIRCUITS {
+        let mut addrs: Vec<&str> = addr.filter(|a| *a != MOVER).into_iter().collect();
+        if id == owner {
+            addrs.push(MOVER);
+        }
+        net.add_circuit(Circuit {
+            id: id.into(),
+            name: format!("circuit {id}"),
+            parent: Some("Site".into()),
+            download_min: Rate::from_bps(200_000),
+            upload_min: Rate::from_bps(200_000),
+            download_max: Rate::from_bps(ceil * 1000),
+            upload_max: Rate::from_bps(ceil * 1000),
+            comment: String::new(),
+            sqm: None,
+            devices: vec![Device {
+                id: format!("dev-{id}"),
+                name: String::new(),
+                mac: String::new(),
+                ipv4: addrs
+                    .iter()
+                    .map(|a| format!("{a}/32").parse().unwrap())
+                    .collect(),
+                ipv6: vec![],
+                line: 0,
+            }],
+        });
+    }
+    net
+}
+
+fn planned(owner: &str, prev: Option<&Plan>) -> Plan {
+    let mut cfg = PlanConfig::bridge("ens19", "ens20", 16);
+    cfg.download_capacity = Rate::from_mbps(50);
+    cfg.upload_capacity = Rate::from_mbps(50);
+    cfg.generated_pn_download = Rate::from_mbps(50);
+    cfg.generated_pn_upload = Rate::from_mbps(50);
+    // Short leaf queues: a moved flow's old backlog drains in ~0.2 s.
+    cfg.default_sqm = LeafSpec::Qdisc(QdiscKind::Pfifo { limit: Some(20) });
+    cfg.classifier = Classifier::Tc;
+    plan(&network(owner), &cfg, prev.map(|p| &p.allocation)).unwrap()
+}
+
+/// Loads `p` into the shaper namespace; returns the ops sent per interface.
+fn apply(ns: &ScratchNetns, live: &NetlinkLive, p: &Plan) -> BTreeMap<String, Vec<TcOp>> {
+    let backend = NetlinkBackend::new(Some(ns.name().to_string()), Parallelism::Serial);
+    let opts = ApplyOptions {
+        verify_after: true,
+        ..ApplyOptions::default()
+    };
+    let r = apply_plan(p, live, &backend, opts, &NoProgress).unwrap();
+    assert!(
+        r.verify.as_ref().unwrap().is_clean(),
+        "{}",
+        r.verify.unwrap()
+    );
+    r.changes
+        .iter()
+        .map(|c| {
+            let sent = c.stream.sent().map(std::borrow::Cow::into_owned).collect();
+            (c.stream.dev.clone(), sent)
+        })
+        .collect()
+}
+
+/// Arrival times (since the common start) of each destination's packets.
+type Arrivals = Arc<Mutex<BTreeMap<String, Vec<Duration>>>>;
+
+fn receivers(
+    ns: &str,
+    start: Instant,
+    stop: Arc<AtomicBool>,
+    got: Arrivals,
+) -> Vec<JoinHandle<()>> {
+    CIRCUITS
+        .iter()
+        .filter_map(|c| c.2)
+        .chain([UNKNOWN])
+        .map(|a| {
+            let (stop, got, a) = (stop.clone(), got.clone(), a.to_string());
+            in_netns(ns, move || {
+                let ip: Ipv4Addr = a.parse().unwrap();
+                let s = UdpSocket::bind(SocketAddr::from((ip, PORT))).unwrap();
+                s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+                let mut buf = [0u8; 2048];
+                let mut mine = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    if let Ok(n) = s.recv(&mut buf) {
+                        if n == PAYLOAD {
+                            mine.push(start.elapsed());
+                        }
+                    }
+                }
+                got.lock().unwrap().insert(a, mine);
+            })
+        })
+        .collect()
+}
+
+/// Sends to every address at its rate (kbit/s on the wire) until `stop`.
+fn sender(
+    ns: &str,
+    start: Instant,
+    rates: Vec<(String, u64)>,
+    stop: Arc<AtomicBool>,
+) -> JoinHandle<BTreeMap<String, Vec<Duration>>> {
+    in_netns(ns, move || {
+        let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+        let payload = [0x5au8; PAYLOAD];
+        let t0 = Instant::now();
+        let gaps: Vec<Duration> = rates
+            .iter()
+            .map(|(_, kbit)| Duration::from_secs_f64(WIRE as f64 * 8.0 / (*kbit as f64 * 1000.0)))
+            .collect();
+        let mut next: Vec<Duration> = vec![Duration::ZERO; rates.len()];
+        let dests: Vec<SocketAddr> = rates
+            .iter()
+            .map(|(a, _)| SocketAddr::from((a.parse::<Ipv4Addr>().unwrap(), PORT)))
+            .collect();
+        let mut sent: Vec<Vec<Duration>> = vec![Vec::new(); rates.len()];
+        while !stop.load(Ordering::Relaxed) {
+            let (i, due) = next
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, d)| **d)
+                .map(|(i, d)| (i, *d))
+                .unwrap();
+            let now = t0.elapsed();
+            if due > now {
+                std::thread::sleep((due - now).min(Duration::from_millis(5)));
+                continue;
+            }
+            if s.send_to(&payload, dests[i]).is_ok() {
+                sent[i].push(start.elapsed());
+            }
+            // Catch up after a stall (a TCG guest oversleeps), up to 200 ms
+            // worth: the shaper smooths shaped flows; what a longer stall
+            // missed is not sent.
+            next[i] = (due + gaps[i]).max(now.saturating_sub(Duration::from_millis(200)));
+        }
+        rates.into_iter().map(|(a, _)| a).zip(sent).collect()
+    })
+}
+
+/// Wire kbit/s over [from, to).
+fn rate_kbit(times: &[Duration], from: Duration, to: Duration) -> f64 {
+    let n = times.iter().filter(|t| **t >= from && **t < to).count();
+    n as f64 * WIRE as f64 * 8.0 / 1000.0 / (to - from).as_secs_f64()
+}
+
+/// Packets per 100 ms bucket over [from, to).
+fn buckets(times: &[Duration], from: Duration, to: Duration) -> Vec<usize> {
+    let n = ((to - from).as_millis() / BUCKET.as_millis()) as usize;
+    let mut b = vec![0usize; n];
+    for t in times.iter().filter(|t| **t >= from && **t < to) {
+        if let Some(x) = b.get_mut(((*t - from).as_millis() / BUCKET.as_millis()) as usize) {
+            *x += 1; // a last partial bucket is left out
+        }
+    }
+    b
+}
+
+/// Bytes sent per HTB class on `dev`, from `tc -s class show` text
+/// (iproute2 6.1 prints HTB class statistics only as text): a `class htb
+/// MAJ:MIN ...` line, then ` Sent N bytes ...`.
+fn class_bytes(ns: &ScratchNetns, dev: &str) -> BTreeMap<TcHandle, u64> {
+    let text = ns.tc(&["-s", "class", "show", "dev", dev]).unwrap();
+    let mut out = BTreeMap::new();
+    let mut current: Option<TcHandle> = None;
+    for line in text.lines() {
+        let mut w = line.split_whitespace();
+        match (w.next(), w.next(), w.next()) {
+            (Some("class"), Some("htb"), Some(h)) => current = h.parse().ok(),
+            (Some("Sent"), Some(n), Some("bytes")) => {
+                if let (Some(h), Ok(n)) = (current.take(), n.parse()) {
+                    out.insert(h, n);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s)
+}
+
+#[test]
+fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
+    if !classifier_available("live_classifier") {
+        return;
+    }
+    let t = topo();
+    let live = NetlinkLive::new(Some(t.shaper.name().to_string()));
+    let first = planned("C", None);
+    let sent = apply(&t.shaper, &live, &first);
+    assert!(sent["ens19"]
+        .iter()
+        .any(|op| matches!(op, TcOp::ReplaceFilter(_))));
+    // Applying the same plan again sends nothing (the classifier included).
+    let again = apply(&t.shaper, &live, &planned("C", Some(&first)));
+    assert!(again.values().all(Vec::is_empty), "{again:?}");
+
+    let start = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let got: Arrivals = Arc::default();
+    let rx = receivers(t.subscriber.name(), start, stop.clone(), got.clone());
+    std::thread::sleep(Duration::from_millis(200));
+    let mut rates: Vec<(String, u64)> = CIRCUITS
+        .iter()
+        .filter_map(|(_, ceil, a)| a.map(|a| (a.to_string(), (*ceil as f64 * OFFER) as u64)))
+        .collect();
+    rates.push((UNKNOWN.to_string(), UNKNOWN_KBIT));
+    let tx = sender(t.internet.name(), start, rates, stop.clone());
+
+    // Phase 1 until 5 s; then the move (one apply); phase 2 for 4.5 s more.
+    let (warm, moved_at) = (secs(2.5), secs(5.0));
+    std::thread::sleep(moved_at.saturating_sub(start.elapsed()));
+    let second = planned("E", Some(&first));
+    let changed = apply(&t.shaper, &live, &second);
+    let applied_at = start.elapsed();
+    let end = applied_at + secs(4.5);
+    std::thread::sleep(end.saturating_sub(start.elapsed()));
+    stop.store(true, Ordering::Relaxed);
+    let offered = tx.join().unwrap();
+    for r in rx {
+        r.join().unwrap();
+    }
+    let got = got.lock().unwrap().clone();
+    let bytes = class_bytes(&t.shaper, "ens19");
+    eprintln!(
+        "live_classifier: move applied in {:.3}s; per address: sent, delivered (packets), phase-1 kbit/s",
+        (applied_at - moved_at).as_secs_f64()
+    );
+    let after = applied_at + secs(1.5);
+    for (a, sent) in &offered {
+        eprintln!(
+            "  {a}: offered {:.0} / delivered {:.0} kbit/s before the move, offered {:.0} / delivered {:.0} after",
+            rate_kbit(sent, warm, moved_at),
+            rate_kbit(&got[a], warm, moved_at),
+            rate_kbit(sent, after, end),
+            rate_kbit(&got[a], after, end),
+        );
+    }
+
+    // One filter replaced per interface, nothing else.
+    for (dev, ops) in &changed {
+        assert_eq!(ops.len(), 1, "{dev}: {ops:?}");
+        assert!(
+            matches!(&ops[0], TcOp::ReplaceFilter(f) if f.net.to_string() == format!("{MOVER}/32")),
+            "{dev}: {ops:?}"
+        );
+    }
+
+    let ceil = |id: &str| CIRCUITS.iter().find(|c| c.0 == id).unwrap().1 as f64;
+
+    let within = |what: &str, r: f64, want: f64| {
+        assert!(
+            (r - want).abs() <= 0.10 * want,
+            "{what}: delivered {r:.0} kbit/s, want {want:.0} +/-10%"
+        );
+    };
+    // The generator must really have offered more than each ceil in both
+    // windows (else the machine is too slow for the test, not the shaper wrong).
+    for (id, c, addr) in CIRCUITS.iter().filter(|c| c.2.is_some()) {
+        let a = addr.unwrap();
+        let c = if a == MOVER {
+            ceil("C").max(ceil("E"))
+        } else {
+            *c as f64
+        };
+        for (from, to) in [(warm, moved_at), (after, end)] {
+            let o = rate_kbit(&offered[a], from, to);
+            assert!(
+                o >= 1.1 * c,
+                "the generator offered {a} (circuit {id}) only {o:.0} kbit/s in {:.1}..{:.1}s (ceil {c}): this machine is too slow for the test",
+                from.as_secs_f64(),
+                to.as_secs_f64()
+            );
+        }
+    }
+    // Phase 1 (after HTB's start-up): every flow at its circuit's ceil.
+    for (id, _, addr) in CIRCUITS.iter().filter(|c| c.2.is_some()) {
+        let a = addr.unwrap();
+        within(
+            &format!("{a} (circuit {id}) before the move"),
+            rate_kbit(&got[a], warm, moved_at),
+            ceil(id),
+        );
+    }
+    // The unknown address is held to no circuit's ceil: everything offered
+    // arrives, through the default classes (`:2`).
+    let unknown = got[UNKNOWN].len() as f64;
+    assert!(
+        unknown >= 0.9 * offered[UNKNOWN].len() as f64,
+        "unknown address: {unknown} of {} packets delivered",
+        offered[UNKNOWN].len()
+    );
+    let default_bytes: u64 = bytes
+        .iter()
+        .filter(|(h, _)| h.minor() == 2)
+        .map(|(_, b)| b)
+        .sum();
+    let unknown_bytes = got[UNKNOWN].len() as u64 * WIRE;
+    assert!(
+        default_bytes as f64 >= 0.9 * unknown_bytes as f64,
+        "default classes saw {default_bytes} bytes, the unknown flow delivered {unknown_bytes}"
+    );
+    // Each circuit's class carried its own flow (classids from the IP map).
+    let steady = CIRCUITS
+        .iter()
+        .filter(|c| c.2.is_some() && c.2 != Some(MOVER));
+    for (id, _, addr) in steady.clone() {
+        let a = addr.unwrap();
+        let e = second.ip_map.lookup(a.parse().unwrap()).unwrap();
+        let delivered = got[a].len() as u64 * WIRE;
+        let b = bytes.get(&e.download.classid).copied().unwrap_or(0);
+        assert!(
+            b as f64 >= 0.9 * delivered as f64,
+            "circuit {id} class {} carried {b} bytes, its flow delivered {delivered}",
+            e.download.classid
+        );
+    }
+    // Phase 2: the mover at E's ceil; the others undisturbed throughout
+    // (a bucket may hold one packet more than 1.3x ceil x 100 ms: packets
+    // are indivisible).
+    within(
+        "the moved address at circuit E",
+        rate_kbit(&got[MOVER], after, end),
+        ceil("E"),
+    );
+    for (id, _, addr) in steady {
+        let a = addr.unwrap();
+        let max = (1.3 * ceil(id) * 1000.0 / 8.0 * BUCKET.as_secs_f64() / WIRE as f64).floor()
+            as usize
+            + 1;
+        for (i, n) in buckets(&got[a], warm, end).iter().enumerate() {
+            let at = warm.as_secs_f64() + i as f64 * BUCKET.as_secs_f64();
+            assert!(
+                *n > 0,
+                "{a} (circuit {id}): empty 100 ms bucket at {at:.1}s"
+            );
+            assert!(
+                *n <= max,
+                "{a} (circuit {id}): {n} packets in the 100 ms bucket at {at:.1}s, above 1.3x ceil (+1 packet: {max})"
+            );
+        }
+    }
+}
+
+/// Runs on any kernel with clsact (this host too): another program's
+/// clsact and egress filter (here a u32 filter outside lqos's preference
+/// range, standing for LibreQoS's BPF) read back over netlink, are not
+/// drift for a plan without the classifier, and survive applies.
+#[test]
+fn foreign_clsact_and_filters_are_read_back_and_left_alone() {
+    if !require_netns("live_classifier_foreign_clsact") {
+        return;
+    }
+    let ns =
+        ScratchNetns::with_veth(&unique_name("lqos-cls", "foreign"), "ens19", "ens20", 16).unwrap();
+    ns.tc(&["qdisc", "add", "dev", "ens19", "clsact"]).unwrap();
+    ns.tc(&[
+        "filter",
+        "add",
+        "dev",
+        "ens19",
+        "egress",
+        "pref",
+        "49152",
+        "protocol",
+        "ip",
+        "u32",
+        "match",
+        "ip",
+        "dst",
+        "192.0.2.9/32",
+        "classid",
+        "1:2",
+    ])
+    .unwrap();
+    let mut cfg = planned("C", None).config;
+    cfg.classifier = Classifier::None;
+    let p = plan(&network("C"), &cfg, None).unwrap();
+    let live = NetlinkLive::new(Some(ns.name().to_string()));
+    use lqos_apply::LiveSource as _;
+    let tree = live.dump("ens19").unwrap();
+    assert!(lqos_tc::classify::has_clsact(&tree), "{:?}", tree.qdiscs);
+    assert!(tree.filters.is_empty(), "{:?}", tree.filters);
+    apply(&ns, &live, &p);
+    assert!(apply(&ns, &live, &planned_like(&p))
+        .values()
+        .all(Vec::is_empty));
+    let shown = ns
+        .tc(&["filter", "show", "dev", "ens19", "egress"])
+        .unwrap();
+    assert!(shown.contains("u32"), "{shown}");
+    assert!(ns
+        .tc(&["qdisc", "show", "dev", "ens19"])
+        .unwrap()
+        .contains("clsact"));
+}
+
+/// `p` re-planned with its own allocation (a no-op reload).
+fn planned_like(p: &Plan) -> Plan {
+    plan(&network("C"), &p.config, Some(&p.allocation)).unwrap()
+}
