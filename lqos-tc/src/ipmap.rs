@@ -23,7 +23,7 @@
 //! assert!(p.ip_map.lookup("100.64.2.1".parse().unwrap()).is_none());
 //! ```
 
-use std::net::IpAddr;
+use core::net::IpAddr;
 
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};

@@ -341,7 +341,7 @@ fn parse_net(s: &str) -> Result<IpNet, String> {
         s.parse().map_err(|_| format!("invalid prefix {s:?}"))?
     } else {
         IpNet::from(
-            s.parse::<std::net::IpAddr>()
+            s.parse::<core::net::IpAddr>()
                 .map_err(|_| format!("invalid address {s:?}"))?,
         )
     };
