@@ -354,7 +354,9 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t tmpfs run /run
-mount -t tmpfs tmp /tmp
+# /tmp stays on the (writable) initramfs: a tmpfs there would hide a
+# repository packed under /tmp (a checkout in /tmp is common, e.g. CI's).
+mkdir -p /tmp && chmod 1777 /tmp
 OUT=/dev/ttyS1
 stty -F $OUT raw -echo 2>/dev/null
 lab_exit() {{
