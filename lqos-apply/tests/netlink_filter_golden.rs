@@ -7,42 +7,13 @@
 //! decode back into the same filter (a dump reply has the same layout plus
 //! attributes lqos ignores, checked by appending some).
 
-use std::path::PathBuf;
-
 use lqos_apply::netlink::{decode_filter_msg, encode_op, filter_dump_request};
 use lqos_tc::classify::{self, FlowerFilter, MatchSide};
 use lqos_tc::{FilterKey, FilterProto, TcOp};
 
-struct Golden {
-    command: String,
-    bytes: Vec<u8>,
-}
+mod golden_hex;
 
-fn load(name: &str) -> Golden {
-    let path: PathBuf = [
-        env!("CARGO_MANIFEST_DIR"),
-        "tests/fixtures/netlink",
-        &format!("{name}.hex"),
-    ]
-    .iter()
-    .collect();
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    let mut command = String::new();
-    let mut bytes = Vec::new();
-    for line in text.lines() {
-        if let Some(c) = line.strip_prefix("# tc command: ") {
-            command = c.to_string();
-        } else if !line.starts_with('#') {
-            bytes.extend(
-                line.split_whitespace()
-                    .map(|b| u8::from_str_radix(b, 16).unwrap()),
-            );
-        }
-    }
-    let len = u32::from_ne_bytes(bytes[0..4].try_into().unwrap()) as usize;
-    assert_eq!(len, bytes.len(), "{name}: nlmsg_len vs captured bytes");
-    Golden { command, bytes }
-}
+use golden_hex::{load, Golden};
 
 fn seq(b: &[u8]) -> u32 {
     u32::from_ne_bytes(b[8..12].try_into().unwrap())

@@ -14,8 +14,6 @@
 //!   [`set_htb_buffers`] patches tc's zeros with lqos's values after
 //!   asserting they were zero.
 
-use std::path::PathBuf;
-
 use lqos_apply::netlink::{encode_op, PschedClock};
 use lqos_model::Rate;
 use lqos_tc::{
@@ -28,39 +26,9 @@ const TCA_HTB_PARMS: u16 = 1;
 const TCA_HTB_CTAB: u16 = 3;
 const TCA_HTB_RTAB: u16 = 4;
 
-struct Golden {
-    command: String,
-    bytes: Vec<u8>,
-}
+mod golden_hex;
 
-fn load(name: &str) -> Golden {
-    let path: PathBuf = [
-        env!("CARGO_MANIFEST_DIR"),
-        "tests/fixtures/netlink",
-        &format!("{name}.hex"),
-    ]
-    .iter()
-    .collect();
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    let mut command = String::new();
-    let mut bytes = Vec::new();
-    for line in text.lines() {
-        if let Some(c) = line.strip_prefix("# tc command: ") {
-            command = c.to_string();
-        } else if line.starts_with('#') || line.trim().is_empty() {
-            continue;
-        } else {
-            for b in line.split_whitespace() {
-                bytes
-                    .push(u8::from_str_radix(b, 16).unwrap_or_else(|e| panic!("{name}: {b}: {e}")));
-            }
-        }
-    }
-    assert!(!command.is_empty(), "{name}: no '# tc command:' header");
-    let len = u32::from_ne_bytes(bytes[0..4].try_into().unwrap()) as usize;
-    assert_eq!(len, bytes.len(), "{name}: nlmsg_len vs captured bytes");
-    Golden { command, bytes }
-}
+use golden_hex::{load, Golden};
 
 fn u16_at(b: &[u8], o: usize) -> u16 {
     u16::from_ne_bytes([b[o], b[o + 1]])
@@ -537,9 +505,7 @@ fn every_fixture_is_tested() {
         include_str!("netlink_filter_golden.rs"),
     ]
     .concat();
-    let dir: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests/fixtures/netlink"]
-        .iter()
-        .collect();
+    let dir = golden_hex::fixtures_dir();
     for e in std::fs::read_dir(dir).unwrap() {
         let name = e.unwrap().file_name().into_string().unwrap();
         if let Some(stem) = name.strip_suffix(".hex") {
@@ -560,9 +526,7 @@ fn every_fixture_is_tested() {
 /// truncation of tc's formula.
 #[test]
 fn every_capture_both_ways() {
-    let dir: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests/fixtures/netlink"]
-        .iter()
-        .collect();
+    let dir = golden_hex::fixtures_dir();
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| {
