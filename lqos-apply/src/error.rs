@@ -143,14 +143,6 @@ pub enum ApplyError {
         #[source]
         source: NetlinkError,
     },
-    /// A check after loading found the kernel's tree not as planned.
-    #[error("{dev}: {message}")]
-    Check {
-        /// Interface.
-        dev: String,
-        /// What differs.
-        message: String,
-    },
     /// The saved state is unreadable or missing.
     #[error("state {path}: {message}")]
     State {
@@ -222,7 +214,6 @@ impl ApplyError {
     pub fn dev(&self) -> Option<&str> {
         match self {
             ApplyError::OpFailed { dev, .. }
-            | ApplyError::Check { dev, .. }
             | ApplyError::Incomplete { dev, .. }
             | ApplyError::NoInterface { dev, .. }
             | ApplyError::TooFewQueues { dev, .. }
