@@ -501,9 +501,12 @@ fn ratespec(out: &mut [u8], bytes_per_sec: u64) {
 }
 
 /// `RTM_GETQDISC` / `RTM_GETTCLASS` dump request for one interface.
-pub(crate) fn dump_request(buf: &mut Vec<u8>, ty: u16, ifindex: i32, seq: u32) {
+/// `parent` (class dumps only; `UNSPEC` for all) restricts the dump to the
+/// classes of the qdisc with that major: the kernel then looks that qdisc
+/// up instead of walking every qdisc of the device on each resumed part.
+pub(crate) fn dump_request(buf: &mut Vec<u8>, ty: u16, ifindex: i32, parent: TcHandle, seq: u32) {
     let m = Msg::begin(buf, ty, NLM_F_REQUEST | NLM_F_DUMP, seq);
-    tcmsg(m.buf, ifindex, TcHandle::UNSPEC, TcHandle::UNSPEC);
+    tcmsg(m.buf, ifindex, TcHandle::UNSPEC, parent);
     m.finish().expect("dump request is small");
 }
 

@@ -5,7 +5,7 @@ use std::fmt;
 use std::fs::File;
 use std::io;
 
-use lqos_tc::{TcOp, TcTree};
+use lqos_tc::{TcHandle, TcOp, TcTree};
 use neli::consts::socket::{Msg, NlFamily};
 use neli::socket::NlSocket;
 use neli::utils::Groups;
@@ -515,8 +515,9 @@ impl NetlinkSocket {
     /// plan replaced) go to [`TcTree::kernel_defaults`], keyed by parent
     /// ([`TcTree::insert_qdisc`]).
     /// Invisible qdiscs (HTB's automatic leaf `pfifo`s) are not dumped.
-    /// Classes: only HTB classes; a top class's parent is its qdisc
-    /// (`1:`), burst/cburst are converted from ticks back to bytes.
+    /// Classes: only HTB classes, read with one class dump per HTB qdisc
+    /// of the qdisc dump; a top class's parent is its qdisc (`1:`),
+    /// burst/cburst are converted from ticks back to bytes.
     pub fn dump(&mut self, ifindex: i32) -> Result<TcTree, NetlinkError> {
         // A dump that races a concurrent change is flagged NLM_F_DUMP_INTR:
         // retry a few times, then report it.
@@ -556,14 +557,29 @@ impl NetlinkSocket {
             }
             Ok(())
         })?;
-        self.dump_kind(RTM_GETTCLASS, ifindex, |payload| {
-            if let Some((ifi, c)) = decode::decode_class(payload, &clock)? {
-                if ifi == ifindex {
-                    tree.classes.insert(c.classid, c);
+        // Only HTB classes are read, and HTB classes live only under HTB
+        // qdiscs, all of which the qdisc dump just listed: one class dump
+        // per HTB qdisc (the kernel filters by `tcm_parent`) reads the same
+        // classes as one dump of the whole device, without the kernel
+        // re-walking every qdisc of the device (~10,000 leaves at 10,000
+        // circuits) each time it resumes the dump for the next 32 KiB.
+        let htbs: Vec<TcHandle> = tree
+            .qdiscs
+            .values()
+            .filter(|q| matches!(q.kind, lqos_tc::QdiscKind::Htb(_)))
+            .map(|q| q.handle)
+            .collect();
+        for htb in htbs {
+            let classes = &mut tree.classes;
+            self.dump_kind_of(RTM_GETTCLASS, ifindex, htb, |payload| {
+                if let Some((ifi, c)) = decode::decode_class(payload, &clock)? {
+                    if ifi == ifindex && c.classid.qdisc() == htb {
+                        classes.insert(c.classid, c);
+                    }
                 }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            })?;
+        }
         // The classifier's egress filters (only lqos's: flower in lqos's
         // preference range); without a clsact there is no egress hook.
         if lqos_tc::classify::has_clsact(&tree) {
@@ -585,11 +601,28 @@ impl NetlinkSocket {
         &mut self,
         ty: u16,
         ifindex: i32,
+        each: impl FnMut(&[u8]) -> Result<(), DecodeError>,
+    ) -> Result<(), NetlinkError> {
+        self.dump_kind_of(ty, ifindex, TcHandle::UNSPEC, each)
+    }
+
+    /// One dump of `ty` on `ifindex`; for classes, `parent` (not `UNSPEC`)
+    /// restricts it to the classes of that qdisc.
+    fn dump_kind_of(
+        &mut self,
+        ty: u16,
+        ifindex: i32,
+        parent: TcHandle,
         mut each: impl FnMut(&[u8]) -> Result<(), DecodeError>,
     ) -> Result<(), NetlinkError> {
         let what = || {
+            let of = if parent == TcHandle::UNSPEC {
+                String::new()
+            } else {
+                format!(" of qdisc {parent}")
+            };
             format!(
-                "dumping {} of ifindex {ifindex}",
+                "dumping {}{of} of ifindex {ifindex}",
                 match ty {
                     RTM_GETQDISC => "qdiscs",
                     RTM_GETTCLASS => "classes",
@@ -607,7 +640,7 @@ impl NetlinkSocket {
             &what,
             |buf, seq| match ty {
                 filter::RTM_GETTFILTER => filter::dump_request(buf, ifindex, seq),
-                _ => encode::dump_request(buf, ty, ifindex, seq),
+                _ => encode::dump_request(buf, ty, ifindex, parent, seq),
             },
             |m| {
                 interrupted |= m.flags & NLM_F_DUMP_INTR != 0;
