@@ -60,6 +60,33 @@ impl Inputs {
         }
     }
 
+    /// The interfaces these inputs shape, from `lqos.conf` alone (or the
+    /// built-in defaults without one), without reading the other files:
+    /// what [`crate::Prefetched::overlap`] can start reading while the
+    /// rest is parsed. Empty if the config cannot be read or parsed (the
+    /// full load then reports why).
+    pub fn interface_hint(&self) -> Vec<String> {
+        let config = match &self.config {
+            Some(p) => {
+                let Ok(text) = std::fs::read_to_string(p) else {
+                    return Vec::new();
+                };
+                match lqos_model::parse_config(&p.display().to_string(), &text) {
+                    Ok(c) => c,
+                    Err(_) => return Vec::new(),
+                }
+            }
+            None => LqosConfig::default(),
+        };
+        match PlanConfig::from_lqos_config(&config, 1) {
+            Ok(cfg) => interface_names(&cfg.interfaces)
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
     /// Reads and parses the files (an unreadable file is an error naming
     /// its path). Validation problems do not fail here: they are in
     /// [`LoadedInputs::report`].

@@ -63,6 +63,7 @@ pub mod netns;
 #[cfg(not(feature = "test-util"))]
 #[allow(dead_code, unreachable_pub)]
 mod netns;
+mod prefetch;
 mod session;
 pub mod state;
 pub mod timing;
@@ -84,10 +85,11 @@ pub use inputs::{
 pub use live::{
     read_live, KindProbe, KindSupport, LinkSummary, LiveSource, NetlinkLive, QdiscRefusal,
 };
+pub use prefetch::Prefetched;
 pub use session::{
     last_good_allocation, load_saved, load_saved_allocation, load_saved_plan, save_last_good,
     saved_plan_file, SavedPlan, Session, SAVED_PLAN_VERSION,
 };
-pub use state::{resolve_state_dir, StateDir};
+pub use state::{resolve_state_dir, ApplyLock, StateDir};
 pub use timing::Timing;
 pub use verify::{verify_tree, Drift, IfaceVerify, VerifyReport};

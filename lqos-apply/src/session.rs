@@ -11,7 +11,7 @@ use crate::backend::{Backend, Progress};
 use crate::engine::{apply_plan, ApplyOptions, ApplyReport};
 use crate::error::{ApplyError, Result};
 use crate::live::LiveSource;
-use crate::state::StateDir;
+use crate::state::{ApplyLock, StateDir};
 
 /// Format version of the saved state: 2 stores a compact [`PlanRecord`]
 /// (config, inputs and allocation; the ops are re-derived), 1 stored the
@@ -243,6 +243,31 @@ impl Session<'_> {
         } else {
             Some(self.state.lock()?)
         };
+        self.apply_locked(plan, net, opts, progress)
+    }
+
+    /// [`Session::apply_planned`] under a lock the caller already holds
+    /// (taken with [`StateDir::lock`] on this session's state directory),
+    /// e.g. before planning while [`crate::Prefetched::overlap`] reads the
+    /// live trees, so that no other apply changes them in between.
+    pub fn apply_planned_locked<'p>(
+        &self,
+        _lock: &ApplyLock,
+        plan: &'p Plan,
+        net: Option<&Network>,
+        opts: ApplyOptions,
+        progress: &dyn Progress,
+    ) -> Result<ApplyReport<'p>> {
+        self.apply_locked(plan, net, opts, progress)
+    }
+
+    fn apply_locked<'p>(
+        &self,
+        plan: &'p Plan,
+        net: Option<&Network>,
+        opts: ApplyOptions,
+        progress: &dyn Progress,
+    ) -> Result<ApplyReport<'p>> {
         let report = apply_plan(plan, self.live, self.backend, opts, progress)?;
         let loaded = report.load.as_ref().is_some_and(|l| l.is_ok());
         if loaded {

@@ -8,7 +8,7 @@ use anyhow::Context;
 use lqos_apply::{
     apply_plan, last_good_allocation, resolve_state_dir, ApplyError, ApplyOptions, ApplyReport,
     Backend, Change, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
-    Progress, QueueCount, Session, StateDir, TcBatch, TcMode,
+    Prefetched, Progress, QueueCount, Session, StateDir, TcBatch, TcMode,
 };
 use lqos_model::Network;
 use lqos_tc::{render_line, Plan};
@@ -244,6 +244,40 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.rollback && !state_path.exists() {
         return Err(no_state(&state_path));
     }
+    // The usual reload (planned from the inputs, not a dry run): take the
+    // lock first, then read the live trees on a second thread while this
+    // one reads the saved allocation, parses the inputs and plans (the
+    // interfaces are known from lqos.conf alone). The lock keeps any other
+    // apply from changing the trees between that read and the diff.
+    if !args.rollback && !args.dry_run && args.source.plan.is_none() {
+        let state = StateDir::open(&state_path)?;
+        let lock = state.lock()?;
+        let devs = args.source.inputs.inputs_quiet().interface_hint();
+        let reader = NetlinkLive::new(netns.clone());
+        let ((plan, network), prefetched) = Prefetched::overlap(&live, &reader, &devs, || {
+            args.source
+                .resolve_with_network(&live, &state_path, netns.as_deref())
+        })?;
+        let session = Session {
+            state: &state,
+            netns: netns.as_deref(),
+            live: &prefetched,
+            backend: backend.as_ref(),
+        };
+        let bar = progress_bar(&plan);
+        let report = session.apply_planned_locked(
+            &lock,
+            &plan,
+            network.as_ref(),
+            opts,
+            bar.as_ref().map_or(&NoProgress as &dyn Progress, |b| b),
+        );
+        if let Some(b) = &bar {
+            b.0.finish_and_clear();
+        }
+        return finish(report?, Some(prefetched.timing()));
+    }
+
     let (plan, network) = if args.rollback {
         (None, None)
     } else {
@@ -298,14 +332,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let total_ops: usize = plan.as_ref().map_or(usize::MAX, |p| {
         p.interfaces.iter().map(|i| i.ops.len()).sum()
     });
-    let bar = (std::io::stderr().is_terminal() && total_ops >= 2000).then(|| {
-        let pb = indicatif::ProgressBar::new(0);
-        pb.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} loading {pos} ops [{elapsed}]")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-        );
-        Bar(pb)
-    });
+    let bar = bar_for(total_ops);
     let progress: &dyn Progress = match &bar {
         Some(b) => b,
         None => &NoProgress,
@@ -318,7 +345,37 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         b.0.finish_and_clear();
     }
     // A missing saved plan is the library's State error naming the file.
-    let mut report = report?;
+    finish(report?, None)
+}
+
+/// A progress bar for a load of `total_ops` (only on a terminal, and only
+/// for loads big enough to watch).
+fn bar_for(total_ops: usize) -> Option<Bar> {
+    (std::io::stderr().is_terminal() && total_ops >= 2000).then(|| {
+        let pb = indicatif::ProgressBar::new(0);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} loading {pos} ops [{elapsed}]")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        Bar(pb)
+    })
+}
+
+fn progress_bar(plan: &Plan) -> Option<Bar> {
+    bar_for(plan.interfaces.iter().map(|i| i.ops.len()).sum())
+}
+
+/// Prints the report (with `readback`, the time of the trees read ahead
+/// during planning, when they were) and turns it into the exit code.
+fn finish(
+    mut report: ApplyReport<'_>,
+    readback: Option<lqos_apply::Timing>,
+) -> anyhow::Result<ExitCode> {
+    if let Some(t) = readback {
+        // The read-ahead's own time (apply_plan only took those trees,
+        // and dumped any interface the read-ahead did not know).
+        report.readback = report.readback + t;
+    }
     print_report(&report);
     if let Some(load) = report.load.take() {
         if let Err(e) = load.into_result() {

@@ -46,16 +46,20 @@ impl InputArgs {
     /// directory is used if it exists, else the built-in defaults (said on
     /// stderr).
     pub fn inputs(&self) -> Inputs {
+        let inputs = self.inputs_quiet();
+        if inputs.config.is_none() {
+            eprintln!(
+                "lqos: no {DEFAULT_CONFIG} in the current directory; using built-in defaults (give --config to use another file)"
+            );
+        }
+        inputs
+    }
+
+    /// [`InputArgs::inputs`] without the notice about a missing config.
+    pub fn inputs_quiet(&self) -> Inputs {
         let config = self.config.clone().or_else(|| {
             let p = PathBuf::from(DEFAULT_CONFIG);
-            if p.exists() {
-                Some(p)
-            } else {
-                eprintln!(
-                    "lqos: no {DEFAULT_CONFIG} in the current directory; using built-in defaults (give --config to use another file)"
-                );
-                None
-            }
+            p.exists().then_some(p)
         });
         Inputs {
             network: self.network.clone(),
