@@ -287,3 +287,147 @@ fn rollback_without_a_saved_plan_says_so_and_creates_nothing() {
         "{err}"
     );
 }
+
+/// The usual reload reads the live trees on a second thread while it
+/// plans: a no-op still sees every kind of drift (a changed rate, a
+/// missing leaf, an extra class) and repairs exactly that; inputs that do
+/// not parse fail before anything is sent, leave the trees as they were
+/// and release the lock; a missing interface is named.
+#[test]
+fn read_ahead_noop_sees_every_drift_and_bad_inputs_change_nothing() {
+    if !require_netns("cli apply read-ahead") {
+        return;
+    }
+    let ns =
+        ScratchNetns::with_veth(&unique_name("lqos-cli", "ahead"), "ens19", "ens20", 4).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(
+        code(&lqos(d, &["gen", "--circuits", "300", "--out", "."])),
+        0
+    );
+    let run = |extra: &[&str]| {
+        let mut args = vec!["apply", "--netns", ns.name(), "--state-dir", "st"];
+        args.extend_from_slice(&["--sqm", "pfifo", "--queues", "4"]);
+        args.extend_from_slice(extra);
+        lqos(d, &args)
+    };
+    let o = run(&[]);
+    assert_eq!(code(&o), 0, "{:?}", text(&o));
+    // Nothing changed: nothing sent, and the readback time is the read-ahead's.
+    let o = run(&[]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}\n{err}");
+    assert!(
+        out.contains("ens19: incremental, 0 ops") && out.contains("ens20: incremental, 0 ops"),
+        "{out}"
+    );
+    assert!(out.contains("readback "), "{out}");
+
+    // Three kinds of drift behind lqos's back.
+    let state = StateDir::open(d.join("st")).unwrap();
+    let saved = lqos_apply::load_saved_plan(&state, Some(ns.name()))
+        .unwrap()
+        .unwrap();
+    let ops = &saved.plan.interfaces[0].ops;
+    let class = ops
+        .iter()
+        .find_map(|op| match op {
+            TcOp::AddClass(c) if c.classid.minor() >= 3 && !c.htb.rate.is_zero() => Some(c.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let leaf = ops
+        .iter()
+        .rev()
+        .find_map(|op| match op {
+            TcOp::AddQdisc(q) if q.parent.minor() >= 3 => Some(q.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let id = class.classid.to_string();
+    let parent = class.parent.to_string();
+    ns.tc(&[
+        "class", "change", "dev", "ens19", "parent", &parent, "classid", &id, "htb", "rate",
+        "1mbit", "ceil", "1mbit",
+    ])
+    .unwrap();
+    ns.tc(&[
+        "qdisc",
+        "del",
+        "dev",
+        "ens19",
+        "parent",
+        &leaf.parent.to_string(),
+        "handle",
+        &leaf.handle.to_string(),
+    ])
+    .unwrap();
+    ns.tc(&[
+        "class", "add", "dev", "ens20", "parent", "1:1", "classid", "1:fff0", "htb", "rate",
+        "1mbit",
+    ])
+    .unwrap();
+    let o = run(&["--verify"]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}\n{err}");
+    assert!(
+        out.contains("ens19: incremental, 2 ops (1 added, 1 changed, 0 removed)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ens20: incremental, 1 ops (0 added, 0 changed, 1 removed)"),
+        "{out}"
+    );
+    assert!(!out.contains("difference"), "{out}");
+    let o = run(&[]);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("ens19: incremental, 0 ops") && out.contains("ens20: incremental, 0 ops"),
+        "{out}"
+    );
+
+    // Inputs that do not parse: exit 2 naming the file, nothing sent, the
+    // trees as they were, the lock released.
+    let trees = |ns: &ScratchNetns| {
+        ["ens19", "ens20"].map(|dev| {
+            (
+                ns.tc(&["qdisc", "show", "dev", dev]).unwrap(),
+                ns.tc(&["class", "show", "dev", dev]).unwrap(),
+            )
+        })
+    };
+    let before = trees(&ns);
+    let csv = std::fs::read_to_string(d.join("ShapedDevices.csv")).unwrap();
+    let mut bad: Vec<String> = csv.lines().map(str::to_string).collect();
+    bad[2] = bad[2].replacen(",", ",\"unterminated", 1);
+    bad.push("x,y".into());
+    std::fs::write(d.join("ShapedDevices.csv"), bad.join("\n")).unwrap();
+    let o = run(&[]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 2, "{out}\n{err}");
+    assert!(err.contains("ShapedDevices.csv"), "{err}");
+    assert_eq!(trees(&ns), before);
+    drop(state.lock().expect("the failed apply released the lock"));
+    std::fs::write(d.join("ShapedDevices.csv"), csv).unwrap();
+
+    // An interface that does not exist is named (the read-ahead's failed
+    // dump of it does not hide the preflight's message).
+    let conf = std::fs::read_to_string(d.join("lqos.conf")).unwrap();
+    std::fs::write(
+        d.join("lqos.conf"),
+        conf.replace("to_internet = \"ens20\"", "to_internet = \"ens21\""),
+    )
+    .unwrap();
+    let o = run(&[]);
+    let (_, err) = text(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "interface ens21 does not exist in network namespace {}",
+            ns.name()
+        )),
+        "{err}"
+    );
+    assert_eq!(trees(&ns), before);
+}
