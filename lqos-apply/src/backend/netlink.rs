@@ -112,6 +112,12 @@ impl NetlinkBackend {
             root_delete: None,
             error: None,
         };
+        if iface.ops.is_empty() && placement == RootDelete::None {
+            // Nothing to send (an incremental reload with no change): no
+            // socket, no link lookup (preflight looked the interface up).
+            rep.timing = Some(sw.stop());
+            return rep;
+        }
         let opened = open_socket(self.netns.as_deref()).and_then(|mut s| {
             let link = s.link(&iface.dev).map_err(|e| {
                 match netlink_error(Some(&iface.dev), "looking up the interface", e) {
