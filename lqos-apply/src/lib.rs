@@ -44,6 +44,10 @@
 //! - A [`Backend`] loads [`IfaceOps`] streams (a full build borrowed from the
 //!   plan, or a diff) with a [`RootDelete`] placement and reports per
 //!   interface ([`LoadReport`], with [`Timing`]).
+//! - [`Prefetched`]: the live trees read on a second thread while the
+//!   caller plans (what `lqos apply` does under its lock, so that a reload
+//!   with no change costs about the longer of the two, not their sum);
+//!   [`Session::apply_planned_locked`] applies under a lock already held.
 //! - [`netlink`]: the rtnetlink encoder, decoder and socket.
 //! - [`lazy`]: lazy leaves (a circuit's leaf qdisc only while it carries
 //!   traffic), used by `lqos watch --lazy-leaves`.
