@@ -105,12 +105,9 @@ impl<'a> Prefetched<'a> {
             (out, read)
         });
         let out = out?;
-        let (trees, timing) = match read {
-            Ok(r) => r,
-            // The reader panicked: nothing read ahead, every dump goes to
-            // `inner` (which then reports whatever is wrong).
-            Err(_) => (BTreeMap::new(), Timing::default()),
-        };
+        // If the reader panicked, nothing was read ahead: every dump goes
+        // to `inner` (which then reports whatever is wrong).
+        let (trees, timing) = read.unwrap_or_default();
         Ok((
             out,
             Prefetched {

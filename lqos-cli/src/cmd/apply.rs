@@ -279,7 +279,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // The process ends here: the plan, the network and the allocation
         // (a few hundred thousand small allocations at 10,000 circuits)
         // need not be freed one by one first. The lock is released as usual.
-        drop(session);
         std::mem::forget(prefetched);
         std::mem::forget(network);
         std::mem::forget(plan);
