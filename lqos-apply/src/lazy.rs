@@ -211,6 +211,19 @@ impl LeafTracker {
         self.active = active;
     }
 
+    /// Takes back the activation of the circuits whose leaf ops in `add`
+    /// (from [`LeafTracker::observe`] for interface `dev`) were not loaded,
+    /// e.g. because their leaves would not fit in memory: they stay without
+    /// a leaf and get it at a later sample in which their counters move
+    /// again.
+    pub fn defer(&mut self, dev: &str, add: &[TcOp]) {
+        for op in add {
+            if let TcOp::ReplaceQdisc(q) | TcOp::AddQdisc(q) = op {
+                self.active.remove(&(dev.to_string(), q.parent));
+            }
+        }
+    }
+
     /// One sample of `ip`'s class counters at `now`: the ops that give
     /// each circuit whose counters moved since the last sample its leaf,
     /// and take the leaf from each active circuit idle for the idle time.
@@ -367,6 +380,28 @@ mod tests {
             }]
         );
         assert!(tr.active().is_empty());
+    }
+
+    #[test]
+    fn deferred_leaves_come_at_the_next_move() {
+        let p = plan(12);
+        let ip = &p.interfaces[0];
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let mut tr = LeafTracker::new(10 * s, ActiveLeaves::new(), t0);
+        assert!(tr.observe(ip, &stats(ip, |_| 0), t0).is_empty());
+        let c = tr.observe(ip, &stats(ip, |i| u64::from(i < 2) * 100), t0 + s);
+        assert_eq!(c.add.len(), 2);
+        // Only the first fits: the second is taken back.
+        tr.defer(&ip.dev, &c.add[1..]);
+        assert_eq!(tr.active().len(), 1);
+        // No new traffic: nothing; traffic again: its leaf.
+        let same = stats(ip, |i| u64::from(i < 2) * 100);
+        assert!(tr.observe(ip, &same, t0 + 2 * s).is_empty());
+        let c = tr.observe(ip, &stats(ip, |i| u64::from(i < 2) * 200), t0 + 3 * s);
+        let leaves: Vec<Qdisc> = circuit_leaves(ip).cloned().collect();
+        assert_eq!(c.add, vec![TcOp::ReplaceQdisc(leaves[1].clone())]);
+        assert_eq!(tr.active().len(), 2);
     }
 
     #[test]

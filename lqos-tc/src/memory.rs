@@ -249,7 +249,10 @@ pub fn estimate_ops<'o>(live: &TcTree, ops: impl IntoIterator<Item = &'o TcOp>) 
 /// The kernel memory a whole tree takes, by the costs of this module
 /// (e.g. a plan's [`crate::InterfacePlan::tree`]).
 pub fn tree_bytes(tree: &TcTree) -> u64 {
-    tree.qdiscs.values().map(|q| qdisc_bytes(&q.kind)).sum::<u64>()
+    tree.qdiscs
+        .values()
+        .map(|q| qdisc_bytes(&q.kind))
+        .sum::<u64>()
         + tree.classes.len() as u64 * HTB_CLASS_BYTES
 }
 
@@ -340,7 +343,8 @@ mod tests {
         assert_eq!(e.created_bytes, tree_bytes(&t));
         assert_eq!(e.freed_bytes, 0);
         assert!(
-            e.describe().starts_with(&format!("{cakes} cake x 1.04 MiB (")),
+            e.describe()
+                .starts_with(&format!("{cakes} cake x 1.04 MiB (")),
             "{}",
             e.describe()
         );

@@ -241,10 +241,16 @@ fn extra_executables(paths: &[PathBuf]) -> Result<BTreeMap<String, PathBuf>> {
             .and_then(|n| n.to_str())
             .with_context(|| format!("lab run: --exe {}: no file name", p.display()))?;
         if !p.is_file() {
-            bail!("lab run: --exe {}: no such file (build it first)", p.display());
+            bail!(
+                "lab run: --exe {}: no such file (build it first)",
+                p.display()
+            );
         }
         if name == "lqos" {
-            bail!("lab run: --exe {}: the guest's lqos is the release build", p.display());
+            bail!(
+                "lab run: --exe {}: the guest's lqos is the release build",
+                p.display()
+            );
         }
         out.insert(format!("{}/bin/{name}", initramfs::LAB), p.clone());
     }
