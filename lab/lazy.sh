@@ -42,6 +42,15 @@ leaves() {
              $(tc qdisc show dev ens20 | grep -c -E '^qdisc (cake|fq_codel) ') ))
 }
 mib() { echo "$(( $1 / 1024 ))"; }
+# Anonymous memory of running processes (the daemon, the sender): MemFree
+# counts it too, so it is taken out of the kernel's share.
+anon_kb() {
+    s=0
+    for p in "$@"; do
+        s=$((s + $(awk '/^RssAnon:/ {print $2}' /proc/$p/status 2>/dev/null || echo 0)))
+    done
+    echo $s
+}
 row() { echo "| $1 | $2 | $3 | $4 |"; }
 
 echo "lazy.sh: $n circuits, sqm $sqm, $(nproc) vCPUs, MemTotal $(awk '/^MemTotal:/ {print $2}' /proc/meminfo) kB, MemAvailable $(avail_kb) kB"
@@ -79,7 +88,8 @@ field() { echo "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([0-9.]*\).*/\1/p"; }
 sl=$(start_line)
 settle
 f1=$(free_kb)
-idle_used=$((f0 - f1))
+idle_anon=$(anon_kb $watch_pid)
+idle_used=$((f0 - f1 - idle_anon))
 # The lazy tree keeps the leaves of the queues' default classes (N:2).
 base=$(leaves)
 echo "(b) lqos watch --lazy-leaves start: ms=$(field "$sl" ms) (load_ms=$(field "$sl" load_ms), plan_ms=$(field "$sl" plan_ms)), added=$(field "$sl" added) ops; $(leaves) leaves; kernel memory $(mib $idle_used) MiB"
@@ -120,7 +130,8 @@ for p in $percents; do
     done
     settle
     f1=$(free_kb)
-    used=$((f0 - f1))
+    anon=$(anon_kb $watch_pid $sender)
+    used=$((f0 - f1 - anon))
     got=$(leaves)
     row "lazy, traffic into $p% of circuits" "$((got - base))" "$(mib $used)" "$(( (used - idle_used) / (got - base) ))"
 done
@@ -136,7 +147,8 @@ until [ "$(leaves)" -le "$base" ]; do
 done
 settle
 f1=$(free_kb)
-row "lazy, idle again" "$(( $(leaves) - base ))" "$(mib $((f0 - f1)))" -
+row "lazy, idle again" "$(( $(leaves) - base ))" "$(mib $((f0 - f1 - $(anon_kb $watch_pid))))" -
+echo "(memory of the lazy rows without the daemon's (and sender's) own anonymous memory: $(mib $idle_anon) MiB for the daemon at idle; HTB classes: $(tc class show dev ens19 | wc -l) + $(tc class show dev ens20 | wc -l))"
 echo "daemon's leaf events:"
 grep '"message":"leaves"' "$work/watch.log" | while read -r l; do
     echo "  added=$(field "$l" added) removed=$(field "$l" removed) active=$(field "$l" active) ms=$(field "$l" ms)"
