@@ -1,5 +1,5 @@
 #!/bin/sh
-# Lazy leaves vs all leaves with cake, in one lab guest session:
+# Lazy leaves vs all leaves (cake by default), in one lab guest session:
 #   cargo build --release -p lqos-cli --example lab_traffic
 #   cargo xtask lab run --nics --mem 6144 --exe target/release/examples/lab_traffic -- sh lab/lazy.sh 2000 "5 20" ["cake diffserv4"]
 # (--mem: about 1.1 MiB x cake leaves + 1.5 GiB; 2,000 circuits on two NICs
@@ -17,6 +17,8 @@
 #      PERCENTS (default "5 20", each a superset of the one before) on both
 #      NICs: memory once the daemon has given those circuits their leaves;
 #      then no traffic: memory after they went idle and lost them again.
+#      PERCENTS "" skips the traffic (e.g. for the load times with pfifo:
+#      sh lab/lazy.sh 2000 "" pfifo).
 set -eu
 n=${1:-2000}
 percents=${2:-"5 20"}
@@ -36,10 +38,11 @@ clear_roots() {
     tc qdisc del dev ens19 root 2>/dev/null || true
     tc qdisc del dev ens20 root 2>/dev/null || true
 }
-# Circuit leaves (cake, and fq_codel for circuits of 1 Gbit and more) on both NICs.
+# Leaves of the SQM's kind (and fq_codel, for circuits of 1 Gbit and more) on both NICs.
+kind=${sqm%% *}
 leaves() {
-    echo $(( $(tc qdisc show dev ens19 | grep -c -E '^qdisc (cake|fq_codel) ') +
-             $(tc qdisc show dev ens20 | grep -c -E '^qdisc (cake|fq_codel) ') ))
+    echo $(( $(tc qdisc show dev ens19 | grep -c -E "^qdisc ($kind|fq_codel) ") +
+             $(tc qdisc show dev ens20 | grep -c -E "^qdisc ($kind|fq_codel) ") ))
 }
 mib() { echo "$(( $1 / 1024 ))"; }
 # Anonymous memory of running processes (the daemon, the sender): MemFree

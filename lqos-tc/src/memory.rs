@@ -47,8 +47,9 @@ pub const FQ_CODEL_BYTES: u64 = 69 * KIB;
 pub const FQ_CODEL_BYTES_PER_FLOW: u64 = 68;
 
 /// Kernel memory of one HTB class with the default pfifo HTB gives a leaf
-/// class (measured from trees without leaf qdiscs: about 3 KiB per class).
-pub const HTB_CLASS_BYTES: u64 = 3 * KIB;
+/// class (measured from trees without circuit leaves: 3.3-3.8 KiB per
+/// class; rounded up).
+pub const HTB_CLASS_BYTES: u64 = 4 * KIB;
 
 /// Any other qdisc (pfifo, bfifo, HTB, mq, clsact): too small to measure
 /// next to the classes (pfifo: under 3 KiB per leaf, below the method's
@@ -129,7 +130,7 @@ impl MemoryEstimate {
     }
 
     /// The created objects for people: `3965 cake x 1.04 MiB (4.0 GiB), 67
-    /// fq_codel x 69 KiB (5 MiB), 4288 HTB classes x 3 KiB (13 MiB)`; small
+    /// fq_codel x 69 KiB (5 MiB), 4288 HTB classes x 4 KiB (17 MiB)`; small
     /// qdiscs are left out.
     pub fn describe(&self) -> String {
         let mut parts: Vec<String> = self
@@ -410,7 +411,7 @@ mod tests {
         assert_eq!(e.net_bytes(), (CAKE_BYTES + HTB_CLASS_BYTES) as i64);
         assert_eq!(
             e.describe(),
-            "1 cake x 1.04 MiB (1.04 MiB), 1 HTB classes x 3 KiB (3 KiB)"
+            "1 cake x 1.04 MiB (1.04 MiB), 1 HTB classes x 4 KiB (4 KiB)"
         );
         // A root delete keeps clsact.
         let clsact = Qdisc {
