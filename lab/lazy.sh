@@ -21,7 +21,7 @@
 #      sh lab/lazy.sh 2000 "" pfifo).
 set -eu
 n=${1:-2000}
-percents=${2:-"5 20"}
+percents=${2-"5 20"}
 sqm=${3:-cake diffserv4}
 poll=2
 idle=16
