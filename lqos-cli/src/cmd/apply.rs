@@ -174,6 +174,13 @@ fn print_report(report: &ApplyReport<'_>) {
         }
         println!("{line}");
     }
+    if let Some(m) = &report.memory {
+        println!(
+            "memory: the load adds about {} of kernel memory ({}); it fits",
+            lqos_tc::memory::human_bytes(m.net_bytes().max(0) as u64),
+            m.describe()
+        );
+    }
     if let Some(l) = load {
         println!(
             "total: {} ops applied by {}; preflight {:.3}s, readback {:.3}s, diff {:.3}s, load {}",

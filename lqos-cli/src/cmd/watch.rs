@@ -778,3 +778,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     drop(watcher);
     Ok(ExitCode::from(EXIT_OK))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp};
+
+    #[test]
+    fn leaves_that_fit_counts_in_order_by_kind() {
+        let leaf = |minor, kind| {
+            TcOp::ReplaceQdisc(Qdisc {
+                parent: TcHandle::new(1, minor),
+                handle: TcHandle::new(0x100 + minor, 0),
+                kind,
+            })
+        };
+        let cake = || QdiscKind::Cake(Default::default());
+        let fq = || QdiscKind::FqCodel(Default::default());
+        let add = [leaf(3, cake()), leaf(4, fq()), leaf(5, cake())];
+        let mib = 1u64 << 20;
+        assert_eq!(leaves_that_fit(&add, 0), 0);
+        assert_eq!(leaves_that_fit(&add, mib), 0);
+        assert_eq!(leaves_that_fit(&add, 2 * mib), 2);
+        assert_eq!(leaves_that_fit(&add, 3 * mib), 3);
+        assert_eq!(leaves_that_fit(&[], 0), 0);
+    }
+}
