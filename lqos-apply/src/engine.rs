@@ -374,7 +374,7 @@ pub fn apply_plan<'a>(
     let streams: Vec<IfaceOps> = report.changes.iter().map(|c| c.stream.clone()).collect();
     if !opts.skip_memory_check {
         let live_trees: Vec<&TcTree> = trees.iter().collect();
-        report.memory = check_memory(&streams, &live_trees, live.meminfo())?;
+        report.memory = check_memory(&streams, &live_trees, || live.meminfo())?;
     }
     let load = load_deletes_first(backend, &streams, progress);
     let ok = load.is_ok();

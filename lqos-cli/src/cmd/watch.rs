@@ -358,7 +358,7 @@ impl Daemon {
                 .iter()
                 .map(|s| model.get(&s.dev).unwrap_or(&empty))
                 .collect();
-            check_memory(&streams, &trees, self.live.meminfo())?;
+            check_memory(&streams, &trees, || self.live.meminfo())?;
         }
         let err = load_deletes_first(&self.backend, &streams, &NoProgress)
             .into_result()

@@ -220,7 +220,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 lqos_apply::memory::check_memory(
                     &tree.base_ops,
                     &live,
-                    lqos_apply::memory::MemInfo::read(),
+                    lqos_apply::memory::MemInfo::read,
                 )
                 .with_context(|| format!("{n} circuits with {sqm} leaves"))?;
             }
