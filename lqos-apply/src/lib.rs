@@ -49,6 +49,8 @@
 //!   with no change costs about the longer of the two, not their sum);
 //!   [`Session::apply_planned_locked`] applies under a lock already held.
 //! - [`netlink`]: the rtnetlink encoder, decoder and socket.
+//! - [`memory`]: the memory preflight (a load whose leaf qdiscs would not
+//!   fit in `MemAvailable` is refused before anything changes).
 //! - [`lazy`]: lazy leaves (a circuit's leaf qdisc only while it carries
 //!   traffic), used by `lqos watch --lazy-leaves`.
 //! - [`watch`]: the status file `lqos watch` writes and `lqos status` reads.
@@ -61,6 +63,7 @@ mod error;
 mod inputs;
 pub mod lazy;
 mod live;
+pub mod memory;
 pub mod netlink;
 #[cfg(feature = "test-util")]
 pub mod netns;
