@@ -155,6 +155,12 @@ impl LiveSource for Prefetched<'_> {
     fn probe_classifier(&self) -> Result<std::result::Result<(), String>> {
         self.inner.probe_classifier()
     }
+
+    /// The inner source's (so the memory preflight runs as without the
+    /// read-ahead).
+    fn meminfo(&self) -> Option<crate::memory::MemInfo> {
+        self.inner.meminfo()
+    }
 }
 
 #[cfg(test)]
@@ -272,6 +278,32 @@ mod tests {
         let (_, live) = Prefetched::overlap(&rec, &reader, &only, || Ok::<_, ()>(())).unwrap();
         assert_eq!(live.dump("ens19").unwrap(), p2.interfaces[0].tree());
         assert_eq!(live.pending(), 1);
+    }
+
+    #[test]
+    fn everything_but_the_first_dumps_goes_to_the_inner_source() {
+        let mib = 1u64 << 20;
+        let mem = crate::memory::MemInfo {
+            total: 1024 * mib,
+            available: 700 * mib,
+        };
+        let rec = Recording::new()
+            .with_link("ens19", 4)
+            .with_link("ens20", 4)
+            .with_meminfo(mem)
+            .without_qdisc_kind("cake");
+        let reader = SlowReader::new(&rec, None);
+        let (_, live) = Prefetched::overlap(&rec, &reader, &devs(), || Ok::<_, ()>(())).unwrap();
+        assert_eq!(live.meminfo(), rec.meminfo());
+        assert!(live.meminfo().is_some());
+        assert_eq!(live.link("ens20").unwrap(), rec.link("ens20").unwrap());
+        assert_eq!(live.link("eth9").unwrap(), None);
+        let cake = QdiscKind::Cake(Default::default());
+        assert_eq!(
+            live.probe_qdiscs(std::slice::from_ref(&cake)).unwrap(),
+            rec.probe_qdiscs(&[cake]).unwrap()
+        );
+        assert_eq!(live.netns(), rec.netns());
     }
 
     #[test]
