@@ -41,6 +41,7 @@
 #![forbid(unsafe_code)]
 
 mod config;
+mod devices_index;
 mod error;
 pub mod fuzzing;
 mod generate;
@@ -57,6 +58,7 @@ mod write;
 pub use config::{
     parse_config, BridgeConfig, LqosConfig, LqosSection, QueuesConfig, SingleInterfaceConfig,
 };
+pub use devices_index::{DevicesEdit, DevicesIndex, DevicesPatch, MAX_CHANGED_ROWS};
 pub use error::ModelError;
 pub use generate::{generate, GenParams, Generated};
 pub use load::{load, load_with_config, summarize, Loaded, Summary};

@@ -208,7 +208,7 @@ fn check_config(c: &LqosConfig, file: &str, report: &mut Report) {
 /// Uses the `Parent Node ID` column: a circuit with an empty `Parent Node`
 /// gets the node whose `id` matches; a mismatch between the two columns is
 /// a warning (the `Parent Node` name wins, as in older LibreQoS).
-fn resolve_parent_ids(
+pub(crate) fn resolve_parent_ids(
     net: &Network,
     circuits: &mut [crate::Circuit],
     ids: &[Option<String>],

@@ -76,7 +76,7 @@ impl ShapedDevices {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Col {
+pub(crate) enum Col {
     CircuitId,
     CircuitName,
     DeviceId,
@@ -336,6 +336,8 @@ struct Records<'a> {
     data: &'a [u8],
     /// Where the next record starts.
     pos: usize,
+    /// Where the last record returned started.
+    last_start: usize,
     core: csv_core::Reader,
     /// The current record's unquoted text, fields back to back.
     out: Vec<u8>,
@@ -419,6 +421,7 @@ impl<'a> Records<'a> {
         Records {
             data,
             pos: 0,
+            last_start: 0,
             core,
             out: vec![0; 1024],
             ends: vec![0; 32],
@@ -462,6 +465,7 @@ impl<'a> Records<'a> {
             return None;
         }
         let start = self.pos;
+        self.last_start = start;
         let (mut nout, mut nends) = (0, 0);
         loop {
             let input = &self.data[self.pos..];
@@ -565,7 +569,7 @@ fn fnv(text: &str) -> u64 {
     h.finish()
 }
 
-struct Parser<'f> {
+pub(crate) struct Parser<'f> {
     file: &'f str,
     report: Report,
     circuits: Vec<Circuit>,
@@ -1005,6 +1009,100 @@ fn parse_sqm(cell: &str, line: usize) -> (Option<String>, Option<String>, Option
             line,
         }),
     )
+}
+
+/// A record's place in a file: `[start, end)` in bytes (`end` after its
+/// line terminator, CRLF whole) and its first line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RecordSpan {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) line: usize,
+}
+
+/// Every record of `data` (a whole file without its byte order mark),
+/// the header first; `None` if a quote is never closed.
+pub(crate) fn record_spans(data: &[u8]) -> Option<Vec<RecordSpan>> {
+    let mut records = Records::new(data);
+    let mut out = Vec::new();
+    while let Some(rec) = records.next_record() {
+        let (line, _) = rec.ok()?;
+        let start = records.last_start;
+        let mut end = records.pos;
+        if end > 0 && data[end - 1] == b'\r' && data.get(end) == Some(&b'\n') {
+            end += 1;
+        }
+        out.push(RecordSpan { start, end, line });
+    }
+    Some(out)
+}
+
+/// The header's columns (the first record of `data`).
+pub(crate) fn header_cols(file: &str, data: &[u8]) -> Result<Vec<Option<Col>>, ModelError> {
+    let mut records = Records::new(data);
+    let mut parser = Parser::new(file);
+    while let Some(rec) = records.next_record() {
+        let Ok((line, raw)) = rec else { break };
+        if raw.all_blank() {
+            continue;
+        }
+        let Some(fields) = raw.to_str() else { break };
+        let names: Vec<&str> = fields.iter().collect();
+        return Ok(parser.read_header(&names, line)?.0);
+    }
+    Err(ModelError::NoHeader {
+        file: file.to_string(),
+    })
+}
+
+/// Rows read the way [`parse_shaped_devices`] reads them, each given as its
+/// line number and its one-line text (terminator included or not), under a
+/// header with `cols`: the circuits they form and their problems (no
+/// file-level ones). `None` if a row is not exactly one non-blank record
+/// (blank, several records, a quote left open), or if a row has another
+/// number of fields than `fields[i]`.
+pub(crate) fn parse_rows(
+    file: &str,
+    cols: &[Option<Col>],
+    rows: &[(usize, &[u8], usize)],
+) -> Option<ShapedDevices> {
+    let mut parser = Parser::new(file);
+    parser.header_len = cols.len();
+    for &(line, text, want_fields) in rows {
+        match record_spans(text)?.as_slice() {
+            [one] if one.start == 0 && one.end == text.len() => {}
+            _ => return None,
+        }
+        let mut records = Records::new(text);
+        records.line = line;
+        let (l, raw) = records.next_record()?.ok()?;
+        if raw.all_blank() {
+            return None;
+        }
+        match raw.to_str() {
+            Some(fields) => {
+                if fields.len() != want_fields {
+                    return None;
+                }
+                parser.read_row(cols, fields, l);
+            }
+            None => parser
+                .report
+                .push(Problem::error(file, "row is not valid UTF-8; skipped").at(l)),
+        }
+    }
+    Some(ShapedDevices {
+        parent_node_ids: parser.parent_node_ids,
+        circuits: parser.circuits,
+        report: parser.report,
+    })
+}
+
+/// The number of fields of the record in `text` (one row), if it is one.
+pub(crate) fn field_count(text: &[u8]) -> Option<usize> {
+    let mut records = Records::new(text);
+    let (_, raw) = records.next_record()?.ok()?;
+    Some(raw.ends.len())
 }
 
 #[cfg(test)]

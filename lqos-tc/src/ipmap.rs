@@ -89,7 +89,7 @@ pub const CSV_HEADER: [&str; 10] = [
     "upload_classid",
 ];
 
-fn sort_key(e: &IpMapEntry) -> (bool, std::cmp::Reverse<u8>, IpAddr) {
+pub(crate) fn sort_key(e: &IpMapEntry) -> (bool, std::cmp::Reverse<u8>, IpAddr) {
     (
         e.net.network().is_ipv6(),
         std::cmp::Reverse(e.net.prefix_len()),
@@ -130,6 +130,11 @@ impl IpMap {
             }
         }
         IpMap { entries, groups }
+    }
+
+    /// The entries, to change in place without moving any prefix.
+    pub(crate) fn entries_mut(&mut self) -> &mut [IpMapEntry] {
+        &mut self.entries
     }
 
     /// All entries (IPv4 first, longer prefixes first, then by address).

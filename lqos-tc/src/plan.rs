@@ -453,11 +453,11 @@ fn cake_rtt_fixup(kind: QdiscKind, ceil: Rate) -> QdiscKind {
 }
 
 /// Turns a circuit's parsed [`SqmChoice`] (or none) into its leaf kind.
-struct LeafChooser<'c> {
-    cfg: &'c PlanConfig,
+pub(crate) struct LeafChooser<'c> {
+    pub(crate) cfg: &'c PlanConfig,
     /// Overrides already parsed, by the text as written (most files repeat
     /// a few values).
-    cache: HashMap<(String, String), CircuitSqm>,
+    pub(crate) cache: HashMap<(String, String), CircuitSqm>,
 }
 
 impl LeafChooser<'_> {
@@ -499,7 +499,7 @@ impl LeafChooser<'_> {
     /// Circuit `c`'s leaves (download, upload), its override parsed once
     /// per distinct text; an unusable override is an error naming the
     /// circuit and its CSV line.
-    fn choose(
+    pub(crate) fn choose(
         &mut self,
         c: &Circuit,
         ceil_d: Rate,
@@ -524,6 +524,14 @@ impl LeafChooser<'_> {
     }
 }
 
+/// A circuit's class rate and ceiling for one direction under a parent
+/// whose ceiling is `parent_ceil`.
+pub(crate) fn circuit_rates(min: Rate, max: Rate, parent_ceil: Rate) -> (Rate, Rate) {
+    let ceil = max.min(parent_ceil);
+    let rate = if min >= ceil { just_below(ceil) } else { min };
+    (rate.max(Rate::from_bps(8)), ceil.max(Rate::from_bps(8)))
+}
+
 /// No leaf qdisc (index into the leaf kind table).
 const NO_LEAF: u16 = u16::MAX;
 
@@ -541,7 +549,7 @@ fn kind_index(kinds: &mut Vec<QdiscKind>, kind: Option<QdiscKind>) -> u16 {
     }
 }
 
-fn htb_class(
+pub(crate) fn htb_class(
     parent: TcHandle,
     classid: TcHandle,
     rate: Rate,
@@ -747,11 +755,6 @@ fn hierarchy<'n>(
     let mut chooser = LeafChooser {
         cfg,
         cache: HashMap::new(),
-    };
-    let circuit_rates = |min: Rate, max: Rate, parent_ceil: Rate| {
-        let ceil = max.min(parent_ceil);
-        let rate = if min >= ceil { just_below(ceil) } else { min };
-        (rate.max(Rate::from_bps(8)), ceil.max(Rate::from_bps(8)))
     };
     let mut id_hashes: FxSet<u64> = FxSet::default();
     id_hashes.reserve(circuits.len());
@@ -974,7 +977,7 @@ struct Ids {
 }
 
 /// The download and upload device names.
-fn devices(cfg: &PlanConfig) -> (String, String) {
+pub(crate) fn devices(cfg: &PlanConfig) -> (String, String) {
     match &cfg.interfaces {
         Interfaces::Bridge { download, upload } => (download.clone(), upload.clone()),
         Interfaces::OnAStick { interface, .. } => (interface.clone(), interface.clone()),
