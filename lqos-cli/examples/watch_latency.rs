@@ -45,10 +45,7 @@ fn meminfo_kib() -> u64 {
 /// Data rows (1-based) of circuits with one device.
 fn single_device_rows(csv: &str) -> Vec<usize> {
     let mut rdr = csv::Reader::from_reader(csv.as_bytes());
-    let ids: Vec<String> = rdr
-        .records()
-        .map(|r| r.unwrap()[0].to_string())
-        .collect();
+    let ids: Vec<String> = rdr.records().map(|r| r.unwrap()[0].to_string()).collect();
     let mut count = std::collections::HashMap::<&str, usize>::new();
     for id in &ids {
         *count.entry(id).or_default() += 1;
@@ -151,7 +148,12 @@ fn main() {
     let mut cmd = Command::new(&bin);
     cmd.args(["watch", "--log-format", "json", "--netns", &ns_name])
         .args(["--state-dir", &state, "--sqm", &sqm, "--verify-every", "0"])
-        .args(["--network", "network.json", "--devices", "ShapedDevices.csv"])
+        .args([
+            "--network",
+            "network.json",
+            "--devices",
+            "ShapedDevices.csv",
+        ])
         .current_dir(d)
         .stderr(Stdio::piped())
         .stdout(Stdio::null());

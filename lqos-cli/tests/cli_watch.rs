@@ -372,10 +372,7 @@ fn watch_applies_renamed_edits_rejects_broken_files_and_handles_signals() {
 /// Data rows (1-based) of circuits with one device.
 fn single_device_rows(csv: &str) -> Vec<usize> {
     let mut rdr = csv::Reader::from_reader(csv.as_bytes());
-    let ids: Vec<String> = rdr
-        .records()
-        .map(|r| r.unwrap()[0].to_string())
-        .collect();
+    let ids: Vec<String> = rdr.records().map(|r| r.unwrap()[0].to_string()).collect();
     (0..ids.len())
         .filter(|&i| ids.iter().filter(|x| **x == ids[i]).count() == 1)
         .map(|i| i + 1)
@@ -386,7 +383,15 @@ fn single_device_rows(csv: &str) -> Vec<usize> {
 fn assert_in_sync(d: &Path, ns: &str, daemon: &Daemon) {
     let o = lqos(
         d,
-        &["verify", "--netns", ns, "--state-dir", "st", "--sqm", "pfifo"],
+        &[
+            "verify",
+            "--netns",
+            ns,
+            "--state-dir",
+            "st",
+            "--sqm",
+            "pfifo",
+        ],
     );
     let (out, err) = text(&o);
     assert_eq!(code(&o), 0, "{out}\n{err}\nlog:\n{}", daemon.dump());
@@ -398,7 +403,8 @@ fn watch_edits_take_the_incremental_path_and_match_a_full_plan() {
     if !require_netns("cli watch incremental") {
         return;
     }
-    let ns = ScratchNetns::with_veth(&unique_name("lqos-cli", "incr"), "ens19", "ens20", 4).unwrap();
+    let ns =
+        ScratchNetns::with_veth(&unique_name("lqos-cli", "incr"), "ens19", "ens20", 4).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     assert_eq!(
@@ -442,7 +448,11 @@ fn watch_edits_take_the_incremental_path_and_match_a_full_plan() {
     let csv1 = with_download_max(&csv0, rows[3], "77");
     let ev = edit(&csv1, true);
     assert_eq!(
-        (ev["added"].as_u64(), ev["changed"].as_u64(), ev["removed"].as_u64()),
+        (
+            ev["added"].as_u64(),
+            ev["changed"].as_u64(),
+            ev["removed"].as_u64()
+        ),
         (Some(0), Some(1), Some(0)),
         "{ev}"
     );
@@ -452,7 +462,12 @@ fn watch_edits_take_the_incremental_path_and_match_a_full_plan() {
     }
     // Names, a comment and an address (longer lines: later rows move):
     // nothing to send, still incremental.
-    let csv2 = with_field(&csv1, rows[5], "Circuit Name", "A much, much longer \"name\"");
+    let csv2 = with_field(
+        &csv1,
+        rows[5],
+        "Circuit Name",
+        "A much, much longer \"name\"",
+    );
     let csv2 = with_field(&csv2, rows[6], "Comment", "moved in May");
     let csv2 = with_field(&csv2, rows[7], "IPv4", "100.127.250.1");
     let ev = edit(&csv2, true);
@@ -470,10 +485,7 @@ fn watch_edits_take_the_incremental_path_and_match_a_full_plan() {
     let n = daemon.count();
     replace(&path, &bad);
     let p = daemon.wait_log(n, Duration::from_secs(10), |v| msg(v) == "invalid input");
-    assert!(
-        p["problem"].as_str().unwrap().contains("overlaps"),
-        "{p}"
-    );
+    assert!(p["problem"].as_str().unwrap().contains("overlaps"), "{p}");
     daemon.wait_log(n, Duration::from_secs(5), |v| {
         msg(v).starts_with("inputs rejected")
     });

@@ -76,7 +76,38 @@ pub struct DevicesPatch {
     new_spans: Vec<RecordSpan>,
     first: usize,
     delta: isize,
-    bytes: Vec<u8>,
+}
+
+/// Length of the common prefix of `a` and `b` (compared in blocks: the
+/// files are megabytes and an edit is one row).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 256;
+    let max = a.len().min(b.len());
+    let mut i = 0;
+    while i + BLOCK <= max && a[i..i + BLOCK] == b[i..i + BLOCK] {
+        i += BLOCK;
+    }
+    i + a[i..max]
+        .iter()
+        .zip(&b[i..max])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// Length of the common suffix of `a` and `b`.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 256;
+    let max = a.len().min(b.len());
+    let (mut i, la, lb) = (0, a.len(), b.len());
+    while i + BLOCK <= max && a[la - i - BLOCK..la - i] == b[lb - i - BLOCK..lb - i] {
+        i += BLOCK;
+    }
+    i + a[..la - i]
+        .iter()
+        .rev()
+        .zip(b[..lb - i].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 /// A circuit's addresses merged into disjoint ranges.
@@ -181,17 +212,11 @@ impl DevicesIndex {
         }
         let (o, n) = (&old[bom..], &new[bom..]);
         let max = o.len().min(n.len());
-        let prefix = o.iter().zip(n).take_while(|(a, b)| a == b).count();
-        let suffix = o
-            .iter()
-            .rev()
-            .zip(n.iter().rev())
-            .take(max - prefix)
-            .take_while(|(a, b)| a == b)
-            .count();
+        let prefix = common_prefix(o, n);
+        let suffix = common_suffix(&o[prefix..], &n[prefix..]).min(max - prefix);
         let changed_end = o.len() - suffix; // exclusive, old coordinates
-        // The records the changed bytes touch (an insertion touches the
-        // record it is in).
+                                            // The records the changed bytes touch (an insertion touches the
+                                            // record it is in).
         let containing = |at: usize| self.spans.partition_point(|s| s.start <= at).checked_sub(1);
         let first = containing(prefix).ok_or("the edit is before the header")?;
         let last = if changed_end > prefix {
@@ -355,14 +380,13 @@ impl DevicesIndex {
             new_spans,
             first,
             delta,
-            bytes: new.to_vec(),
         }))
     }
 
     /// Applies `patch` (from [`edit`](Self::edit) on this index and
-    /// `network`): the circuits are replaced in `network` and the index
-    /// describes the new file.
-    pub fn commit(&mut self, network: &mut Network, patch: DevicesPatch) {
+    /// `network` with `new`, the file's new content): the circuits are
+    /// replaced in `network` and the index describes `new`.
+    pub fn commit(&mut self, network: &mut Network, patch: DevicesPatch, new: Vec<u8>) {
         for (ci, c) in patch.circuits {
             let (a, b) = ranges(&network.circuits()[ci]);
             for (s, _) in a {
@@ -385,6 +409,135 @@ impl DevicesIndex {
             s.start = (s.start as isize + patch.delta) as usize;
             s.end = (s.end as isize + patch.delta) as usize;
         }
-        self.bytes = patch.bytes;
+        debug_assert_eq!(
+            new.len() as isize - self.bytes.len() as isize,
+            patch.delta,
+            "commit with the edit's bytes"
+        );
+        self.bytes = new;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NET: &str = r#"{"AP_A": {"downloadBandwidthMbps": 500, "uploadBandwidthMbps": 500},
+        "AP_B": {"downloadBandwidthMbps": 500, "uploadBandwidthMbps": 500}}"#;
+    const HEAD: &str = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment";
+
+    fn file(rows: &[&str], eol: &str) -> Vec<u8> {
+        let mut s = String::from("\u{feff}");
+        s.push_str(HEAD);
+        for r in rows {
+            s.push_str(eol);
+            s.push_str(r);
+        }
+        s.push_str(eol);
+        s.into_bytes()
+    }
+
+    /// The edit's outcome; a patch is checked against a full read.
+    fn outcome(old: &[u8], new: &[u8]) -> String {
+        let full_old = crate::load(("network.json", NET), ("SD.csv", old));
+        assert!(!full_old.report.has_errors(), "{}", full_old.report);
+        let index = DevicesIndex::new("SD.csv", old.to_vec(), &full_old.network).unwrap();
+        let full_new = crate::load(("network.json", NET), ("SD.csv", new));
+        match index.edit(&full_old.network, new) {
+            DevicesEdit::Same => "same".into(),
+            DevicesEdit::Full(why) => format!("full: {why}"),
+            DevicesEdit::Patch(p) => {
+                assert!(!full_new.report.has_errors(), "{}", full_new.report);
+                let mut index = index;
+                let mut net = full_old.network.clone();
+                let n = p.circuits.len();
+                index.commit(&mut net, p, new.to_vec());
+                assert_eq!(net, full_new.network);
+                // The committed index edits on: back to the old file.
+                match index.edit(&net, old) {
+                    DevicesEdit::Patch(_) => {}
+                    e => panic!("edit back: {e:?}"),
+                }
+                format!("patch {n}")
+            }
+        }
+    }
+
+    const ROWS: [&str; 5] = [
+        "1,One,d1,R,AP_A,,100.64.0.1,,10,2,100,20,",
+        "2,Two,d2,R,AP_A,,100.64.0.2,,10,2,100,20,",
+        "# a comment",
+        "3,\"Three\nlines\",d3,R,AP_B,,100.64.0.3,,10,2,100,20,",
+        "4,Four,d4,R,AP_B,,100.64.0.4,,10,2,100,20,",
+    ];
+
+    fn with(i: usize, row: &str) -> Vec<&str> {
+        let mut v = ROWS.to_vec();
+        v[i] = row;
+        v
+    }
+
+    #[test]
+    fn edits_of_rows_are_patched_in_any_line_ending_and_others_are_full() {
+        for eol in ["\n", "\r\n"] {
+            let old = file(&ROWS, eol);
+            assert_eq!(outcome(&old, &old), "same");
+            let rate = with(0, "1,One,d1,R,AP_A,,100.64.0.1,,10,2,150,20,");
+            assert_eq!(outcome(&old, &file(&rate, eol)), "patch 1", "{eol:?}");
+            let name = with(4, "4,\"Four, longer\",d4,R,AP_B,,100.64.0.9,,10,2,100,20,x");
+            assert_eq!(outcome(&old, &file(&name, eol)), "patch 1");
+            let two = {
+                let mut v = rate.clone();
+                v[1] = "2,Two,d2,R,AP_A,,100.64.0.2,,10,2,90,20,";
+                v
+            };
+            assert_eq!(outcome(&old, &file(&two, eol)), "patch 2");
+            for (what, rows) in [
+                ("comment", with(2, "# another comment")),
+                (
+                    "multi-line",
+                    with(3, "3,\"Three\nlines!\",d3,R,AP_B,,100.64.0.3,,10,2,10,20,"),
+                ),
+                (
+                    "moved",
+                    with(1, "2,Two,d2,R,AP_B,,100.64.0.2,,10,2,100,20,"),
+                ),
+                ("id", with(1, "2x,Two,d2,R,AP_A,,100.64.0.2,,10,2,100,20,")),
+                (
+                    "overlap",
+                    with(1, "2,Two,d2,R,AP_A,,100.64.0.1,,10,2,100,20,"),
+                ),
+                (
+                    "bad rate",
+                    with(1, "2,Two,d2,R,AP_A,,100.64.0.2,,10,2,fast,20,"),
+                ),
+                (
+                    "fields",
+                    with(1, "2,Two,d2,R,AP_A,,100.64.0.2,,10,2,100,20,,extra"),
+                ),
+            ] {
+                let got = outcome(&old, &file(&rows, eol));
+                assert!(got.starts_with("full"), "{what} {eol:?}: {got}");
+            }
+            let mut added = ROWS.to_vec();
+            added.insert(1, "5,Five,d5,R,AP_A,,100.64.0.5,,10,2,100,20,");
+            assert!(outcome(&old, &file(&added, eol)).starts_with("full"));
+            let mut removed = ROWS.to_vec();
+            removed.remove(1);
+            assert!(outcome(&old, &file(&removed, eol)).starts_with("full"));
+            let header = String::from_utf8(file(&ROWS, eol))
+                .unwrap()
+                .replace("Comment", "Comments");
+            assert!(outcome(&old, header.as_bytes()).starts_with("full"));
+        }
+    }
+
+    #[test]
+    fn the_last_row_without_a_line_end_is_patched() {
+        let mut old = file(&ROWS, "\n");
+        old.pop();
+        let mut new = file(&with(4, "4,Four,d4,R,AP_B,,100.64.0.4,,10,2,99,20,"), "\n");
+        new.pop();
+        assert_eq!(outcome(&old, &new), "patch 1");
     }
 }

@@ -68,6 +68,6 @@ pub use plan::{
     InterfacePlan, NodeSlot, Plan, PlanError, HTB_LEVELS, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
 };
 pub use record::{PlanInputs, PlanRecord, PrefixRow, RecordError, RECORD_FORMAT};
-pub use replan::{known_diff, replan_circuits, PlanIndex, Replan};
 pub use render::{render_combined, render_interface, render_line};
+pub use replan::{known_diff, replan_circuits, PlanIndex, Replan};
 pub use tree::{TcTree, TreeError, HTB_MAX_DEPTH};

@@ -109,7 +109,8 @@ fn try_replan(
     }
     let cfg = &plan.config;
     let circuits = net.circuits();
-    if circuits.len() != plan.allocation.circuits.len() || index.classes.len() != plan.interfaces.len()
+    if circuits.len() != plan.allocation.circuits.len()
+        || index.classes.len() != plan.interfaces.len()
     {
         return Err("the plan is not of this network".into());
     }
@@ -150,8 +151,24 @@ fn try_replan(
             .choose(c, ceil_d, ceil_u)
             .map_err(|e| e.to_string())?;
         for (iface, at, old, rate, ceil, leaf, major) in [
-            (iface_d, at_d, old_d, rate_d, ceil_d, leaf_d, slot.leaf_download),
-            (iface_u, at_u, old_u, rate_u, ceil_u, leaf_u, slot.leaf_upload),
+            (
+                iface_d,
+                at_d,
+                old_d,
+                rate_d,
+                ceil_d,
+                leaf_d,
+                slot.leaf_download,
+            ),
+            (
+                iface_u,
+                at_u,
+                old_u,
+                rate_u,
+                ceil_u,
+                leaf_u,
+                slot.leaf_upload,
+            ),
         ] {
             let leaf_at = index.leaves[iface].get(&old.classid).copied();
             let leaf = match (leaf, major, leaf_at) {
@@ -262,7 +279,11 @@ fn patch_ip_map(plan: &Plan, circuits: &[Circuit], changed: &[usize]) -> Result<
     }
     // Same prefixes in the same places: only names may differ.
     let mut sorted = fresh.clone();
-    sorted.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)).then(a.circuit.cmp(&b.circuit)));
+    sorted.sort_by(|a, b| {
+        sort_key(a)
+            .cmp(&sort_key(b))
+            .then(a.circuit.cmp(&b.circuit))
+    });
     let same = sorted.len() == old_at.len()
         && sorted
             .iter()
@@ -335,7 +356,11 @@ fn patch_ip_map(plan: &Plan, circuits: &[Circuit], changed: &[usize]) -> Result<
     // `IpMap::new` sorts stably by prefix; the planner's input order is by
     // circuit, so restore that order among entries of one prefix (only a
     // circuit's own entries can share one in a valid file).
-    all.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)).then(a.circuit.cmp(&b.circuit)));
+    all.sort_by(|a, b| {
+        sort_key(a)
+            .cmp(&sort_key(b))
+            .then(a.circuit.cmp(&b.circuit))
+    });
     Ok(IpPatch::Rebuilt(IpMap::new(all), filters))
 }
 
@@ -372,7 +397,12 @@ pub fn known_diff<'a>(
                         }));
                     }
                 }
-                _ => return Err(format!("qdisc {} is not in the model as planned", nq.handle)),
+                _ => {
+                    return Err(format!(
+                        "qdisc {} is not in the model as planned",
+                        nq.handle
+                    ))
+                }
             },
             op => return Err(format!("not a class or leaf op: {op:?}")),
         }

@@ -89,7 +89,9 @@ fn apply(net: &Network, e: &Edit) -> Network {
         }
         5 => {
             if let Some(d) = c.devices.get_mut(dev) {
-                d.ipv4 = vec![format!("10.200.{}.{}/32", v / 250, v % 250).parse().unwrap()];
+                d.ipv4 = vec![format!("10.200.{}.{}/32", v / 250, v % 250)
+                    .parse()
+                    .unwrap()];
             }
         }
         6 => {
@@ -203,13 +205,18 @@ fn round(s: State, net_json: &str, cfg: &PlanConfig, new: &Network) -> (State, &
                 .filter(|p| p.line.is_some_and(|l| lines.contains(&l)))
                 .map(|p| p.to_string())
                 .collect();
-            let got: Vec<String> = patch.report.problems.iter().map(|p| p.to_string()).collect();
+            let got: Vec<String> = patch
+                .report
+                .problems
+                .iter()
+                .map(|p| p.to_string())
+                .collect();
             assert_eq!(got, expect);
             let changed: Vec<usize> = patch.circuits.iter().map(|(i, _)| *i).collect();
             // (The daemon drops its index when a replan is refused.)
             let mut index = s.index.clone();
             let mut net = s.net.clone();
-            index.commit(&mut net, patch);
+            index.commit(&mut net, patch, bytes.clone());
             assert_eq!(net, f.network, "patched network != full read");
             assert_eq!(index.bytes(), bytes.as_slice());
             let mut p = s.plan.clone();

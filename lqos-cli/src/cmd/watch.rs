@@ -517,7 +517,7 @@ impl Daemon {
         b.rows = patch.rows;
         b.circuits = patch.circuits.len();
         let changed: Vec<usize> = patch.circuits.iter().map(|(i, _)| *i).collect();
-        incr.index.commit(&mut incr.net, patch);
+        incr.index.commit(&mut incr.net, patch, raw.devices);
         b.parse = t.elapsed();
         let t = Instant::now();
         let plan = self.plan.as_mut().expect("checked above");
