@@ -385,16 +385,21 @@ impl DevicesIndex {
 
     /// Applies `patch` (from [`edit`](Self::edit) on this index and
     /// `network` with `new`, the file's new content): the circuits are
-    /// replaced in `network` and the index describes `new`.
-    pub fn commit(&mut self, network: &mut Network, patch: DevicesPatch, new: Vec<u8>) {
-        for (ci, c) in patch.circuits {
-            let (a, b) = ranges(&network.circuits()[ci]);
+    /// replaced in `network` and the index describes `new`. Returns the
+    /// old content.
+    pub fn commit(&mut self, network: &mut Network, patch: DevicesPatch, new: Vec<u8>) -> Vec<u8> {
+        // Every old range out first: an address may move between two
+        // changed circuits.
+        for (ci, _) in &patch.circuits {
+            let (a, b) = ranges(&network.circuits()[*ci]);
             for (s, _) in a {
                 self.v4.remove(&s);
             }
             for (s, _) in b {
                 self.v6.remove(&s);
             }
+        }
+        for (ci, c) in patch.circuits {
             let (a, b) = ranges(&c);
             self.v4
                 .extend(a.into_iter().map(|(s, e)| (s, (e, ci as u32))));
@@ -414,7 +419,7 @@ impl DevicesIndex {
             patch.delta,
             "commit with the edit's bytes"
         );
-        self.bytes = new;
+        std::mem::replace(&mut self.bytes, new)
     }
 }
 

@@ -80,19 +80,18 @@ struct Side {
     leaf: Option<TcOp>,
 }
 
-/// Re-plans the circuits `changed` (ascending indexes into `net`'s circuits, which
-/// already hold their new versions) in `plan`, which was planned from the
-/// same network before the change (`index` made from it). On
-/// [`Replan::Patched`] the plan equals a full [`plan`](crate::plan) of
-/// `net` with the old allocation as `previous`; on [`Replan::Full`] it is
-/// unchanged.
+/// Re-plans circuits in `plan`, which was planned from `old` (`index`
+/// made from it): `new` holds `(index into old's circuits, its new
+/// version)`, by ascending index. On [`Replan::Patched`] the plan equals a
+/// full [`plan`](crate::plan) of `old` with those circuits replaced and the
+/// old allocation as `previous`; on [`Replan::Full`] it is unchanged.
 pub fn replan_circuits(
     plan: &mut Plan,
     index: &PlanIndex,
-    net: &Network,
-    changed: &[usize],
+    old: &Network,
+    new: &[(usize, Circuit)],
 ) -> Replan {
-    match try_replan(plan, index, net, changed) {
+    match try_replan(plan, index, old, new) {
         Ok(at) => Replan::Patched(at),
         Err(why) => Replan::Full(why),
     }
@@ -101,16 +100,15 @@ pub fn replan_circuits(
 fn try_replan(
     plan: &mut Plan,
     index: &PlanIndex,
-    net: &Network,
-    changed: &[usize],
+    old: &Network,
+    new: &[(usize, Circuit)],
 ) -> Result<Vec<(usize, usize)>, String> {
-    if !changed.windows(2).all(|w| w[0] < w[1]) {
+    if !new.windows(2).all(|w| w[0].0 < w[1].0) {
         return Err("the changed circuits are not in order".into());
     }
     let cfg = &plan.config;
-    let circuits = net.circuits();
-    if circuits.len() != plan.allocation.circuits.len()
-        || index.classes.len() != plan.interfaces.len()
+    let olds = old.circuits();
+    if olds.len() != plan.allocation.circuits.len() || index.classes.len() != plan.interfaces.len()
     {
         return Err("the plan is not of this network".into());
     }
@@ -132,10 +130,11 @@ fn try_replan(
     };
     // Everything is computed before anything is changed.
     let mut sides: Vec<Side> = Vec::new();
-    for &ci in changed {
-        let c = circuits.get(ci).ok_or("no such circuit")?;
+    for (ci, c) in new {
+        let ci = *ci;
+        let old_c = olds.get(ci).ok_or("no such circuit")?;
         let slot = &plan.allocation.circuits[ci];
-        if slot.id != c.id {
+        if slot.id != c.id || old_c.id != c.id {
             return Err(format!("circuit {:?} is not at its slot", c.id));
         }
         let md = slot.queue as u16 + 1;
@@ -185,7 +184,7 @@ fn try_replan(
             });
         }
     }
-    let ip = patch_ip_map(plan, circuits, changed)?;
+    let ip = patch_ip_map(plan, olds, new)?;
 
     let mut at = Vec::with_capacity(sides.len() * 2);
     for s in sides {
@@ -197,8 +196,8 @@ fn try_replan(
             at.push((s.iface, i));
         }
     }
-    for &ci in changed {
-        plan.allocation.circuits[ci].name = circuits[ci].name.clone();
+    for (ci, c) in new {
+        plan.allocation.circuits[*ci].name = c.name.clone();
     }
     ip.apply(plan);
     Ok(at)
@@ -266,16 +265,29 @@ fn entries_of(plan: &Plan, c: &Circuit, ci: usize) -> Vec<IpMapEntry> {
     out
 }
 
-fn patch_ip_map(plan: &Plan, circuits: &[Circuit], changed: &[usize]) -> Result<IpPatch, String> {
-    let wanted: FxSet<u32> = changed.iter().map(|&c| c as u32).collect();
+fn patch_ip_map(
+    plan: &Plan,
+    olds: &[Circuit],
+    new: &[(usize, Circuit)],
+) -> Result<IpPatch, String> {
+    let wanted: FxSet<u32> = new.iter().map(|(c, _)| *c as u32).collect();
     let entries = plan.ip_map.entries();
-    // The changed circuits' entries, in map (sorted) order.
-    let old_at: Vec<usize> = (0..entries.len())
-        .filter(|&i| wanted.contains(&entries[i].circuit))
-        .collect();
+    // The changed circuits' entries, in map (sorted) order: found by their
+    // old prefixes (no other circuit has one of them in a valid file).
+    let mut old_at: Vec<usize> = Vec::new();
+    for (ci, _) in new {
+        for e in entries_of(plan, &olds[*ci], *ci) {
+            let key = sort_key(&e);
+            let lo = entries.partition_point(|x| sort_key(x) < key);
+            let hi = lo + entries[lo..].partition_point(|x| sort_key(x) <= key);
+            old_at.extend((lo..hi).filter(|&i| entries[i].circuit == *ci as u32));
+        }
+    }
+    old_at.sort_unstable();
+    old_at.dedup();
     let mut fresh: Vec<IpMapEntry> = Vec::new();
-    for &ci in changed {
-        fresh.extend(entries_of(plan, &circuits[ci], ci));
+    for (ci, c) in new {
+        fresh.extend(entries_of(plan, c, *ci));
     }
     // Same prefixes in the same places: only names may differ.
     let mut sorted = fresh.clone();

@@ -212,15 +212,17 @@ fn round(s: State, net_json: &str, cfg: &PlanConfig, new: &Network) -> (State, &
                 .map(|p| p.to_string())
                 .collect();
             assert_eq!(got, expect);
-            let changed: Vec<usize> = patch.circuits.iter().map(|(i, _)| *i).collect();
-            // (The daemon drops its index when a replan is refused.)
+            let mut p = s.plan.clone();
+            let replan =
+                lqos_tc::replan_circuits(&mut p, &PlanIndex::new(&s.plan), &s.net, &patch.circuits);
+            // (The daemon commits once the replan worked.)
             let mut index = s.index.clone();
             let mut net = s.net.clone();
-            index.commit(&mut net, patch, bytes.clone());
+            let old_bytes = index.commit(&mut net, patch, bytes.clone());
+            assert_eq!(old_bytes, s.bytes);
             assert_eq!(net, f.network, "patched network != full read");
             assert_eq!(index.bytes(), bytes.as_slice());
-            let mut p = s.plan.clone();
-            match lqos_tc::replan_circuits(&mut p, &PlanIndex::new(&s.plan), &net, &changed) {
+            match replan {
                 Replan::Patched(at) => {
                     let full_plan = full_plan.expect("the full plan fails where the patch did not");
                     assert_eq!(p, full_plan, "patched plan != full plan");

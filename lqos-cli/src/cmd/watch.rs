@@ -516,19 +516,18 @@ impl Daemon {
         }
         b.rows = patch.rows;
         b.circuits = patch.circuits.len();
-        let changed: Vec<usize> = patch.circuits.iter().map(|(i, _)| *i).collect();
-        incr.index.commit(&mut incr.net, patch, raw.devices);
         b.parse = t.elapsed();
         let t = Instant::now();
         let plan = self.plan.as_mut().expect("checked above");
-        let at = match lqos_tc::replan_circuits(plan, &incr.plan_index, &incr.net, &changed) {
+        let at = match lqos_tc::replan_circuits(plan, &incr.plan_index, &incr.net, &patch.circuits)
+        {
             Replan::Patched(at) => at,
-            Replan::Full(why) => {
-                // The index holds the new rows, the plan the old: start over.
-                self.incr = None;
-                return Err(NotIncremental(why));
-            }
+            // Nothing changed yet: the full path from the same state.
+            Replan::Full(why) => return Err(NotIncremental(why)),
         };
+        let t_commit = Instant::now();
+        incr.index.commit(&mut incr.net, patch, raw.devices);
+        b.parse += t_commit.elapsed();
         b.plan = t.elapsed();
         let t = Instant::now();
         let mut streams: Vec<IfaceOps> = Vec::new();
