@@ -10,8 +10,12 @@
 //! # a tree already loaded in an existing namespace, from files in DIR
 //! # (copied there with their state dir; the CSV is restored at the end):
 //! cargo run --release -p lqos-cli --example watch_latency -- 0 none 9 \
-//!     --netns lqos-100k --dir DIR --state-dir STATE
+//!     --netns lqos-100k --dir DIR --state-dir STATE --gap 2000
 //! ```
+//!
+//! `--gap MS` (300) is the pause between edits: the daemon writes its
+//! state files after each edit's kernel ACK, and an edit arriving while it
+//! does would wait (its clock starts when the daemon reads the event).
 //!
 //! Each edit changes one single-device circuit's `Download Max Mbps` in
 //! place (one line of the file rewritten, the file replaced by rename),
@@ -103,6 +107,8 @@ fn main() {
     let netns = opt(&all, "--netns");
     let files = opt(&all, "--dir");
     let state = opt(&all, "--state-dir").unwrap_or_else(|| "st".into());
+    // Pause between edits (the daemon writes its state files after each).
+    let gap: u64 = opt(&all, "--gap").map_or(300, |g| g.parse().unwrap());
     // Positional arguments: everything but the options and their values.
     let mut args = Vec::new();
     let mut it = all.iter();
@@ -233,7 +239,7 @@ fn main() {
         }
         incremental += usize::from(v["incremental"].as_bool() == Some(true));
         assert!(v["changed"].as_u64().unwrap() >= 1, "{v}");
-        std::thread::sleep(Duration::from_millis(300));
+        std::thread::sleep(Duration::from_millis(gap));
     }
     let med = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);

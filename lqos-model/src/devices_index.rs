@@ -110,8 +110,11 @@ fn common_suffix(a: &[u8], b: &[u8]) -> usize {
         .count()
 }
 
+/// A circuit's IPv4 and IPv6 ranges (`[start, end]`, disjoint).
+type Ranges = (Vec<(u32, u32)>, Vec<(u128, u128)>);
+
 /// A circuit's addresses merged into disjoint ranges.
-fn ranges(c: &Circuit) -> (Vec<(u32, u32)>, Vec<(u128, u128)>) {
+fn ranges(c: &Circuit) -> Ranges {
     fn merge<T: Ord + Copy>(mut v: Vec<(T, T)>) -> Vec<(T, T)> {
         v.sort();
         let mut out: Vec<(T, T)> = Vec::with_capacity(v.len());
@@ -356,12 +359,12 @@ impl DevicesIndex {
             return Err("the changed circuits have errors");
         }
         // Addresses against every other circuit (and each other).
-        let mut fresh: Vec<(usize, Vec<(u32, u32)>, Vec<(u128, u128)>)> = Vec::new();
-        for (c, &ci) in sd.circuits.iter().zip(&changed) {
+        let mut fresh: Vec<Ranges> = Vec::new();
+        for c in &sd.circuits {
             let (a, b) = ranges(c);
             let clash = a.iter().any(|&(s, e)| hits(&self.v4, s, e, &changed))
                 || b.iter().any(|&(s, e)| hits(&self.v6, s, e, &changed))
-                || fresh.iter().any(|(_, fa, fb)| {
+                || fresh.iter().any(|(fa, fb)| {
                     a.iter()
                         .any(|&(s, e)| fa.iter().any(|&(t, f)| s <= f && t <= e))
                         || b.iter()
@@ -370,7 +373,7 @@ impl DevicesIndex {
             if clash {
                 return Err("an address overlaps another circuit's");
             }
-            fresh.push((ci, a, b));
+            fresh.push((a, b));
         }
         report.problems.sort_by_key(|p| p.line.unwrap_or(0));
         Ok(Some(DevicesPatch {

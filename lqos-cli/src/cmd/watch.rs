@@ -11,6 +11,12 @@
 //!   daemon last loaded, the diff is computed against that, without reading
 //!   the kernel back; after any error, at SIGHUP and at every periodic
 //!   verify it reads the kernel back instead.
+//! - an edit of a few ShapedDevices.csv rows (nothing else changed) takes
+//!   the incremental path: only those rows are re-read and checked
+//!   ([`DevicesIndex`]), only their circuits re-planned in place
+//!   ([`lqos_tc::replan_circuits`]) and diffed against the known kernel
+//!   state ([`known_diff`]); the result is what the full path would load.
+//!   Every other edit (and every edit with an error) takes the full path.
 //! - inputs that fail validation are never applied: every problem is
 //!   logged (file, line, circuit), the live tree and the last good plan
 //!   stay, and the next change applies again.
