@@ -644,7 +644,9 @@ impl Daemon {
             "applied"
         );
         // After the kernel is done: the state files.
+        let t = Instant::now();
         self.save_last_good(&plan);
+        debug!(ms = ms(t.elapsed()), "last good plan saved");
         self.status.active_leaves = self.active_leaves(&plan);
         self.plan = Some(plan);
         self.save_status(ev);
