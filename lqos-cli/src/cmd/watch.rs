@@ -511,7 +511,7 @@ impl Daemon {
         }
         let patch = match incr.index.edit(&incr.net, &raw.devices) {
             DevicesEdit::Same => {
-                debug!("ShapedDevices.csv unchanged");
+                info!(%trigger, "inputs unchanged; nothing to apply");
                 return Ok(Ok(()));
             }
             DevicesEdit::Full(why) => return Err(NotIncremental(why)),
