@@ -116,7 +116,30 @@ impl IpMap {
         for e in &mut entries {
             e.net = e.net.trunc();
         }
-        entries.sort_by_key(sort_key); // stable: the first of duplicates stays first
+        // Sort small keys, then move each entry once (moving the entries
+        // themselves through a sort costs more than the comparisons). The
+        // index in the key keeps duplicates in input order, as a stable
+        // sort by `sort_key` would.
+        let mut keys: Vec<(bool, u8, u128, u32)> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let (v6, rev_len, addr) = sort_key(e);
+                let addr = match addr {
+                    IpAddr::V4(a) => u128::from(u32::from(a)),
+                    IpAddr::V6(a) => u128::from(a),
+                };
+                (v6, rev_len.0, addr, i as u32)
+            })
+            .collect();
+        keys.sort_unstable_by(|a, b| {
+            (a.0, b.1, a.2, a.3).cmp(&(b.0, a.1, b.2, b.3))
+        });
+        let mut slots: Vec<Option<IpMapEntry>> = entries.into_iter().map(Some).collect();
+        let entries: Vec<IpMapEntry> = keys
+            .iter()
+            .filter_map(|k| slots[k.3 as usize].take())
+            .collect();
         let mut groups = Vec::new();
         let mut start = 0;
         for i in 1..=entries.len() {
@@ -172,32 +195,45 @@ impl IpMap {
     }
 
     /// `ip_map.csv`: [`CSV_HEADER`] and one row per entry; CSV text is
-    /// quoted by the csv crate, so no name can add a row or a column.
+    /// quoted as the csv crate quotes it, so no name can add a row or a
+    /// column.
     pub fn to_csv(&self) -> String {
-        let mut w = csv::Writer::from_writer(Vec::with_capacity(self.entries.len() * 96 + 128));
-        let mut rows = || -> csv::Result<()> {
-            w.write_record(CSV_HEADER)?;
-            for e in &self.entries {
-                w.write_record([
-                    e.net.network().to_string().as_str(),
-                    &e.net.prefix_len().to_string(),
-                    &e.circuit_id,
-                    &e.circuit_name,
-                    &e.download.dev,
-                    &e.download.queue.to_string(),
-                    &e.download.classid.to_string(),
-                    &e.upload.dev,
-                    &e.upload.queue.to_string(),
-                    &e.upload.classid.to_string(),
-                ])?;
+        let mut out = Vec::with_capacity(self.entries.len() * 72 + 128);
+        self.write_csv(&mut out);
+        // Only UTF-8 text (names from `&str`) and ASCII is written.
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// [`IpMap::to_csv`], appended to `out` (one buffer, no allocation per
+    /// row or field).
+    pub fn write_csv(&self, out: &mut Vec<u8>) {
+        use crate::text::{push_handle, push_ip, push_u64, CsvFields};
+        let q = CsvFields::new();
+        for (i, h) in CSV_HEADER.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
             }
-            w.flush()?;
-            Ok(())
-        };
-        // Writing into a Vec cannot fail.
-        rows().expect("csv into a Vec");
-        let bytes = w.into_inner().unwrap_or_default();
-        String::from_utf8(bytes).unwrap_or_default()
+            q.push(out, h.as_bytes());
+        }
+        out.push(b'\n');
+        for e in &self.entries {
+            push_ip(out, e.net.network());
+            out.push(b',');
+            push_u64(out, u64::from(e.net.prefix_len()));
+            out.push(b',');
+            q.push(out, e.circuit_id.as_bytes());
+            out.push(b',');
+            q.push(out, e.circuit_name.as_bytes());
+            for s in [&e.download, &e.upload] {
+                out.push(b',');
+                q.push(out, s.dev.as_bytes());
+                out.push(b',');
+                push_u64(out, u64::from(s.queue));
+                out.push(b',');
+                push_handle(out, s.classid);
+            }
+            out.push(b'\n');
+        }
     }
 }
 

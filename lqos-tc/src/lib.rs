@@ -51,6 +51,7 @@ mod plan;
 pub mod record;
 pub mod render;
 pub mod rules;
+mod text;
 mod tree;
 
 pub use classify::{Classifier, FilterKey, FilterProto, FlowerFilter, MatchSide};
