@@ -132,14 +132,22 @@ impl IpMap {
                 (v6, rev_len.0, addr, i as u32)
             })
             .collect();
-        keys.sort_unstable_by(|a, b| {
-            (a.0, b.1, a.2, a.3).cmp(&(b.0, a.1, b.2, b.3))
-        });
-        let mut slots: Vec<Option<IpMapEntry>> = entries.into_iter().map(Some).collect();
-        let entries: Vec<IpMapEntry> = keys
-            .iter()
-            .filter_map(|k| slots[k.3 as usize].take())
-            .collect();
+        keys.sort_unstable_by(|a, b| (a.0, b.1, a.2, a.3).cmp(&(b.0, a.1, b.2, b.3)));
+        // Permute in place (position k takes entry keys[k].3), cycle by
+        // cycle: no second vector of entries.
+        let mut done = vec![false; entries.len()];
+        for start in 0..entries.len() {
+            let mut cur = start;
+            while !done[cur] {
+                done[cur] = true;
+                let next = keys[cur].3 as usize;
+                if next == start {
+                    break;
+                }
+                entries.swap(cur, next);
+                cur = next;
+            }
+        }
         let mut groups = Vec::new();
         let mut start = 0;
         for i in 1..=entries.len() {
@@ -204,9 +212,36 @@ impl IpMap {
         String::from_utf8(out).unwrap_or_default()
     }
 
+    /// [`IpMap::to_csv`], written to `w` in chunks of about 64 KiB (one
+    /// reused buffer, no allocation per row or field).
+    pub fn write_csv_to<W: std::io::Write>(&self, w: &mut W) -> std::io::Result<()> {
+        let mut b = Vec::with_capacity(64 * 1024 + 512);
+        self.csv_chunks(
+            64 * 1024,
+            &mut |b: &mut Vec<u8>| {
+                let r = w.write_all(b);
+                b.clear();
+                r
+            },
+            &mut b,
+        )?;
+        w.write_all(&b)
+    }
+
     /// [`IpMap::to_csv`], appended to `out` (one buffer, no allocation per
     /// row or field).
     pub fn write_csv(&self, out: &mut Vec<u8>) {
+        let _ = self.csv_chunks(usize::MAX, &mut |_| Ok::<(), ()>(()), out);
+    }
+
+    /// Writes the CSV into `out`, handing it to `flush` (which empties it)
+    /// whenever it holds `chunk` bytes or more.
+    fn csv_chunks<E>(
+        &self,
+        chunk: usize,
+        flush: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), E>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), E> {
         use crate::text::{push_handle, push_ip, push_u64, CsvFields};
         let q = CsvFields::new();
         for (i, h) in CSV_HEADER.iter().enumerate() {
@@ -233,7 +268,11 @@ impl IpMap {
                 push_handle(out, s.classid);
             }
             out.push(b'\n');
+            if out.len() >= chunk {
+                flush(out)?;
+            }
         }
+        Ok(())
     }
 }
 

@@ -68,5 +68,7 @@ pub use plan::{
     InterfacePlan, NodeSlot, Plan, PlanError, HTB_LEVELS, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
 };
 pub use record::{PlanInputs, PlanRecord, PrefixRow, RecordError, RECORD_FORMAT};
-pub use render::{render_combined, render_interface, render_line};
+pub use render::{
+    render_combined, render_combined_to, render_interface, render_interface_to, render_line,
+};
 pub use tree::{TcTree, TreeError, HTB_MAX_DEPTH};

@@ -1363,7 +1363,12 @@ fn ip_map(
     dev_d: &str,
     dev_u: &str,
 ) -> IpMap {
-    let mut entries = Vec::new();
+    let count: usize = circuits
+        .iter()
+        .flat_map(|c| &c.devices)
+        .map(|d| d.ipv4.len() + d.ipv6.len())
+        .sum();
+    let mut entries = Vec::with_capacity(count);
     for (ci, (c, slot)) in circuits.iter().zip(slots).enumerate() {
         let qd = slot.queue;
         let qu = if stick {

@@ -117,9 +117,21 @@ pub struct PrefixRow(
     pub u32,
     pub String,
     pub String,
-    pub ipnet::IpNet,
+    #[serde(serialize_with = "net_str")] pub ipnet::IpNet,
     pub u32,
 );
+
+/// An `IpNet` as its `Display` text (what `ipnet`'s own `Serialize` writes
+/// to JSON), formatted without `core::fmt` for IPv4.
+fn net_str<S: serde::Serializer>(n: &ipnet::IpNet, s: S) -> Result<S::Ok, S::Error> {
+    if !s.is_human_readable() {
+        return n.serialize(s);
+    }
+    let mut b = Vec::with_capacity(48);
+    crate::text::push_net(&mut b, n);
+    // Only ASCII is written.
+    s.serialize_str(std::str::from_utf8(&b).unwrap_or_default())
+}
 
 /// A plan as stored: config + inputs + allocation, and optionally the ops.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -237,9 +249,15 @@ impl PlanInputs {
             .iter()
             .map(|n| SlotRow(n.name.clone(), n.parent, n.queue, n.minor, n.generated))
             .collect();
-        let handles: std::collections::HashMap<ipnet::IpNet, u32> =
+        let handles: crate::fx::FxMap<ipnet::IpNet, u32> =
             alloc.filters.iter().map(|f| (f.net, f.handle)).collect();
-        let mut prefixes = Vec::new();
+        let count: usize = net
+            .circuits()
+            .iter()
+            .flat_map(|c| &c.devices)
+            .map(|d| d.ipv4.len() + d.ipv6.len())
+            .sum();
+        let mut prefixes = Vec::with_capacity(count);
         for (ci, c) in net.circuits().iter().enumerate() {
             for (di, d) in c.devices.iter().enumerate() {
                 let v4 = d.ipv4.iter().map(|n| ipnet::IpNet::V4(*n));
