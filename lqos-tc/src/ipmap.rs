@@ -11,8 +11,8 @@
 //! net.add_circuit(Circuit { id: "c1".into(), name: "Ann".into(), parent: None,
 //!     download_min: Rate::from_mbps(2), upload_min: Rate::from_mbps(1),
 //!     download_max: Rate::from_mbps(50), upload_max: Rate::from_mbps(10),
-//!     comment: String::new(), sqm: None,
-//!     devices: vec![Device { id: "d1".into(), name: "cpe".into(), mac: String::new(),
+//!     comment: Default::default(), sqm: None,
+//!     devices: vec![Device { id: "d1".into(), name: "cpe".into(), mac: Default::default(),
 //!         ipv4: vec!["100.64.1.0/24".parse().unwrap(), "100.64.1.7/32".parse().unwrap()],
 //!         ipv6: vec![], line: 0 }] });
 //! let p = plan(&net, &PlanConfig::bridge("ens19", "ens20", 4), None).unwrap();
@@ -29,13 +29,13 @@ use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
 use crate::{Plan, Qdisc, TcHandle, TcOp};
-use lqos_model::Rate;
+use lqos_model::{Rate, SmolStr};
 
 /// Where one direction of a circuit's traffic is shaped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Steer {
     /// Interface.
-    pub dev: String,
+    pub dev: SmolStr,
     /// 0-based TX queue (the CPU index LibreQoS's XDP maps to).
     pub queue: u32,
     /// The circuit's HTB class on that queue.
@@ -50,13 +50,13 @@ pub struct IpMapEntry {
     /// Index of the circuit in the plan's `allocation.circuits`.
     pub circuit: u32,
     /// Circuit ID (untrusted CSV text).
-    pub circuit_id: String,
+    pub circuit_id: SmolStr,
     /// Circuit name (untrusted CSV text).
-    pub circuit_name: String,
+    pub circuit_name: SmolStr,
     /// Device ID (untrusted CSV text).
-    pub device_id: String,
+    pub device_id: SmolStr,
     /// Device name (untrusted CSV text).
-    pub device_name: String,
+    pub device_name: SmolStr,
     /// Download side.
     pub download: Steer,
     /// Upload side.
@@ -368,9 +368,9 @@ mod tests {
             net: net.parse().unwrap(),
             circuit: 0,
             circuit_id: id.into(),
-            circuit_name: format!("name,\"{id}\"\n"),
-            device_id: String::new(),
-            device_name: String::new(),
+            circuit_name: format!("name,\"{id}\"\n").into(),
+            device_id: SmolStr::default(),
+            device_name: SmolStr::default(),
             download: s(0),
             upload: s(1),
             filter_handle: 1,

@@ -23,7 +23,7 @@
 //! net.add_circuit(Circuit { id: "c1".into(), name: "Ann".into(), parent: Some("Site_1".into()),
 //!     download_min: Rate::from_mbps(2), upload_min: Rate::from_mbps(1),
 //!     download_max: Rate::from_mbps(50), upload_max: Rate::from_mbps(10),
-//!     comment: String::new(), sqm: None, devices: vec![] });
+//!     comment: Default::default(), sqm: None, devices: vec![] });
 //! let cfg = PlanConfig::bridge("ens19", "ens20", 4);
 //! let p = plan(&net, &cfg, None).unwrap();
 //! let text = render::render_interface(p.interface("ens19").unwrap(), false);

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use lqos_model::{Circuit, Network, Node, Rate, SqmOverride};
+use lqos_model::{Circuit, Network, Node, Rate, SmolStr, SqmOverride};
 
 use crate::{Allocation, CircuitSlot, InterfacePlan, NodeSlot, Plan, PlanConfig, PlanError};
 
@@ -73,8 +73,8 @@ pub struct NodeRow(
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[allow(clippy::type_complexity)]
 pub struct CircuitRow(
-    pub String,
-    pub String,
+    pub SmolStr,
+    pub SmolStr,
     pub Option<u32>,
     #[serde(with = "kbit")] pub Rate,
     #[serde(with = "kbit")] pub Rate,
@@ -115,8 +115,8 @@ pub struct PlanInputs {
 pub struct PrefixRow(
     pub u32,
     pub u32,
-    pub String,
-    pub String,
+    pub SmolStr,
+    pub SmolStr,
     #[serde(serialize_with = "net_str")] pub ipnet::IpNet,
     pub u32,
 );
@@ -219,8 +219,8 @@ impl PlanInputs {
             if c.id != s.id {
                 return Err(RecordError::Mismatch {
                     index: i,
-                    net: c.id.clone(),
-                    slot: s.id.clone(),
+                    net: c.id.to_string(),
+                    slot: s.id.to_string(),
                 });
             }
             let parent = c
@@ -323,7 +323,8 @@ impl PlanInputs {
                             ))
                         })?
                         .0
-                        .clone(),
+                        .as_str()
+                        .into(),
                 ),
             };
             circuits.push(Circuit {
@@ -334,7 +335,7 @@ impl PlanInputs {
                 upload_min: r.4,
                 download_max: r.5,
                 upload_max: r.6,
-                comment: String::new(),
+                comment: SmolStr::default(),
                 sqm: r.7.clone(),
                 devices: Vec::new(),
             });
@@ -350,7 +351,7 @@ impl PlanInputs {
                 c.devices.push(lqos_model::Device {
                     id: id.clone(),
                     name: name.clone(),
-                    mac: String::new(),
+                    mac: SmolStr::default(),
                     ipv4: Vec::new(),
                     ipv6: Vec::new(),
                     line: 0,
