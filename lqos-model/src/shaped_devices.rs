@@ -344,6 +344,9 @@ struct Records<'a> {
     ends: Vec<usize>,
     /// Line number at `pos` (1-based).
     line: usize,
+    /// Split simple records without `csv_core` ([`Records::simple_record`];
+    /// off only in tests, to compare).
+    fast: bool,
 }
 
 /// One record's fields, borrowed from [`Records`]' buffers.
@@ -424,7 +427,65 @@ impl<'a> Records<'a> {
             out: vec![0; 1024],
             ends: vec![0; 32],
             line: 1,
+            fast: true,
         }
+    }
+
+    /// The record at `pos` if it is a simple one-line record (the common
+    /// case), split with `memchr` into the same buffers `csv_core` fills:
+    /// `(bytes consumed, text length, field count)`. Simple means: the line
+    /// has no CR except one right before its LF, and every quoted field
+    /// closes on that line with no `""` inside and a delimiter or the line
+    /// end right after the closing quote. Anything else is `None`, and
+    /// `csv_core` reads the record; both read a simple record the same way
+    /// (the property tests compare them).
+    fn simple_record(&mut self) -> Option<(usize, usize, usize)> {
+        use memchr::memchr;
+        let d = &self.data[self.pos..];
+        // Consume through the LF, or only through the CR of a CRLF (the
+        // LF is then skipped as the end of that line, as after csv_core).
+        let (line, consumed) = match memchr(b'\n', d) {
+            Some(n) if n > 0 && d[n - 1] == b'\r' => (&d[..n - 1], n),
+            Some(n) => (&d[..n], n + 1),
+            // Input ending in a CR with no LF after it.
+            None if d.last() == Some(&b'\r') => (&d[..d.len() - 1], d.len()),
+            None => (d, d.len()),
+        };
+        if memchr(b'\r', line).is_some() {
+            return None;
+        }
+        if self.out.len() < line.len() {
+            self.out.resize(line.len().next_power_of_two(), 0);
+        }
+        let (mut nout, mut nends, mut i) = (0, 0, 0);
+        loop {
+            // Fields are short: a plain byte loop beats memchr's setup.
+            let (field, next) = if line.get(i) == Some(&b'"') {
+                let close = i + 1 + line[i + 1..].iter().position(|&b| b == b'"')?;
+                match line.get(close + 1) {
+                    None => (&line[i + 1..close], None),
+                    Some(b',') => (&line[i + 1..close], Some(close + 2)),
+                    Some(_) => return None,
+                }
+            } else {
+                match line[i..].iter().position(|&b| b == b',') {
+                    Some(c) => (&line[i..i + c], Some(i + c + 1)),
+                    None => (&line[i..], None),
+                }
+            };
+            self.out[nout..nout + field.len()].copy_from_slice(field);
+            nout += field.len();
+            if nends == self.ends.len() {
+                self.ends.resize(nends * 2, 0);
+            }
+            self.ends[nends] = nout;
+            nends += 1;
+            match next {
+                Some(n) => i = n,
+                None => break,
+            }
+        }
+        Some((consumed, nout, nends))
     }
 
     /// Skips blank lines and `#` comment lines at the start of a record.
@@ -463,6 +524,21 @@ impl<'a> Records<'a> {
             return None;
         }
         let start = self.pos;
+        if self.fast {
+            if let Some((consumed, nout, nends)) = self.simple_record() {
+                let line = self.line;
+                let raw = &self.data[start..start + consumed];
+                self.pos += consumed;
+                self.line += usize::from(matches!(raw.last(), Some(b'\r' | b'\n')));
+                return Some(Ok((
+                    line,
+                    Fields {
+                        text: &self.out[..nout],
+                        ends: &self.ends[..nends],
+                    },
+                )));
+            }
+        }
         let (mut nout, mut nends) = (0, 0);
         loop {
             let input = &self.data[self.pos..];
@@ -1009,13 +1085,10 @@ fn trim(text: &str) -> &str {
 }
 
 /// True when `text` has a control character (`char::is_control`: C0,
-/// DEL and C1); ASCII text is checked byte by byte.
+/// DEL and C1); visible ASCII is checked byte by byte.
 fn has_control(text: &str) -> bool {
-    if text.is_ascii() {
-        text.bytes().any(|b| b < 0x20 || b == 0x7f)
-    } else {
-        text.chars().any(char::is_control)
-    }
+    // One pass over visible ASCII; only other bytes need the char check.
+    text.bytes().any(|b| !(0x20..0x7f).contains(&b)) && text.chars().any(char::is_control)
 }
 
 /// Parses the `sqm` cell: empty, `spec`, or `down/up` (either half may be
@@ -1203,7 +1276,13 @@ mod tests {
     /// lines as one empty field and the new one skips them; both callers
     /// skip blank records, so they are dropped from the comparison.
     fn current(data: &[u8]) -> Split {
+        split(data, true)
+    }
+
+    /// The same, with or without the simple-record fast path.
+    fn split(data: &[u8], fast: bool) -> Split {
         let mut r = Records::new(data);
+        r.fast = fast;
         let mut out = Vec::new();
         while let Some(rec) = r.next_record() {
             let stop = rec.is_err();
@@ -1229,7 +1308,15 @@ mod tests {
             b"\xEF\xBB\xBFh\n\"a\"\"",
             b"#only\r\n\r\n",
             b"a,,\n,\n\"\",\"\"\"\"",
+            b"1,\"a, b\",,\"\"\r\n2,x\"y,\"z\"\r\n3,\"q\"\r",
+            b"h\n\"a\"b,c\n\"d\ne\",f\n",
         ] {
+            assert_eq!(
+                split(data, true),
+                split(data, false),
+                "{:?}",
+                String::from_utf8_lossy(data)
+            );
             assert_eq!(
                 without_empty(current(data)),
                 without_empty(reference(data)),
@@ -1247,6 +1334,30 @@ mod tests {
                 Just(b' '), Just(b'a'), Just(b'1'), Just(0xEF), Just(0xBB), Just(0xBF),
             ], 0..200)
         ) {
+            prop_assert_eq!(without_empty(current(&body)), without_empty(reference(&body)));
+            prop_assert_eq!(split(&body, true), split(&body, false));
+        }
+
+        #[test]
+        fn fast_path_matches_csv_core_on_line_shaped_input(
+            lines in proptest::collection::vec(
+                proptest::collection::vec(prop_oneof![
+                    Just(&b","[..]), Just(&b"\""[..]), Just(&b"\"\""[..]), Just(&b"\r"[..]),
+                    Just(&b"ab"[..]), Just(&b" "[..]), Just(&b"#"[..]), Just(&b"\"x,y\""[..]),
+                    Just(&b"\xC3\xA9"[..]),
+                ], 0..12),
+                0..8),
+            crlf in any::<bool>(),
+            last_nl in any::<bool>(),
+        ) {
+            let mut body = Vec::new();
+            for (i, l) in lines.iter().enumerate() {
+                body.extend(l.iter().copied().flatten());
+                if i + 1 < lines.len() || last_nl {
+                    body.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+                }
+            }
+            prop_assert_eq!(split(&body, true), split(&body, false));
             prop_assert_eq!(without_empty(current(&body)), without_empty(reference(&body)));
         }
     }
