@@ -580,35 +580,12 @@ impl<'d> Out<'d> {
 
     #[inline]
     fn hex(&mut self, v: u32) {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut buf = [0u8; 8];
-        let mut i = buf.len();
-        let mut v = v;
-        loop {
-            i -= 1;
-            buf[i] = DIGITS[(v & 0xf) as usize];
-            v >>= 4;
-            if v == 0 {
-                break;
-            }
-        }
-        self.b.extend_from_slice(&buf[i..]);
+        crate::text::push_hex(&mut self.b, v);
     }
 
     #[inline]
     fn u(&mut self, v: u64) {
-        let mut buf = [0u8; 20];
-        let mut i = buf.len();
-        let mut v = v;
-        loop {
-            i -= 1;
-            buf[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        self.b.extend_from_slice(&buf[i..]);
+        crate::text::push_u64(&mut self.b, v);
     }
 }
 
