@@ -14,7 +14,7 @@
 //!   [`set_htb_buffers`] patches tc's zeros with lqos's values after
 //!   asserting they were zero.
 
-use lqos_apply::netlink::{encode_op, PschedClock};
+use lqos_apply::netlink::{class_dump_request, encode_op, PschedClock};
 use lqos_model::Rate;
 use lqos_tc::{
     CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, Class, FqCodelParams, HtbClass,
@@ -539,10 +539,11 @@ fn every_capture_both_ways() {
     let clock = PschedClock::default();
     for name in &names {
         let g = load(name);
-        if g.command == "tc filter show dev ens19 egress" {
-            // A dump request, not an op: no TcOp to parse or decode into;
-            // its bytes are checked against `filter_dump_request` in
-            // netlink_filter_golden.rs (flower_dump_request).
+        if g.command.contains(" show ") {
+            // Dump requests, not ops: no TcOp to parse or decode into; their
+            // bytes are checked against `class_dump_request` (below,
+            // htb_class_dump_parent) and `filter_dump_request`
+            // (netlink_filter_golden.rs, flower_dump_request).
             continue;
         }
         let line = g.command.strip_prefix("tc ").unwrap_or(&g.command);
@@ -603,4 +604,17 @@ fn every_capture_both_ways() {
         }
         assert_eq!(decoded, wanted, "{name} ({}): decoded tc bytes", g.command);
     }
+}
+
+#[test]
+fn htb_class_dump_parent() {
+    // tc class show dev ens19 parent 1:
+    // (lqos reads classes back one HTB qdisc at a time; see
+    // NetlinkSocket::dump.)
+    let g = load("htb_class_dump_parent");
+    let seq = u32::from_ne_bytes(g.bytes[8..12].try_into().unwrap());
+    let ifindex = i32::from_ne_bytes(g.bytes[20..24].try_into().unwrap());
+    let mut ours = Vec::new();
+    class_dump_request(&mut ours, ifindex, h("1:"), seq);
+    assert_eq!(ours, g.bytes, "`{}`", g.command);
 }

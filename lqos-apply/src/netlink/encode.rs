@@ -500,11 +500,28 @@ fn ratespec(out: &mut [u8], bytes_per_sec: u64) {
     out[8..12].copy_from_slice(&r32.to_ne_bytes());
 }
 
-/// `RTM_GETQDISC` / `RTM_GETTCLASS` dump request for one interface.
-pub(crate) fn dump_request(buf: &mut Vec<u8>, ty: u16, ifindex: i32, seq: u32) {
+/// `RTM_GETQDISC` / `RTM_GETTCLASS` dump request for one interface;
+/// `parent` is `UNSPEC` (everything) or, for `RTM_GETTCLASS`, a qdisc's
+/// handle (`1:`): then the kernel dumps only that qdisc's classes (`tc class
+/// show dev IF parent 1:`).
+pub(crate) fn dump_request_parent(
+    buf: &mut Vec<u8>,
+    ty: u16,
+    ifindex: i32,
+    parent: TcHandle,
+    seq: u32,
+) {
     let m = Msg::begin(buf, ty, NLM_F_REQUEST | NLM_F_DUMP, seq);
-    tcmsg(m.buf, ifindex, TcHandle::UNSPEC, TcHandle::UNSPEC);
+    tcmsg(m.buf, ifindex, TcHandle::UNSPEC, parent);
     m.finish().expect("dump request is small");
+}
+
+/// The `RTM_GETTCLASS` dump request for the classes of qdisc `parent`
+/// (`major:`) on interface `ifindex`, as `tc class show dev IF parent
+/// MAJOR:` sends it. lqos reads classes back one HTB qdisc at a time: see
+/// [`NetlinkSocket::dump`](super::NetlinkSocket::dump).
+pub fn class_dump_request(buf: &mut Vec<u8>, ifindex: i32, parent: TcHandle, seq: u32) {
+    dump_request_parent(buf, RTM_GETTCLASS, ifindex, parent, seq);
 }
 
 /// `RTM_GETLINK` for one interface by name.

@@ -63,7 +63,9 @@ mod socket;
 mod stats;
 
 pub use decode::DecodeError;
-pub use encode::{encode_op, encode_op_with, EncodeError, PschedClock, PschedParseError};
+pub use encode::{
+    class_dump_request, encode_op, encode_op_with, EncodeError, PschedClock, PschedParseError,
+};
 pub use filter::{
     decode_filter_msg, dump_request as filter_dump_request, RTM_DELTFILTER, RTM_GETTFILTER,
     RTM_NEWTFILTER,

@@ -5,7 +5,7 @@ use std::fmt;
 use std::fs::File;
 use std::io;
 
-use lqos_tc::{TcOp, TcTree};
+use lqos_tc::{QdiscKind, TcHandle, TcOp, TcTree};
 use neli::consts::socket::{Msg, NlFamily};
 use neli::socket::NlSocket;
 use neli::utils::Groups;
@@ -533,69 +533,109 @@ impl NetlinkSocket {
 
     /// The byte and packet counters of every class of interface `ifindex`
     /// (one `RTM_GETTCLASS` dump, `TCA_STATS2` basic counters).
+    ///
+    /// One qdisc dump finds the HTB qdiscs, then one class dump per HTB
+    /// (see [`dump`](Self::dump) for why).
     pub fn class_stats(&mut self, ifindex: i32) -> Result<Vec<ClassStats>, NetlinkError> {
-        let mut out = Vec::new();
-        self.dump_kind(RTM_GETTCLASS, ifindex, |payload| {
-            if let Some((ifi, s)) = super::stats::decode_class_stats(payload)? {
-                if ifi == ifindex {
-                    out.push(s);
-                }
+        let mut htbs = Vec::new();
+        self.dump_kind(RTM_GETQDISC, ifindex, TcHandle::UNSPEC, |payload| {
+            let (ifi, q) = decode::decode_qdisc_dump(payload)?;
+            if ifi == ifindex && matches!(q.kind, QdiscKind::Htb(_)) {
+                htbs.push(q.handle);
             }
             Ok(())
         })?;
+        let mut out = Vec::new();
+        for htb in htbs {
+            self.dump_kind(RTM_GETTCLASS, ifindex, htb, |payload| {
+                if let Some((ifi, s)) = super::stats::decode_class_stats(payload)? {
+                    if ifi == ifindex {
+                        out.push(s);
+                    }
+                }
+                Ok(())
+            })?;
+        }
         Ok(out)
     }
 
     fn dump_once(&mut self, ifindex: i32) -> Result<TcTree, NetlinkError> {
         let mut tree = TcTree::default();
         let clock = self.clock;
-        self.dump_kind(RTM_GETQDISC, ifindex, |payload| {
+        self.dump_kind(RTM_GETQDISC, ifindex, TcHandle::UNSPEC, |payload| {
             let (ifi, q) = decode::decode_qdisc_dump(payload)?;
             if ifi == ifindex {
                 tree.insert_qdisc(q);
             }
             Ok(())
         })?;
-        self.dump_kind(RTM_GETTCLASS, ifindex, |payload| {
-            if let Some((ifi, c)) = decode::decode_class(payload, &clock)? {
-                if ifi == ifindex {
-                    tree.classes.insert(c.classid, c);
-                }
-            }
-            Ok(())
-        })?;
-        // The classifier's egress filters (only lqos's: flower in lqos's
-        // preference range); without a clsact there is no egress hook.
-        if lqos_tc::classify::has_clsact(&tree) {
-            let mut filters = lqos_tc::classify::Filters::new();
-            self.dump_kind(filter::RTM_GETTFILTER, ifindex, |payload| {
-                if let Some((ifi, f)) = filter::decode_filter(payload)? {
+        // Classes one HTB qdisc at a time (`tcm_parent` = its handle): a
+        // class dump of the whole device walks every qdisc in the device's
+        // hash on every resume of the dump (about every 32 KiB of replies),
+        // HTB's invisible default `pfifo`s and all leaves included, so it
+        // grows with classes x qdiscs. With a parent the kernel looks the
+        // one qdisc up instead. 100,000 circuits, one device: 2.2 s of
+        // kernel time for `tc class show dev ens19`, 0.35 s for the 16
+        // `tc class show dev ens19 parent N:`. Only HTB classes are read
+        // back, so only HTB qdiscs are asked.
+        let htbs: Vec<TcHandle> = tree
+            .qdiscs
+            .values()
+            .filter(|q| matches!(q.kind, QdiscKind::Htb(_)))
+            .map(|q| q.handle)
+            .collect();
+        for htb in htbs {
+            self.dump_kind(RTM_GETTCLASS, ifindex, htb, |payload| {
+                if let Some((ifi, c)) = decode::decode_class(payload, &clock)? {
                     if ifi == ifindex {
-                        filters.insert(f.key, f);
+                        tree.classes.insert(c.classid, c);
                     }
                 }
                 Ok(())
             })?;
+        }
+        // The classifier's egress filters (only lqos's: flower in lqos's
+        // preference range); without a clsact there is no egress hook.
+        if lqos_tc::classify::has_clsact(&tree) {
+            let mut filters = lqos_tc::classify::Filters::new();
+            self.dump_kind(
+                filter::RTM_GETTFILTER,
+                ifindex,
+                TcHandle::UNSPEC,
+                |payload| {
+                    if let Some((ifi, f)) = filter::decode_filter(payload)? {
+                        if ifi == ifindex {
+                            filters.insert(f.key, f);
+                        }
+                    }
+                    Ok(())
+                },
+            )?;
             tree.filters = filters;
         }
         Ok(tree)
     }
 
+    /// One dump of `ty` on `ifindex`; `parent` (a class dump's qdisc) or
+    /// `UNSPEC` for everything.
     fn dump_kind(
         &mut self,
         ty: u16,
         ifindex: i32,
+        parent: TcHandle,
         mut each: impl FnMut(&[u8]) -> Result<(), DecodeError>,
     ) -> Result<(), NetlinkError> {
         let what = || {
-            format!(
-                "dumping {} of ifindex {ifindex}",
-                match ty {
-                    RTM_GETQDISC => "qdiscs",
-                    RTM_GETTCLASS => "classes",
-                    _ => "egress filters",
-                }
-            )
+            let of = match ty {
+                RTM_GETQDISC => "qdiscs",
+                RTM_GETTCLASS => "classes",
+                _ => "egress filters",
+            };
+            if parent == TcHandle::UNSPEC {
+                format!("dumping {of} of ifindex {ifindex}")
+            } else {
+                format!("dumping {of} of qdisc {parent} on ifindex {ifindex}")
+            }
         };
         let reply = match ty {
             RTM_GETQDISC => RTM_NEWQDISC,
@@ -607,7 +647,7 @@ impl NetlinkSocket {
             &what,
             |buf, seq| match ty {
                 filter::RTM_GETTFILTER => filter::dump_request(buf, ifindex, seq),
-                _ => encode::dump_request(buf, ty, ifindex, seq),
+                _ => encode::dump_request_parent(buf, ty, ifindex, parent, seq),
             },
             |m| {
                 interrupted |= m.flags & NLM_F_DUMP_INTR != 0;
