@@ -136,8 +136,32 @@ pub fn into_locality_order(mut ops: Vec<TcOp>) -> Vec<TcOp> {
         stack.extend(ks.iter().rev().filter(|&&k| !has_children[k as usize]));
     }
     order.extend(loose);
-    let mut slots: Vec<Option<TcOp>> = ops.drain(setup..).map(Some).collect();
-    ops.extend(order.into_iter().filter_map(|i| slots[i as usize].take()));
+    drop((kid_list, qdisc_list, kids, quals, has_children));
+    if order.len() < n {
+        // Classes no root reaches (a parent cycle, never in a plan): keep
+        // them, in stream order, at the end.
+        let mut seen = vec![false; n];
+        for &i in &order {
+            seen[i as usize] = true;
+        }
+        order.extend((0..n as u32).filter(|&i| !seen[i as usize]));
+    }
+    // Permute the tree part in place (position k takes op order[k]), cycle
+    // by cycle: no second vector of ops.
+    let tree = &mut ops[setup..];
+    let mut done = vec![false; tree.len()];
+    for start in 0..tree.len() {
+        let mut cur = start;
+        while !done[cur] {
+            done[cur] = true;
+            let next = order[cur] as usize;
+            if next == start {
+                break;
+            }
+            tree.swap(cur, next);
+            cur = next;
+        }
+    }
     ops
 }
 
