@@ -67,7 +67,7 @@ pub use plan::{
     just_below, plan, quantum_for, r2q_for, Allocation, CircuitSlot, Direction, FilterSlot,
     InterfacePlan, NodeSlot, Plan, PlanError, HTB_LEVELS, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
 };
-pub use record::{PlanInputs, PlanRecord, PrefixRow, RecordError, RECORD_FORMAT};
+pub use record::{PlanInputs, PlanRecord, PlanRecordRef, PrefixRow, RecordError, RECORD_FORMAT};
 pub use render::{
     render_combined, render_combined_to, render_interface, render_interface_to, render_line,
 };

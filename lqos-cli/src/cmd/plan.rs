@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use lqos_apply::{plan_files, ApplyError, PlanOverrides, QueueCount};
 use lqos_model::Network;
-use lqos_tc::{Allocation, Classifier, LeafSpec, Plan, PlanRecord, QueueStrategy};
+use lqos_tc::{Allocation, Classifier, LeafSpec, Plan, PlanRecordRef, QueueStrategy};
 
 use super::inputs::{print_report, InputArgs};
 use super::EXIT_OK;
@@ -182,16 +182,14 @@ fn write_plan_json(
     network: &Network,
     with_ops: bool,
 ) -> anyhow::Result<()> {
-    let record = PlanRecord::new(plan, Some(network), with_ops)?;
+    // Borrowed: each row is made as it is written (no copy of the record).
+    let record = PlanRecordRef::new(plan, Some(network), with_ops)?;
     let f = File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut w = BufWriter::with_capacity(64 * 1024, f);
     serde_json::to_writer(&mut w, &record)
         .with_context(|| format!("cannot write {}", path.display()))?;
     w.flush()
         .with_context(|| format!("cannot write {}", path.display()))?;
-    // The process ends soon: freeing the record's ~10^5 strings one by one
-    // would only cost time.
-    std::mem::forget(record);
     Ok(())
 }
 
