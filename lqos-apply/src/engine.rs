@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::backend::{load_deletes_first, Backend, IfaceOps, LoadReport, Progress};
 use crate::error::{ApplyError, Result};
 use crate::live::{LinkSummary, LiveSource};
+use crate::memory::check_memory;
 use crate::timing::{CpuScope, Stopwatch, Timing};
 use crate::verify::{verify_tree, VerifyReport};
 
@@ -65,6 +66,9 @@ pub struct ApplyOptions {
     pub dry_run: bool,
     /// Read the trees back after loading and verify them.
     pub verify_after: bool,
+    /// Load even when the memory preflight estimates that the new leaf
+    /// qdiscs do not fit in `MemAvailable` ([`crate::memory`]).
+    pub skip_memory_check: bool,
 }
 
 impl ApplyOptions {
@@ -83,6 +87,12 @@ impl ApplyOptions {
     /// Read the trees back after loading and verify them.
     pub fn verify_after(mut self, yes: bool) -> Self {
         self.verify_after = yes;
+        self
+    }
+
+    /// Skip the memory preflight.
+    pub fn skip_memory_check(mut self, yes: bool) -> Self {
+        self.skip_memory_check = yes;
         self
     }
 }
@@ -104,6 +114,11 @@ pub struct ApplyReport<'a> {
     pub load: Option<LoadReport>,
     /// Post-load verification, if asked for.
     pub verify: Option<VerifyReport>,
+    /// The memory preflight's estimate, when the load could create more
+    /// than the memory it may use and was estimated exactly (`None`: the
+    /// load is small, memory is unknown, a dry run, or the check was
+    /// skipped).
+    pub memory: Option<lqos_tc::memory::MemoryEstimate>,
 }
 
 impl ApplyReport<'_> {
@@ -121,6 +136,7 @@ impl ApplyReport<'_> {
             diff: self.diff,
             load: self.load,
             verify: self.verify,
+            memory: self.memory,
         }
     }
 }
@@ -313,10 +329,12 @@ pub fn verify_plan(plan: &Plan, live: &dyn LiveSource) -> Result<VerifyReport> {
     Ok(report)
 }
 
-/// Preflight, read back, choose full or incremental per interface, and load
-/// (unless `dry_run`). Returns `Err` for a failed preflight (nothing was
-/// changed); a failed load is `Ok` with the error inside
-/// [`ApplyReport::load`] so the caller sees what was applied.
+/// Preflight, read back, choose full or incremental per interface, check
+/// that the load fits in memory ([`crate::memory::check_memory`], unless
+/// `skip_memory_check`), and load (unless `dry_run`). Returns `Err` for a
+/// failed preflight or memory check (nothing was changed); a failed load is
+/// `Ok` with the error inside [`ApplyReport::load`] so the caller sees what
+/// was applied.
 pub fn apply_plan<'a>(
     plan: &'a Plan,
     live: &dyn LiveSource,
@@ -348,11 +366,16 @@ pub fn apply_plan<'a>(
         diff: diff_t,
         load: None,
         verify: None,
+        memory: None,
     };
     if opts.dry_run {
         return Ok(report);
     }
     let streams: Vec<IfaceOps> = report.changes.iter().map(|c| c.stream.clone()).collect();
+    if !opts.skip_memory_check {
+        let live_trees: Vec<&TcTree> = trees.iter().collect();
+        report.memory = check_memory(&streams, &live_trees, || live.meminfo())?;
+    }
     let load = load_deletes_first(backend, &streams, progress);
     let ok = load.is_ok();
     report.load = Some(load);
@@ -453,6 +476,7 @@ mod tests {
             full,
             dry_run: false,
             verify_after: true,
+            ..Default::default()
         };
         apply_plan(&plan_of(targets), rec, rec, opts, &NoProgress)
             .unwrap()
@@ -617,6 +641,42 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_load_that_does_not_fit_in_memory_is_refused_before_any_op() {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits: 400,
+            ..Default::default()
+        });
+        let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
+        cfg.default_sqm = "cake diffserv4".parse().unwrap();
+        let p = lqos_tc::plan(&g.network, &cfg, None).unwrap();
+        let mib = 1u64 << 20;
+        // ~800 cake leaves (~830 MiB) into 700 MiB available.
+        let rec = Recording::new()
+            .with_link("ens19", 4)
+            .with_link("ens20", 4)
+            .with_meminfo(crate::memory::MemInfo {
+                total: 1024 * mib,
+                available: 700 * mib,
+            });
+        let e = apply_plan(&p, &rec, &rec, ApplyOptions::default(), &NoProgress).unwrap_err();
+        assert!(matches!(e, ApplyError::NotEnoughMemory { .. }), "{e}");
+        assert!(rec.sent().is_empty());
+        // A dry run shows the ops; skipping the check loads.
+        let dry = ApplyOptions::default().dry_run(true);
+        assert!(apply_plan(&p, &rec, &rec, dry, &NoProgress).is_ok());
+        let skip = ApplyOptions::default().skip_memory_check(true);
+        let r = apply_plan(&p, &rec, &rec, skip, &NoProgress).unwrap();
+        assert!(r.load.unwrap().is_ok());
+        // Loaded, a no-op reload and a full rebuild create nothing new.
+        let r = apply_plan(&p, &rec, &rec, ApplyOptions::default(), &NoProgress).unwrap();
+        assert_eq!(r.ops_total(), 0);
+        let full = ApplyOptions::default().full(true);
+        let r = apply_plan(&p, &rec, &rec, full, &NoProgress).unwrap();
+        assert!(r.load.unwrap().is_ok());
+        assert_eq!(r.memory.unwrap().net_bytes(), 0);
     }
 
     #[test]

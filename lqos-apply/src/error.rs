@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use crate::live::QdiscRefusal;
 use crate::netlink::NetlinkError;
+use lqos_tc::memory::human_bytes;
 
 /// Everything that can go wrong while loading, reading back or guarding a
 /// plan. Each variant names the interface, the op (as `tc` text) and the
@@ -102,6 +103,29 @@ pub enum ApplyError {
         /// The kernel's answer to the probe.
         #[source]
         refusal: QdiscRefusal,
+    },
+    /// The load's leaf qdiscs would not fit in the kernel's memory
+    /// (preflight: nothing was changed).
+    #[error(
+        "not enough memory: this load's {} new leaf qdiscs ({}) need about {} of kernel memory, \
+         but MemAvailable {} minus a margin of {} leaves {}; loading it would run the kernel out \
+         of memory mid-load. Nothing was changed. Use lazy leaves (`lqos watch --lazy-leaves`: \
+         a circuit gets its leaf only while it carries traffic), a cheaper leaf (--sqm fq_codel: \
+         69 KiB each, or pfifo), or more memory; --skip-memory-check loads anyway",
+        estimate.leaves_created(),
+        estimate.describe(),
+        human_bytes(*needed),
+        human_bytes(mem.available),
+        human_bytes(mem.margin()),
+        human_bytes(mem.usable())
+    )]
+    NotEnoughMemory {
+        /// What the load creates and frees, by the per-kind costs.
+        estimate: Box<lqos_tc::memory::MemoryEstimate>,
+        /// Bytes the load adds (created minus freed).
+        needed: u64,
+        /// This machine's memory.
+        mem: crate::memory::MemInfo,
     },
     /// Another apply holds the machine-wide lock.
     #[error(

@@ -12,104 +12,24 @@
 //! held back.
 //!
 //! The rest of lqos sees lazy leaves through [`lazy_plan`]: the plan with
-//! the leaves of the circuits that are not active taken out. Incremental
+//! the leaves of the circuits that are not active taken out (the rule
+//! lives with the other satisfies/drift rules, in [`lqos_tc::rules`]). Incremental
 //! apply and verify run against it, so a missing leaf on an idle circuit is
 //! not drift, and a file-triggered apply keeps the leaves of active
 //! circuits. Outside the daemon (`lqos verify`), the active set is the set
 //! of planned leaves found in the kernel ([`present_leaves`]).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use lqos_tc::{InterfacePlan, Plan, Qdisc, TcHandle, TcOp, TcTree};
+use lqos_tc::{InterfacePlan, TcHandle, TcOp};
 use serde::Deserialize;
 
 use crate::error::{ApplyError, Result};
 use crate::netlink::ClassStats;
 
-/// A circuit on one interface: `(interface, circuit classid)`.
-pub type LeafKey = (String, TcHandle);
-
-/// The circuits whose leaf qdisc is (to be) loaded.
-pub type ActiveLeaves = BTreeSet<LeafKey>;
-
-/// The circuit leaves of an interface plan: the qdiscs after the setup
-/// prefix whose parent is a class (the circuit's), in plan order.
-pub fn circuit_leaves(ip: &InterfacePlan) -> impl Iterator<Item = &Qdisc> + '_ {
-    ip.ops[ip.setup_ops.min(ip.ops.len())..]
-        .iter()
-        .filter_map(|op| match op {
-            TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if is_class_leaf(q) => Some(q),
-            _ => None,
-        })
-}
-
-fn is_class_leaf(q: &Qdisc) -> bool {
-    q.parent != TcHandle::ROOT && q.parent.minor() != 0
-}
-
-/// `plan` with the circuit leaves of every circuit not in `active` left
-/// out (their handles stay in the allocation).
-pub fn lazy_plan(plan: &Plan, active: &ActiveLeaves) -> Plan {
-    let interfaces = plan
-        .interfaces
-        .iter()
-        .map(|ip| {
-            let setup = ip.setup_ops.min(ip.ops.len());
-            let mut ops = Vec::with_capacity(ip.ops.len());
-            ops.extend_from_slice(&ip.ops[..setup]);
-            // One lookup key per interface; the set is small next to the plan.
-            let mut key: LeafKey = (ip.dev.clone(), TcHandle::UNSPEC);
-            ops.extend(
-                ip.ops[setup..]
-                    .iter()
-                    .filter(|op| match op {
-                        TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if is_class_leaf(q) => {
-                            key.1 = q.parent;
-                            active.contains(&key)
-                        }
-                        _ => true,
-                    })
-                    .cloned(),
-            );
-            InterfacePlan {
-                dev: ip.dev.clone(),
-                direction: ip.direction,
-                ops,
-                setup_ops: ip.setup_ops,
-                queue_class_counts: ip.queue_class_counts.clone(),
-            }
-        })
-        .collect();
-    Plan {
-        config: plan.config.clone(),
-        interfaces,
-        allocation: plan.allocation.clone(),
-        ip_map: plan.ip_map.clone(),
-    }
-}
-
-/// The circuits of `plan` whose planned leaf is in the live trees (same
-/// handle under the same class; its options are for verify to judge).
-pub fn present_leaves(plan: &Plan, live: &BTreeMap<String, TcTree>) -> ActiveLeaves {
-    let mut out = ActiveLeaves::new();
-    for ip in &plan.interfaces {
-        let Some(tree) = live.get(&ip.dev) else {
-            continue;
-        };
-        for q in circuit_leaves(ip) {
-            if tree
-                .qdiscs
-                .get(&q.handle)
-                .is_some_and(|l| l.parent == q.parent)
-            {
-                out.insert((ip.dev.clone(), q.parent));
-            }
-        }
-    }
-    out
-}
+pub use lqos_tc::rules::{circuit_leaves, lazy_plan, present_leaves, ActiveLeaves, LeafKey};
 
 /// Whether `lqos.conf` (TOML text) turns lazy leaves on:
 /// `[lqos] lazy_leaves = true`. Other keys are ignored; `path` names the
@@ -211,6 +131,19 @@ impl LeafTracker {
         self.active = active;
     }
 
+    /// Takes back the activation of the circuits whose leaf ops in `add`
+    /// (from [`LeafTracker::observe`] for interface `dev`) were not loaded,
+    /// e.g. because their leaves would not fit in memory: they stay without
+    /// a leaf and get it at a later sample in which their counters move
+    /// again.
+    pub fn defer(&mut self, dev: &str, add: &[TcOp]) {
+        for op in add {
+            if let TcOp::ReplaceQdisc(q) | TcOp::AddQdisc(q) = op {
+                self.active.remove(&(dev.to_string(), q.parent));
+            }
+        }
+    }
+
     /// One sample of `ip`'s class counters at `now`: the ops that give
     /// each circuit whose counters moved since the last sample its leaf,
     /// and take the leaf from each active circuit idle for the idle time.
@@ -279,7 +212,7 @@ impl LeafTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lqos_tc::{LeafSpec, PlanConfig, QdiscKind};
+    use lqos_tc::{LeafSpec, Plan, PlanConfig, Qdisc, QdiscKind};
 
     fn plan(circuits: usize) -> Plan {
         let g = lqos_model::generate(&lqos_model::GenParams {
@@ -300,38 +233,6 @@ mod tests {
                 packets: bytes(i) as u32 / 100,
             })
             .collect()
-    }
-
-    #[test]
-    fn lazy_plan_keeps_everything_but_idle_leaves() {
-        let p = plan(30);
-        let ip = &p.interfaces[0];
-        let leaves: Vec<&Qdisc> = circuit_leaves(ip).collect();
-        assert_eq!(leaves.len(), 30);
-        let one: ActiveLeaves = [(ip.dev.clone(), leaves[4].parent)].into();
-        let lp = lazy_plan(&p, &one);
-        assert_eq!(lp.interfaces[0].ops.len(), ip.ops.len() - 29);
-        assert_eq!(lp.interfaces[1].ops.len(), p.interfaces[1].ops.len() - 30);
-        assert_eq!(lp.allocation, p.allocation);
-        // Every class and the setup stay; the one active leaf stays.
-        let t = lp.interfaces[0].tree();
-        assert_eq!(t.classes, ip.tree().classes);
-        assert!(t.qdiscs.contains_key(&leaves[4].handle));
-        assert!(!t.qdiscs.contains_key(&leaves[5].handle));
-        // Everything active: the plan itself.
-        let all: ActiveLeaves = p
-            .interfaces
-            .iter()
-            .flat_map(|ip| circuit_leaves(ip).map(|q| (ip.dev.clone(), q.parent)))
-            .collect();
-        assert_eq!(lazy_plan(&p, &all), p);
-        // present_leaves reads the active set back from the trees.
-        let live: BTreeMap<String, TcTree> = lp
-            .interfaces
-            .iter()
-            .map(|ip| (ip.dev.clone(), ip.tree()))
-            .collect();
-        assert_eq!(present_leaves(&p, &live), one);
     }
 
     #[test]
@@ -367,6 +268,28 @@ mod tests {
             }]
         );
         assert!(tr.active().is_empty());
+    }
+
+    #[test]
+    fn deferred_leaves_come_at_the_next_move() {
+        let p = plan(12);
+        let ip = &p.interfaces[0];
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let mut tr = LeafTracker::new(10 * s, ActiveLeaves::new(), t0);
+        assert!(tr.observe(ip, &stats(ip, |_| 0), t0).is_empty());
+        let c = tr.observe(ip, &stats(ip, |i| u64::from(i < 2) * 100), t0 + s);
+        assert_eq!(c.add.len(), 2);
+        // Only the first fits: the second is taken back.
+        tr.defer(&ip.dev, &c.add[1..]);
+        assert_eq!(tr.active().len(), 1);
+        // No new traffic: nothing; traffic again: its leaf.
+        let same = stats(ip, |i| u64::from(i < 2) * 100);
+        assert!(tr.observe(ip, &same, t0 + 2 * s).is_empty());
+        let c = tr.observe(ip, &stats(ip, |i| u64::from(i < 2) * 200), t0 + 3 * s);
+        let leaves: Vec<Qdisc> = circuit_leaves(ip).cloned().collect();
+        assert_eq!(c.add, vec![TcOp::ReplaceQdisc(leaves[1].clone())]);
+        assert_eq!(tr.active().len(), 2);
     }
 
     #[test]

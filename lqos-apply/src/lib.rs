@@ -45,6 +45,8 @@
 //!   plan, or a diff) with a [`RootDelete`] placement and reports per
 //!   interface ([`LoadReport`], with [`Timing`]).
 //! - [`netlink`]: the rtnetlink encoder, decoder and socket.
+//! - [`memory`]: the memory preflight (a load whose leaf qdiscs would not
+//!   fit in `MemAvailable` is refused before anything changes).
 //! - [`lazy`]: lazy leaves (a circuit's leaf qdisc only while it carries
 //!   traffic), used by `lqos watch --lazy-leaves`.
 //! - [`watch`]: the status file `lqos watch` writes and `lqos status` reads.
@@ -57,6 +59,7 @@ mod error;
 mod inputs;
 pub mod lazy;
 mod live;
+pub mod memory;
 pub mod netlink;
 #[cfg(feature = "test-util")]
 pub mod netns;

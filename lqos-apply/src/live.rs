@@ -73,6 +73,11 @@ pub trait LiveSource: Sync {
     /// checked without touching any real interface. `Ok(Err(why))` says
     /// what is missing.
     fn probe_classifier(&self) -> Result<std::result::Result<(), String>>;
+    /// The machine's memory for the memory preflight
+    /// ([`crate::memory::check_memory`]); `None` (the default) skips it.
+    fn meminfo(&self) -> Option<crate::memory::MemInfo> {
+        None
+    }
 }
 
 /// `(major, minor)` of a kernel release string (`6.1.0-18-cloud-amd64`).
@@ -402,6 +407,11 @@ impl LiveSource for NetlinkLive {
 
     fn probe_classifier(&self) -> Result<std::result::Result<(), String>> {
         self.probe.probe_classifier()
+    }
+
+    /// `/proc/meminfo` (memory is the machine's, whatever the namespace).
+    fn meminfo(&self) -> Option<crate::memory::MemInfo> {
+        crate::memory::MemInfo::read()
     }
 }
 

@@ -539,3 +539,54 @@ fn cake_and_fq_codel_leaves_on_existing_interfaces() {
         fq_codel_scenario(&env);
     }
 }
+
+/// A full load of more cake leaves than the machine's memory holds is
+/// refused by the memory preflight before anything changes (without it the
+/// kernel would run out of memory mid-load), and `skip_memory_check` is
+/// what it says. The plan is sized from this machine's `MemAvailable`: a
+/// quarter more cake leaves than the check allows.
+#[test]
+fn a_cake_load_that_does_not_fit_in_memory_is_refused() {
+    let Some(env) = veth_env("memory refusal") else {
+        return;
+    };
+    let mem = lqos_apply::memory::MemInfo::read().expect("/proc/meminfo");
+    let per_circuit = 2 * lqos_tc::memory::CAKE_BYTES;
+    let n = (mem.usable() / per_circuit) as usize * 5 / 4 + 16;
+    let g = generated(n, 3);
+    let p = plan_of(&env, &g, &g.network, "cake diffserv4", None);
+    let live = env.live();
+    let dir = tempfile::tempdir().unwrap();
+    let state = StateDir::open(dir.path()).unwrap();
+    let backend = NetlinkBackend::new(env.ns_name().map(str::to_string), Parallelism::Serial);
+    let s = Session {
+        state: &state,
+        netns: env.ns_name(),
+        live: &live,
+        backend: &backend,
+    };
+    let e = s
+        .apply(&p, ApplyOptions::default(), &NoProgress)
+        .expect_err("refused");
+    let msg = e.to_string();
+    assert!(
+        matches!(e, lqos_apply::ApplyError::NotEnoughMemory { .. })
+            && msg.contains("Nothing was changed")
+            && msg.contains("--lazy-leaves"),
+        "{msg}"
+    );
+    eprintln!("{n} circuits: {msg}");
+    // Nothing was loaded: no HTB on either interface, no saved plan.
+    for d in &env.devs {
+        let t = live.dump(d).unwrap();
+        assert!(
+            t.qdiscs
+                .values()
+                .all(|q| !matches!(q.kind, QdiscKind::Htb(_) | QdiscKind::Cake(_))),
+            "{d}: {t:?}"
+        );
+    }
+    assert!(lqos_apply::load_saved_plan(&state, env.ns_name())
+        .unwrap()
+        .is_none());
+}

@@ -65,6 +65,11 @@ enum Command {
     /// gets its planned leaf; after --idle seconds without traffic it loses
     /// it again.
     ///
+    /// Memory: a load whose new leaf qdiscs are estimated not to fit in
+    /// MemAvailable (minus a margin; a cake leaf takes about 1 MiB) is
+    /// refused and retried, and a lazy-leaf poll gives only as many circuits
+    /// their leaf as fit (--skip-memory-check turns this off).
+    ///
     /// Logs: one line per event on stderr (text, or --log-format json),
     /// with the ops added/changed/removed and the time from the first file
     /// event to kernel done. Files: STATE_DIR/last-plan.json (last good

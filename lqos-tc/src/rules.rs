@@ -17,6 +17,10 @@
 //!   default qdisc under an unused mq queue, the default `mq` root) are not
 //!   part of any plan and never drift ([`is_kernel_default`]); a tree keeps
 //!   them apart, in [`TcTree::kernel_defaults`].
+//! - **Lazy leaves.** A missing leaf on an idle circuit is not drift, and
+//!   an active circuit's leaf is not removed ([`lazy_plan`]: the plan
+//!   without the idle circuits' leaves, which every rule above then
+//!   compares against).
 //! - **Layout.** The root qdisc and the qdiscs on its classes (the per-queue
 //!   HTBs under `mq`) decide whether a change can be incremental
 //!   ([`layout`]): the same layout is changed in place, any difference is a
@@ -26,13 +30,15 @@
 //! `*_satisfies` predicates are "that list is empty", so a difference that
 //! verify reports is exactly one that diff repairs.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use lqos_model::Rate;
 use serde::Serialize;
 
 use crate::{
-    CakeParams, Class, FilterKey, FlowerFilter, FqCodelParams, Qdisc, QdiscKind, TcHandle, TcTree,
+    CakeParams, Class, FilterKey, FlowerFilter, FqCodelParams, InterfacePlan, Plan, Qdisc,
+    QdiscKind, TcHandle, TcOp, TcTree,
 };
 
 /// Kernel defaults of the cake options lqos sends (`sch_cake.c`
@@ -621,6 +627,101 @@ pub fn rebuild_deletes_root(live: &TcTree) -> bool {
     live.root().is_some()
 }
 
+/// A circuit on one interface, for lazy leaves: `(interface, circuit
+/// classid)`.
+pub type LeafKey = (String, TcHandle);
+
+/// The circuits whose leaf qdisc is (to be) loaded, for lazy leaves.
+pub type ActiveLeaves = BTreeSet<LeafKey>;
+
+/// True for a circuit leaf: a qdisc whose parent is a class (not the root,
+/// not a qdisc such as `mq`'s queues).
+fn is_class_leaf(q: &Qdisc) -> bool {
+    q.parent != TcHandle::ROOT && q.parent.minor() != 0
+}
+
+/// The circuit leaves of an interface plan: the qdiscs after the setup
+/// prefix whose parent is a class (the circuit's), in plan order. The
+/// leaves of the queues' default classes are part of the setup and are
+/// not circuit leaves.
+pub fn circuit_leaves(ip: &InterfacePlan) -> impl Iterator<Item = &Qdisc> + '_ {
+    ip.ops[ip.setup_ops.min(ip.ops.len())..]
+        .iter()
+        .filter_map(|op| match op {
+            TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if is_class_leaf(q) => Some(q),
+            _ => None,
+        })
+}
+
+/// The lazy-leaf rule: **a missing leaf on an idle circuit is not drift**.
+/// A circuit not in `active` may be without its planned leaf (HTB's own
+/// default queue serves it); a leaf that is there must still satisfy the
+/// plan. Expressed as the plan with the circuit leaves of every circuit not
+/// in `active` left out (their handles stay in the allocation), so
+/// [`crate::diff()`], [`layout`] and [`tree_drift`] apply it unchanged: a
+/// diff against it neither adds an idle circuit's leaf nor removes an
+/// active one's, and verify does not report either.
+pub fn lazy_plan(plan: &Plan, active: &ActiveLeaves) -> Plan {
+    let interfaces = plan
+        .interfaces
+        .iter()
+        .map(|ip| {
+            let setup = ip.setup_ops.min(ip.ops.len());
+            let mut ops = Vec::with_capacity(ip.ops.len());
+            ops.extend_from_slice(&ip.ops[..setup]);
+            // One lookup key per interface; the set is small next to the plan.
+            let mut key: LeafKey = (ip.dev.clone(), TcHandle::UNSPEC);
+            ops.extend(
+                ip.ops[setup..]
+                    .iter()
+                    .filter(|op| match op {
+                        TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if is_class_leaf(q) => {
+                            key.1 = q.parent;
+                            active.contains(&key)
+                        }
+                        _ => true,
+                    })
+                    .cloned(),
+            );
+            InterfacePlan {
+                dev: ip.dev.clone(),
+                direction: ip.direction,
+                ops,
+                setup_ops: ip.setup_ops,
+                queue_class_counts: ip.queue_class_counts.clone(),
+            }
+        })
+        .collect();
+    Plan {
+        config: plan.config.clone(),
+        interfaces,
+        allocation: plan.allocation.clone(),
+        ip_map: plan.ip_map.clone(),
+    }
+}
+
+/// The circuits of `plan` whose planned leaf is in the live trees (same
+/// handle under the same class; its options are for verify to judge): the
+/// active set when no daemon keeps one (`lqos verify --lazy-leaves`).
+pub fn present_leaves(plan: &Plan, live: &BTreeMap<String, TcTree>) -> ActiveLeaves {
+    let mut out = ActiveLeaves::new();
+    for ip in &plan.interfaces {
+        let Some(tree) = live.get(&ip.dev) else {
+            continue;
+        };
+        for q in circuit_leaves(ip) {
+            if tree
+                .qdiscs
+                .get(&q.handle)
+                .is_some_and(|l| l.parent == q.parent)
+            {
+                out.insert((ip.dev.clone(), q.parent));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -758,5 +859,47 @@ mod tests {
         assert_eq!(live.kernel_defaults.len(), 1);
         assert!(tree_satisfies(&live, &planned));
         assert_eq!(layout(&live, &planned), Layout::Same);
+    }
+
+    fn pfifo_plan(circuits: usize) -> Plan {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits,
+            ..Default::default()
+        });
+        let mut cfg = crate::PlanConfig::bridge("ens19", "ens20", 4);
+        cfg.default_sqm = crate::LeafSpec::Qdisc(QdiscKind::Pfifo { limit: None });
+        crate::plan(&g.network, &cfg, None).unwrap()
+    }
+
+    #[test]
+    fn lazy_plan_keeps_everything_but_idle_leaves() {
+        let p = pfifo_plan(30);
+        let ip = &p.interfaces[0];
+        let leaves: Vec<&Qdisc> = circuit_leaves(ip).collect();
+        assert_eq!(leaves.len(), 30);
+        let one: ActiveLeaves = [(ip.dev.clone(), leaves[4].parent)].into();
+        let lp = lazy_plan(&p, &one);
+        assert_eq!(lp.interfaces[0].ops.len(), ip.ops.len() - 29);
+        assert_eq!(lp.interfaces[1].ops.len(), p.interfaces[1].ops.len() - 30);
+        assert_eq!(lp.allocation, p.allocation);
+        // Every class and the setup stay; the one active leaf stays.
+        let t = lp.interfaces[0].tree();
+        assert_eq!(t.classes, ip.tree().classes);
+        assert!(t.qdiscs.contains_key(&leaves[4].handle));
+        assert!(!t.qdiscs.contains_key(&leaves[5].handle));
+        // Everything active: the plan itself.
+        let all: ActiveLeaves = p
+            .interfaces
+            .iter()
+            .flat_map(|ip| circuit_leaves(ip).map(|q| (ip.dev.clone(), q.parent)))
+            .collect();
+        assert_eq!(lazy_plan(&p, &all), p);
+        // present_leaves reads the active set back from the trees.
+        let live: BTreeMap<String, TcTree> = lp
+            .interfaces
+            .iter()
+            .map(|ip| (ip.dev.clone(), ip.tree()))
+            .collect();
+        assert_eq!(present_leaves(&p, &live), one);
     }
 }

@@ -115,7 +115,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__apply)
-            opts="-h --network --devices --config --plan --queues --sqm --strategy --classifier --netns --state-dir --backend --parallel --serial --combined --full --dry-run --rollback --verify --help"
+            opts="-h --network --devices --config --plan --queues --sqm --strategy --classifier --netns --state-dir --backend --parallel --serial --combined --full --dry-run --rollback --verify --skip-memory-check --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -173,7 +173,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__bench)
-            opts="-h --circuits --sweep --runs --methods --strategy --uneven --queues --sqm --classifier --seed --network --devices --json --markdown --plot --interfaces --replace-existing --help"
+            opts="-h --circuits --sweep --runs --methods --strategy --uneven --queues --sqm --classifier --seed --network --devices --json --markdown --plot --interfaces --replace-existing --skip-memory-check --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -773,7 +773,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__watch)
-            opts="-h --network --devices --config --queues --sqm --strategy --classifier --netns --state-dir --lazy-leaves --poll --idle --verify-every --debounce --retry --log-format --help"
+            opts="-h --network --devices --config --queues --sqm --strategy --classifier --netns --state-dir --lazy-leaves --poll --idle --verify-every --debounce --retry --skip-memory-check --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

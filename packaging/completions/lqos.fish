@@ -117,6 +117,7 @@ complete -c lqos -n "__fish_lqos_using_subcommand apply" -l full -d 'Delete the 
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l dry-run -d 'Print the ops that would be sent (tc syntax) and change nothing'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l rollback -d 'Re-apply the last plan that loaded successfully'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l verify -d 'Read the trees back after loading and verify them'
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l skip-memory-check -d 'Load even when the new leaf qdiscs are estimated not to fit in the kernel\'s memory (MemAvailable minus a margin; a cake leaf takes about 1 MiB). Without it such a load is refused before anything changes'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l devices -d 'The circuits and devices (LibreQoS ShapedDevices.csv)' -r -F
@@ -152,6 +153,7 @@ complete -c lqos -n "__fish_lqos_using_subcommand bench" -l uneven -d 'Make top-
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l json -d 'Print the results as JSON on stdout'
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l markdown -d 'Also print the table as markdown'
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -l replace-existing -d 'With --interfaces: allow replacing a root qdisc that is not the kernel\'s default (it is deleted, not restored)'
+complete -c lqos -n "__fish_lqos_using_subcommand bench" -l skip-memory-check -d 'Run even when the tree\'s leaf qdiscs are estimated not to fit in the kernel\'s memory (MemAvailable minus a margin; a cake leaf takes about 1 MiB). Without it such a bench is refused before loading'
 complete -c lqos -n "__fish_lqos_using_subcommand bench" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l devices -d 'The circuits and devices (LibreQoS ShapedDevices.csv)' -r -F
@@ -172,6 +174,7 @@ complete -c lqos -n "__fish_lqos_using_subcommand watch" -l retry -d 'Seconds be
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l log-format -d 'Log format (logs go to stderr; under systemd, to the journal)' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per line (for log shippers)'"
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l lazy-leaves -d 'Give a circuit its leaf qdisc only while it carries traffic (also `[lqos] lazy_leaves = true` in lqos.conf, read at start)'
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l skip-memory-check -d 'Load even when new leaf qdiscs are estimated not to fit in the kernel\'s memory (MemAvailable minus a margin). Without it such a load is refused (and retried), and a lazy-leaf poll gives only as many circuits their leaf as fit'
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lqos -n "__fish_lqos_using_subcommand status" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand status" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F

@@ -62,6 +62,11 @@ enum LabCmd {
         /// Don't build the release `lqos` first (use the one in target/release).
         #[arg(long)]
         no_build: bool,
+        /// Also pack this host executable (with its shared libraries) as
+        /// /lab/bin/NAME, on the guest's PATH (e.g. a release example:
+        /// `--exe target/release/examples/lab_traffic`). Repeatable.
+        #[arg(long, value_name = "PATH")]
+        exe: Vec<PathBuf>,
         /// The command: its words are joined by spaces and run by `sh -c`.
         #[arg(last = true, required = true)]
         cmd: Vec<String>,
@@ -227,6 +232,31 @@ fn run_in_guest(
     rc
 }
 
+/// `--exe` paths as guest path (`lab/bin/NAME`) -> host file.
+fn extra_executables(paths: &[PathBuf]) -> Result<BTreeMap<String, PathBuf>> {
+    let mut out = BTreeMap::new();
+    for p in paths {
+        let name = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .with_context(|| format!("lab run: --exe {}: no file name", p.display()))?;
+        if !p.is_file() {
+            bail!(
+                "lab run: --exe {}: no such file (build it first)",
+                p.display()
+            );
+        }
+        if name == "lqos" {
+            bail!(
+                "lab run: --exe {}: the guest's lqos is the release build",
+                p.display()
+            );
+        }
+        out.insert(format!("{}/bin/{name}", initramfs::LAB), p.clone());
+    }
+    Ok(out)
+}
+
 /// Test binaries whose name marks them live (`live_*`, `*_live`).
 fn is_live_test(name: &str) -> bool {
     name.starts_with("live_") || name.ends_with("_live")
@@ -330,7 +360,12 @@ fn lab(cmd: LabCmd) -> Result<i32> {
             );
             Ok(0)
         }
-        LabCmd::Run { vm, no_build, cmd } => {
+        LabCmd::Run {
+            vm,
+            no_build,
+            exe,
+            cmd,
+        } => {
             fetch::fetch(&lab)?;
             let lqos = if no_build {
                 lab.target().join("release/lqos")
@@ -343,7 +378,7 @@ fn lab(cmd: LabCmd) -> Result<i32> {
                     lqos.display()
                 );
             }
-            run_in_guest(&lab, &vm, &lqos, BTreeMap::new(), cmd.join(" "))
+            run_in_guest(&lab, &vm, &lqos, extra_executables(&exe)?, cmd.join(" "))
         }
         LabCmd::Test {
             mut vm,

@@ -35,6 +35,7 @@ struct State {
     links: BTreeMap<String, u32>,
     unsupported: BTreeSet<String>,
     failures: Vec<RecordingFailure>,
+    meminfo: Option<crate::memory::MemInfo>,
 }
 
 /// Records ops instead of sending them. Interfaces must be declared with
@@ -57,6 +58,13 @@ impl Recording {
             s.links.insert(dev.to_string(), tx_queues);
             s.trees.entry(dev.to_string()).or_default();
         }
+        self
+    }
+
+    /// Gives the fake machine this much memory (the memory preflight is
+    /// skipped without).
+    pub fn with_meminfo(self, mem: crate::memory::MemInfo) -> Recording {
+        self.state.lock().expect("recording lock").meminfo = Some(mem);
         self
     }
 
@@ -281,5 +289,9 @@ impl LiveSource for Recording {
                 None => Ok(()),
             },
         )
+    }
+
+    fn meminfo(&self) -> Option<crate::memory::MemInfo> {
+        self.state.lock().expect("recording lock").meminfo
     }
 }

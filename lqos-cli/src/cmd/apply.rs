@@ -87,6 +87,12 @@ pub struct Args {
     /// Read the trees back after loading and verify them.
     #[arg(long)]
     pub verify: bool,
+    /// Load even when the new leaf qdiscs are estimated not to fit in the
+    /// kernel's memory (MemAvailable minus a margin; a cake leaf takes
+    /// about 1 MiB). Without it such a load is refused before anything
+    /// changes.
+    #[arg(long)]
+    pub skip_memory_check: bool,
 }
 
 /// Probe cache file in the state directory (qdisc kinds this boot supports).
@@ -168,6 +174,13 @@ fn print_report(report: &ApplyReport<'_>) {
         }
         println!("{line}");
     }
+    if let Some(m) = &report.memory {
+        println!(
+            "memory: the load adds about {} of kernel memory ({}); it fits",
+            lqos_tc::memory::human_bytes(m.net_bytes().max(0) as u64),
+            m.describe()
+        );
+    }
     if let Some(l) = load {
         println!(
             "total: {} ops applied by {}; preflight {:.3}s, readback {:.3}s, diff {:.3}s, load {}",
@@ -238,6 +251,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         full: args.full,
         dry_run: args.dry_run,
         verify_after: args.verify,
+        skip_memory_check: args.skip_memory_check,
     };
     // Rollback re-applies the saved plan through the session; it needs the
     // state directory to exist.

@@ -35,11 +35,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use lqos_apply::lazy::{self, LeafTracker};
+use lqos_apply::memory::check_memory;
 use lqos_apply::watch::{Outcome, Trigger, WatchEvent, WatchStatus};
 use lqos_apply::{
     apply_plan, last_good_allocation, load_deletes_first, plan_change, plan_files, preflight,
-    read_live, ApplyError, ApplyOptions, Backend, IfaceOps, Inputs, LoadKind, NetlinkBackend,
-    NetlinkLive, NoProgress, Parallelism, QueueCount, RootDelete, StateDir,
+    read_live, ApplyError, ApplyOptions, Backend, IfaceOps, Inputs, LiveSource, LoadKind,
+    NetlinkBackend, NetlinkLive, NoProgress, Parallelism, QueueCount, RootDelete, StateDir,
 };
 use lqos_tc::{render_line, DiffSummary, Plan, TcTree};
 use tracing::{debug, error, info, warn};
@@ -89,6 +90,12 @@ pub struct Args {
     /// Seconds before retrying an apply the kernel refused.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     pub retry: f64,
+    /// Load even when new leaf qdiscs are estimated not to fit in the
+    /// kernel's memory (MemAvailable minus a margin). Without it such a
+    /// load is refused (and retried), and a lazy-leaf poll gives only as
+    /// many circuits their leaf as fit.
+    #[arg(long)]
+    pub skip_memory_check: bool,
     /// Log format (logs go to stderr; under systemd, to the journal).
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -137,6 +144,8 @@ struct Daemon {
     status: WatchStatus,
     /// How long the last read + validate + plan of the inputs took.
     plan_time: Duration,
+    /// `--skip-memory-check`.
+    skip_memory_check: bool,
 }
 
 /// A failure of one apply step, already logged: [`Outcome::Rejected`]
@@ -273,13 +282,18 @@ impl Daemon {
         );
         (ev.added, ev.changed, ev.removed) = (sum.added, sum.changed, sum.removed);
         if let Some(e) = err {
+            let what = if matches!(e, ApplyError::NotEnoughMemory { .. }) {
+                "not enough memory: nothing changed; will retry"
+            } else {
+                "kernel error; will retry"
+            };
             error!(
                 %trigger,
                 added = sum.added,
                 changed = sum.changed,
                 removed = sum.removed,
                 error = %e,
-                "kernel error; will retry"
+                "{what}"
             );
             ev.error = Some(e.to_string());
             self.model = None;
@@ -339,6 +353,13 @@ impl Daemon {
         if streams.iter().all(|s| s.is_empty()) {
             return Ok((sum, Vec::new(), None));
         }
+        if !self.skip_memory_check {
+            let trees: Vec<&TcTree> = streams
+                .iter()
+                .map(|s| model.get(&s.dev).unwrap_or(&empty))
+                .collect();
+            check_memory(&streams, &trees, || self.live.meminfo())?;
+        }
         let err = load_deletes_first(&self.backend, &streams, &NoProgress)
             .into_result()
             .err();
@@ -369,7 +390,7 @@ impl Daemon {
             eff,
             &self.live,
             &self.backend,
-            ApplyOptions::default(),
+            ApplyOptions::default().skip_memory_check(self.skip_memory_check),
             &NoProgress,
         )?;
         let streams: Vec<IfaceOps> = report.changes.iter().map(|c| c.stream.clone()).collect();
@@ -444,7 +465,26 @@ impl Daemon {
                     continue;
                 }
             };
-            let ch = tracker.observe(ip, &stats, Instant::now());
+            let mut ch = tracker.observe(ip, &stats, Instant::now());
+            if !self.skip_memory_check && !ch.add.is_empty() {
+                if let Some(mem) = self.live.meminfo() {
+                    let fit = leaves_that_fit(&ch.add, mem.usable());
+                    if fit < ch.add.len() {
+                        let deferred = ch.add.split_off(fit);
+                        tracker.defer(&ip.dev, &deferred);
+                        warn!(
+                            dev = %ip.dev,
+                            added = fit,
+                            deferred = deferred.len(),
+                            mem_available_mib = mem.available >> 20,
+                            margin_mib = mem.margin() >> 20,
+                            "leaf poll: not enough memory for every active circuit's leaf; \
+                             the rest stay without until memory frees up (--sqm fq_codel \
+                             or more memory)"
+                        );
+                    }
+                }
+            }
             if ch.is_empty() {
                 continue;
             }
@@ -499,6 +539,19 @@ impl Daemon {
         self.status.active_leaves = active;
         self.save_status(ev);
     }
+}
+
+/// How many of the leaf ops `add` (in order) fit in `usable` bytes.
+fn leaves_that_fit(add: &[lqos_tc::TcOp], usable: u64) -> usize {
+    let mut sum = 0u64;
+    add.iter()
+        .take_while(|op| {
+            if let lqos_tc::TcOp::ReplaceQdisc(q) | lqos_tc::TcOp::AddQdisc(q) = op {
+                sum += lqos_tc::memory::qdisc_bytes(&q.kind);
+            }
+            sum <= usable
+        })
+        .count()
 }
 
 fn summarize(streams: &[IfaceOps<'_>]) -> DiffSummary {
@@ -615,6 +668,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         tracker: None,
         status: WatchStatus::new(netns.as_deref(), lazy_on),
         plan_time: Duration::ZERO,
+        skip_memory_check: args.skip_memory_check,
     };
     info!(
         netns = netns.as_deref(),
@@ -723,4 +777,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     drop(watcher);
     Ok(ExitCode::from(EXIT_OK))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp};
+
+    #[test]
+    fn leaves_that_fit_counts_in_order_by_kind() {
+        let leaf = |minor, kind| {
+            TcOp::ReplaceQdisc(Qdisc {
+                parent: TcHandle::new(1, minor),
+                handle: TcHandle::new(0x100 + minor, 0),
+                kind,
+            })
+        };
+        let cake = || QdiscKind::Cake(Default::default());
+        let fq = || QdiscKind::FqCodel(Default::default());
+        let add = [leaf(3, cake()), leaf(4, fq()), leaf(5, cake())];
+        let mib = 1u64 << 20;
+        assert_eq!(leaves_that_fit(&add, 0), 0);
+        assert_eq!(leaves_that_fit(&add, mib), 0);
+        assert_eq!(leaves_that_fit(&add, 2 * mib), 2);
+        assert_eq!(leaves_that_fit(&add, 3 * mib), 3);
+        assert_eq!(leaves_that_fit(&[], 0), 0);
+    }
 }

@@ -87,6 +87,11 @@ pub struct Args {
     /// kernel's default (it is deleted, not restored).
     #[arg(long, requires = "interfaces")]
     replace_existing: bool,
+    /// Run even when the tree's leaf qdiscs are estimated not to fit in the
+    /// kernel's memory (MemAvailable minus a margin; a cake leaf takes
+    /// about 1 MiB). Without it such a bench is refused before loading.
+    #[arg(long)]
+    skip_memory_check: bool,
 }
 
 /// Runs `lqos bench`.
@@ -208,6 +213,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             bar.message(format!("{n} circuits: planning"));
             let tree = BenchTree::plan(&net, &cfg)?;
+            if !args.skip_memory_check {
+                // Every method loads at most one full tree at a time.
+                let empty = lqos_tc::TcTree::default();
+                let live: Vec<&lqos_tc::TcTree> = tree.base_ops.iter().map(|_| &empty).collect();
+                lqos_apply::memory::check_memory(
+                    &tree.base_ops,
+                    &live,
+                    lqos_apply::memory::MemInfo::read,
+                )
+                .with_context(|| format!("{n} circuits with {sqm} leaves"))?;
+            }
             bar.message(format!("{n} circuits: initial load"));
             // A fresh state directory per tree: `lqos apply` keeps the
             // classids of the last plan it loaded.
