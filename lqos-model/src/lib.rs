@@ -69,6 +69,7 @@ pub use report::{Problem, Report, Severity};
 pub use shaped_devices::{
     is_mac, parse_shaped_devices, ShapedDevices, CURRENT_HEADER, KNOWN_SQM, LEGACY_HEADER,
 };
+pub use smol_str::SmolStr;
 pub use types::{Circuit, Device, Node, SqmOverride};
 pub use validate::{validate, MAX_NODE_DEPTH, MAX_RATE};
 pub use write::{write_config, write_network_json, write_shaped_devices};

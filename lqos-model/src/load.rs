@@ -230,7 +230,7 @@ pub(crate) fn resolve_parent_ids(
         let Some(id) = id else { continue };
         let line = c.devices.first().map(|d| d.line).filter(|&l| l > 0);
         match (by_id.get(id.as_str()), &c.parent) {
-            (Some(name), None) => c.parent = Some((*name).to_string()),
+            (Some(name), None) => c.parent = Some((*name).into()),
             (Some(name), Some(p)) if p != name => report.push(
                 Problem::warning(
                     file,

@@ -241,7 +241,7 @@ fn entries_of(plan: &Plan, c: &Circuit, ci: usize) -> Vec<IpMapEntry> {
         slot.queue
     };
     let steer = |dev: &str, queue: u32| Steer {
-        dev: dev.to_string(),
+        dev: dev.into(),
         queue,
         classid: TcHandle::new(queue as u16 + 1, slot.minor),
     };

@@ -80,11 +80,11 @@ fn apply(net: &Network, e: &Edit) -> Network {
             c.upload_max = Rate::from_mbps(RATES[v % RATES.len()]);
             c.upload_min = c.upload_max.min(c.upload_min);
         }
-        2 => c.name = format!("Name {v}, \"quoted\" {}", "x".repeat(v % 7)),
-        3 => c.comment = format!("note {v}"),
+        2 => c.name = format!("Name {v}, \"quoted\" {}", "x".repeat(v % 7)).into(),
+        3 => c.comment = format!("note {v}").into(),
         4 => {
             if let Some(d) = c.devices.get_mut(dev) {
-                d.name = format!("dev{v}");
+                d.name = format!("dev{v}").into();
             }
         }
         5 => {
@@ -123,15 +123,15 @@ fn apply(net: &Network, e: &Edit) -> Network {
             ))
         }
         11 => c.parent = other.parent.clone(),
-        12 => c.id = format!("{}x", c.id),
+        12 => c.id = format!("{}x", c.id).into(),
         13 => {
             if let Some(d) = c.devices.get_mut(dev) {
-                d.mac = format!("02:00:00:00:{:02x}:{:02x}", v / 256 % 256, v % 256);
+                d.mac = format!("02:00:00:00:{:02x}:{:02x}", v / 256 % 256, v % 256).into();
             }
         }
         14 => {
             if let Some(d) = c.devices.get_mut(dev) {
-                d.id = format!("{}-renamed", d.id);
+                d.id = format!("{}-renamed", d.id).into();
             }
         }
         _ => c.download_min = Rate::from_mbps(1 + v as u64 % 10).min(c.download_max),
