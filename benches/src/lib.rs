@@ -48,12 +48,13 @@ impl ValueFormatter for CpuFormatter {
             _ => 1.0,
         };
         let per_sec = n * 1e9 / typical;
-        let (div, unit) = if per_sec < 1e3 {
-            (1.0, "elem/s (cpu)")
-        } else if per_sec < 1e6 {
-            (1e3, "Kelem/s (cpu)")
-        } else {
-            (1e6, "Melem/s (cpu)")
+        let bytes = matches!(t, Throughput::Bytes(_) | Throughput::BytesDecimal(_));
+        let (div, unit) = match (bytes, per_sec) {
+            (true, p) if p < 1e6 => (1e3, "kB/s (cpu)"),
+            (true, _) => (1e6, "MB/s (cpu)"),
+            (false, p) if p < 1e3 => (1.0, "elem/s (cpu)"),
+            (false, p) if p < 1e6 => (1e3, "Kelem/s (cpu)"),
+            (false, _) => (1e6, "Melem/s (cpu)"),
         };
         for v in values {
             *v = n * 1e9 / *v / div;

@@ -87,10 +87,9 @@ impl Inputs {
         }
     }
 
-    /// Reads and parses the files (an unreadable file is an error naming
-    /// its path). Validation problems do not fail here: they are in
-    /// [`LoadedInputs::report`].
-    pub fn load(&self) -> Result<LoadedInputs> {
+    /// Reads the files' bytes (an unreadable file is an error naming its
+    /// path; `network.json` and `lqos.conf` must be UTF-8).
+    pub fn read(&self) -> Result<RawInputs> {
         let read = |p: &Path, what: &str| {
             std::fs::read(p)
                 .map_err(|e| ApplyError::io(format!("cannot read {what} {}", p.display()), e))
@@ -115,20 +114,55 @@ impl Inputs {
             }
             None => None,
         };
-        let nlabel = self.network.display().to_string();
-        let dlabel = self.devices.display().to_string();
-        let clabel = self.config.as_ref().map(|p| p.display().to_string());
+        Ok(RawInputs {
+            network,
+            devices,
+            config,
+        })
+    }
+
+    /// The label of `ShapedDevices.csv` in problems (its path as given).
+    pub fn devices_label(&self) -> String {
+        self.devices.display().to_string()
+    }
+
+    /// Reads and parses the files (an unreadable file is an error naming
+    /// its path). Validation problems do not fail here: they are in
+    /// [`LoadedInputs::report`].
+    pub fn load(&self) -> Result<LoadedInputs> {
+        Ok(self.read()?.load(self))
+    }
+}
+
+/// The three files' contents, as [`Inputs::read`] read them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawInputs {
+    /// `network.json`.
+    pub network: String,
+    /// `ShapedDevices.csv`.
+    pub devices: Vec<u8>,
+    /// `lqos.conf`, if one is given.
+    pub config: Option<String>,
+}
+
+impl RawInputs {
+    /// Parses and validates the contents read from `inputs` (whose paths
+    /// label the problems).
+    pub fn load(&self, inputs: &Inputs) -> LoadedInputs {
+        let nlabel = inputs.network.display().to_string();
+        let dlabel = inputs.devices_label();
+        let clabel = inputs.config.as_ref().map(|p| p.display().to_string());
         let loaded = lqos_model::load_with_config(
-            (&nlabel, &network),
-            (&dlabel, devices.as_slice()),
-            clabel.as_deref().zip(config.as_deref()),
+            (&nlabel, &self.network),
+            (&dlabel, self.devices.as_slice()),
+            clabel.as_deref().zip(self.config.as_deref()),
         );
-        Ok(LoadedInputs {
+        LoadedInputs {
             network: loaded.network,
             config: loaded.config,
             report: loaded.report,
-            config_path: self.config.clone(),
-        })
+            config_path: inputs.config.clone(),
+        }
     }
 }
 
@@ -286,7 +320,18 @@ pub fn plan_files(
     queues: QueueCount<'_>,
     previous: Option<&Allocation>,
 ) -> Result<Planned> {
-    let loaded = inputs.load()?;
+    plan_raw(inputs, &inputs.read()?, overrides, queues, previous)
+}
+
+/// [`plan_files`] on contents already read from `inputs` ([`Inputs::read`]).
+pub fn plan_raw(
+    inputs: &Inputs,
+    raw: &RawInputs,
+    overrides: &PlanOverrides,
+    queues: QueueCount<'_>,
+    previous: Option<&Allocation>,
+) -> Result<Planned> {
+    let loaded = raw.load(inputs);
     let plan = loaded
         .plan(overrides, queues, previous)
         .map_err(|e| match e {

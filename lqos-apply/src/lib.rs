@@ -86,8 +86,9 @@ pub use engine::{
 };
 pub use error::{ApplyError, Result};
 pub use inputs::{
-    interface_names, plan_config, plan_files, read_plan, read_plan_record, Inputs, LoadedInputs,
-    PlanOverrides, Planned, QueueCount, CONFIG_FILE, DEVICES_FILE, NETWORK_FILE,
+    interface_names, plan_config, plan_files, plan_raw, read_plan, read_plan_record, Inputs,
+    LoadedInputs, PlanOverrides, Planned, QueueCount, RawInputs, CONFIG_FILE, DEVICES_FILE,
+    NETWORK_FILE,
 };
 pub use live::{
     read_live, KindProbe, KindSupport, LinkSummary, LiveSource, NetlinkLive, QdiscRefusal,

@@ -23,18 +23,18 @@ fn network(b_addr: &str) -> Network {
     for (id, addr) in [("a", "10.0.0.1/32"), ("b", b_addr), ("c", "10.0.0.3/32")] {
         net.add_circuit(Circuit {
             id: id.into(),
-            name: format!("circuit {id}"),
+            name: format!("circuit {id}").into(),
             parent: Some("Site".into()),
             download_min: Rate::from_mbps(1),
             upload_min: Rate::from_mbps(1),
             download_max: Rate::from_mbps(10),
             upload_max: Rate::from_mbps(5),
-            comment: String::new(),
+            comment: Default::default(),
             sqm: None,
             devices: vec![Device {
-                id: format!("{id}1"),
-                name: String::new(),
-                mac: String::new(),
+                id: format!("{id}1").into(),
+                name: Default::default(),
+                mac: Default::default(),
                 ipv4: vec![addr.parse().unwrap()],
                 ipv6: vec![],
                 line: 0,

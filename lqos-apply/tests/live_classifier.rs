@@ -179,18 +179,18 @@ fn network(owner: &str) -> Network {
         }
         net.add_circuit(Circuit {
             id: id.into(),
-            name: format!("circuit {id}"),
+            name: format!("circuit {id}").into(),
             parent: Some("Site".into()),
             download_min: Rate::from_bps(200_000),
             upload_min: Rate::from_bps(200_000),
             download_max: Rate::from_bps(ceil * 1000),
             upload_max: Rate::from_bps(ceil * 1000),
-            comment: String::new(),
+            comment: Default::default(),
             sqm: None,
             devices: vec![Device {
-                id: format!("dev-{id}"),
-                name: String::new(),
-                mac: String::new(),
+                id: format!("dev-{id}").into(),
+                name: Default::default(),
+                mac: Default::default(),
                 ipv4: addrs
                     .iter()
                     .map(|a| format!("{a}/32").parse().unwrap())

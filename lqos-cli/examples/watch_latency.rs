@@ -5,9 +5,22 @@
 //!
 //! ```text
 //! cargo build --release -p lqos-cli
-//! cargo run --release -p lqos-cli --example watch_latency -- CIRCUITS SQM [lazy] [EDITS]
+//! cargo run --release -p lqos-cli --example watch_latency -- CIRCUITS SQM [lazy] [EDITS] [full]
 //! # e.g. 10000 pfifo; 10000 pfifo lazy; 100000 none
+//! # a tree already loaded in an existing namespace, from files in DIR
+//! # (copied there with their state dir; the CSV is restored at the end):
+//! cargo run --release -p lqos-cli --example watch_latency -- 0 none 9 \
+//!     --netns lqos-100k --dir DIR --state-dir STATE --gap 2000
 //! ```
+//!
+//! `--gap MS` (300) is the pause between edits: the daemon writes its
+//! state files after each edit's kernel ACK, and an edit arriving while it
+//! does would wait (its clock starts when the daemon reads the event).
+//!
+//! Each edit changes one single-device circuit's `Download Max Mbps` in
+//! place (one line of the file rewritten, the file replaced by rename),
+//! cumulatively; `full` adds `--no-incremental` to the daemon (every edit
+//! read and planned in full, for comparison).
 //!
 //! Runs `target/release/lqos` (or `$LQOS_BIN`). Needs root. Kernel memory
 //! is the change of `SUnreclaim + Percpu + VmallocUsed` in /proc/meminfo
@@ -33,38 +46,83 @@ fn meminfo_kib() -> u64 {
         .sum()
 }
 
-/// The CSV with data row `row`'s `Download Max Mbps` set to its
-/// `Download Min Mbps` + `plus`.
-fn set_download_max(csv: &str, row: usize, plus: f64) -> String {
+/// Data rows (1-based) of circuits with one device.
+fn single_device_rows(csv: &str) -> Vec<usize> {
     let mut rdr = csv::Reader::from_reader(csv.as_bytes());
-    let header = rdr.headers().unwrap().clone();
+    let ids: Vec<String> = rdr.records().map(|r| r.unwrap()[0].to_string()).collect();
+    let mut count = std::collections::HashMap::<&str, usize>::new();
+    for id in &ids {
+        *count.entry(id).or_default() += 1;
+    }
+    (0..ids.len())
+        .filter(|&i| count[ids[i].as_str()] == 1)
+        .map(|i| i + 1)
+        .collect()
+}
+
+/// The CSV with data row `row`'s `Download Max Mbps` set to its
+/// `Download Min Mbps` + `plus`, only that line rewritten (the file must
+/// have one line per record).
+fn set_download_max(csv: &str, row: usize, plus: f64) -> String {
+    let header = csv::Reader::from_reader(csv.as_bytes())
+        .headers()
+        .unwrap()
+        .clone();
     let col = |n: &str| header.iter().position(|h| h == n).unwrap();
     let (min_col, max_col) = (col("Download Min Mbps"), col("Download Max Mbps"));
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(&header).unwrap();
-    for (i, rec) in rdr.records().enumerate() {
-        let rec = rec.unwrap();
-        if i + 1 == row {
-            let min: f64 = rec[min_col].parse().unwrap();
-            let v = (min + plus).to_string();
-            let fields: Vec<&str> = rec
-                .iter()
-                .enumerate()
-                .map(|(k, f)| if k == max_col { v.as_str() } else { f })
-                .collect();
-            w.write_record(&fields).unwrap();
-        } else {
-            w.write_record(&rec).unwrap();
-        }
-    }
-    String::from_utf8(w.into_inner().unwrap()).unwrap()
+    let mut lines: Vec<&str> = csv.split_inclusive('\n').collect();
+    let line = lines[row];
+    let rec = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(line.as_bytes())
+        .records()
+        .next()
+        .unwrap()
+        .unwrap();
+    let min: f64 = rec[min_col].parse().unwrap();
+    let v = (min + plus).to_string();
+    let mut w = csv::WriterBuilder::new()
+        .quote_style(csv::QuoteStyle::NonNumeric)
+        .from_writer(Vec::new());
+    let fields: Vec<&str> = rec
+        .iter()
+        .enumerate()
+        .map(|(k, f)| if k == max_col { v.as_str() } else { f })
+        .collect();
+    w.write_record(&fields).unwrap();
+    let new_line = String::from_utf8(w.into_inner().unwrap()).unwrap();
+    lines[row] = &new_line;
+    lines.concat()
+}
+
+/// `--name VALUE` from the arguments.
+fn opt(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    let netns = opt(&all, "--netns");
+    let files = opt(&all, "--dir");
+    let state = opt(&all, "--state-dir").unwrap_or_else(|| "st".into());
+    // Pause between edits (the daemon writes its state files after each).
+    let gap: u64 = opt(&all, "--gap").map_or(300, |g| g.parse().unwrap());
+    // Positional arguments: everything but the options and their values.
+    let mut args = Vec::new();
+    let mut it = all.iter();
+    while let Some(a) = it.next() {
+        if a.starts_with("--") {
+            it.next();
+        } else {
+            args.push(a.clone());
+        }
+    }
     let circuits: usize = args.first().map_or(10_000, |a| a.parse().unwrap());
     let sqm = args.get(1).cloned().unwrap_or_else(|| "pfifo".into());
     let lazy = args.iter().any(|a| a == "lazy");
+    let full = args.iter().any(|a| a == "full");
     let edits: usize = args
         .iter()
         .skip(2)
@@ -76,26 +134,43 @@ fn main() {
             .to_string_lossy()
             .into_owned()
     });
-    let ns =
-        ScratchNetns::with_veth(&unique_name("lqos-bench", "watch"), "ens19", "ens20", 16).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let gen = Command::new(&bin)
-        .args(["gen", "--circuits", &circuits.to_string(), "--out", "."])
-        .current_dir(d)
-        .output()
-        .unwrap();
-    assert!(gen.status.success(), "{gen:?}");
+    // A scratch namespace and generated files, or the given ones.
+    let scratch = netns.is_none().then(|| {
+        ScratchNetns::with_veth(&unique_name("lqos-bench", "watch"), "ens19", "ens20", 16).unwrap()
+    });
+    let ns_name = netns.unwrap_or_else(|| scratch.as_ref().unwrap().name().to_string());
+    let tmp = tempfile::tempdir().unwrap();
+    let d = files.as_deref().map_or(tmp.path(), Path::new);
+    if files.is_none() {
+        let gen = Command::new(&bin)
+            .args(["gen", "--circuits", &circuits.to_string(), "--out", "."])
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert!(gen.status.success(), "{gen:?}");
+    }
 
     let mem0 = meminfo_kib();
     let mut cmd = Command::new(&bin);
-    cmd.args(["watch", "--log-format", "json", "--netns", ns.name()])
-        .args(["--state-dir", "st", "--sqm", &sqm, "--verify-every", "0"])
+    cmd.args(["watch", "--log-format", "json", "--netns", &ns_name])
+        .args(["--state-dir", &state, "--sqm", &sqm, "--verify-every", "0"])
+        .args([
+            "--network",
+            "network.json",
+            "--devices",
+            "ShapedDevices.csv",
+        ])
         .current_dir(d)
         .stderr(Stdio::piped())
         .stdout(Stdio::null());
+    if d.join("lqos.conf").exists() {
+        cmd.args(["--config", "lqos.conf"]);
+    }
     if lazy {
         cmd.args(["--lazy-leaves", "--poll", "3600"]);
+    }
+    if full {
+        cmd.arg("--no-incremental");
     }
     let mut child = cmd.spawn().unwrap();
     let (tx, rx) = mpsc::channel::<serde_json::Value>();
@@ -110,7 +185,7 @@ fn main() {
     let wait_applied = |trigger: &str| -> serde_json::Value {
         loop {
             let v = rx
-                .recv_timeout(Duration::from_secs(600))
+                .recv_timeout(Duration::from_secs(3600))
                 .expect("daemon log");
             if v["message"] == "applied" && v["trigger"] == trigger {
                 return v;
@@ -124,8 +199,11 @@ fn main() {
     let start = wait_applied("start");
     let mem1 = meminfo_kib();
     println!(
-        "circuits {circuits}, sqm {sqm}, lazy {lazy}: start {} ops in {} ms (daemon), {:.0} ms to log; kernel memory +{} MiB",
+        "circuits {circuits}, sqm {sqm}, lazy {lazy}, incremental {}: start {} ops added, {} changed, {} removed in {} ms (daemon), {:.0} ms to log; kernel memory +{} MiB",
+        !full,
         start["added"],
+        start["changed"],
+        start["removed"],
         start["ms"].as_str().unwrap_or("?"),
         t.elapsed().as_secs_f64() * 1e3,
         mem1.saturating_sub(mem0) / 1024
@@ -133,38 +211,60 @@ fn main() {
 
     let path = d.join("ShapedDevices.csv");
     let csv0 = std::fs::read_to_string(&path).unwrap();
-    let mut daemon_ms = Vec::new();
-    let mut outside_ms = Vec::new();
-    let mut plan_ms = Vec::new();
-    let mut load_ms = Vec::new();
-    for i in 0..edits {
-        let csv = set_download_max(&csv0, 1 + i, 1.0 + (i % 2) as f64);
+    let rows = single_device_rows(&csv0);
+    let mut csv = csv0.clone();
+    let mut times: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
+    let mut incremental = 0;
+    let replace = |text: &str| {
         let tmp = d.join("ShapedDevices.csv.new");
-        std::fs::write(&tmp, csv).unwrap();
+        std::fs::write(&tmp, text).unwrap();
         let t0 = Instant::now();
         std::fs::rename(&tmp, &path).unwrap();
+        t0
+    };
+    for i in 0..edits {
+        // Spread over the file: the first, middle and last rows alike.
+        let row = rows[(i * 7919) % rows.len()];
+        csv = set_download_max(&csv, row, 1.0 + (i % 3) as f64);
+        let t0 = replace(&csv);
         let v = wait_applied("file-change");
-        outside_ms.push(t0.elapsed().as_secs_f64() * 1e3);
-        let num = |k: &str| v[k].as_str().unwrap().parse::<f64>().unwrap();
-        daemon_ms.push(num("ms"));
-        plan_ms.push(num("plan_ms"));
-        load_ms.push(num("load_ms"));
+        times
+            .entry("rename")
+            .or_default()
+            .push(t0.elapsed().as_secs_f64() * 1e3);
+        for k in ["ms", "plan_ms", "load_ms", "parse_ms", "diff_ms"] {
+            if let Some(x) = v[k].as_str().and_then(|s| s.parse::<f64>().ok()) {
+                times.entry(k).or_default().push(x);
+            }
+        }
+        incremental += usize::from(v["incremental"].as_bool() == Some(true));
         assert!(v["changed"].as_u64().unwrap() >= 1, "{v}");
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(gap));
     }
     let med = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         (v[v.len() / 2], v[0], v[v.len() - 1])
     };
-    let (m, lo, hi) = med(&mut daemon_ms);
-    let (om, olo, ohi) = med(&mut outside_ms);
-    let (pm, _, _) = med(&mut plan_ms);
-    let (lm, _, _) = med(&mut load_ms);
-    println!(
-        "edit-to-kernel over {edits} edits: median {m:.1} ms (min {lo:.1}, max {hi:.1}) from the first inotify event to the kernel's ACK; \
-         of it read + validate + plan {pm:.1} ms, diff + load {lm:.1} ms (medians); \
-         rename to the daemon's log line (state files written): median {om:.1} ms (min {olo:.1}, max {ohi:.1})"
-    );
+    println!("{edits} edits, {incremental} through the incremental path; median (min-max) in ms:");
+    for k in ["ms", "parse_ms", "plan_ms", "diff_ms", "load_ms", "rename"] {
+        let Some(v) = times.get_mut(k) else { continue };
+        let (m, lo, hi) = med(v);
+        let what = match k {
+            "ms" => "edit-to-kernel (first inotify event to the kernel's last ACK)",
+            "parse_ms" => "  read + find + re-read + check the changed rows",
+            "plan_ms" => "  plan (incremental: the changed circuits; full: read + validate + plan)",
+            "diff_ms" => "  diff against the known kernel state",
+            "load_ms" => "  load (full: diff + load)",
+            _ => "rename to the daemon's log line",
+        };
+        println!("  {what}: {m:.2} ({lo:.2}-{hi:.2})");
+    }
+    // Back to the original file (and tree).
+    if csv != csv0 {
+        replace(&csv0);
+        let v = wait_applied("file-change");
+        println!("restored the original ShapedDevices.csv: {v}");
+    }
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGTERM,

@@ -221,3 +221,48 @@ c4,New,d4,Router,Site_2,,100.64.0.4,,1,1,10,10,
     ));
     assert_eq!(same, "0 added, 0 changed, 0 removed\n");
 }
+
+#[test]
+fn streamed_outputs_equal_the_in_memory_renderers() {
+    // Large enough that every file is written in several 64 KiB chunks,
+    // on two threads.
+    let dir = tempfile::tempdir().unwrap();
+    ok(&lqos(
+        dir.path(),
+        &["gen", "--circuits", "1500", "--sites", "6", "--out", "."],
+    ));
+    ok(&lqos(
+        dir.path(),
+        &["plan", "--out", "out", "--root-delete"],
+    ));
+    let d = dir.path().join("out");
+    let plan = lqos_apply::read_plan(&d.join("plan.json")).unwrap();
+    let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap();
+    for ip in &plan.interfaces {
+        let text = read(&format!("tc_{}.txt", ip.dev));
+        assert!(text.len() > 3 * 64 * 1024, "{} bytes", text.len());
+        assert_eq!(text, lqos_tc::render_interface(ip, true));
+    }
+    assert_eq!(read("linux_tc.txt"), lqos_tc::render_combined(&plan, true));
+    let csv = read("ip_map.csv");
+    assert!(csv.len() > 64 * 1024);
+    assert_eq!(csv, plan.ip_map.to_csv());
+    assert_eq!(csv.lines().count(), plan.ip_map.len() + 1);
+}
+
+#[test]
+fn unwritable_outputs_name_the_file() {
+    let dir = setup(DEVICES);
+    for name in ["plan.json", "tc_ens19.txt", "ip_map.csv"] {
+        let out = format!("out-{name}");
+        // A directory where the file should go cannot be created as a file.
+        std::fs::create_dir_all(dir.path().join(&out).join(name)).unwrap();
+        let o = lqos(dir.path(), &["plan", "--out", &out]);
+        assert_eq!(o.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("cannot write") && err.contains(&format!("{out}/{name}")),
+            "{err}"
+        );
+    }
+}

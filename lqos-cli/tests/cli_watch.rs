@@ -369,6 +369,150 @@ fn watch_applies_renamed_edits_rejects_broken_files_and_handles_signals() {
     assert!(out.contains("stopped at"), "{out}");
 }
 
+/// Data rows (1-based) of circuits with one device.
+fn single_device_rows(csv: &str) -> Vec<usize> {
+    let mut rdr = csv::Reader::from_reader(csv.as_bytes());
+    let ids: Vec<String> = rdr.records().map(|r| r.unwrap()[0].to_string()).collect();
+    (0..ids.len())
+        .filter(|&i| ids.iter().filter(|x| **x == ids[i]).count() == 1)
+        .map(|i| i + 1)
+        .collect()
+}
+
+/// `lqos verify` of the files against the kernel: exit 0 and in sync.
+fn assert_in_sync(d: &Path, ns: &str, daemon: &Daemon) {
+    let o = lqos(
+        d,
+        &[
+            "verify",
+            "--netns",
+            ns,
+            "--state-dir",
+            "st",
+            "--sqm",
+            "pfifo",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}\n{err}\nlog:\n{}", daemon.dump());
+    assert!(out.contains("in sync"), "{out}");
+}
+
+#[test]
+fn watch_edits_take_the_incremental_path_and_match_a_full_plan() {
+    if !require_netns("cli watch incremental") {
+        return;
+    }
+    let ns =
+        ScratchNetns::with_veth(&unique_name("lqos-cli", "incr"), "ens19", "ens20", 4).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert_eq!(
+        code(&lqos(d, &["gen", "--circuits", "400", "--out", "."])),
+        0
+    );
+    let daemon = Daemon::start(
+        d,
+        &[
+            "--netns",
+            ns.name(),
+            "--state-dir",
+            "st",
+            "--sqm",
+            "pfifo",
+            "--verify-every",
+            "0",
+            "--retry",
+            "1",
+        ],
+    );
+    daemon.wait_log(0, Duration::from_secs(60), applied("start"));
+    let path = d.join("ShapedDevices.csv");
+    let csv0 = std::fs::read_to_string(&path).unwrap();
+    let rows = single_device_rows(&csv0);
+    let edit = |csv: &str, want_incremental: bool| -> Value {
+        let n = daemon.count();
+        replace(&path, csv);
+        let ev = daemon.wait_log(n, Duration::from_secs(10), applied("file-change"));
+        assert_eq!(
+            ev["incremental"].as_bool().unwrap_or(false),
+            want_incremental,
+            "{ev}\nlog:\n{}",
+            daemon.dump()
+        );
+        assert_in_sync(d, ns.name(), &daemon);
+        ev
+    };
+
+    // A rate: one class change, through the incremental path.
+    let csv1 = with_download_max(&csv0, rows[3], "77");
+    let ev = edit(&csv1, true);
+    assert_eq!(
+        (
+            ev["added"].as_u64(),
+            ev["changed"].as_u64(),
+            ev["removed"].as_u64()
+        ),
+        (Some(0), Some(1), Some(0)),
+        "{ev}"
+    );
+    assert_eq!(ev["rows"].as_u64(), Some(1), "{ev}");
+    for key in ["parse_ms", "plan_ms", "diff_ms", "load_ms"] {
+        assert!(ev[key].as_str().is_some(), "{key}: {ev}");
+    }
+    // Names, a comment and an address (longer lines: later rows move):
+    // nothing to send, still incremental.
+    let csv2 = with_field(
+        &csv1,
+        rows[5],
+        "Circuit Name",
+        "A much, much longer \"name\"",
+    );
+    let csv2 = with_field(&csv2, rows[6], "Comment", "moved in May");
+    let csv2 = with_field(&csv2, rows[7], "IPv4", "100.127.250.1");
+    let ev = edit(&csv2, true);
+    assert_eq!(ev["changed"].as_u64(), Some(0), "{ev}");
+    assert_eq!(ev["rows"].as_u64(), Some(3), "{ev}");
+    // Rows after the longer ones still edit incrementally (the index moved).
+    let last = *rows.last().unwrap();
+    let csv3 = with_field(&csv2, last, "Upload Max Mbps", "33");
+    let ev = edit(&csv3, true);
+    assert_eq!(ev["changed"].as_u64(), Some(1), "{ev}");
+
+    // An address of another circuit: rejected with the full report.
+    let other_ip = field(&csv3, rows[1], "IPv4");
+    let bad = with_field(&csv3, rows[2], "IPv4", &other_ip);
+    let n = daemon.count();
+    replace(&path, &bad);
+    let p = daemon.wait_log(n, Duration::from_secs(10), |v| msg(v) == "invalid input");
+    assert!(p["problem"].as_str().unwrap().contains("overlaps"), "{p}");
+    daemon.wait_log(n, Duration::from_secs(5), |v| {
+        msg(v).starts_with("inputs rejected")
+    });
+    // Fixed, plus a rate: incremental again (the kernel still holds the
+    // last good state).
+    let csv4 = with_download_max(&csv3, rows[2], "55");
+    let ev = edit(&csv4, true);
+    assert_eq!(ev["changed"].as_u64(), Some(1), "{ev}");
+
+    // A circuit moved to another parent: the full path.
+    let parent = field(&csv4, rows[20], "Parent Node");
+    let mut moved = None;
+    for &r in &rows {
+        if field(&csv4, r, "Parent Node") != parent {
+            moved = Some(with_field(&csv4, r, "Parent Node", &parent));
+            break;
+        }
+    }
+    let ev = edit(&moved.unwrap(), false);
+    assert!(ev["added"].as_u64().unwrap() > 0, "{ev}");
+    // Back to the original file: the full path again (many rows).
+    edit(&csv0, false);
+    // And incremental after a full one.
+    let ev = edit(&with_download_max(&csv0, rows[9], "66"), true);
+    assert_eq!(ev["changed"].as_u64(), Some(1), "{ev}");
+}
+
 /// A UDP socket in namespace `ns`, bound to `dev` and connected to a
 /// static neighbour, so every datagram leaves through `dev`'s qdiscs. One
 /// socket for the whole test: one flow, so one TX queue.

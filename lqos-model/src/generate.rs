@@ -7,6 +7,7 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 use ipnet::{Ipv4Net, Ipv6Net};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use smol_str::SmolStr;
 
 use crate::{
     BridgeConfig, Circuit, Device, LqosConfig, Network, Node, QueuesConfig, Rate, MAX_NODE_DEPTH,
@@ -284,12 +285,13 @@ pub fn generate(params: &GenParams) -> Generated {
             };
             let mac: [u8; 5] = rng.random();
             devices.push(Device {
-                id: format!("{id}-{}", k + 1),
-                name: ["Router", "CPE", "Phone"][k % 3].to_string(),
+                id: format!("{id}-{}", k + 1).into(),
+                name: ["Router", "CPE", "Phone"][k % 3].into(),
                 mac: format!(
                     "02:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
                     mac[0], mac[1], mac[2], mac[3], mac[4]
-                ),
+                )
+                .into(),
                 ipv4,
                 ipv6,
                 line,
@@ -297,14 +299,14 @@ pub fn generate(params: &GenParams) -> Generated {
             line += 1;
         }
         circuits.push(Circuit {
-            id,
-            name,
-            parent,
+            id: id.into(),
+            name: name.into(),
+            parent: parent.map(SmolStr::from),
             download_min: dmin,
             upload_min: umin,
             download_max: dmax,
             upload_max: umax,
-            comment: String::new(),
+            comment: SmolStr::default(),
             sqm: None,
             devices,
         });

@@ -41,6 +41,7 @@
 #![forbid(unsafe_code)]
 
 mod config;
+mod devices_index;
 mod error;
 pub mod fuzzing;
 mod generate;
@@ -57,6 +58,7 @@ mod write;
 pub use config::{
     parse_config, BridgeConfig, LqosConfig, LqosSection, QueuesConfig, SingleInterfaceConfig,
 };
+pub use devices_index::{DevicesEdit, DevicesIndex, DevicesPatch, MAX_CHANGED_ROWS};
 pub use error::ModelError;
 pub use generate::{generate, GenParams, Generated};
 pub use load::{load, load_with_config, summarize, Loaded, Summary};
@@ -67,6 +69,7 @@ pub use report::{Problem, Report, Severity};
 pub use shaped_devices::{
     is_mac, parse_shaped_devices, ShapedDevices, CURRENT_HEADER, KNOWN_SQM, LEGACY_HEADER,
 };
+pub use smol_str::SmolStr;
 pub use types::{Circuit, Device, Node, SqmOverride};
 pub use validate::{validate, MAX_NODE_DEPTH, MAX_RATE};
 pub use write::{write_config, write_network_json, write_shaped_devices};

@@ -208,7 +208,7 @@ fn check_config(c: &LqosConfig, file: &str, report: &mut Report) {
 /// Uses the `Parent Node ID` column: a circuit with an empty `Parent Node`
 /// gets the node whose `id` matches; a mismatch between the two columns is
 /// a warning (the `Parent Node` name wins, as in older LibreQoS).
-fn resolve_parent_ids(
+pub(crate) fn resolve_parent_ids(
     net: &Network,
     circuits: &mut [crate::Circuit],
     ids: &[Option<String>],
@@ -230,7 +230,7 @@ fn resolve_parent_ids(
         let Some(id) = id else { continue };
         let line = c.devices.first().map(|d| d.line).filter(|&l| l > 0);
         match (by_id.get(id.as_str()), &c.parent) {
-            (Some(name), None) => c.parent = Some((*name).to_string()),
+            (Some(name), None) => c.parent = Some((*name).into()),
             (Some(name), Some(p)) if p != name => report.push(
                 Problem::warning(
                     file,

@@ -98,6 +98,15 @@ impl Network {
         self.circuits.push(circuit);
     }
 
+    /// Replaces the circuit at `idx` (in file order), returning the old one.
+    ///
+    /// # Panics
+    ///
+    /// If there is no circuit at `idx`.
+    pub fn replace_circuit(&mut self, idx: usize, circuit: Circuit) -> Circuit {
+        std::mem::replace(&mut self.circuits[idx], circuit)
+    }
+
     /// Replaces all circuits.
     pub fn set_circuits(&mut self, circuits: Vec<Circuit>) {
         self.circuits = circuits;

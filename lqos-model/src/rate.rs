@@ -45,6 +45,38 @@ pub enum RateError {
     TooLarge(String),
 }
 
+/// The bit/s of a short plain decimal (`100`, `2.5`, `.5`: digits, at
+/// most one `.`, at most 6 decimals, at most 12 bytes, so it cannot
+/// overflow); `None` for anything else, which [`Rate::from_mbps_str`] then
+/// reads the long way (same value wherever both accept).
+#[inline]
+fn plain_mbps(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || b.len() > 12 {
+        return None;
+    }
+    let (mut int, mut frac, mut frac_len) = (0u64, 0u64, 0u32);
+    let (mut dot, mut digits) = (false, 0);
+    for &c in b {
+        match c {
+            b'0'..=b'9' if dot => {
+                if frac_len == 6 {
+                    return None;
+                }
+                frac = frac * 10 + u64::from(c - b'0');
+                frac_len += 1;
+                digits += 1;
+            }
+            b'0'..=b'9' => {
+                int = int * 10 + u64::from(c - b'0');
+                digits += 1;
+            }
+            b'.' if !dot => dot = true,
+            _ => return None,
+        }
+    }
+    (digits > 0).then(|| int * 1_000_000 + frac * 10u64.pow(6 - frac_len))
+}
+
 impl Rate {
     /// Zero bit/s.
     pub const ZERO: Rate = Rate(0);
@@ -82,6 +114,15 @@ impl Rate {
     /// Parses a decimal Mbps value as LibreQoS writes it (`"2.5"`, `"100"`,
     /// `"0.0028"`, `"1e3"` is rejected). Surrounding whitespace is ignored.
     pub fn from_mbps_str(text: &str) -> Result<Rate, RateError> {
+        match plain_mbps(text.as_bytes()) {
+            Some(bps) => Ok(Rate(bps)),
+            None => Rate::from_mbps_str_general(text),
+        }
+    }
+
+    /// [`Rate::from_mbps_str`] for any text (signs, whitespace, long
+    /// values) with its error messages.
+    fn from_mbps_str_general(text: &str) -> Result<Rate, RateError> {
         let s = text.trim();
         if s.is_empty() {
             return Err(RateError::Empty);
@@ -180,6 +221,21 @@ mod tests {
         );
         assert_eq!(Rate::from_mbps_str(" 7 ").unwrap().bps(), 7_000_000);
         assert_eq!(Rate::from_mbps_str(".5").unwrap().bps(), 500_000);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn plain_fast_path_agrees_with_the_general_reader(
+            text in proptest::string::string_regex("[0-9.+ -]{0,14}").unwrap()
+        ) {
+            if let Some(bps) = plain_mbps(text.as_bytes()) {
+                proptest::prop_assert_eq!(Rate::from_mbps_str_general(&text), Ok(Rate(bps)));
+            }
+            // Plain digit strings always take the fast path.
+            if !text.is_empty() && text.len() <= 12 && text.bytes().all(|b| b.is_ascii_digit()) {
+                proptest::prop_assert!(plain_mbps(text.as_bytes()).is_some());
+            }
+        }
     }
 
     #[test]

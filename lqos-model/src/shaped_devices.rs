@@ -4,6 +4,7 @@
 //! See [`parse_shaped_devices`] for how rows are read.
 
 use hashbrown::HashTable;
+use smol_str::SmolStr;
 use std::io::Read;
 
 use ipnet::{Ipv4Net, Ipv6Net};
@@ -76,7 +77,7 @@ impl ShapedDevices {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Col {
+pub(crate) enum Col {
     CircuitId,
     CircuitName,
     DeviceId,
@@ -272,7 +273,7 @@ pub fn parse_shaped_devices<R: Read>(
     // row is a large share of the parse time.
     // (A real row has 12 commas and values: never less than ~32 bytes, so a
     // file of blank lines cannot make this reserve much.)
-    let lines = data.iter().filter(|&&b| b == b'\n').count();
+    let lines = memchr::memchr_iter(b'\n', data).count();
     parser.reserve(lines.min(data.len() / 32));
     let mut header: Option<(Vec<Option<Col>>, usize)> = None;
     while let Some(rec) = records.next_record() {
@@ -336,6 +337,8 @@ struct Records<'a> {
     data: &'a [u8],
     /// Where the next record starts.
     pos: usize,
+    /// Where the last record returned started.
+    last_start: usize,
     core: csv_core::Reader,
     /// The current record's unquoted text, fields back to back.
     out: Vec<u8>,
@@ -343,6 +346,9 @@ struct Records<'a> {
     ends: Vec<usize>,
     /// Line number at `pos` (1-based).
     line: usize,
+    /// Split simple records without `csv_core` ([`Records::simple_record`];
+    /// off only in tests, to compare).
+    fast: bool,
 }
 
 /// One record's fields, borrowed from [`Records`]' buffers.
@@ -419,11 +425,70 @@ impl<'a> Records<'a> {
         Records {
             data,
             pos: 0,
+            last_start: 0,
             core,
             out: vec![0; 1024],
             ends: vec![0; 32],
             line: 1,
+            fast: true,
         }
+    }
+
+    /// The record at `pos` if it is a simple one-line record (the common
+    /// case), split with `memchr` into the same buffers `csv_core` fills:
+    /// `(bytes consumed, text length, field count)`. Simple means: the line
+    /// has no CR except one right before its LF, and every quoted field
+    /// closes on that line with no `""` inside and a delimiter or the line
+    /// end right after the closing quote. Anything else is `None`, and
+    /// `csv_core` reads the record; both read a simple record the same way
+    /// (the property tests compare them).
+    fn simple_record(&mut self) -> Option<(usize, usize, usize)> {
+        use memchr::memchr;
+        let d = &self.data[self.pos..];
+        // Consume through the LF, or only through the CR of a CRLF (the
+        // LF is then skipped as the end of that line, as after csv_core).
+        let (line, consumed) = match memchr(b'\n', d) {
+            Some(n) if n > 0 && d[n - 1] == b'\r' => (&d[..n - 1], n),
+            Some(n) => (&d[..n], n + 1),
+            // Input ending in a CR with no LF after it.
+            None if d.last() == Some(&b'\r') => (&d[..d.len() - 1], d.len()),
+            None => (d, d.len()),
+        };
+        if memchr(b'\r', line).is_some() {
+            return None;
+        }
+        if self.out.len() < line.len() {
+            self.out.resize(line.len().next_power_of_two(), 0);
+        }
+        let (mut nout, mut nends, mut i) = (0, 0, 0);
+        loop {
+            // Fields are short: a plain byte loop beats memchr's setup.
+            let (field, next) = if line.get(i) == Some(&b'"') {
+                let close = i + 1 + line[i + 1..].iter().position(|&b| b == b'"')?;
+                match line.get(close + 1) {
+                    None => (&line[i + 1..close], None),
+                    Some(b',') => (&line[i + 1..close], Some(close + 2)),
+                    Some(_) => return None,
+                }
+            } else {
+                match line[i..].iter().position(|&b| b == b',') {
+                    Some(c) => (&line[i..i + c], Some(i + c + 1)),
+                    None => (&line[i..], None),
+                }
+            };
+            self.out[nout..nout + field.len()].copy_from_slice(field);
+            nout += field.len();
+            if nends == self.ends.len() {
+                self.ends.resize(nends * 2, 0);
+            }
+            self.ends[nends] = nout;
+            nends += 1;
+            match next {
+                Some(n) => i = n,
+                None => break,
+            }
+        }
+        Some((consumed, nout, nends))
     }
 
     /// Skips blank lines and `#` comment lines at the start of a record.
@@ -462,6 +527,22 @@ impl<'a> Records<'a> {
             return None;
         }
         let start = self.pos;
+        self.last_start = start;
+        if self.fast {
+            if let Some((consumed, nout, nends)) = self.simple_record() {
+                let line = self.line;
+                let raw = &self.data[start..start + consumed];
+                self.pos += consumed;
+                self.line += usize::from(matches!(raw.last(), Some(b'\r' | b'\n')));
+                return Some(Ok((
+                    line,
+                    Fields {
+                        text: &self.out[..nout],
+                        ends: &self.ends[..nends],
+                    },
+                )));
+            }
+        }
         let (mut nout, mut nends) = (0, 0);
         loop {
             let input = &self.data[self.pos..];
@@ -489,7 +570,7 @@ impl<'a> Records<'a> {
         }
         let line = self.line;
         let raw = &self.data[start..self.pos];
-        let newlines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
+        let newlines = |b: &[u8]| memchr::memchr_iter(b'\n', b).count();
         if self.pos >= self.data.len() {
             if let Some(open) = open_quote(raw) {
                 return Some(Err(line + newlines(&raw[..open])));
@@ -565,7 +646,7 @@ fn fnv(text: &str) -> u64 {
     h.finish()
 }
 
-struct Parser<'f> {
+pub(crate) struct Parser<'f> {
     file: &'f str,
     report: Report,
     circuits: Vec<Circuit>,
@@ -576,6 +657,9 @@ struct Parser<'f> {
     /// `(circuit, device)` indices of the first device with each non-empty
     /// Device ID (keyed by that device's `id`).
     device_ids: HashTable<(usize, usize)>,
+    /// Every Parent Node name seen, once: the circuits of one parent share
+    /// its text (a few hundred parents for 10^5 circuits).
+    parents: HashTable<SmolStr>,
     legacy_rows: usize,
     legacy_first_line: usize,
     header_len: usize,
@@ -590,6 +674,7 @@ impl<'f> Parser<'f> {
             parent_node_ids: Vec::new(),
             circuit_index: HashTable::new(),
             device_ids: HashTable::new(),
+            parents: HashTable::new(),
             legacy_rows: 0,
             legacy_first_line: 0,
             header_len: 0,
@@ -686,7 +771,7 @@ impl<'f> Parser<'f> {
 
     fn add_row(&mut self, row: &Row<'_>, line: usize) {
         let file = self.file;
-        let circuit_id = row.get(Col::CircuitId).trim();
+        let circuit_id = trim(row.get(Col::CircuitId));
         if circuit_id.is_empty() {
             self.report
                 .push(Problem::error(file, "row has no Circuit ID; skipped").at(line));
@@ -727,7 +812,7 @@ impl<'f> Parser<'f> {
             self.report.push(if sev_err { err(msg) } else { warn(msg) });
         }
 
-        let mac = row.get(Col::Mac).trim();
+        let mac = trim(row.get(Col::Mac));
         if !mac.is_empty() && !is_mac(mac) {
             self.report.push(warn(format!(
                 "MAC {mac:?} is not a MAC address (kept as written)"
@@ -754,7 +839,7 @@ impl<'f> Parser<'f> {
             Col::ParentNode,
             Col::Comment,
         ] {
-            if row.get(col).chars().any(char::is_control) {
+            if has_control(row.get(col)) {
                 self.report.push(warn(format!(
                     "{} {:?} contains control characters (kept as written)",
                     col.name(),
@@ -775,7 +860,7 @@ impl<'f> Parser<'f> {
             Some(idx) => (idx, self.circuits[idx].devices.len()),
             None => (self.circuits.len(), 0),
         };
-        let device_id = row.get(Col::DeviceId).trim();
+        let device_id = trim(row.get(Col::DeviceId));
         let mut new_device_id = None;
         if device_id.is_empty() {
             self.report
@@ -798,14 +883,14 @@ impl<'f> Parser<'f> {
         }
 
         let device = Device {
-            id: device_id.to_string(),
-            name: row.get(Col::DeviceName).to_string(),
-            mac: mac.to_string(),
+            id: device_id.into(),
+            name: row.get(Col::DeviceName).into(),
+            mac: mac.into(),
             ipv4,
             ipv6,
             line,
         };
-        let parent = Some(row.get(Col::ParentNode).trim()).filter(|p| !p.is_empty());
+        let parent = Some(trim(row.get(Col::ParentNode))).filter(|p| !p.is_empty());
         let name = row.get(Col::CircuitName);
         let comment = row.get(Col::Comment);
 
@@ -814,18 +899,19 @@ impl<'f> Parser<'f> {
                 let circuits = &self.circuits;
                 self.circuit_index
                     .insert_unique(circuit_hash, circuits.len(), |&i| fnv(&circuits[i].id));
-                let pid = row.get(Col::ParentNodeId).trim();
+                let pid = trim(row.get(Col::ParentNodeId));
                 self.parent_node_ids
                     .push((!pid.is_empty()).then(|| pid.to_string()));
+                let parent = parent.map(|p| self.intern_parent(p));
                 self.circuits.push(Circuit {
-                    id: circuit_id.to_string(),
-                    name: name.to_string(),
-                    parent: parent.map(str::to_string),
+                    id: circuit_id.into(),
+                    name: name.into(),
+                    parent,
                     download_min: rates[0],
                     upload_min: rates[1],
                     download_max: rates[2],
                     upload_max: rates[3],
-                    comment: comment.to_string(),
+                    comment: comment.into(),
                     sqm,
                     devices: vec![device],
                 });
@@ -867,6 +953,16 @@ impl<'f> Parser<'f> {
             self.device_ids
                 .insert_unique(hash, slot, |&(c, d)| fnv(&circuits[c].devices[d].id));
         }
+    }
+
+    /// The shared text of parent node `name` (made on first sight).
+    fn intern_parent(&mut self, name: &str) -> SmolStr {
+        let hash = fnv(name);
+        self.parents
+            .entry(hash, |p| p == name, |p| fnv(p))
+            .or_insert_with(|| SmolStr::new(name))
+            .get()
+            .clone()
     }
 
     fn finish(mut self) -> ShapedDevices {
@@ -935,7 +1031,7 @@ fn parse_ip_list<T: IpEntry + std::fmt::Display>(
 ) -> Vec<T> {
     let mut out = Vec::new();
     for entry in cell.split(',') {
-        let entry = entry.trim();
+        let entry = trim(entry);
         if entry.is_empty() {
             continue;
         }
@@ -965,13 +1061,38 @@ fn parse_ip_list<T: IpEntry + std::fmt::Display>(
 
 /// True for `aa:bb:cc:dd:ee:ff` / `aa-bb-cc-dd-ee-ff` (any case).
 pub fn is_mac(text: &str) -> bool {
-    let parts: Vec<&str> = text.split([':', '-']).collect();
-    let one_sep = !(text.contains(':') && text.contains('-'));
-    one_sep
-        && parts.len() == 6
-        && parts
-            .iter()
-            .all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+    let b = text.as_bytes();
+    if b.len() != 17 || !matches!(b[2], b':' | b'-') {
+        return false;
+    }
+    let sep = b[2];
+    b.iter().enumerate().all(|(i, &c)| {
+        if i % 3 == 2 {
+            c == sep
+        } else {
+            c.is_ascii_hexdigit()
+        }
+    })
+}
+
+/// `text.trim()`, skipping the Unicode scan when both ends are visible
+/// ASCII (the common case).
+#[inline]
+fn trim(text: &str) -> &str {
+    let b = text.as_bytes();
+    let visible = |c: u8| c > b' ' && c < 0x7f;
+    match (b.first(), b.last()) {
+        (None, _) => text,
+        (Some(&f), Some(&l)) if visible(f) && visible(l) => text,
+        _ => text.trim(),
+    }
+}
+
+/// True when `text` has a control character (`char::is_control`: C0,
+/// DEL and C1); visible ASCII is checked byte by byte.
+fn has_control(text: &str) -> bool {
+    // One pass over visible ASCII; only other bytes need the char check.
+    text.bytes().any(|b| !(0x20..0x7f).contains(&b)) && text.chars().any(char::is_control)
 }
 
 /// Parses the `sqm` cell: empty, `spec`, or `down/up` (either half may be
@@ -1005,6 +1126,100 @@ fn parse_sqm(cell: &str, line: usize) -> (Option<String>, Option<String>, Option
             line,
         }),
     )
+}
+
+/// A record's place in a file: `[start, end)` in bytes (`end` after its
+/// line terminator, CRLF whole) and its first line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RecordSpan {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) line: usize,
+}
+
+/// Every record of `data` (a whole file without its byte order mark),
+/// the header first; `None` if a quote is never closed.
+pub(crate) fn record_spans(data: &[u8]) -> Option<Vec<RecordSpan>> {
+    let mut records = Records::new(data);
+    let mut out = Vec::new();
+    while let Some(rec) = records.next_record() {
+        let (line, _) = rec.ok()?;
+        let start = records.last_start;
+        let mut end = records.pos;
+        if end > 0 && data[end - 1] == b'\r' && data.get(end) == Some(&b'\n') {
+            end += 1;
+        }
+        out.push(RecordSpan { start, end, line });
+    }
+    Some(out)
+}
+
+/// The header's columns (the first record of `data`).
+pub(crate) fn header_cols(file: &str, data: &[u8]) -> Result<Vec<Option<Col>>, ModelError> {
+    let mut records = Records::new(data);
+    let mut parser = Parser::new(file);
+    while let Some(rec) = records.next_record() {
+        let Ok((line, raw)) = rec else { break };
+        if raw.all_blank() {
+            continue;
+        }
+        let Some(fields) = raw.to_str() else { break };
+        let names: Vec<&str> = fields.iter().collect();
+        return Ok(parser.read_header(&names, line)?.0);
+    }
+    Err(ModelError::NoHeader {
+        file: file.to_string(),
+    })
+}
+
+/// Rows read the way [`parse_shaped_devices`] reads them, each given as its
+/// line number and its one-line text (terminator included or not), under a
+/// header with `cols`: the circuits they form and their problems (no
+/// file-level ones). `None` if a row is not exactly one non-blank record
+/// (blank, several records, a quote left open), or if a row has another
+/// number of fields than `fields[i]`.
+pub(crate) fn parse_rows(
+    file: &str,
+    cols: &[Option<Col>],
+    rows: &[(usize, &[u8], usize)],
+) -> Option<ShapedDevices> {
+    let mut parser = Parser::new(file);
+    parser.header_len = cols.len();
+    for &(line, text, want_fields) in rows {
+        match record_spans(text)?.as_slice() {
+            [one] if one.start == 0 && one.end == text.len() => {}
+            _ => return None,
+        }
+        let mut records = Records::new(text);
+        records.line = line;
+        let (l, raw) = records.next_record()?.ok()?;
+        if raw.all_blank() {
+            return None;
+        }
+        match raw.to_str() {
+            Some(fields) => {
+                if fields.len() != want_fields {
+                    return None;
+                }
+                parser.read_row(cols, fields, l);
+            }
+            None => parser
+                .report
+                .push(Problem::error(file, "row is not valid UTF-8; skipped").at(l)),
+        }
+    }
+    Some(ShapedDevices {
+        parent_node_ids: parser.parent_node_ids,
+        circuits: parser.circuits,
+        report: parser.report,
+    })
+}
+
+/// The number of fields of the record in `text` (one row), if it is one.
+pub(crate) fn field_count(text: &[u8]) -> Option<usize> {
+    let mut records = Records::new(text);
+    let (_, raw) = records.next_record()?.ok()?;
+    Some(raw.ends.len())
 }
 
 #[cfg(test)]
@@ -1159,7 +1374,13 @@ mod tests {
     /// lines as one empty field and the new one skips them; both callers
     /// skip blank records, so they are dropped from the comparison.
     fn current(data: &[u8]) -> Split {
+        split(data, true)
+    }
+
+    /// The same, with or without the simple-record fast path.
+    fn split(data: &[u8], fast: bool) -> Split {
         let mut r = Records::new(data);
+        r.fast = fast;
         let mut out = Vec::new();
         while let Some(rec) = r.next_record() {
             let stop = rec.is_err();
@@ -1185,7 +1406,15 @@ mod tests {
             b"\xEF\xBB\xBFh\n\"a\"\"",
             b"#only\r\n\r\n",
             b"a,,\n,\n\"\",\"\"\"\"",
+            b"1,\"a, b\",,\"\"\r\n2,x\"y,\"z\"\r\n3,\"q\"\r",
+            b"h\n\"a\"b,c\n\"d\ne\",f\n",
         ] {
+            assert_eq!(
+                split(data, true),
+                split(data, false),
+                "{:?}",
+                String::from_utf8_lossy(data)
+            );
             assert_eq!(
                 without_empty(current(data)),
                 without_empty(reference(data)),
@@ -1203,6 +1432,30 @@ mod tests {
                 Just(b' '), Just(b'a'), Just(b'1'), Just(0xEF), Just(0xBB), Just(0xBF),
             ], 0..200)
         ) {
+            prop_assert_eq!(without_empty(current(&body)), without_empty(reference(&body)));
+            prop_assert_eq!(split(&body, true), split(&body, false));
+        }
+
+        #[test]
+        fn fast_path_matches_csv_core_on_line_shaped_input(
+            lines in proptest::collection::vec(
+                proptest::collection::vec(prop_oneof![
+                    Just(&b","[..]), Just(&b"\""[..]), Just(&b"\"\""[..]), Just(&b"\r"[..]),
+                    Just(&b"ab"[..]), Just(&b" "[..]), Just(&b"#"[..]), Just(&b"\"x,y\""[..]),
+                    Just(&b"\xC3\xA9"[..]),
+                ], 0..12),
+                0..8),
+            crlf in any::<bool>(),
+            last_nl in any::<bool>(),
+        ) {
+            let mut body = Vec::new();
+            for (i, l) in lines.iter().enumerate() {
+                body.extend(l.iter().copied().flatten());
+                if i + 1 < lines.len() || last_nl {
+                    body.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+                }
+            }
+            prop_assert_eq!(split(&body, true), split(&body, false));
             prop_assert_eq!(without_empty(current(&body)), without_empty(reference(&body)));
         }
     }

@@ -2,6 +2,7 @@
 
 use ipnet::{Ipv4Net, Ipv6Net};
 use serde::{Deserialize, Serialize};
+use smol_str::SmolStr;
 
 use crate::Rate;
 
@@ -24,14 +25,18 @@ pub struct Node {
 }
 
 /// One subscriber device (one CSV row).
+///
+/// Text fields are [`SmolStr`]: up to 23 bytes are stored inline (no
+/// allocation per field when a CSV row is read), longer text once behind a
+/// shared pointer (clones into the plan and its IP map copy no text).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Device {
     /// Device ID column.
-    pub id: String,
+    pub id: SmolStr,
     /// Device Name column.
-    pub name: String,
+    pub name: SmolStr,
     /// MAC column, as written (may be empty).
-    pub mac: String,
+    pub mac: SmolStr,
     /// IPv4 addresses and ranges.
     pub ipv4: Vec<Ipv4Net>,
     /// IPv6 addresses and ranges.
@@ -75,14 +80,17 @@ impl PartialEq for SqmOverride {
 }
 
 /// A subscriber circuit: one shaped class per direction, one or more devices.
+///
+/// Text fields are [`SmolStr`] (see [`Device`]); the parser gives every
+/// circuit of one parent node the same shared `parent` text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Circuit {
     /// Circuit ID column (unique).
-    pub id: String,
+    pub id: SmolStr,
     /// Circuit Name column.
-    pub name: String,
+    pub name: SmolStr,
     /// Parent Node name; `None` when empty (flat network or generated parent).
-    pub parent: Option<String>,
+    pub parent: Option<SmolStr>,
     /// Guaranteed download rate.
     pub download_min: Rate,
     /// Guaranteed upload rate.
@@ -92,7 +100,7 @@ pub struct Circuit {
     /// Upload ceiling.
     pub upload_max: Rate,
     /// Comment column (untrusted free text).
-    pub comment: String,
+    pub comment: SmolStr,
     /// Optional `sqm` column override.
     pub sqm: Option<SqmOverride>,
     /// The circuit's devices, in file order.

@@ -111,8 +111,22 @@ fn check_nodes(net: &Network, file: &str, node_lines: &[usize], report: &mut Rep
 }
 
 fn check_circuits(net: &Network, file: &str, check_parents: bool, report: &mut Report) {
-    let flat = net.node_count() == 0;
     for c in net.circuits() {
+        check_circuit(net, c, file, check_parents, report);
+    }
+}
+
+/// The rules of one circuit alone (rates, addresses present, parent node):
+/// what [`validate`] reports for `c` apart from address overlaps.
+pub(crate) fn check_circuit(
+    net: &Network,
+    c: &crate::Circuit,
+    file: &str,
+    check_parents: bool,
+    report: &mut Report,
+) {
+    let flat = net.node_count() == 0;
+    {
         let line = c.devices.first().map(|d| d.line).filter(|&l| l > 0);
         let err = |m: String| Problem::error(file, m).at_opt(line).circuit(&c.id);
         let warn = |m: String| Problem::warning(file, m).at_opt(line).circuit(&c.id);
@@ -148,7 +162,7 @@ fn check_circuits(net: &Network, file: &str, check_parents: bool, report: &mut R
             ));
         }
         let Some(parent) = c.parent.as_ref().filter(|_| check_parents) else {
-            continue;
+            return;
         };
         match net.node_by_name(parent) {
             None if flat => report.push(warn(format!(
@@ -187,9 +201,15 @@ struct Span<T, N> {
 }
 
 fn check_overlaps(net: &Network, file: &str, report: &mut Report) {
+    check_overlaps_of(net.circuits(), file, report);
+}
+
+/// The address overlaps among `circuits` (as [`validate`] reports them
+/// when these are all the circuits).
+pub(crate) fn check_overlaps_of(circuits: &[crate::Circuit], file: &str, report: &mut Report) {
     let mut v4: Vec<Span<u32, ipnet::Ipv4Net>> = Vec::new();
     let mut v6: Vec<Span<u128, ipnet::Ipv6Net>> = Vec::new();
-    for (ci, c) in net.circuits().iter().enumerate() {
+    for (ci, c) in circuits.iter().enumerate() {
         for d in &c.devices {
             for n in &d.ipv4 {
                 v4.push(Span {
@@ -211,14 +231,14 @@ fn check_overlaps(net: &Network, file: &str, report: &mut Report) {
             }
         }
     }
-    sweep(net, file, "IPv4", v4, report);
-    sweep(net, file, "IPv6", v6, report);
+    sweep(circuits, file, "IPv4", v4, report);
+    sweep(circuits, file, "IPv6", v6, report);
 }
 
 /// Sorted-interval sweep: O(n log n). Each range that starts inside the
 /// widest range seen so far is reported against that range's owner.
 fn sweep<T: Ord + Copy, N: std::fmt::Display>(
-    net: &Network,
+    circuits: &[crate::Circuit],
     file: &str,
     label: &str,
     mut spans: Vec<Span<T, N>>,
@@ -235,7 +255,6 @@ fn sweep<T: Ord + Copy, N: std::fmt::Display>(
         if let Some(w) = widest {
             let (a, b) = (&spans[w], &spans[i]);
             if b.start <= a.end {
-                let circuits = net.circuits();
                 let (ca, cb) = (&circuits[a.circuit], &circuits[b.circuit]);
                 let at = if a.line > 0 {
                     format!(" (line {})", a.line)

@@ -138,11 +138,11 @@ proptest! {
     ) {
         let mut g = generate(&GenParams { circuits: 2, depth: 0, ..GenParams::default() });
         let mut circuits = g.network.circuits().to_vec();
-        circuits[0].id = id.trim().to_string();
+        circuits[0].id = id.trim().into();
         prop_assume!(!circuits[0].id.is_empty() && circuits[0].id != circuits[1].id);
-        circuits[0].name = name;
-        circuits[0].comment = comment;
-        circuits[0].devices[0].name = dev_name;
+        circuits[0].name = name.into();
+        circuits[0].comment = comment.into();
+        circuits[0].devices[0].name = dev_name.into();
         circuits[0].sqm = sqm.map(|(d, u)| lqos_model::SqmOverride::new(d, u));
         g.network.set_circuits(circuits);
         let text = write_shaped_devices(&g.network);

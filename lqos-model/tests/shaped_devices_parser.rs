@@ -292,3 +292,45 @@ fn text_after_a_closing_quote_is_kept_like_python_csv() {
     assert_eq!(sd.circuits[0].name, "Main St");
     assert_eq!(sd.circuits[0].comment, "");
 }
+
+#[test]
+fn circuits_of_one_parent_share_its_name() {
+    // A name longer than SmolStr's 23 inline bytes lives behind a shared
+    // pointer: every circuit of that parent points at the same text.
+    let long = "Tower_North_Ridge_Sector_7_AP";
+    let sd = parse(&format!(
+        "{H13}\n1,a,d1,R,{long},,10.0.0.1,,1,1,2,2,\n2,b,d2,R,{long},,10.0.0.2,,1,1,2,2,\n3,c,d3,R, {long} ,,10.0.0.3,,1,1,2,2,\n4,d,d4,R,AP_B,,10.0.0.4,,1,1,2,2,\n"
+    ));
+    assert!(sd.report.is_clean(), "{}", sd.report);
+    let parents: Vec<&str> = sd
+        .circuits
+        .iter()
+        .map(|c| c.parent.as_deref().unwrap())
+        .collect();
+    assert_eq!(parents, [long, long, long, "AP_B"]);
+    assert!(sd.circuits[0].parent.as_ref().unwrap().is_heap_allocated());
+    let p0 = parents[0].as_ptr();
+    assert!(parents[1..3].iter().all(|p| p.as_ptr() == p0));
+}
+
+#[test]
+fn macs_and_control_characters_and_unicode_whitespace() {
+    let msgs = messages(&format!(
+        "{H13}\n1,a,d1,R,,AA:BB:CC:DD:EE:F0,10.0.0.1,,1,1,2,2,\n2,a,d2,R,,aa:bb-cc:dd:ee:ff,10.0.0.2,,1,1,2,2,\n3,a,d3,R,,aa:bb:cc:dd:ee:fg,10.0.0.3,,1,1,2,2,\n4,a\u{85}b,d4,R\u{7f},,,10.0.0.4,,1,1,2,2,\n\u{a0}5\u{a0},a,d5,R,,,10.0.0.5,,\u{2003}1,1,2,2,\n"
+    ));
+    assert_eq!(
+        msgs,
+        [
+            "warning: SD.csv:3: circuit \"2\": MAC \"aa:bb-cc:dd:ee:ff\" is not a MAC address (kept as written)",
+            "warning: SD.csv:4: circuit \"3\": MAC \"aa:bb:cc:dd:ee:fg\" is not a MAC address (kept as written)",
+            "warning: SD.csv:5: circuit \"4\": Circuit Name \"a\\u{85}b\" contains control characters (kept as written)",
+            "warning: SD.csv:5: circuit \"4\": Device Name \"R\\u{7f}\" contains control characters (kept as written)",
+        ]
+    );
+    // Unicode whitespace around an id or a rate is trimmed, as str::trim does.
+    let sd = parse(&format!(
+        "{H13}\n\u{a0}5\u{a0},a,d5,R,,,10.0.0.5,,\u{2003}1.5,1,2,2,\n"
+    ));
+    assert_eq!(sd.circuits[0].id, "5");
+    assert_eq!(sd.circuits[0].download_min, Rate::from_bps(1_500_000));
+}

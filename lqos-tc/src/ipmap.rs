@@ -11,8 +11,8 @@
 //! net.add_circuit(Circuit { id: "c1".into(), name: "Ann".into(), parent: None,
 //!     download_min: Rate::from_mbps(2), upload_min: Rate::from_mbps(1),
 //!     download_max: Rate::from_mbps(50), upload_max: Rate::from_mbps(10),
-//!     comment: String::new(), sqm: None,
-//!     devices: vec![Device { id: "d1".into(), name: "cpe".into(), mac: String::new(),
+//!     comment: Default::default(), sqm: None,
+//!     devices: vec![Device { id: "d1".into(), name: "cpe".into(), mac: Default::default(),
 //!         ipv4: vec!["100.64.1.0/24".parse().unwrap(), "100.64.1.7/32".parse().unwrap()],
 //!         ipv6: vec![], line: 0 }] });
 //! let p = plan(&net, &PlanConfig::bridge("ens19", "ens20", 4), None).unwrap();
@@ -29,13 +29,13 @@ use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
 use crate::{Plan, Qdisc, TcHandle, TcOp};
-use lqos_model::Rate;
+use lqos_model::{Rate, SmolStr};
 
 /// Where one direction of a circuit's traffic is shaped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Steer {
     /// Interface.
-    pub dev: String,
+    pub dev: SmolStr,
     /// 0-based TX queue (the CPU index LibreQoS's XDP maps to).
     pub queue: u32,
     /// The circuit's HTB class on that queue.
@@ -50,13 +50,13 @@ pub struct IpMapEntry {
     /// Index of the circuit in the plan's `allocation.circuits`.
     pub circuit: u32,
     /// Circuit ID (untrusted CSV text).
-    pub circuit_id: String,
+    pub circuit_id: SmolStr,
     /// Circuit name (untrusted CSV text).
-    pub circuit_name: String,
+    pub circuit_name: SmolStr,
     /// Device ID (untrusted CSV text).
-    pub device_id: String,
+    pub device_id: SmolStr,
     /// Device name (untrusted CSV text).
-    pub device_name: String,
+    pub device_name: SmolStr,
     /// Download side.
     pub download: Steer,
     /// Upload side.
@@ -89,7 +89,7 @@ pub const CSV_HEADER: [&str; 10] = [
     "upload_classid",
 ];
 
-fn sort_key(e: &IpMapEntry) -> (bool, std::cmp::Reverse<u8>, IpAddr) {
+pub(crate) fn sort_key(e: &IpMapEntry) -> (bool, std::cmp::Reverse<u8>, IpAddr) {
     (
         e.net.network().is_ipv6(),
         std::cmp::Reverse(e.net.prefix_len()),
@@ -116,7 +116,38 @@ impl IpMap {
         for e in &mut entries {
             e.net = e.net.trunc();
         }
-        entries.sort_by_key(sort_key); // stable: the first of duplicates stays first
+        // Sort small keys, then move each entry once (moving the entries
+        // themselves through a sort costs more than the comparisons). The
+        // index in the key keeps duplicates in input order, as a stable
+        // sort by `sort_key` would.
+        let mut keys: Vec<(bool, u8, u128, u32)> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let (v6, rev_len, addr) = sort_key(e);
+                let addr = match addr {
+                    IpAddr::V4(a) => u128::from(u32::from(a)),
+                    IpAddr::V6(a) => u128::from(a),
+                };
+                (v6, rev_len.0, addr, i as u32)
+            })
+            .collect();
+        keys.sort_unstable_by(|a, b| (a.0, b.1, a.2, a.3).cmp(&(b.0, a.1, b.2, b.3)));
+        // Permute in place (position k takes entry keys[k].3), cycle by
+        // cycle: no second vector of entries.
+        let mut done = vec![false; entries.len()];
+        for start in 0..entries.len() {
+            let mut cur = start;
+            while !done[cur] {
+                done[cur] = true;
+                let next = keys[cur].3 as usize;
+                if next == start {
+                    break;
+                }
+                entries.swap(cur, next);
+                cur = next;
+            }
+        }
         let mut groups = Vec::new();
         let mut start = 0;
         for i in 1..=entries.len() {
@@ -130,6 +161,11 @@ impl IpMap {
             }
         }
         IpMap { entries, groups }
+    }
+
+    /// The entries, to change in place without moving any prefix.
+    pub(crate) fn entries_mut(&mut self) -> &mut [IpMapEntry] {
+        &mut self.entries
     }
 
     /// All entries (IPv4 first, longer prefixes first, then by address).
@@ -172,32 +208,76 @@ impl IpMap {
     }
 
     /// `ip_map.csv`: [`CSV_HEADER`] and one row per entry; CSV text is
-    /// quoted by the csv crate, so no name can add a row or a column.
+    /// quoted as the csv crate quotes it, so no name can add a row or a
+    /// column.
     pub fn to_csv(&self) -> String {
-        let mut w = csv::Writer::from_writer(Vec::with_capacity(self.entries.len() * 96 + 128));
-        let mut rows = || -> csv::Result<()> {
-            w.write_record(CSV_HEADER)?;
-            for e in &self.entries {
-                w.write_record([
-                    e.net.network().to_string().as_str(),
-                    &e.net.prefix_len().to_string(),
-                    &e.circuit_id,
-                    &e.circuit_name,
-                    &e.download.dev,
-                    &e.download.queue.to_string(),
-                    &e.download.classid.to_string(),
-                    &e.upload.dev,
-                    &e.upload.queue.to_string(),
-                    &e.upload.classid.to_string(),
-                ])?;
+        let mut out = Vec::with_capacity(self.entries.len() * 72 + 128);
+        self.write_csv(&mut out);
+        // Only UTF-8 text (names from `&str`) and ASCII is written.
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// [`IpMap::to_csv`], written to `w` in chunks of about 64 KiB (one
+    /// reused buffer, no allocation per row or field).
+    pub fn write_csv_to<W: std::io::Write>(&self, w: &mut W) -> std::io::Result<()> {
+        let mut b = Vec::with_capacity(64 * 1024 + 512);
+        self.csv_chunks(
+            64 * 1024,
+            &mut |b: &mut Vec<u8>| {
+                let r = w.write_all(b);
+                b.clear();
+                r
+            },
+            &mut b,
+        )?;
+        w.write_all(&b)
+    }
+
+    /// [`IpMap::to_csv`], appended to `out` (one buffer, no allocation per
+    /// row or field).
+    pub fn write_csv(&self, out: &mut Vec<u8>) {
+        let _ = self.csv_chunks(usize::MAX, &mut |_| Ok::<(), ()>(()), out);
+    }
+
+    /// Writes the CSV into `out`, handing it to `flush` (which empties it)
+    /// whenever it holds `chunk` bytes or more.
+    fn csv_chunks<E>(
+        &self,
+        chunk: usize,
+        flush: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), E>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), E> {
+        use crate::text::{push_handle, push_ip, push_u64, CsvFields};
+        let q = CsvFields::new();
+        for (i, h) in CSV_HEADER.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
             }
-            w.flush()?;
-            Ok(())
-        };
-        // Writing into a Vec cannot fail.
-        rows().expect("csv into a Vec");
-        let bytes = w.into_inner().unwrap_or_default();
-        String::from_utf8(bytes).unwrap_or_default()
+            q.push(out, h.as_bytes());
+        }
+        out.push(b'\n');
+        for e in &self.entries {
+            push_ip(out, e.net.network());
+            out.push(b',');
+            push_u64(out, u64::from(e.net.prefix_len()));
+            out.push(b',');
+            q.push(out, e.circuit_id.as_bytes());
+            out.push(b',');
+            q.push(out, e.circuit_name.as_bytes());
+            for s in [&e.download, &e.upload] {
+                out.push(b',');
+                q.push(out, s.dev.as_bytes());
+                out.push(b',');
+                push_u64(out, u64::from(s.queue));
+                out.push(b',');
+                push_handle(out, s.classid);
+            }
+            out.push(b'\n');
+            if out.len() >= chunk {
+                flush(out)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -293,9 +373,9 @@ mod tests {
             net: net.parse().unwrap(),
             circuit: 0,
             circuit_id: id.into(),
-            circuit_name: format!("name,\"{id}\"\n"),
-            device_id: String::new(),
-            device_name: String::new(),
+            circuit_name: format!("name,\"{id}\"\n").into(),
+            device_id: SmolStr::default(),
+            device_name: SmolStr::default(),
             download: s(0),
             upload: s(1),
             filter_handle: 1,

@@ -23,7 +23,7 @@
 //! net.add_circuit(Circuit { id: "c1".into(), name: "Ann".into(), parent: Some("Site_1".into()),
 //!     download_min: Rate::from_mbps(2), upload_min: Rate::from_mbps(1),
 //!     download_max: Rate::from_mbps(50), upload_max: Rate::from_mbps(10),
-//!     comment: String::new(), sqm: None, devices: vec![] });
+//!     comment: Default::default(), sqm: None, devices: vec![] });
 //! let cfg = PlanConfig::bridge("ens19", "ens20", 4);
 //! let p = plan(&net, &cfg, None).unwrap();
 //! let text = render::render_interface(p.interface("ens19").unwrap(), false);
@@ -51,7 +51,9 @@ pub mod parse;
 mod plan;
 pub mod record;
 pub mod render;
+pub mod replan;
 pub mod rules;
+mod text;
 mod tree;
 
 pub use classify::{Classifier, FilterKey, FilterProto, FlowerFilter, MatchSide};
@@ -67,6 +69,9 @@ pub use plan::{
     just_below, plan, quantum_for, r2q_for, Allocation, CircuitSlot, Direction, FilterSlot,
     InterfacePlan, NodeSlot, Plan, PlanError, HTB_LEVELS, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
 };
-pub use record::{PlanInputs, PlanRecord, PrefixRow, RecordError, RECORD_FORMAT};
-pub use render::{render_combined, render_interface, render_line};
+pub use record::{PlanInputs, PlanRecord, PlanRecordRef, PrefixRow, RecordError, RECORD_FORMAT};
+pub use render::{
+    render_combined, render_combined_to, render_interface, render_interface_to, render_line,
+};
+pub use replan::{known_diff, replan_circuits, PlanIndex, Replan};
 pub use tree::{TcTree, TreeError, HTB_MAX_DEPTH};

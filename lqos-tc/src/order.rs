@@ -9,8 +9,7 @@
 //! leaf qdisc right after it), then its child nodes. Every parent still comes
 //! before its children, so the result loads wherever the input did.
 
-use std::collections::HashMap;
-
+use crate::fx::FxMap;
 use crate::{TcHandle, TcOp};
 
 /// Index of the first op that belongs to the site/circuit tree (an
@@ -41,62 +40,128 @@ pub fn into_locality_order(mut ops: Vec<TcOp>) -> Vec<TcOp> {
         return ops;
     }
     let tree = &ops[setup..];
-    // Class index by classid, children and attached qdiscs by parent class.
-    let mut class_at: HashMap<TcHandle, usize> = HashMap::with_capacity(tree.len());
+    let n = tree.len();
+    // Class index by classid.
+    let mut class_at: FxMap<TcHandle, u32> = FxMap::default();
+    class_at.reserve(n);
     for (i, op) in tree.iter().enumerate() {
         if let TcOp::AddClass(c) = op {
-            class_at.insert(c.classid, i);
+            class_at.insert(c.classid, i as u32);
         }
     }
-    let mut children: HashMap<TcHandle, Vec<usize>> = HashMap::new();
-    let mut qdiscs: HashMap<TcHandle, Vec<usize>> = HashMap::new();
-    let mut roots: Vec<usize> = Vec::new();
-    let mut loose: Vec<usize> = Vec::new();
-    for (i, op) in tree.iter().enumerate() {
-        match op {
-            TcOp::AddClass(c) if class_at.contains_key(&c.parent) => {
-                children.entry(c.parent).or_default().push(i)
+    // What each op hangs off: a parent class (as a child class or an
+    // attached qdisc), a root, or nothing it knows (loose).
+    const ROOT: u32 = u32::MAX;
+    const LOOSE: u32 = u32::MAX - 1;
+    let mut owner: Vec<u32> = Vec::with_capacity(n);
+    let mut kids = vec![0u32; n + 1];
+    let mut quals = vec![0u32; n + 1];
+    for op in tree {
+        let o = match op {
+            TcOp::AddClass(c) => match class_at.get(&c.parent) {
+                Some(&p) => {
+                    kids[p as usize] += 1;
+                    p
+                }
+                None => ROOT,
+            },
+            TcOp::AddQdisc(q) => match class_at.get(&q.parent) {
+                Some(&p) => {
+                    quals[p as usize] += 1;
+                    p
+                }
+                None => LOOSE,
+            },
+            _ => LOOSE,
+        };
+        owner.push(o);
+    }
+    drop(class_at);
+    let has_children: Vec<bool> = kids[..n].iter().map(|&k| k > 0).collect();
+    // Children and attached qdiscs of each class, in stream order
+    // (compressed rows: `kids[p]..kids[p + 1]` into `kid_list`).
+    let prefix = |counts: &mut Vec<u32>| {
+        let mut sum = 0;
+        for c in counts.iter_mut() {
+            let k = *c;
+            *c = sum;
+            sum += k;
+        }
+        sum as usize
+    };
+    let (nk, nq) = (prefix(&mut kids), prefix(&mut quals));
+    let mut kid_list = vec![0u32; nk];
+    let mut qdisc_list = vec![0u32; nq];
+    let (mut kid_fill, mut qdisc_fill) = (kids.clone(), quals.clone());
+    let mut roots: Vec<u32> = Vec::new();
+    let mut loose: Vec<u32> = Vec::new();
+    for (i, (&o, op)) in owner.iter().zip(tree).enumerate() {
+        let i = i as u32;
+        match (o, op) {
+            (ROOT, _) => roots.push(i),
+            (LOOSE, _) => loose.push(i),
+            (p, TcOp::AddClass(_)) => {
+                kid_list[kid_fill[p as usize] as usize] = i;
+                kid_fill[p as usize] += 1;
             }
-            TcOp::AddClass(_) => roots.push(i),
-            TcOp::AddQdisc(q) if class_at.contains_key(&q.parent) => {
-                qdiscs.entry(q.parent).or_default().push(i)
+            (p, _) => {
+                qdisc_list[qdisc_fill[p as usize] as usize] = i;
+                qdisc_fill[p as usize] += 1;
             }
-            _ => loose.push(i),
         }
     }
-    let classid = |i: usize| match &tree[i] {
-        TcOp::AddClass(c) => c.classid,
+    drop((owner, kid_fill, qdisc_fill));
+    let major = |i: u32| match &tree[i as usize] {
+        TcOp::AddClass(c) => c.classid.major(),
         _ => unreachable!("only classes are visited"),
     };
     // One HTB at a time, in order of first appearance.
-    let mut first_seen: HashMap<u16, usize> = HashMap::new();
+    let mut first_seen: FxMap<u16, usize> = FxMap::default();
     for (n, &r) in roots.iter().enumerate() {
-        first_seen.entry(classid(r).major()).or_insert(n);
+        first_seen.entry(major(r)).or_insert(n);
     }
-    roots.sort_by_key(|&r| first_seen[&classid(r).major()]);
+    roots.sort_by_key(|&r| first_seen[&major(r)]);
 
     // The visiting order as indices into `tree`; explicit stack (reversed
-    // pushes keep the visiting order).
-    let mut order: Vec<usize> = Vec::with_capacity(tree.len());
-    let mut stack: Vec<usize> = roots.into_iter().rev().collect();
+    // pushes keep the visiting order): per class its qdiscs, then its
+    // children without children of their own (circuits), then the others.
+    let mut order: Vec<u32> = Vec::with_capacity(n);
+    let mut stack: Vec<u32> = roots.into_iter().rev().collect();
     while let Some(i) = stack.pop() {
-        let id = classid(i);
+        let iu = i as usize;
         order.push(i);
-        if let Some(qs) = qdiscs.get(&id) {
-            order.extend(qs);
-        }
-        if let Some(kids) = children.get(&id) {
-            let (leaves, inner): (Vec<usize>, Vec<usize>) = kids
-                .iter()
-                .partition(|&&k| !children.contains_key(&classid(k)));
-            stack.extend(inner.iter().rev());
-            stack.extend(leaves.iter().rev());
-        }
+        order.extend_from_slice(&qdisc_list[quals[iu] as usize..quals[iu + 1] as usize]);
+        let ks = &kid_list[kids[iu] as usize..kids[iu + 1] as usize];
+        stack.extend(ks.iter().rev().filter(|&&k| has_children[k as usize]));
+        stack.extend(ks.iter().rev().filter(|&&k| !has_children[k as usize]));
     }
     order.extend(loose);
-    drop((class_at, children, qdiscs));
-    let mut slots: Vec<Option<TcOp>> = ops.drain(setup..).map(Some).collect();
-    ops.extend(order.into_iter().filter_map(|i| slots[i].take()));
+    drop((kid_list, qdisc_list, kids, quals, has_children));
+    if order.len() < n {
+        // Classes no root reaches (a parent cycle, never in a plan): keep
+        // them, in stream order, at the end.
+        let mut seen = vec![false; n];
+        for &i in &order {
+            seen[i as usize] = true;
+        }
+        order.extend((0..n as u32).filter(|&i| !seen[i as usize]));
+    }
+    // Permute the tree part in place (position k takes op order[k]), cycle
+    // by cycle: no second vector of ops.
+    let tree = &mut ops[setup..];
+    let mut done = vec![false; tree.len()];
+    for start in 0..tree.len() {
+        let mut cur = start;
+        while !done[cur] {
+            done[cur] = true;
+            let next = order[cur] as usize;
+            if next == start {
+                break;
+            }
+            tree.swap(cur, next);
+            cur = next;
+        }
+    }
     ops
 }
 

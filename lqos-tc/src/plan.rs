@@ -15,7 +15,7 @@ use crate::{
     QueueStrategy, SqmChoice, TcHandle, TcOp, TcTree,
 };
 use ipnet::IpNet;
-use lqos_model::{Circuit, Network, Rate};
+use lqos_model::{Circuit, Network, Rate, SmolStr};
 
 /// Smallest quantum lqos sends (LibreQoS's `MIN_QUANTUM`, one MTU frame).
 pub const QUANTUM_MIN: u32 = 1522;
@@ -232,9 +232,9 @@ pub struct NodeSlot {
 #[non_exhaustive]
 pub struct CircuitSlot {
     /// Circuit ID.
-    pub id: String,
+    pub id: SmolStr,
     /// Circuit name (display only, never rendered into tc text).
-    pub name: String,
+    pub name: SmolStr,
     /// Index of its parent node slot.
     pub parent: u32,
     /// 0-based queue.
@@ -453,11 +453,11 @@ fn cake_rtt_fixup(kind: QdiscKind, ceil: Rate) -> QdiscKind {
 }
 
 /// Turns a circuit's parsed [`SqmChoice`] (or none) into its leaf kind.
-struct LeafChooser<'c> {
-    cfg: &'c PlanConfig,
+pub(crate) struct LeafChooser<'c> {
+    pub(crate) cfg: &'c PlanConfig,
     /// Overrides already parsed, by the text as written (most files repeat
     /// a few values).
-    cache: HashMap<(String, String), CircuitSqm>,
+    pub(crate) cache: HashMap<(String, String), CircuitSqm>,
 }
 
 impl LeafChooser<'_> {
@@ -499,7 +499,7 @@ impl LeafChooser<'_> {
     /// Circuit `c`'s leaves (download, upload), its override parsed once
     /// per distinct text; an unusable override is an error naming the
     /// circuit and its CSV line.
-    fn choose(
+    pub(crate) fn choose(
         &mut self,
         c: &Circuit,
         ceil_d: Rate,
@@ -524,6 +524,14 @@ impl LeafChooser<'_> {
     }
 }
 
+/// A circuit's class rate and ceiling for one direction under a parent
+/// whose ceiling is `parent_ceil`.
+pub(crate) fn circuit_rates(min: Rate, max: Rate, parent_ceil: Rate) -> (Rate, Rate) {
+    let ceil = max.min(parent_ceil);
+    let rate = if min >= ceil { just_below(ceil) } else { min };
+    (rate.max(Rate::from_bps(8)), ceil.max(Rate::from_bps(8)))
+}
+
 /// No leaf qdisc (index into the leaf kind table).
 const NO_LEAF: u16 = u16::MAX;
 
@@ -541,7 +549,7 @@ fn kind_index(kinds: &mut Vec<QdiscKind>, kind: Option<QdiscKind>) -> u16 {
     }
 }
 
-fn htb_class(
+pub(crate) fn htb_class(
     parent: TcHandle,
     classid: TcHandle,
     rate: Rate,
@@ -581,7 +589,7 @@ fn htb_class(
 /// net.add_circuit(Circuit { id: "c1".into(), name: "One".into(), parent: Some("Site".into()),
 ///     download_min: Rate::from_mbps(10), upload_min: Rate::from_mbps(2),
 ///     download_max: Rate::from_mbps(100), upload_max: Rate::from_mbps(20),
-///     comment: String::new(), sqm: None, devices: vec![] });
+///     comment: Default::default(), sqm: None, devices: vec![] });
 /// let p = plan(&net, &PlanConfig::bridge("ens19", "ens20", 2), None).unwrap();
 /// assert_eq!(p.interfaces.len(), 2);
 /// assert_eq!(p.interfaces[0].queue_class_counts.iter().sum::<usize>(), 2 * 2 + 2);
@@ -748,11 +756,6 @@ fn hierarchy<'n>(
         cfg,
         cache: HashMap::new(),
     };
-    let circuit_rates = |min: Rate, max: Rate, parent_ceil: Rate| {
-        let ceil = max.min(parent_ceil);
-        let rate = if min >= ceil { just_below(ceil) } else { min };
-        (rate.max(Rate::from_bps(8)), ceil.max(Rate::from_bps(8)))
-    };
     let mut id_hashes: FxSet<u64> = FxSet::default();
     id_hashes.reserve(circuits.len());
     let mut maybe_duplicate = false;
@@ -760,7 +763,7 @@ fn hierarchy<'n>(
         maybe_duplicate |= !id_hashes.insert(fx_hash(&c.id));
         if c.download_max.is_zero() || c.upload_max.is_zero() {
             return Err(PlanError::ZeroRate {
-                circuit: c.id.clone(),
+                circuit: c.id.to_string(),
                 direction: if c.download_max.is_zero() {
                     "download"
                 } else {
@@ -772,8 +775,8 @@ fn hierarchy<'n>(
             (Some(p), false) => match by_name.get(p.as_str()) {
                 None => {
                     return Err(PlanError::UnknownParent {
-                        circuit: c.id.clone(),
-                        parent: p.clone(),
+                        circuit: c.id.to_string(),
+                        parent: p.to_string(),
                     })
                 }
                 Some(&e) => e,
@@ -974,7 +977,7 @@ struct Ids {
 }
 
 /// The download and upload device names.
-fn devices(cfg: &PlanConfig) -> (String, String) {
+pub(crate) fn devices(cfg: &PlanConfig) -> (String, String) {
     match &cfg.interfaces {
         Interfaces::Bridge { download, upload } => (download.clone(), upload.clone()),
         Interfaces::OnAStick { interface, .. } => (interface.clone(), interface.clone()),
@@ -1363,7 +1366,13 @@ fn ip_map(
     dev_d: &str,
     dev_u: &str,
 ) -> IpMap {
-    let mut entries = Vec::new();
+    let count: usize = circuits
+        .iter()
+        .flat_map(|c| &c.devices)
+        .map(|d| d.ipv4.len() + d.ipv6.len())
+        .sum();
+    let mut entries = Vec::with_capacity(count);
+    let (dev_d, dev_u) = (SmolStr::from(dev_d), SmolStr::from(dev_u));
     for (ci, (c, slot)) in circuits.iter().zip(slots).enumerate() {
         let qd = slot.queue;
         let qu = if stick {
@@ -1371,8 +1380,8 @@ fn ip_map(
         } else {
             slot.queue
         };
-        let steer = |dev: &str, queue: u32| Steer {
-            dev: dev.to_string(),
+        let steer = |dev: &SmolStr, queue: u32| Steer {
+            dev: dev.clone(),
             queue,
             classid: TcHandle::new(queue as u16 + 1, slot.minor),
         };
@@ -1386,8 +1395,8 @@ fn ip_map(
                     circuit_name: c.name.clone(),
                     device_id: d.id.clone(),
                     device_name: d.name.clone(),
-                    download: steer(dev_d, qd),
-                    upload: steer(dev_u, qu),
+                    download: steer(&dev_d, qd),
+                    upload: steer(&dev_u, qu),
                     filter_handle: 0,
                 });
             }
@@ -1450,7 +1459,7 @@ fn check_unique_ids(circuits: &[Circuit]) -> Result<(), PlanError> {
     let mut exact: FxMap<&str, ()> = FxMap::default();
     for c in circuits {
         if exact.insert(c.id.as_str(), ()).is_some() {
-            return Err(PlanError::DuplicateCircuit(c.id.clone()));
+            return Err(PlanError::DuplicateCircuit(c.id.to_string()));
         }
     }
     Ok(())
@@ -1485,13 +1494,13 @@ mod tests {
     fn circuit(id: &str, parent: Option<&str>, max: u64) -> Circuit {
         Circuit {
             id: id.into(),
-            name: format!("name of {id}"),
+            name: format!("name of {id}").into(),
             parent: parent.map(Into::into),
             download_min: Rate::from_mbps(1),
             upload_min: Rate::from_mbps(1),
             download_max: Rate::from_mbps(max),
             upload_max: Rate::from_mbps(max),
-            comment: String::new(),
+            comment: SmolStr::default(),
             sqm: None,
             devices: vec![],
         }

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use lqos_model::{Circuit, Network, Node, Rate, SqmOverride};
+use lqos_model::{Circuit, Network, Node, Rate, SmolStr, SqmOverride};
 
 use crate::{Allocation, CircuitSlot, InterfacePlan, NodeSlot, Plan, PlanConfig, PlanError};
 
@@ -73,8 +73,8 @@ pub struct NodeRow(
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[allow(clippy::type_complexity)]
 pub struct CircuitRow(
-    pub String,
-    pub String,
+    pub SmolStr,
+    pub SmolStr,
     pub Option<u32>,
     #[serde(with = "kbit")] pub Rate,
     #[serde(with = "kbit")] pub Rate,
@@ -115,11 +115,23 @@ pub struct PlanInputs {
 pub struct PrefixRow(
     pub u32,
     pub u32,
-    pub String,
-    pub String,
-    pub ipnet::IpNet,
+    pub SmolStr,
+    pub SmolStr,
+    #[serde(serialize_with = "net_str")] pub ipnet::IpNet,
     pub u32,
 );
+
+/// An `IpNet` as its `Display` text (what `ipnet`'s own `Serialize` writes
+/// to JSON), formatted without `core::fmt` for IPv4.
+fn net_str<S: serde::Serializer>(n: &ipnet::IpNet, s: S) -> Result<S::Ok, S::Error> {
+    if !s.is_human_readable() {
+        return n.serialize(s);
+    }
+    let mut b = Vec::with_capacity(48);
+    crate::text::push_net(&mut b, n);
+    // Only ASCII is written.
+    s.serialize_str(std::str::from_utf8(&b).unwrap_or_default())
+}
 
 /// A plan as stored: config + inputs + allocation, and optionally the ops.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -174,27 +186,23 @@ pub enum RecordError {
     },
 }
 
-impl PlanInputs {
-    /// Rows of `net` and `alloc` (which must be `net`'s plan's allocation).
-    pub fn new(net: &Network, alloc: &Allocation) -> Result<PlanInputs, RecordError> {
-        let order = net.nodes_preorder();
-        let mut index = vec![u32::MAX; net.graph().node_count()];
-        for (i, &n) in order.iter().enumerate() {
-            index[n.index()] = i as u32;
-        }
-        let nodes = order
-            .iter()
-            .map(|&n| {
-                let node = net.node(n);
-                NodeRow(
-                    node.name.clone(),
-                    net.parent(n).map(|p| index[p.index()]),
-                    node.download,
-                    node.upload,
-                    node.virtual_node,
-                )
-            })
-            .collect();
+/// The row builders behind [`PlanInputs::new`] and [`PlanRecordRef`]
+/// (one source for both, so both give the same rows).
+struct Rows<'a> {
+    net: &'a Network,
+    alloc: &'a Allocation,
+    /// Nodes in preorder and each node's position in it.
+    order: Vec<lqos_model::NodeIdx>,
+    index: Vec<u32>,
+    /// Filter handle of each prefix.
+    handles: crate::fx::FxMap<ipnet::IpNet, u32>,
+    /// Number of device prefixes.
+    prefix_count: usize,
+}
+
+impl<'a> Rows<'a> {
+    /// Checks that `alloc` is the allocation of `net`'s plan.
+    fn new(net: &'a Network, alloc: &'a Allocation) -> Result<Rows<'a>, RecordError> {
         if net.circuits().len() != alloc.circuits.len() {
             return Err(RecordError::Inconsistent(format!(
                 "{} circuits in the network, {} in the allocation",
@@ -202,65 +210,122 @@ impl PlanInputs {
                 alloc.circuits.len()
             )));
         }
-        let mut circuits = Vec::with_capacity(alloc.circuits.len());
         for (i, (c, s)) in net.circuits().iter().zip(&alloc.circuits).enumerate() {
             if c.id != s.id {
                 return Err(RecordError::Mismatch {
                     index: i,
-                    net: c.id.clone(),
-                    slot: s.id.clone(),
+                    net: c.id.to_string(),
+                    slot: s.id.to_string(),
                 });
             }
-            let parent = c
-                .parent
-                .as_deref()
-                .and_then(|p| net.node_by_name(p))
-                .map(|n| index[n.index()]);
-            circuits.push(CircuitRow(
-                c.id.clone(),
-                s.name.clone(),
-                parent,
-                c.download_min,
-                c.upload_min,
-                c.download_max,
-                c.upload_max,
-                c.sqm.clone(),
-                s.parent,
-                s.queue,
-                s.minor,
-                s.leaf_download,
-                s.leaf_upload,
-            ));
         }
-        let slots = alloc
+        let order = net.nodes_preorder();
+        let mut index = vec![u32::MAX; net.graph().node_count()];
+        for (i, &n) in order.iter().enumerate() {
+            index[n.index()] = i as u32;
+        }
+        let handles = alloc.filters.iter().map(|f| (f.net, f.handle)).collect();
+        let prefix_count = net
+            .circuits()
+            .iter()
+            .flat_map(|c| &c.devices)
+            .map(|d| d.ipv4.len() + d.ipv6.len())
+            .sum();
+        Ok(Rows {
+            net,
+            alloc,
+            order,
+            index,
+            handles,
+            prefix_count,
+        })
+    }
+
+    fn nodes(&self) -> impl Iterator<Item = NodeRow> + '_ {
+        self.order.iter().map(|&n| {
+            let node = self.net.node(n);
+            NodeRow(
+                node.name.clone(),
+                self.net.parent(n).map(|p| self.index[p.index()]),
+                node.download,
+                node.upload,
+                node.virtual_node,
+            )
+        })
+    }
+
+    fn slots(&self) -> impl Iterator<Item = SlotRow> + '_ {
+        self.alloc
             .nodes
             .iter()
             .map(|n| SlotRow(n.name.clone(), n.parent, n.queue, n.minor, n.generated))
-            .collect();
-        let handles: std::collections::HashMap<ipnet::IpNet, u32> =
-            alloc.filters.iter().map(|f| (f.net, f.handle)).collect();
-        let mut prefixes = Vec::new();
-        for (ci, c) in net.circuits().iter().enumerate() {
-            for (di, d) in c.devices.iter().enumerate() {
-                let v4 = d.ipv4.iter().map(|n| ipnet::IpNet::V4(*n));
-                for n in v4.chain(d.ipv6.iter().map(|n| ipnet::IpNet::V6(*n))) {
-                    let handle = handles.get(&n.trunc()).copied().unwrap_or(0);
-                    prefixes.push(PrefixRow(
-                        ci as u32,
-                        di as u32,
-                        d.id.clone(),
-                        d.name.clone(),
-                        n,
-                        handle,
-                    ));
-                }
-            }
-        }
+    }
+
+    fn circuits(&self) -> impl Iterator<Item = CircuitRow> + '_ {
+        let net = self.net;
+        net.circuits()
+            .iter()
+            .zip(&self.alloc.circuits)
+            .map(move |(c, s)| {
+                let parent = c
+                    .parent
+                    .as_deref()
+                    .and_then(|p| net.node_by_name(p))
+                    .map(|n| self.index[n.index()]);
+                CircuitRow(
+                    c.id.clone(),
+                    s.name.clone(),
+                    parent,
+                    c.download_min,
+                    c.upload_min,
+                    c.download_max,
+                    c.upload_max,
+                    c.sqm.clone(),
+                    s.parent,
+                    s.queue,
+                    s.minor,
+                    s.leaf_download,
+                    s.leaf_upload,
+                )
+            })
+    }
+
+    fn prefixes(&self) -> impl Iterator<Item = PrefixRow> + '_ {
+        self.net
+            .circuits()
+            .iter()
+            .enumerate()
+            .flat_map(move |(ci, c)| {
+                c.devices.iter().enumerate().flat_map(move |(di, d)| {
+                    let v4 = d.ipv4.iter().map(|n| ipnet::IpNet::V4(*n));
+                    v4.chain(d.ipv6.iter().map(|n| ipnet::IpNet::V6(*n)))
+                        .map(move |n| {
+                            let handle = self.handles.get(&n.trunc()).copied().unwrap_or(0);
+                            PrefixRow(
+                                ci as u32,
+                                di as u32,
+                                d.id.clone(),
+                                d.name.clone(),
+                                n,
+                                handle,
+                            )
+                        })
+                })
+            })
+    }
+}
+
+impl PlanInputs {
+    /// Rows of `net` and `alloc` (which must be `net`'s plan's allocation).
+    pub fn new(net: &Network, alloc: &Allocation) -> Result<PlanInputs, RecordError> {
+        let rows = Rows::new(net, alloc)?;
+        let mut prefixes = Vec::with_capacity(rows.prefix_count);
+        prefixes.extend(rows.prefixes());
         Ok(PlanInputs {
             queues: alloc.queues,
-            nodes,
-            slots,
-            circuits,
+            nodes: rows.nodes().collect(),
+            slots: rows.slots().collect(),
+            circuits: rows.circuits().collect(),
             prefixes,
         })
     }
@@ -305,7 +370,8 @@ impl PlanInputs {
                             ))
                         })?
                         .0
-                        .clone(),
+                        .as_str()
+                        .into(),
                 ),
             };
             circuits.push(Circuit {
@@ -316,7 +382,7 @@ impl PlanInputs {
                 upload_min: r.4,
                 download_max: r.5,
                 upload_max: r.6,
-                comment: String::new(),
+                comment: SmolStr::default(),
                 sqm: r.7.clone(),
                 devices: Vec::new(),
             });
@@ -332,7 +398,7 @@ impl PlanInputs {
                 c.devices.push(lqos_model::Device {
                     id: id.clone(),
                     name: name.clone(),
-                    mac: String::new(),
+                    mac: SmolStr::default(),
                     ipv4: Vec::new(),
                     ipv6: Vec::new(),
                     line: 0,
@@ -383,6 +449,84 @@ impl PlanInputs {
                     .map(|r| (r.4, r.5)),
             ),
         }
+    }
+}
+
+/// A sequence serialized from an iterator made on demand.
+struct Seq<F>(F);
+
+impl<F, I> Serialize for Seq<F>
+where
+    F: Fn() -> I,
+    I: Iterator,
+    I::Item: Serialize,
+{
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq((self.0)())
+    }
+}
+
+/// [`PlanInputs`] of a network, serialized row by row without being built.
+struct InputsRef<'a>(Rows<'a>);
+
+impl Serialize for InputsRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let r = &self.0;
+        // The fields and order of `PlanInputs`.
+        let mut st = s.serialize_struct("PlanInputs", 5)?;
+        st.serialize_field("queues", &r.alloc.queues)?;
+        st.serialize_field("nodes", &Seq(|| r.nodes()))?;
+        st.serialize_field("slots", &Seq(|| r.slots()))?;
+        st.serialize_field("circuits", &Seq(|| r.circuits()))?;
+        if r.prefix_count > 0 {
+            st.serialize_field("prefixes", &Seq(|| r.prefixes()))?;
+        } else {
+            st.skip_field("prefixes")?;
+        }
+        st.end()
+    }
+}
+
+/// A [`PlanRecord`] borrowed from its plan and network: it serializes to
+/// exactly the JSON of [`PlanRecord::new`] with the same arguments, making
+/// each row only as it is written (no copy of the record is held; `lqos
+/// plan` writes plan.json this way).
+#[derive(Serialize)]
+pub struct PlanRecordRef<'a> {
+    format: u32,
+    config: &'a PlanConfig,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inputs: Option<InputsRef<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allocation: Option<&'a Allocation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interfaces: Option<&'a Vec<InterfacePlan>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ip_map: Option<&'a crate::IpMap>,
+}
+
+impl<'a> PlanRecordRef<'a> {
+    /// The record of `plan` made from `net`, as [`PlanRecord::new`] makes
+    /// it (same checks, same errors).
+    pub fn new(
+        plan: &'a Plan,
+        net: Option<&'a Network>,
+        with_ops: bool,
+    ) -> Result<PlanRecordRef<'a>, RecordError> {
+        let inputs = net
+            .map(|n| Rows::new(n, &plan.allocation))
+            .transpose()?
+            .map(InputsRef);
+        let keep_ops = with_ops || inputs.is_none();
+        Ok(PlanRecordRef {
+            format: RECORD_FORMAT,
+            config: &plan.config,
+            allocation: inputs.is_none().then_some(&plan.allocation),
+            ip_map: inputs.is_none().then_some(&plan.ip_map),
+            inputs,
+            interfaces: keep_ops.then_some(&plan.interfaces),
+        })
     }
 }
 
@@ -461,6 +605,52 @@ impl PlanRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn borrowed_record_writes_the_same_json() {
+        for (circuits, seed) in [(0, 1), (1, 2), (300, 3)] {
+            let (net, mut p) = net_and_plan(circuits, seed);
+            for round in 0..2 {
+                for with_ops in [false, true] {
+                    for n in [Some(&net), None] {
+                        let owned =
+                            serde_json::to_string(&PlanRecord::new(&p, n, with_ops).unwrap())
+                                .unwrap();
+                        let borrowed =
+                            serde_json::to_string(&PlanRecordRef::new(&p, n, with_ops).unwrap())
+                                .unwrap();
+                        assert_eq!(owned, borrowed, "{circuits} circuits, ops {with_ops}");
+                    }
+                }
+                // Again with sqm overrides and without any device prefix.
+                if round == 0 {
+                    let mut net2 = net.clone();
+                    let mut cs = net2.circuits().to_vec();
+                    for c in &mut cs {
+                        c.sqm = Some(SqmOverride::new("fq_codel", ""));
+                        for d in &mut c.devices {
+                            d.ipv4.clear();
+                            d.ipv6.clear();
+                        }
+                    }
+                    net2.set_circuits(cs);
+                    p = crate::plan(&net2, &p.config, None).unwrap();
+                    let a =
+                        serde_json::to_string(&PlanRecord::new(&p, Some(&net2), false).unwrap());
+                    let b =
+                        serde_json::to_string(&PlanRecordRef::new(&p, Some(&net2), false).unwrap());
+                    assert_eq!(a.unwrap(), b.unwrap());
+                }
+            }
+        }
+        // The same errors for a network that is not the plan's.
+        let (net, _) = net_and_plan(5, 1);
+        let (_, other) = net_and_plan(6, 1);
+        assert_eq!(
+            PlanRecord::new(&other, Some(&net), false).unwrap_err(),
+            PlanRecordRef::new(&other, Some(&net), false).err().unwrap()
+        );
+    }
 
     fn net_and_plan(circuits: usize, seed: u64) -> (Network, Plan) {
         let g = lqos_model::generate(&lqos_model::GenParams {

@@ -34,7 +34,49 @@ pub fn render_line(dev: &str, op: &TcOp) -> String {
 /// All ops of one interface, one line each; with `root_delete` the text
 /// starts with `qdisc del dev X root`.
 pub fn render_interface(ip: &InterfacePlan, root_delete: bool) -> String {
-    let mut w = Out::new(&ip.dev, ip.ops.len() * 96 + 64);
+    let mut b = Vec::with_capacity(ip.ops.len() * 80 + 64);
+    let _ = interface_chunks(
+        ip,
+        root_delete,
+        usize::MAX,
+        &mut |_| Ok::<(), ()>(()),
+        &mut b,
+    );
+    bytes_to_string(b)
+}
+
+/// [`render_interface`], written to `w` in chunks of about 64 KiB (the
+/// text is never held whole).
+pub fn render_interface_to<W: std::io::Write>(
+    ip: &InterfacePlan,
+    root_delete: bool,
+    w: &mut W,
+) -> std::io::Result<()> {
+    let mut b = Vec::with_capacity(CHUNK + 512);
+    let mut flush = |b: &mut Vec<u8>| {
+        let r = w.write_all(b);
+        b.clear();
+        r
+    };
+    interface_chunks(ip, root_delete, CHUNK, &mut flush, &mut b)?;
+    flush(&mut b)
+}
+
+/// Buffer size of the `*_to` renderers.
+const CHUNK: usize = 64 * 1024;
+
+/// Renders `ip` into `b`, handing `b` to `flush` (which empties it) each
+/// time it holds `chunk` bytes or more.
+fn interface_chunks<E>(
+    ip: &InterfacePlan,
+    root_delete: bool,
+    chunk: usize,
+    flush: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), E>,
+    b: &mut Vec<u8>,
+) -> Result<(), E> {
+    let mut w = Out::new(&ip.dev, 0);
+    std::mem::swap(&mut w.b, b);
+    let mut res = Ok(());
     if root_delete {
         w.op(&TcOp::delete_root());
         w.nl();
@@ -42,8 +84,15 @@ pub fn render_interface(ip: &InterfacePlan, root_delete: bool) -> String {
     for op in &ip.ops {
         w.op(op);
         w.nl();
+        if w.b.len() >= chunk {
+            res = flush(&mut w.b);
+            if res.is_err() {
+                break;
+            }
+        }
     }
-    w.finish()
+    std::mem::swap(&mut w.b, b);
+    res
 }
 
 /// The combined file in the order LibreQoS writes `linux_tc.txt`: the queue
@@ -52,27 +101,67 @@ pub fn render_interface(ip: &InterfacePlan, root_delete: bool) -> String {
 /// the file starts with one root delete per interface.
 pub fn render_combined(plan: &Plan, root_delete: bool) -> String {
     let total: usize = plan.interfaces.iter().map(|i| i.ops.len()).sum();
+    let mut b: Vec<u8> = Vec::with_capacity(total * 80 + 128);
+    let _ = combined_chunks(
+        plan,
+        root_delete,
+        usize::MAX,
+        &mut |_| Ok::<(), ()>(()),
+        &mut b,
+    );
+    bytes_to_string(b)
+}
+
+/// [`render_combined`], written to `w` in chunks of about 64 KiB (the
+/// text is never held whole).
+pub fn render_combined_to<W: std::io::Write>(
+    plan: &Plan,
+    root_delete: bool,
+    w: &mut W,
+) -> std::io::Result<()> {
+    let mut b = Vec::with_capacity(CHUNK + 512);
+    let mut flush = |b: &mut Vec<u8>| {
+        let r = w.write_all(b);
+        b.clear();
+        r
+    };
+    combined_chunks(plan, root_delete, CHUNK, &mut flush, &mut b)?;
+    flush(&mut b)
+}
+
+/// Renders the combined file into `b`, handing `b` to `flush` (which
+/// empties it) each time it holds `chunk` bytes or more.
+fn combined_chunks<E>(
+    plan: &Plan,
+    root_delete: bool,
+    chunk: usize,
+    flush: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), E>,
+    b: &mut Vec<u8>,
+) -> Result<(), E> {
     let mut outs: Vec<Out> = plan
         .interfaces
         .iter()
         .map(|i| Out::new(&i.dev, 0))
         .collect();
-    let mut b: Vec<u8> = Vec::with_capacity(total * 96 + 128);
     // Each Out writes into the shared buffer in turn.
-    let emit = |w: &mut Out, b: &mut Vec<u8>, op: &TcOp| {
+    let mut emit = |w: &mut Out, b: &mut Vec<u8>, op: &TcOp| -> Result<(), E> {
         std::mem::swap(&mut w.b, b);
         w.op(op);
         w.nl();
         std::mem::swap(&mut w.b, b);
+        if b.len() >= chunk {
+            flush(b)?;
+        }
+        Ok(())
     };
     if root_delete {
         for w in outs.iter_mut() {
-            emit(w, &mut b, &TcOp::delete_root());
+            emit(w, b, &TcOp::delete_root())?;
         }
     }
     for (ip, w) in plan.interfaces.iter().zip(outs.iter_mut()) {
         for op in &ip.ops[..ip.setup_ops.min(ip.ops.len())] {
-            emit(w, &mut b, op);
+            emit(w, b, op)?;
         }
     }
     // Interleave the per-entity groups (a class op and the ops after it up
@@ -99,7 +188,7 @@ pub fn render_combined(plan: &Plan, root_delete: bool) -> String {
                 end += 1;
             }
             for op in &ip.ops[*cur..end] {
-                emit(w, &mut b, op);
+                emit(w, b, op)?;
             }
             *cur = end;
         }
@@ -107,7 +196,7 @@ pub fn render_combined(plan: &Plan, root_delete: bool) -> String {
             break;
         }
     }
-    bytes_to_string(b)
+    Ok(())
 }
 
 /// Appends the line for `op` (no newline) to `out`.
@@ -491,35 +580,12 @@ impl<'d> Out<'d> {
 
     #[inline]
     fn hex(&mut self, v: u32) {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut buf = [0u8; 8];
-        let mut i = buf.len();
-        let mut v = v;
-        loop {
-            i -= 1;
-            buf[i] = DIGITS[(v & 0xf) as usize];
-            v >>= 4;
-            if v == 0 {
-                break;
-            }
-        }
-        self.b.extend_from_slice(&buf[i..]);
+        crate::text::push_hex(&mut self.b, v);
     }
 
     #[inline]
     fn u(&mut self, v: u64) {
-        let mut buf = [0u8; 20];
-        let mut i = buf.len();
-        let mut v = v;
-        loop {
-            i -= 1;
-            buf[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        self.b.extend_from_slice(&buf[i..]);
+        crate::text::push_u64(&mut self.b, v);
     }
 }
 

@@ -23,8 +23,8 @@ fn dev(id: &str, nets: &[&str]) -> Device {
     }
     Device {
         id: id.into(),
-        name: format!("device {id}"),
-        mac: String::new(),
+        name: format!("device {id}").into(),
+        mac: Default::default(),
         ipv4,
         ipv6,
         line: 0,

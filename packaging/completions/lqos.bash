@@ -773,7 +773,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__watch)
-            opts="-h --network --devices --config --queues --sqm --strategy --classifier --netns --state-dir --lazy-leaves --poll --idle --verify-every --debounce --retry --skip-memory-check --log-format --help"
+            opts="-h --network --devices --config --queues --sqm --strategy --classifier --netns --state-dir --lazy-leaves --poll --idle --verify-every --debounce --no-incremental --retry --skip-memory-check --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

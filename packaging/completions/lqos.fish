@@ -174,6 +174,7 @@ complete -c lqos -n "__fish_lqos_using_subcommand watch" -l retry -d 'Seconds be
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l log-format -d 'Log format (logs go to stderr; under systemd, to the journal)' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per line (for log shippers)'"
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l lazy-leaves -d 'Give a circuit its leaf qdisc only while it carries traffic (also `[lqos] lazy_leaves = true` in lqos.conf, read at start)'
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l no-incremental -d 'Always re-read and re-plan all input on an edit (no incremental path for edited ShapedDevices.csv rows)'
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l skip-memory-check -d 'Load even when new leaf qdiscs are estimated not to fit in the kernel\'s memory (MemAvailable minus a margin). Without it such a load is refused (and retried), and a lazy-leaf poll gives only as many circuits their leaf as fit'
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lqos -n "__fish_lqos_using_subcommand status" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r

@@ -180,8 +180,8 @@ pub fn mutate(net: &lqos_model::Network, add: usize, remove: usize) -> lqos_mode
         .enumerate()
         .map(|(i, c)| {
             let mut c = c.clone();
-            c.id = format!("added-{i}");
-            c.name = format!("Added {i}");
+            c.id = format!("added-{i}").into();
+            c.name = format!("Added {i}").into();
             c.devices.clear();
             c
         })

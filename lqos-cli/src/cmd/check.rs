@@ -44,6 +44,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     print!("{}", loaded.report);
     let (errors, warnings) = (loaded.report.error_count(), loaded.report.warning_count());
     println!("{errors} error(s), {warnings} warning(s)");
+    // The process ends here: freeing every circuit one by one would only
+    // cost time.
+    std::mem::forget(loaded);
     Ok(ExitCode::from(if errors > 0 {
         EXIT_ERROR
     } else if warnings > 0 && args.strict {

@@ -11,6 +11,12 @@
 //!   daemon last loaded, the diff is computed against that, without reading
 //!   the kernel back; after any error, at SIGHUP and at every periodic
 //!   verify it reads the kernel back instead.
+//! - an edit of a few ShapedDevices.csv rows (nothing else changed) takes
+//!   the incremental path: only those rows are re-read and checked
+//!   ([`DevicesIndex`]), only their circuits re-planned in place
+//!   ([`lqos_tc::replan_circuits`]) and diffed against the known kernel
+//!   state ([`known_diff`]); the result is what the full path would load.
+//!   Every other edit (and every edit with an error) takes the full path.
 //! - inputs that fail validation are never applied: every problem is
 //!   logged (file, line, circuit), the live tree and the last good plan
 //!   stay, and the next change applies again.
@@ -38,11 +44,13 @@ use lqos_apply::lazy::{self, LeafTracker};
 use lqos_apply::memory::check_memory;
 use lqos_apply::watch::{Outcome, Trigger, WatchEvent, WatchStatus};
 use lqos_apply::{
-    apply_plan, last_good_allocation, load_deletes_first, plan_change, plan_files, preflight,
+    apply_plan, last_good_allocation, load_deletes_first, plan_change, plan_raw, preflight,
     read_live, ApplyError, ApplyOptions, Backend, IfaceOps, Inputs, LiveSource, LoadKind,
-    NetlinkBackend, NetlinkLive, NoProgress, Parallelism, QueueCount, RootDelete, StateDir,
+    NetlinkBackend, NetlinkLive, NoProgress, Parallelism, QueueCount, RawInputs, RootDelete,
+    StateDir,
 };
-use lqos_tc::{render_line, DiffSummary, Plan, TcTree};
+use lqos_model::{DevicesEdit, DevicesIndex, Network};
+use lqos_tc::{known_diff, render_line, DiffSummary, Plan, PlanIndex, Replan, TcOp, TcTree};
 use tracing::{debug, error, info, warn};
 
 use super::apply::{state_path, TargetArgs, PROBE_CACHE_FILE};
@@ -85,8 +93,12 @@ pub struct Args {
     #[arg(long, value_name = "MIN", default_value_t = 10.0)]
     pub verify_every: f64,
     /// Milliseconds without further file events before applying.
-    #[arg(long, value_name = "MS", default_value_t = 50)]
+    #[arg(long, value_name = "MS", default_value_t = 20)]
     pub debounce: u64,
+    /// Always re-read and re-plan all input on an edit (no incremental
+    /// path for edited ShapedDevices.csv rows).
+    #[arg(long)]
+    pub no_incremental: bool,
     /// Seconds before retrying an apply the kernel refused.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     pub retry: f64,
@@ -146,6 +158,44 @@ struct Daemon {
     plan_time: Duration,
     /// `--skip-memory-check`.
     skip_memory_check: bool,
+    /// The last good inputs, indexed for incremental edits: what `plan`
+    /// was planned from (`None`: the next edit is read and planned in
+    /// full).
+    incr: Option<Incremental>,
+    /// The inputs of a plan being loaded: `incr` once the load succeeds.
+    incr_pending: Option<Incremental>,
+    /// `--no-incremental`.
+    no_incremental: bool,
+}
+
+/// What the incremental edit path keeps of the last good inputs: the
+/// bytes of `network.json` and `lqos.conf` (an edit of either is planned
+/// in full), the model read from them, `ShapedDevices.csv` indexed by
+/// record, and where every class and leaf is in the plan.
+struct Incremental {
+    network_text: String,
+    config_text: Option<String>,
+    net: Network,
+    index: DevicesIndex,
+    plan_index: PlanIndex,
+}
+
+/// Why an incremental edit gave way to the full path (logged at debug).
+struct NotIncremental(String);
+
+/// The parts of an incremental edit's time.
+#[derive(Default)]
+struct Breakdown {
+    /// Read the files, find and re-read the changed rows, check them.
+    parse: Duration,
+    /// Re-plan the changed circuits.
+    plan: Duration,
+    /// Diff their ops against the known kernel model.
+    diff: Duration,
+    /// Send them and wait for the kernel's ACKs.
+    load: Duration,
+    rows: usize,
+    circuits: usize,
 }
 
 /// A failure of one apply step, already logged: [`Outcome::Rejected`]
@@ -192,17 +242,33 @@ impl Daemon {
             }
         };
         let t = Instant::now();
-        let r = plan_files(
-            &self.inputs,
-            &self.overrides,
-            QueueCount::FromInterfaces(&self.live),
-            prev.as_ref(),
-        );
+        self.incr_pending = None;
+        let r = self.inputs.read().and_then(|raw| {
+            plan_raw(
+                &self.inputs,
+                &raw,
+                &self.overrides,
+                QueueCount::FromInterfaces(&self.live),
+                prev.as_ref(),
+            )
+            .map(|p| (p, raw))
+        });
         self.plan_time = t.elapsed();
         match r {
-            Ok(planned) => {
+            Ok((planned, raw)) => {
                 for w in planned.report.warnings() {
                     warn!(problem = %w, "input warning");
+                }
+                if !self.no_incremental {
+                    let t = Instant::now();
+                    // Taken up once this plan is loaded.
+                    self.incr_pending =
+                        Incremental::new(&self.inputs, raw, planned.network, &planned.plan);
+                    debug!(
+                        ms = format!("{:.1}", t.elapsed().as_secs_f64() * 1e3),
+                        indexed = self.incr_pending.is_some(),
+                        "inputs indexed for incremental edits"
+                    );
                 }
                 Ok(planned.plan)
             }
@@ -297,9 +363,14 @@ impl Daemon {
             );
             ev.error = Some(e.to_string());
             self.model = None;
+            self.incr = None;
+            self.incr_pending = None;
             self.resync_leaves();
             self.save_status(ev);
             return Err(Failed(Outcome::Failed));
+        }
+        if let Some(i) = self.incr_pending.take() {
+            self.incr = Some(i);
         }
         // The known model was updated op by op; after a read-back it is the
         // plan's trees.
@@ -423,10 +494,198 @@ impl Daemon {
         }
     }
 
-    /// Plan the inputs and load them.
+    /// Plan the inputs and load them: an edit of a few ShapedDevices.csv
+    /// rows through the incremental path when the kernel's state is known,
+    /// everything else (and whatever that path does not take) in full.
     fn reload(&mut self, trigger: Trigger, since: Instant, readback: bool) -> Result<(), Failed> {
+        if !readback && trigger == Trigger::FileChange {
+            match self.edit_incremental(trigger, since) {
+                Ok(r) => return r,
+                Err(NotIncremental(why)) => {
+                    debug!(reason = %why, "edit planned in full");
+                }
+            }
+        }
         let plan = self.plan_inputs(trigger, since)?;
         self.load(plan, trigger, since, readback).map(drop)
+    }
+
+    /// The incremental edit path: only ShapedDevices.csv changed, in rows
+    /// [`DevicesIndex::edit`] can read alone; re-plan their circuits in
+    /// place ([`lqos_tc::replan_circuits`]), diff their ops against the
+    /// known kernel model ([`known_diff`]) and send that. `Err` (nothing
+    /// sent, nothing changed but the dropped index) when the full path
+    /// must run instead.
+    fn edit_incremental(
+        &mut self,
+        trigger: Trigger,
+        since: Instant,
+    ) -> Result<Result<(), Failed>, NotIncremental> {
+        let no = |why: &str| NotIncremental(why.to_string());
+        let mut b = Breakdown::default();
+        let t = Instant::now();
+        let (Some(incr), Some(_), Some(_)) = (&mut self.incr, &self.model, &self.plan) else {
+            return Err(no("no indexed last good state"));
+        };
+        let raw = self.inputs.read().map_err(|e| no(&e.to_string()))?;
+        if raw.network != incr.network_text || raw.config != incr.config_text {
+            return Err(no("network.json or lqos.conf changed"));
+        }
+        let patch = match incr.index.edit(&incr.net, &raw.devices) {
+            DevicesEdit::Same => {
+                info!(%trigger, "inputs unchanged; nothing to apply");
+                return Ok(Ok(()));
+            }
+            DevicesEdit::Full(why) => return Err(NotIncremental(why)),
+            DevicesEdit::Patch(p) => p,
+        };
+        for w in patch.report.warnings() {
+            warn!(problem = %w, "input warning");
+        }
+        b.rows = patch.rows;
+        b.circuits = patch.circuits.len();
+        b.parse = t.elapsed();
+        let t = Instant::now();
+        let plan = self.plan.as_mut().expect("checked above");
+        let at = match lqos_tc::replan_circuits(plan, &incr.plan_index, &incr.net, &patch.circuits)
+        {
+            Replan::Patched(at) => at,
+            // Nothing changed yet: the full path from the same state.
+            Replan::Full(why) => return Err(NotIncremental(why)),
+        };
+        let t_commit = Instant::now();
+        incr.index.commit(&mut incr.net, patch, raw.devices);
+        b.parse += t_commit.elapsed();
+        b.plan = t.elapsed();
+        let t = Instant::now();
+        let mut streams: Vec<IfaceOps> = Vec::new();
+        let model = self.model.as_ref().expect("checked above");
+        let empty = TcTree::default();
+        let mut fallback = None;
+        for (i, ip) in plan.interfaces.iter().enumerate() {
+            let ops = at
+                .iter()
+                .filter(|(k, _)| *k == i)
+                .map(|&(_, o)| &ip.ops[o])
+                .filter(|op| match (op, &self.tracker) {
+                    // Lazy leaves: an idle circuit's leaf is not loaded.
+                    (TcOp::AddQdisc(q), Some(t)) => {
+                        t.active().contains(&(ip.dev.clone(), q.parent))
+                    }
+                    _ => true,
+                });
+            match known_diff(model.get(&ip.dev).unwrap_or(&empty), ops) {
+                Ok(d) => streams.push(IfaceOps::new(ip.dev.clone(), d)),
+                Err(e) => {
+                    fallback = Some(e);
+                    break;
+                }
+            }
+        }
+        b.diff = t.elapsed();
+        let plan = self.plan.take().expect("checked above");
+        if let Some(why) = fallback {
+            // The patched plan is right; only the short diff does not
+            // apply (e.g. a leaf changes kind): diff the whole tree.
+            debug!(reason = %why, "diffing the whole tree against the known state");
+            return Ok(self.load(plan, trigger, since, false).map(drop));
+        }
+        Ok(self.load_patch(plan, streams, trigger, since, b))
+    }
+
+    /// Sends an incremental edit's ops and records the outcome.
+    fn load_patch(
+        &mut self,
+        plan: Plan,
+        streams: Vec<IfaceOps<'_>>,
+        trigger: Trigger,
+        since: Instant,
+        mut b: Breakdown,
+    ) -> Result<(), Failed> {
+        let sum = summarize(&streams);
+        let t = Instant::now();
+        let memory = match (&self.model, self.skip_memory_check) {
+            (Some(model), false) => {
+                let empty = TcTree::default();
+                let trees: Vec<&TcTree> = streams
+                    .iter()
+                    .map(|s| model.get(&s.dev).unwrap_or(&empty))
+                    .collect();
+                check_memory(&streams, &trees, || self.live.meminfo()).err()
+            }
+            _ => None,
+        };
+        let err = if memory.is_some() {
+            memory
+        } else if streams.iter().all(|s| s.is_empty()) {
+            None
+        } else {
+            load_deletes_first(&self.backend, &streams, &NoProgress)
+                .into_result()
+                .err()
+        };
+        b.load = t.elapsed();
+        let took = since.elapsed();
+        let mut ev = WatchEvent::now(
+            trigger,
+            if err.is_none() {
+                Outcome::Applied
+            } else {
+                Outcome::Failed
+            },
+            took,
+        );
+        (ev.added, ev.changed, ev.removed) = (sum.added, sum.changed, sum.removed);
+        if let Some(e) = err {
+            error!(
+                %trigger,
+                changed = sum.changed,
+                error = %e,
+                "kernel error; will retry"
+            );
+            ev.error = Some(e.to_string());
+            // Unknown kernel state: the retry reads it back and plans in full.
+            self.model = None;
+            self.incr = None;
+            self.plan = Some(plan);
+            self.resync_leaves();
+            self.save_status(ev);
+            return Err(Failed(Outcome::Failed));
+        }
+        if let Some(model) = self.model.as_mut() {
+            for s in &streams {
+                let tree = model.entry(s.dev.clone()).or_default();
+                if s.sent().any(|op| tree.apply(&op).is_err()) {
+                    warn!(dev = %s.dev, "the daemon's model of the kernel went out of step; reading back next time");
+                    self.model = None;
+                    break;
+                }
+            }
+        }
+        let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1e3);
+        info!(
+            %trigger,
+            added = sum.added,
+            changed = sum.changed,
+            removed = sum.removed,
+            ms = format!("{:.1}", took.as_secs_f64() * 1e3),
+            incremental = true,
+            rows = b.rows,
+            circuits = b.circuits,
+            parse_ms = ms(b.parse),
+            plan_ms = ms(b.plan),
+            diff_ms = ms(b.diff),
+            load_ms = ms(b.load),
+            "applied"
+        );
+        // After the kernel is done: the state files.
+        let t = Instant::now();
+        self.save_last_good(&plan);
+        debug!(ms = ms(t.elapsed()), "last good plan saved");
+        self.status.active_leaves = self.active_leaves(&plan);
+        self.plan = Some(plan);
+        self.save_status(ev);
+        Ok(())
     }
 
     /// Verify and repair against the current plan (read back, send the
@@ -538,6 +797,21 @@ impl Daemon {
         );
         self.status.active_leaves = active;
         self.save_status(ev);
+    }
+}
+
+impl Incremental {
+    /// Indexes the last good inputs (`None` if ShapedDevices.csv cannot be
+    /// indexed: then every edit is planned in full).
+    fn new(inputs: &Inputs, raw: RawInputs, net: Network, plan: &Plan) -> Option<Incremental> {
+        let index = DevicesIndex::new(&inputs.devices_label(), raw.devices, &net)?;
+        Some(Incremental {
+            network_text: raw.network,
+            config_text: raw.config,
+            net,
+            index,
+            plan_index: PlanIndex::new(plan),
+        })
     }
 }
 
@@ -668,6 +942,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         tracker: None,
         status: WatchStatus::new(netns.as_deref(), lazy_on),
         plan_time: Duration::ZERO,
+        incr: None,
+        incr_pending: None,
+        no_incremental: args.no_incremental,
         skip_memory_check: args.skip_memory_check,
     };
     info!(

@@ -26,13 +26,13 @@ pub fn circuit(
 ) -> Circuit {
     Circuit {
         id: id.into(),
-        name: format!("Circuit {id}"),
+        name: format!("Circuit {id}").into(),
         parent: parent.map(Into::into),
         download_min: dmin.parse().unwrap(),
         upload_min: umin.parse().unwrap(),
         download_max: dmax.parse().unwrap(),
         upload_max: umax.parse().unwrap(),
-        comment: String::new(),
+        comment: Default::default(),
         sqm: None,
         devices: vec![],
     }
