@@ -4,7 +4,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use lqos_model::Network;
-use lqos_tc::{Allocation, Plan, PlanRecord};
+use lqos_tc::{Allocation, Plan, PlanRecord, PlanRecordRef};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Progress};
@@ -38,6 +38,16 @@ struct SavedState {
     netns: Option<String>,
     applied_at: u64,
     record: PlanRecord,
+}
+
+/// [`SavedState`] as written: the same fields, the record borrowed from
+/// the plan (no copy of its rows).
+#[derive(Serialize)]
+struct SavedStateRef<'a> {
+    version: u32,
+    netns: Option<&'a str>,
+    applied_at: u64,
+    record: PlanRecordRef<'a>,
 }
 
 /// Just the format number of a state file.
@@ -168,7 +178,7 @@ pub fn save_last_good(
     net: Option<&Network>,
 ) -> Result<bool> {
     let file = saved_plan_file(netns);
-    let record = PlanRecord::new(plan, net, false).map_err(|e| ApplyError::State {
+    let record = PlanRecordRef::new(plan, net, false).map_err(|e| ApplyError::State {
         path: state.path().join(&file),
         message: format!("cannot record the plan: {e}"),
     })?;
@@ -187,9 +197,9 @@ pub fn save_last_good(
     if unchanged {
         return Ok(false);
     }
-    let saved = SavedState {
+    let saved = SavedStateRef {
         version: SAVED_PLAN_VERSION,
-        netns: netns.map(str::to_string),
+        netns,
         applied_at: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())

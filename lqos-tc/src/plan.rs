@@ -1355,6 +1355,50 @@ fn classify_stage(plan: &mut Plan, circuits: &[Circuit], previous: Option<&Alloc
     plan.ip_map = ip_map;
 }
 
+/// Appends the IP map entries of circuit `ci` (in `slot`) to `out`: one per
+/// device address/prefix, devices in order, IPv4 then IPv6, filter handle
+/// 0 (assigned afterwards). Shared by the planner and the incremental
+/// re-plan, so both build identical entries.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn push_circuit_entries(
+    out: &mut Vec<IpMapEntry>,
+    ci: usize,
+    c: &Circuit,
+    slot: &CircuitSlot,
+    per_dir: u32,
+    stick: bool,
+    dev_d: &SmolStr,
+    dev_u: &SmolStr,
+) {
+    let qd = slot.queue;
+    let qu = if stick {
+        per_dir + slot.queue
+    } else {
+        slot.queue
+    };
+    let steer = |dev: &SmolStr, queue: u32| Steer {
+        dev: dev.clone(),
+        queue,
+        classid: TcHandle::new(queue as u16 + 1, slot.minor),
+    };
+    for d in &c.devices {
+        let nets = d.ipv4.iter().map(|n| IpNet::V4(*n));
+        for net in nets.chain(d.ipv6.iter().map(|n| IpNet::V6(*n))) {
+            out.push(IpMapEntry {
+                net: net.trunc(),
+                circuit: ci as u32,
+                circuit_id: c.id.clone(),
+                circuit_name: c.name.clone(),
+                device_id: d.id.clone(),
+                device_name: d.name.clone(),
+                download: steer(dev_d, qd),
+                upload: steer(dev_u, qu),
+                filter_handle: 0,
+            });
+        }
+    }
+}
+
 /// The IP map: one entry per device address/prefix, each prefix with the
 /// filter handle it had in `previous` (or the lowest free one).
 fn ip_map(
@@ -1374,33 +1418,7 @@ fn ip_map(
     let mut entries = Vec::with_capacity(count);
     let (dev_d, dev_u) = (SmolStr::from(dev_d), SmolStr::from(dev_u));
     for (ci, (c, slot)) in circuits.iter().zip(slots).enumerate() {
-        let qd = slot.queue;
-        let qu = if stick {
-            per_dir + slot.queue
-        } else {
-            slot.queue
-        };
-        let steer = |dev: &SmolStr, queue: u32| Steer {
-            dev: dev.clone(),
-            queue,
-            classid: TcHandle::new(queue as u16 + 1, slot.minor),
-        };
-        for d in &c.devices {
-            let nets = d.ipv4.iter().map(|n| IpNet::V4(*n));
-            for net in nets.chain(d.ipv6.iter().map(|n| IpNet::V6(*n))) {
-                entries.push(IpMapEntry {
-                    net: net.trunc(),
-                    circuit: ci as u32,
-                    circuit_id: c.id.clone(),
-                    circuit_name: c.name.clone(),
-                    device_id: d.id.clone(),
-                    device_name: d.name.clone(),
-                    download: steer(&dev_d, qd),
-                    upload: steer(&dev_u, qu),
-                    filter_handle: 0,
-                });
-            }
-        }
+        push_circuit_entries(&mut entries, ci, c, slot, per_dir, stick, &dev_d, &dev_u);
     }
     // Handles: survivors keep theirs; one handle per distinct prefix.
     let mut assigned: FxMap<IpNet, u32> = FxMap::default();

@@ -17,8 +17,8 @@ use std::collections::HashMap;
 use ipnet::IpNet;
 use lqos_model::{Circuit, Network};
 
-use crate::ipmap::{sort_key, IpMap, IpMapEntry, Steer};
-use crate::plan::{circuit_rates, devices, htb_class, r2q_for, LeafChooser};
+use crate::ipmap::{sort_key, IpMap, IpMapEntry};
+use crate::plan::{circuit_rates, devices, htb_class, push_circuit_entries, r2q_for, LeafChooser};
 use crate::rules::{class_satisfies, kind_satisfies, reset_kind};
 use crate::{Classifier, FilterSlot, Interfaces, Plan, Qdisc, TcHandle, TcOp, TcTree};
 
@@ -233,35 +233,17 @@ impl IpPatch {
 fn entries_of(plan: &Plan, c: &Circuit, ci: usize) -> Vec<IpMapEntry> {
     let stick = matches!(plan.config.interfaces, Interfaces::OnAStick { .. });
     let (dev_d, dev_u) = devices(&plan.config);
-    let slot = &plan.allocation.circuits[ci];
-    let qd = slot.queue;
-    let qu = if stick {
-        plan.allocation.queues + slot.queue
-    } else {
-        slot.queue
-    };
-    let steer = |dev: &str, queue: u32| Steer {
-        dev: dev.into(),
-        queue,
-        classid: TcHandle::new(queue as u16 + 1, slot.minor),
-    };
     let mut out = Vec::new();
-    for d in &c.devices {
-        let nets = d.ipv4.iter().map(|n| IpNet::V4(*n));
-        for net in nets.chain(d.ipv6.iter().map(|n| IpNet::V6(*n))) {
-            out.push(IpMapEntry {
-                net: net.trunc(),
-                circuit: ci as u32,
-                circuit_id: c.id.clone(),
-                circuit_name: c.name.clone(),
-                device_id: d.id.clone(),
-                device_name: d.name.clone(),
-                download: steer(&dev_d, qd),
-                upload: steer(&dev_u, qu),
-                filter_handle: 0,
-            });
-        }
-    }
+    push_circuit_entries(
+        &mut out,
+        ci,
+        c,
+        &plan.allocation.circuits[ci],
+        plan.allocation.queues,
+        stick,
+        &dev_d.into(),
+        &dev_u.into(),
+    );
     out
 }
 
