@@ -247,6 +247,33 @@ fn is_classifier_op(op: &TcOp) -> bool {
     }
 }
 
+/// [`plan_change`] of every interface of `plan` against its live tree
+/// (`trees`, in the plan's order), one thread per interface when there are
+/// several: the interfaces are independent, and on a no-op reload the two
+/// diffs are most of what follows the kernel's dumps.
+fn plan_changes<'a>(plan: &'a Plan, trees: &[TcTree], full: bool) -> Vec<Change<'a>> {
+    if plan.interfaces.len() < 2 {
+        return plan
+            .interfaces
+            .iter()
+            .zip(trees)
+            .map(|(ip, tree)| plan_change(ip, tree, full))
+            .collect();
+    }
+    std::thread::scope(|s| {
+        let workers: Vec<_> = plan
+            .interfaces
+            .iter()
+            .zip(trees)
+            .map(|(ip, tree)| s.spawn(move || plan_change(ip, tree, full)))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
 /// The ops that take `live` to `ip`: the diff when the layout matches
 /// ([`rules::layout`]; and `full` is off), else a root delete (if a tree is
 /// there, [`rules::rebuild_deletes_root`]) plus the full build of the
@@ -352,12 +379,7 @@ pub fn apply_plan<'a>(
     }
     let readback = sw.stop();
     let sw = Stopwatch::start(CpuScope::Process);
-    let changes = plan
-        .interfaces
-        .iter()
-        .zip(&trees)
-        .map(|(ip, tree)| plan_change(ip, tree, opts.full))
-        .collect();
+    let changes = plan_changes(plan, &trees, opts.full);
     let diff_t = sw.stop();
     let mut report = ApplyReport {
         changes,
