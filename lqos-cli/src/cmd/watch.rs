@@ -337,30 +337,8 @@ impl Daemon {
             Ok(x) => x,
             Err(e) => (DiffSummary::default(), Vec::new(), Some(e)),
         };
-        let mut ev = WatchEvent::now(
-            trigger,
-            if err.is_none() {
-                Outcome::Applied
-            } else {
-                Outcome::Failed
-            },
-            took,
-        );
-        (ev.added, ev.changed, ev.removed) = (sum.added, sum.changed, sum.removed);
+        let mut ev = load_event(trigger, took, &sum, err.as_ref());
         if let Some(e) = err {
-            let what = if matches!(e, ApplyError::NotEnoughMemory { .. }) {
-                "not enough memory: nothing changed; will retry"
-            } else {
-                "kernel error; will retry"
-            };
-            error!(
-                %trigger,
-                added = sum.added,
-                changed = sum.changed,
-                removed = sum.removed,
-                error = %e,
-                "{what}"
-            );
             ev.error = Some(e.to_string());
             self.model = None;
             self.incr = None;
@@ -626,23 +604,8 @@ impl Daemon {
         };
         b.load = t.elapsed();
         let took = since.elapsed();
-        let mut ev = WatchEvent::now(
-            trigger,
-            if err.is_none() {
-                Outcome::Applied
-            } else {
-                Outcome::Failed
-            },
-            took,
-        );
-        (ev.added, ev.changed, ev.removed) = (sum.added, sum.changed, sum.removed);
+        let mut ev = load_event(trigger, took, &sum, err.as_ref());
         if let Some(e) = err {
-            error!(
-                %trigger,
-                changed = sum.changed,
-                error = %e,
-                "kernel error; will retry"
-            );
             ev.error = Some(e.to_string());
             // Unknown kernel state: the retry reads it back and plans in full.
             self.model = None;
@@ -826,6 +789,40 @@ fn leaves_that_fit(add: &[lqos_tc::TcOp], usable: u64) -> usize {
             sum <= usable
         })
         .count()
+}
+
+/// The status event of a load (full or incremental) that took `took` and
+/// sent `sum`; a failed one (`err`) is logged here, one line for both
+/// paths.
+fn load_event(
+    trigger: Trigger,
+    took: Duration,
+    sum: &DiffSummary,
+    err: Option<&ApplyError>,
+) -> WatchEvent {
+    let outcome = if err.is_none() {
+        Outcome::Applied
+    } else {
+        Outcome::Failed
+    };
+    let mut ev = WatchEvent::now(trigger, outcome, took);
+    (ev.added, ev.changed, ev.removed) = (sum.added, sum.changed, sum.removed);
+    if let Some(e) = err {
+        let what = if matches!(e, ApplyError::NotEnoughMemory { .. }) {
+            "not enough memory: nothing changed; will retry"
+        } else {
+            "kernel error; will retry"
+        };
+        error!(
+            %trigger,
+            added = sum.added,
+            changed = sum.changed,
+            removed = sum.removed,
+            error = %e,
+            "{what}"
+        );
+    }
+    ev
 }
 
 fn summarize(streams: &[IfaceOps<'_>]) -> DiffSummary {
