@@ -52,14 +52,9 @@ pub fn render_interface_to<W: std::io::Write>(
     root_delete: bool,
     w: &mut W,
 ) -> std::io::Result<()> {
-    let mut b = Vec::with_capacity(CHUNK + 512);
-    let mut flush = |b: &mut Vec<u8>| {
-        let r = w.write_all(b);
-        b.clear();
-        r
-    };
-    interface_chunks(ip, root_delete, CHUNK, &mut flush, &mut b)?;
-    flush(&mut b)
+    write_chunked(w, |flush, b| {
+        interface_chunks(ip, root_delete, CHUNK, flush, b)
+    })
 }
 
 /// Buffer size of the `*_to` renderers.
@@ -119,13 +114,27 @@ pub fn render_combined_to<W: std::io::Write>(
     root_delete: bool,
     w: &mut W,
 ) -> std::io::Result<()> {
+    write_chunked(w, |flush, b| {
+        combined_chunks(plan, root_delete, CHUNK, flush, b)
+    })
+}
+
+/// Runs a `*_chunks` renderer with a [`CHUNK`]-sized buffer whose flush
+/// writes to `w`, then writes what is left.
+fn write_chunked<W: std::io::Write>(
+    w: &mut W,
+    render: impl FnOnce(
+        &mut dyn FnMut(&mut Vec<u8>) -> std::io::Result<()>,
+        &mut Vec<u8>,
+    ) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let mut b = Vec::with_capacity(CHUNK + 512);
     let mut flush = |b: &mut Vec<u8>| {
         let r = w.write_all(b);
         b.clear();
         r
     };
-    combined_chunks(plan, root_delete, CHUNK, &mut flush, &mut b)?;
+    render(&mut flush, &mut b)?;
     flush(&mut b)
 }
 
