@@ -212,16 +212,10 @@ impl LeafTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lqos_tc::{LeafSpec, Plan, PlanConfig, Qdisc, QdiscKind};
+    use lqos_tc::{Plan, Qdisc};
 
     fn plan(circuits: usize) -> Plan {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            ..Default::default()
-        });
-        let mut cfg = PlanConfig::bridge("ens19", "ens20", 4);
-        cfg.default_sqm = LeafSpec::Qdisc(QdiscKind::Pfifo { limit: None });
-        lqos_tc::plan(&g.network, &cfg, None).unwrap()
+        crate::test_fixtures::bridge_plan(circuits, 1, "pfifo").1
     }
 
     fn stats(ip: &InterfacePlan, bytes: impl Fn(usize) -> u64) -> Vec<ClassStats> {

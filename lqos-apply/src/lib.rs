@@ -73,6 +73,8 @@ mod netns;
 mod prefetch;
 mod session;
 pub mod state;
+#[cfg(test)]
+mod test_fixtures;
 pub mod timing;
 mod verify;
 pub mod watch;

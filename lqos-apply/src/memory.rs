@@ -118,18 +118,11 @@ pub fn check_memory(
 mod tests {
     use super::*;
     use lqos_tc::memory::CAKE_BYTES;
-    use lqos_tc::{LeafSpec, PlanConfig};
 
     const MEMINFO: &str = "MemTotal:        6080276 kB\nMemFree:         5900000 kB\nMemAvailable:    5855440 kB\nBuffers:               0 kB\n";
 
     fn plan(circuits: usize, sqm: &str) -> lqos_tc::Plan {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            ..Default::default()
-        });
-        let mut cfg = PlanConfig::bridge("ens19", "ens20", 4);
-        cfg.default_sqm = sqm.parse::<LeafSpec>().unwrap();
-        lqos_tc::plan(&g.network, &cfg, None).unwrap()
+        crate::test_fixtures::bridge_plan(circuits, 1, sqm).1
     }
 
     #[test]

@@ -226,14 +226,7 @@ mod tests {
     }
 
     fn plan(circuits: usize, seed: u64) -> lqos_tc::Plan {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            seed,
-            ..Default::default()
-        });
-        let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
-        cfg.default_sqm = lqos_tc::LeafSpec::Qdisc(lqos_tc::QdiscKind::Pfifo { limit: None });
-        lqos_tc::plan(&g.network, &cfg, None).unwrap()
+        crate::test_fixtures::bridge_plan(circuits, seed, "pfifo").1
     }
 
     fn devs() -> Vec<String> {

@@ -309,14 +309,7 @@ mod tests {
     use crate::backend::{NoProgress, Recording};
 
     fn plan(circuits: usize, seed: u64) -> Plan {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            seed,
-            ..Default::default()
-        });
-        let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
-        cfg.default_sqm = lqos_tc::LeafSpec::Qdisc(lqos_tc::QdiscKind::Pfifo { limit: None });
-        lqos_tc::plan(&g.network, &cfg, None).unwrap()
+        net_and_plan(circuits, seed).1
     }
 
     #[test]
@@ -368,15 +361,7 @@ mod tests {
     }
 
     fn net_and_plan(circuits: usize, seed: u64) -> (lqos_model::Network, Plan) {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            seed,
-            ..Default::default()
-        });
-        let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
-        cfg.default_sqm = lqos_tc::LeafSpec::Qdisc(lqos_tc::QdiscKind::Pfifo { limit: None });
-        let p = lqos_tc::plan(&g.network, &cfg, None).unwrap();
-        (g.network, p)
+        crate::test_fixtures::bridge_plan(circuits, seed, "pfifo")
     }
 
     #[test]

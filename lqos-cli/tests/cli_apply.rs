@@ -15,14 +15,8 @@ fn apply_verify_drift_repair_lock_and_rollback() {
     if !require_netns("cli apply") {
         return;
     }
-    let ns =
-        ScratchNetns::with_veth(&unique_name("lqos-cli", "apply"), "ens19", "ens20", 16).unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let (ns, dir) = common::netns_with_generated("apply", 16, 500);
     let d = dir.path();
-    assert_eq!(
-        code(&lqos(d, &["gen", "--circuits", "500", "--out", "."])),
-        0
-    );
     let base = ["--netns", ns.name(), "--state-dir", "st", "--sqm", "pfifo"];
     let with = |extra: &[&str]| -> Vec<String> {
         extra
@@ -298,14 +292,8 @@ fn read_ahead_noop_sees_every_drift_and_bad_inputs_change_nothing() {
     if !require_netns("cli apply read-ahead") {
         return;
     }
-    let ns =
-        ScratchNetns::with_veth(&unique_name("lqos-cli", "ahead"), "ens19", "ens20", 4).unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let (ns, dir) = common::netns_with_generated("ahead", 4, 300);
     let d = dir.path();
-    assert_eq!(
-        code(&lqos(d, &["gen", "--circuits", "300", "--out", "."])),
-        0
-    );
     let run = |extra: &[&str]| {
         let mut args = vec!["apply", "--netns", ns.name(), "--state-dir", "st"];
         args.extend_from_slice(&["--sqm", "pfifo", "--queues", "4"]);

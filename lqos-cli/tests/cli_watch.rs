@@ -187,14 +187,8 @@ fn watch_applies_renamed_edits_rejects_broken_files_and_handles_signals() {
     if !require_netns("cli watch") {
         return;
     }
-    let ns =
-        ScratchNetns::with_veth(&unique_name("lqos-cli", "watch"), "ens19", "ens20", 8).unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let (ns, dir) = common::netns_with_generated("watch", 8, 300);
     let d = dir.path();
-    assert_eq!(
-        code(&lqos(d, &["gen", "--circuits", "300", "--out", "."])),
-        0
-    );
     let daemon = Daemon::start(
         d,
         &[
@@ -403,14 +397,8 @@ fn watch_edits_take_the_incremental_path_and_match_a_full_plan() {
     if !require_netns("cli watch incremental") {
         return;
     }
-    let ns =
-        ScratchNetns::with_veth(&unique_name("lqos-cli", "incr"), "ens19", "ens20", 4).unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let (ns, dir) = common::netns_with_generated("incr", 4, 400);
     let d = dir.path();
-    assert_eq!(
-        code(&lqos(d, &["gen", "--circuits", "400", "--out", "."])),
-        0
-    );
     let daemon = Daemon::start(
         d,
         &[

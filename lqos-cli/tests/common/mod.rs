@@ -29,6 +29,28 @@ pub fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
 
+/// A scratch namespace `lqos-cli-TAG-*` with a veth pair `ens19`/`ens20`
+/// of `queues` TX queues, and a temporary directory holding `lqos gen
+/// --circuits CIRCUITS` (the network, devices and config).
+pub fn netns_with_generated(
+    tag: &str,
+    queues: u32,
+    circuits: usize,
+) -> (lqos_apply::netns::ScratchNetns, tempfile::TempDir) {
+    let ns = lqos_apply::netns::ScratchNetns::with_veth(
+        &lqos_apply::netns::unique_name("lqos-cli", tag),
+        "ens19",
+        "ens20",
+        queues,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let n = circuits.to_string();
+    let o = lqos(dir.path(), &["gen", "--circuits", &n, "--out", "."]);
+    assert_eq!(code(&o), 0, "{:?}", text(&o));
+    (ns, dir)
+}
+
 /// stdout of a run that must succeed (else panics with both streams).
 pub fn ok(o: &Output) -> String {
     let (out, err) = text(o);
