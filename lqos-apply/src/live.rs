@@ -350,14 +350,20 @@ impl NetlinkLive {
         f(guard.as_mut().expect("socket just opened"))
     }
 
-    /// The byte/packet counters of every class of `dev` (one dump; see
-    /// [`NetlinkSocket::class_stats`]).
-    pub fn class_stats(&self, dev: &str) -> Result<Vec<crate::netlink::ClassStats>> {
+    /// The byte/packet counters of the classes of `dev`'s HTB qdiscs with
+    /// majors `htb_majors` (a plan's [`htb_majors`](lqos_tc::InterfacePlan::htb_majors);
+    /// one class dump each, see [`NetlinkSocket::class_stats_of`]).
+    pub fn class_stats(
+        &self,
+        dev: &str,
+        htb_majors: &[u16],
+    ) -> Result<Vec<crate::netlink::ClassStats>> {
+        let htbs: Vec<TcHandle> = htb_majors.iter().map(|&m| TcHandle::new(m, 0)).collect();
         self.with_sock(|s| {
             let link = s
                 .link(dev)
                 .map_err(|e| netlink_error(Some(dev), "looking up the interface", e))?;
-            s.class_stats(link.ifindex)
+            s.class_stats_of(link.ifindex, &htbs)
                 .map_err(|e| netlink_error(Some(dev), "reading class counters", e))
         })
         .map_err(|e| self.in_ns(e))

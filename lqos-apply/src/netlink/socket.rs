@@ -545,8 +545,21 @@ impl NetlinkSocket {
             }
             Ok(())
         })?;
+        self.class_stats_of(ifindex, &htbs)
+    }
+
+    /// The counters of the classes of the HTB qdiscs `htbs` (handles
+    /// `major:`) of interface `ifindex`, one class dump each, without the
+    /// qdisc dump [`class_stats`](Self::class_stats) makes to find them: for
+    /// a caller that knows them (a plan's HTBs). An HTB that does not exist
+    /// has no classes.
+    pub fn class_stats_of(
+        &mut self,
+        ifindex: i32,
+        htbs: &[TcHandle],
+    ) -> Result<Vec<ClassStats>, NetlinkError> {
         let mut out = Vec::new();
-        for htb in htbs {
+        for &htb in htbs {
             self.dump_kind(RTM_GETTCLASS, ifindex, htb, |payload| {
                 if let Some((ifi, s)) = super::stats::decode_class_stats(payload)? {
                     if ifi == ifindex {

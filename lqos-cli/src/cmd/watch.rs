@@ -25,8 +25,8 @@
 //! - SIGHUP applies now; SIGTERM/SIGINT exit 0 and leave the tree as is.
 //! - every `--verify-every` minutes, verify and repair (the ops that
 //!   repaired drift are logged).
-//! - with lazy leaves, every `--poll` seconds one class dump per interface
-//!   gives circuits whose counters moved their leaf, and takes it from
+//! - with lazy leaves, every `--poll` seconds one class dump per planned
+//!   HTB qdisc gives circuits whose counters moved their leaf, and takes it from
 //!   circuits idle for `--idle` seconds ([`lqos_apply::lazy`]).
 //!
 //! Every event is one log line with its numbers; the last one is also in
@@ -680,7 +680,7 @@ impl Daemon {
         let mut total = (0, 0);
         let mut failed = None;
         for ip in &plan.interfaces {
-            let stats = match self.live.class_stats(&ip.dev) {
+            let stats = match self.live.class_stats(&ip.dev, &ip.htb_majors()) {
                 Ok(s) => s,
                 Err(e) => {
                     warn!(dev = %ip.dev, error = %e, "leaf poll: cannot read class counters");
