@@ -276,6 +276,35 @@ fn unmet_options(fragment: &str, config: &str) -> Vec<String> {
         .collect()
 }
 
+/// Options set differently in `b` than in `a` (`NAME=value`, or
+/// `NAME=n` for unset), besides those that only describe the build host
+/// (compiler and pahole versions, build salt, signing keys).
+fn changed_options(a: &str, b: &str) -> Vec<String> {
+    let parse = |text: &str| -> std::collections::BTreeMap<String, String> {
+        text.lines()
+            .filter_map(|l| l.split_once('='))
+            .filter(|(k, _)| k.starts_with("CONFIG_"))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let informational = |k: &str| {
+        k.ends_with("_VERSION_TEXT")
+            || k == "CONFIG_PAHOLE_VERSION"
+            || k == "CONFIG_BUILD_SALT"
+            || k.starts_with("CONFIG_MODULE_SIG_")
+            || k.ends_with("_TRUSTED_KEYS")
+            || k.ends_with("_REVOCATION_KEYS")
+    };
+    let (a, b) = (parse(a), parse(b));
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| !informational(k) && a.get(*k) != b.get(*k))
+        .map(|k| format!("{k}={}", b.get(k).map_or("n", String::as_str)))
+        .collect()
+}
+
 /// `make ARGS` in `dir`, niced, under the lock in holds (see module docs).
 fn make(dir: &Path, args: &[String], opts: &BuildOpts) -> Result<()> {
     loop {
@@ -519,10 +548,12 @@ pub fn select(lab: &Lab, stock: Fetched, k: Kernel) -> Result<Fetched> {
 }
 
 /// Builds the external module in `lab/kernel/NAME/` against kernel `k`;
-/// the `.ko`. The stock kernel's own build tree is not packaged, so the
-/// same source is prepared with the stock configuration and release
-/// (`modules_prepare`); such a module has no symbol versions, which the
-/// stock kernel accepts (CONFIG_MODULE_FORCE_LOAD) with a taint.
+/// the `.ko`. For the stock kernel, whose build tree (the headers
+/// package) the archive may no longer have, the same source is prepared
+/// with the stock configuration and release (`modules_prepare`; the
+/// kernel checks that `struct module` has its size); without the stock
+/// symbol CRCs the module carries no symbol versions, which the stock
+/// kernel accepts with a taint (CONFIG_MODULE_FORCE_LOAD).
 pub fn external_module(
     lab: &Lab,
     stock: &Fetched,
@@ -549,10 +580,26 @@ pub fn external_module(
                 )?;
                 let o = format!("O={}", out.display());
                 run_in(&src, "make", &[&o, "olddefconfig"])?;
+                let stock_config =
+                    fs::read_to_string(stock.root.join(format!("boot/config-{}", stock.release)))?;
+                let changed =
+                    changed_options(&stock_config, &fs::read_to_string(out.join(".config"))?);
+                if !changed.is_empty() {
+                    bail!(
+                        "lab: this host's tools change the stock configuration ({}), so a module \
+                         built here would not fit the stock kernel (pahole missing? Debian: \
+                         apt-get install dwarves)",
+                        changed.join(", ")
+                    );
+                }
                 make(&src, &[o, release.clone(), "modules_prepare".into()], opts)?;
                 fs::write(out.join(".lab-prepared"), &stock.release)?;
             }
             args.push(release);
+            // Without the stock Module.symvers the module's __versions
+            // would be empty, which 6.1 refuses ("no symbol version");
+            // with no such section at all it is force-loaded.
+            args.push("CONFIG_MODVERSIONS=".into());
             out
         }
         _ => {
@@ -587,6 +634,14 @@ mod tests {
         assert_eq!(major_minor("6.1.172-1").unwrap(), "6.1");
         assert_eq!(major_minor("6.12.9-1~bpo12+1").unwrap(), "6.12");
         assert!(major_minor("six").is_err());
+    }
+
+    #[test]
+    fn host_only_options_are_not_changes() {
+        let stock = "CONFIG_CC_VERSION_TEXT=\"gcc-12\"\nCONFIG_PAHOLE_VERSION=124\nCONFIG_A=y\nCONFIG_BTF=y\n";
+        let here = "CONFIG_CC_VERSION_TEXT=\"gcc\"\nCONFIG_PAHOLE_VERSION=0\nCONFIG_A=y\nCONFIG_BUILD_SALT=\"\"\n";
+        assert_eq!(changed_options(stock, here), ["CONFIG_BTF=n"]);
+        assert!(changed_options(stock, stock).is_empty());
     }
 
     #[test]
