@@ -227,10 +227,16 @@ fn patch_diff(text: &str) -> &str {
     text
 }
 
+/// Modules the built kernels keep besides those the lab always loads, so
+/// `lab run --module NAME` finds them there too (`dummy`: the kernel's tc
+/// selftests make dummy devices).
+const OPTIONAL_MODULES: &[&str] = &["dummy"];
+
 /// `Module Size Used by` lines (what `lsmod` prints) naming every module
-/// the lab loads, for `make localmodconfig`.
+/// the lab loads or may load, for `make localmodconfig`.
 fn lsmod_text(stock: &Fetched) -> Result<String> {
-    let mut names: Vec<String> = initramfs::module_order(&stock.modules)?
+    let optional: Vec<String> = OPTIONAL_MODULES.iter().map(|m| m.to_string()).collect();
+    let mut names: Vec<String> = initramfs::module_order(&stock.modules, &optional)?
         .iter()
         .filter_map(|rel| rel.rsplit('/').next()?.strip_suffix(".ko"))
         .map(|n| n.replace('-', "_"))

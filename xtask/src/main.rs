@@ -155,6 +155,10 @@ struct VmArgs {
     /// The guest kernel: Debian's (`stock`), or one built by `lab kernel`.
     #[arg(long, value_enum, default_value_t = Kernel::Stock)]
     kernel: Kernel,
+    /// Also pack and load this kernel module (e.g. `dummy`), with its
+    /// dependencies. Repeatable.
+    #[arg(long = "module", value_name = "NAME")]
+    modules: Vec<String>,
 }
 
 /// Paths of the lab.
@@ -250,6 +254,7 @@ fn run_in_guest(
         command,
         nics: vm.nics,
         marker: marker.clone(),
+        modules: vm.modules.clone(),
     };
     let bytes = initramfs::build(&spec).context("lab run: building the initramfs")?;
     let dir = vm::run_dir(&lab.dir)?;
@@ -521,6 +526,7 @@ fn indr_replay(
             timeout: 1800,
             accel: "tcg".into(),
             kernel: k,
+            modules: vec![],
         };
         let log = lab.dir.join(format!("kernel/indr-replay-{}.log", k.name()));
         let rc = run_in_guest(
