@@ -37,6 +37,8 @@ pub struct Spec<'a> {
     /// Further modules to pack and load (names, e.g. `dummy`), with their
     /// dependencies.
     pub modules: Vec<String>,
+    /// Host directories packed at their own paths.
+    pub trees: Vec<PathBuf>,
 }
 
 /// Builds the archive bytes.
@@ -98,8 +100,8 @@ pub fn build(spec: &Spec) -> Result<Vec<u8>> {
         Entry::File(list.into_bytes(), 0o644),
     );
 
-    for dir in test_data_dirs(spec.repo)? {
-        add_tree(&mut a, &dir)?;
+    for dir in test_data_dirs(spec.repo)?.iter().chain(&spec.trees) {
+        add_tree(&mut a, dir)?;
     }
 
     a.insert(

@@ -198,6 +198,11 @@ fn source(d: &Dirs, version: &str) -> Result<PathBuf> {
     Ok(tree)
 }
 
+/// The unpacked source of the stock kernel's version (downloaded once).
+pub fn stock_source(lab: &Lab, stock: &Fetched) -> Result<PathBuf> {
+    source(&Dirs::new(lab), &stock_version(lab, stock)?)
+}
+
 /// The patches, in order: `lab/kernel/*.patch`.
 pub fn patches(lab: &Lab) -> Result<Vec<PathBuf>> {
     let dir = lab.repo.join("lab/kernel");

@@ -19,6 +19,8 @@
 //! - `lab indr-replay`: build the `lab/kernel/indr_replay` test module
 //!   against each kernel and check, in the guest, that an indirect block
 //!   callback registered late is replayed every bound block.
+//! - `lab tdc`: the kernel's tc selftests (tdc) for HTB, flower, ingress,
+//!   fq_codel and skbedit on each kernel.
 //!
 //! Exit status: the guest command's, or 125 when the lab itself fails
 //! (no qemu, download failed, guest panicked, timeout); the message names
@@ -110,6 +112,14 @@ enum LabCmd {
         #[command(flatten)]
         build: BuildArgs,
     },
+    /// Run the kernel's own tc selftests (tdc, from the lab kernel's
+    /// source) for HTB, flower, ingress, fq_codel and skbedit on each
+    /// kernel (needs the host's bash and Debian's /usr/bin/python3).
+    Tdc {
+        /// Kernels to run them on (repeatable; default: stock, unpatched, patched).
+        #[arg(long = "kernel", value_enum)]
+        kernels: Vec<Kernel>,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -159,6 +169,10 @@ struct VmArgs {
     /// dependencies. Repeatable.
     #[arg(long = "module", value_name = "NAME")]
     modules: Vec<String>,
+    /// Also pack this host directory, at its own path (e.g. a Python's
+    /// library for a script that needs one). Repeatable.
+    #[arg(long = "tree", value_name = "DIR")]
+    trees: Vec<PathBuf>,
 }
 
 /// Paths of the lab.
@@ -255,6 +269,13 @@ fn run_in_guest(
         nics: vm.nics,
         marker: marker.clone(),
         modules: vm.modules.clone(),
+        trees: vm
+            .trees
+            .iter()
+            .map(|t| {
+                std::fs::canonicalize(t).with_context(|| format!("lab run: --tree {}", t.display()))
+            })
+            .collect::<Result<_>>()?,
     };
     let bytes = initramfs::build(&spec).context("lab run: building the initramfs")?;
     let dir = vm::run_dir(&lab.dir)?;
@@ -501,7 +522,76 @@ fn lab(cmd: LabCmd) -> Result<i32> {
             }
             indr_replay(&lab, &kernels, classes, &build.opts())
         }
+        LabCmd::Tdc { mut kernels } => {
+            if kernels.is_empty() {
+                kernels = vec![Kernel::Stock, Kernel::Unpatched, Kernel::Patched];
+            }
+            tdc(&lab, &kernels)
+        }
     }
+}
+
+/// `lab tdc`: lab/kernel/tdc.sh on each kernel; 0 when all passed.
+fn tdc(lab: &Lab, kernels: &[Kernel]) -> Result<i32> {
+    let stock = fetch::fetch(lab)?;
+    let lqos = build_lqos(lab)?;
+    let tests = kernel::stock_source(lab, &stock)?.join("tools/testing/selftests/tc-testing");
+    // Debian's python (not a pyenv shim): the binary and its library.
+    let python = std::fs::canonicalize("/usr/bin/python3")
+        .context("lab tdc: no /usr/bin/python3 (Debian: apt-get install python3)")?;
+    let version = python
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| n.starts_with("python3."))
+        .with_context(|| format!("lab tdc: {} is not python3.X", python.display()))?
+        .to_string();
+    let library = PathBuf::from("/usr/lib").join(&version);
+    let bash = fetch::which("bash").context("lab tdc: no bash on the host")?;
+    let mut results = vec![];
+    for &k in kernels {
+        let vm = VmArgs {
+            nics: true,
+            mem: 2048,
+            cpus: 2,
+            timeout: 3600,
+            accel: "tcg".into(),
+            kernel: k,
+            modules: vec!["dummy".into()],
+            trees: vec![library.clone(), tests.clone()],
+        };
+        let exes = extra_executables(&[python.clone(), bash.clone()])?;
+        let log = lab.dir.join(format!("kernel/tdc-{}.log", k.name()));
+        let rc = run_in_guest(
+            lab,
+            &vm,
+            &lqos,
+            exes,
+            format!(
+                "sh lab/kernel/tdc.sh {}",
+                quote(&tests.display().to_string())
+            ),
+            Some(log.clone()),
+        )?;
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let summary = text
+            .lines()
+            .rfind(|l| l.starts_with("tdc: ") && l.contains(" ok, "))
+            .unwrap_or("tdc: no summary")
+            .to_string();
+        results.push((k, rc, summary));
+    }
+    for (k, rc, summary) in &results {
+        println!(
+            "lab tdc: {}: {summary}{}",
+            k.name(),
+            if *rc == 0 { "" } else { " (FAILED)" }
+        );
+    }
+    Ok(if results.iter().all(|r| r.1 == 0) {
+        0
+    } else {
+        1
+    })
 }
 
 /// `lab indr-replay`: the module built against and run on each kernel;
@@ -527,6 +617,7 @@ fn indr_replay(
             accel: "tcg".into(),
             kernel: k,
             modules: vec![],
+            trees: vec![],
         };
         let log = lab.dir.join(format!("kernel/indr-replay-{}.log", k.name()));
         let rc = run_in_guest(
