@@ -7,9 +7,10 @@
 //!
 //! - `debs/`: `linux-source-X.Y_VERSION_all.deb` (`apt-get download`);
 //! - `src/VERSION/linux-source-X.Y/`: the unpacked, untouched source;
-//! - `build/unpatched/`, `build/patched/`: one build tree each (the
-//!   patched one starts as a copy of the built unpatched tree, so only
-//!   what the patches touch is rebuilt); `build/stock/`: the stock
+//! - `build/lab/`: one build tree holding one variant at a time: the
+//!   patches are applied or reverted and the release string set, and
+//!   `make` rebuilds only what that touches (a few minutes instead of a
+//!   whole kernel, and one tree's disk); `build/stock/`: the stock
 //!   configuration prepared for building external modules;
 //! - `install/unpatched/`, `install/patched/`: `boot/vmlinuz-RELEASE` and
 //!   `lib/modules/RELEASE/`, which `lab run --kernel` boots.
@@ -80,8 +81,11 @@ impl Dirs {
     fn debs(&self) -> PathBuf {
         self.root.join("debs")
     }
-    fn tree(&self, k: Kernel) -> PathBuf {
-        self.root.join("build").join(k.name())
+    fn tree(&self) -> PathBuf {
+        self.root.join("build/lab")
+    }
+    fn stock_prepared(&self) -> PathBuf {
+        self.root.join("build/stock")
     }
     fn install(&self, k: Kernel) -> PathBuf {
         self.root.join("install").join(k.name())
@@ -479,7 +483,69 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Builds and installs the unpatched and the patched kernel.
+/// The build tree (a copy of the source) with the source and
+/// configuration of kernel `k`: the patches applied or reverted (the
+/// applied diff is kept in `.lab-applied.patch` to revert it exactly),
+/// then configured. `make` then rebuilds only what changed (the patched
+/// files, the release string).
+fn prepare_tree(lab: &Lab, stock: &Fetched, k: Kernel) -> Result<PathBuf> {
+    let d = Dirs::new(lab);
+    let version = stock_version(lab, stock)?;
+    let src = source(&d, &version)?;
+    let tree = d.tree();
+    let stamp = tree.join(".lab-source");
+    if !fs::read_to_string(&stamp).is_ok_and(|s| s == version) {
+        eprintln!("lab kernel: copying the source to {}", tree.display());
+        copy_tree(&src, &tree)?;
+        fs::write(&stamp, &version)?;
+    }
+    let applied_file = tree.join(".lab-applied.patch");
+    let applied = fs::read_to_string(&applied_file).unwrap_or_default();
+    let wanted = match k {
+        Kernel::Patched => {
+            let mut diff = String::new();
+            for p in patches(lab)? {
+                diff.push_str(patch_diff(&fs::read_to_string(&p)?));
+            }
+            diff
+        }
+        _ => String::new(),
+    };
+    if applied != wanted {
+        if !applied.is_empty() {
+            eprintln!(
+                "lab kernel: reverting the applied patches in {}",
+                tree.display()
+            );
+            run_patch(&tree, &applied_file, true)?;
+            fs::remove_file(&applied_file)?;
+        }
+        if !wanted.is_empty() {
+            eprintln!(
+                "lab kernel: applying lab/kernel/*.patch in {}",
+                tree.display()
+            );
+            let next = tree.join(".lab-applying.patch");
+            fs::write(&next, &wanted)?;
+            run_patch(&tree, &next, false)?;
+            fs::rename(&next, &applied_file)?;
+        }
+    }
+    configure(lab, stock, &tree, k)?;
+    Ok(tree)
+}
+
+/// `patch -p1` (or `-R`) of `file` in `tree`.
+fn run_patch(tree: &Path, file: &Path, reverse: bool) -> Result<()> {
+    let file = file.display().to_string();
+    let mut args = vec!["-p1", "--batch", "-i", &file];
+    args.push(if reverse { "--reverse" } else { "--forward" });
+    run_in(tree, "patch", &args).map(|_| ())
+}
+
+/// Builds and installs the unpatched and the patched kernel, in one tree
+/// (the second build recompiles only what the patches and the release
+/// string touch).
 pub fn build(lab: &Lab, stock: &Fetched, opts: &BuildOpts) -> Result<()> {
     for tool in [
         "make", "gcc", "flex", "bison", "bc", "perl", "patch", "flock", "xz",
@@ -491,50 +557,17 @@ pub fn build(lab: &Lab, stock: &Fetched, opts: &BuildOpts) -> Result<()> {
         }
     }
     let d = Dirs::new(lab);
-    let version = stock_version(lab, stock)?;
-    let src = source(&d, &version)?;
-
-    let tree = d.tree(Kernel::Unpatched);
-    let stamp = tree.join(".lab-source");
-    if !fs::read_to_string(&stamp).is_ok_and(|s| s == version) {
-        eprintln!("lab kernel: copying the source to {}", tree.display());
-        copy_tree(&src, &tree)?;
-        fs::write(&stamp, &version)?;
-    }
-    configure(lab, stock, &tree, Kernel::Unpatched)?;
-    eprintln!("lab kernel: building {} (niced)", tree.display());
-    make(&tree, &["bzImage".into(), "modules".into()], opts)?;
-    install(&d, &tree, Kernel::Unpatched, opts)?;
-
-    let patched = d.tree(Kernel::Patched);
-    let patch_files = patches(lab)?;
-    let mut applied = version.clone();
-    for p in &patch_files {
-        applied.push_str("\n--\n");
-        applied.push_str(patch_diff(&fs::read_to_string(p)?));
-    }
-    let stamp = patched.join(".lab-patches");
-    if !fs::read_to_string(&stamp).is_ok_and(|s| s == applied) {
+    for k in [Kernel::Unpatched, Kernel::Patched] {
+        let tree = prepare_tree(lab, stock, k)?;
         eprintln!(
-            "lab kernel: copying the built unpatched tree to {}",
-            patched.display()
+            "lab kernel: building the {} kernel in {} (niced)",
+            k.name(),
+            tree.display()
         );
-        copy_tree(&tree, &patched)?;
-        for p in &patch_files {
-            eprintln!("lab kernel: applying {}", p.display());
-            let p = p.display().to_string();
-            run_in(
-                &patched,
-                "patch",
-                &["-p1", "--batch", "--forward", "-i", &p],
-            )?;
-        }
-        fs::write(&stamp, &applied)?;
+        make(&tree, &["bzImage".into(), "modules".into()], opts)?;
+        install(&d, &tree, k, opts)?;
     }
-    configure(lab, stock, &patched, Kernel::Patched)?;
-    eprintln!("lab kernel: building {} (niced)", patched.display());
-    make(&patched, &["bzImage".into(), "modules".into()], opts)?;
-    install(&d, &patched, Kernel::Patched, opts)
+    Ok(())
 }
 
 /// The lab with kernel `k` in place of the stock one (its image, modules
@@ -581,7 +614,7 @@ pub fn external_module(
         Kernel::Stock => {
             let version = stock_version(lab, stock)?;
             let src = source(&d, &version)?;
-            let out = d.tree(Kernel::Stock);
+            let out = d.stock_prepared();
             let release = format!("KERNELRELEASE={}", stock.release);
             if !fs::read_to_string(out.join(".lab-prepared")).is_ok_and(|s| s == stock.release) {
                 fs::create_dir_all(&out)?;
@@ -614,13 +647,16 @@ pub fn external_module(
             out
         }
         _ => {
-            let tree = d.tree(k);
             if !d.install(k).join(".installed").exists() {
                 bail!(
                     "lab: the {} kernel is not built (run `cargo xtask lab kernel`)",
                     k.name()
                 );
             }
+            // The tree holds one variant at a time: switch it (an
+            // incremental build) so the module gets this kernel's release.
+            let tree = prepare_tree(lab, stock, k)?;
+            make(&tree, &["bzImage".into(), "modules".into()], opts)?;
             tree
         }
     };
