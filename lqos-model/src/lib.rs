@@ -58,7 +58,9 @@ mod write;
 pub use config::{
     parse_config, BridgeConfig, LqosConfig, LqosSection, QueuesConfig, SingleInterfaceConfig,
 };
-pub use devices_index::{DevicesEdit, DevicesIndex, DevicesPatch, MAX_CHANGED_ROWS};
+pub use devices_index::{
+    DevicesEdit, DevicesFallback, DevicesIndex, DevicesPatch, MAX_CHANGED_ROWS,
+};
 pub use error::ModelError;
 pub use generate::{generate, GenParams, Generated};
 pub use load::{load, load_with_config, summarize, Loaded, Summary};

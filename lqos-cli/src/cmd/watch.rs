@@ -514,7 +514,7 @@ impl Daemon {
                 info!(%trigger, "inputs unchanged; nothing to apply");
                 return Ok(Ok(()));
             }
-            DevicesEdit::Full(why) => return Err(NotIncremental(why)),
+            DevicesEdit::Full(why) => return Err(NotIncremental(why.to_string())),
             DevicesEdit::Patch(p) => p,
         };
         for w in patch.report.warnings() {
@@ -529,7 +529,7 @@ impl Daemon {
         {
             Replan::Patched(at) => at,
             // Nothing changed yet: the full path from the same state.
-            Replan::Full(why) => return Err(NotIncremental(why)),
+            Replan::Full(why) => return Err(NotIncremental(why.to_string())),
         };
         let t_commit = Instant::now();
         incr.index.commit(&mut incr.net, patch, raw.devices);
