@@ -43,7 +43,7 @@ pub enum CompareError {
         /// The interface.
         dev: String,
         /// The refused command.
-        source: TreeError,
+        source: Box<TreeError>,
     },
 }
 
@@ -70,7 +70,7 @@ pub fn libreqos_trees(file: &str, text: &str) -> Result<BTreeMap<String, TcTree>
                 .map_err(|(_, source)| CompareError::Tree {
                     file: file.to_string(),
                     dev,
-                    source,
+                    source: Box::new(source),
                 })
         })
         .collect()
@@ -277,11 +277,14 @@ struct View<'a> {
 
 type Views<'a> = BTreeMap<(Entity, Dir), View<'a>>;
 
+/// A class's direction and 0-based queue from its interface and major.
+type DirOf<'f> = &'f dyn Fn(&str, u16) -> Option<(Dir, u32)>;
+
 /// The classes of `trees` named by `name_of(dir, classid)`; `dir_of(dev,
 /// major)` gives a class's direction and 0-based queue.
 fn views<'a>(
     trees: &'a BTreeMap<String, TcTree>,
-    dir_of: &dyn Fn(&str, u16) -> Option<(Dir, u32)>,
+    dir_of: DirOf<'_>,
     name_of: &dyn Fn(TcHandle) -> Option<Entity>,
 ) -> Views<'a> {
     let mut out = Views::new();
