@@ -423,7 +423,7 @@ impl Daemon {
             }
             if model.is_empty() {
                 return Err(ApplyError::Plan(
-                    "the daemon's model of the kernel went out of step; reading back".into(),
+                    lqos_apply::PlanProblem::KnownStateOutOfStep,
                 ));
             }
         }
@@ -818,7 +818,7 @@ fn load_event(
             added = sum.added,
             changed = sum.changed,
             removed = sum.removed,
-            error = %e,
+            error = %crate::hints::with_hint(e),
             "{what}"
         );
     }
