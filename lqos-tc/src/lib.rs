@@ -42,6 +42,7 @@ mod config;
 pub mod diff;
 mod handle;
 pub mod ipmap;
+pub mod libreqos;
 pub mod memory;
 mod ops;
 pub mod options;

@@ -134,7 +134,8 @@ pub(super) fn parse_sqm(
     };
     let unknown = |s: &str| -> Option<String> {
         let w = s.split_whitespace().next()?;
-        (!KNOWN_SQM.contains(&w)).then(|| w.to_string())
+        // LibreQoS lowercases the cell: `Cake`, `None`, `FQ_CODEL` are known.
+        (!KNOWN_SQM.iter().any(|k| k.eq_ignore_ascii_case(w))).then(|| w.to_string())
     };
     let ud = unknown(down);
     let uu = if cell.contains('/') {

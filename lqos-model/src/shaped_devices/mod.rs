@@ -93,8 +93,9 @@ impl ShapedDevices {
 ///   than those in [`KNOWN_SQM`] is a warning. An empty half means the
 ///   default.
 /// - `Parent Node ID` is kept per circuit in
-///   [`ShapedDevices::parent_node_ids`]; [`load`](crate::load) uses it when
-///   `Parent Node` is empty.
+///   [`ShapedDevices::parent_node_ids`]; [`load`](crate::load) resolves it
+///   as LibreQoS does (a known ID wins over `Parent Node`; with an empty
+///   `Parent Node` it is ignored).
 ///
 /// Row-level problems go into [`ShapedDevices::report`] with their line
 /// numbers; a row with an error that makes it unusable (no circuit ID, a rate
