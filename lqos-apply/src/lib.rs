@@ -88,8 +88,8 @@ pub use engine::{
 };
 pub use error::{ApplyError, Result};
 pub use inputs::{
-    interface_names, plan_config, plan_files, plan_raw, read_plan, read_plan_record, Inputs,
-    LoadedInputs, PlanOverrides, Planned, QueueCount, RawInputs, CONFIG_FILE, DEVICES_FILE,
+    given_queues, interface_names, plan_config, plan_files, plan_raw, read_plan, read_plan_record,
+    Inputs, LoadedInputs, PlanOverrides, Planned, QueueCount, RawInputs, CONFIG_FILE, DEVICES_FILE,
     NETWORK_FILE,
 };
 pub use live::{

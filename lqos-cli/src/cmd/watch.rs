@@ -860,7 +860,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     inputs.config = inputs.config.as_deref().map(absolute).transpose()?;
     let lazy_conf = match &inputs.config {
         Some(p) => match std::fs::read_to_string(p) {
-            Ok(t) => lazy::lazy_leaves_in_config(&t, p)?,
+            Ok(t) => {
+                lqos_model::parse_config(&p.display().to_string(), &t)?
+                    .lqos
+                    .lazy_leaves
+            }
             Err(_) => false,
         },
         None => false,
