@@ -53,11 +53,14 @@
 //!   fit in `MemAvailable` is refused before anything changes).
 //! - [`lazy`]: lazy leaves (a circuit's leaf qdisc only while it carries
 //!   traffic), used by `lqos watch --lazy-leaves`.
+//! - [`daemon`]: the reload daemon (`lqos watch`) as a library: a sans-I/O
+//!   [`daemon::Reloader`] and the [`daemon::Driver`] that runs it.
 //! - [`watch`]: the status file `lqos watch` writes and `lqos status` reads.
 //! - `netns` (feature `test-util`): scratch network namespaces with veth
 //!   pairs for tests and benchmarks.
 
 mod backend;
+pub mod daemon;
 mod engine;
 mod error;
 mod inputs;
