@@ -8,7 +8,7 @@ use lqos_tc::{diff, InterfacePlan, Plan, QdiscKind, TcOp, TcTree};
 use serde::Serialize;
 
 use crate::backend::{load_deletes_first, Backend, IfaceOps, LoadReport, Progress};
-use crate::error::{ApplyError, Result};
+use crate::error::{ApplyError, PlanProblem, Result};
 use crate::live::{LinkSummary, LiveSource};
 use crate::memory::check_memory;
 use crate::timing::{CpuScope, Stopwatch, Timing};
@@ -21,7 +21,7 @@ pub enum LoadKind {
     /// Root delete (if there is a tree) and full build.
     Full {
         /// Why not incremental.
-        reason: String,
+        reason: FullReason,
     },
     /// Only the diff between the live tree and the plan.
     Incremental,
@@ -34,6 +34,33 @@ impl std::fmt::Display for LoadKind {
             LoadKind::Full { reason } => write!(f, "full rebuild ({reason})"),
             LoadKind::Incremental => f.write_str("incremental"),
         }
+    }
+}
+
+/// Why an interface is rebuilt rather than changed in place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FullReason {
+    /// The caller asked for a full rebuild ([`ApplyOptions::full`]).
+    Requested,
+    /// The live tree's layout cannot be changed into the plan's in place.
+    Layout(rules::RebuildReason),
+}
+
+impl std::fmt::Display for FullReason {
+    /// `requested`, or the layout's reason (`no tree loaded yet`, ...).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FullReason::Requested => f.write_str("requested"),
+            FullReason::Layout(r) => r.fmt(f),
+        }
+    }
+}
+
+impl Serialize for FullReason {
+    /// As its text.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 
@@ -157,7 +184,7 @@ fn sqm_alternatives() -> [QdiscKind; 3] {
 /// the links.
 pub fn preflight(plan: &Plan, live: &dyn LiveSource) -> Result<BTreeMap<String, LinkSummary>> {
     if plan.interfaces.is_empty() {
-        return Err(ApplyError::Plan("the plan has no interfaces".into()));
+        return Err(ApplyError::Plan(PlanProblem::NoInterfaces));
     }
     let mut links = BTreeMap::new();
     for t in &plan.interfaces {
@@ -224,15 +251,10 @@ pub fn preflight(plan: &Plan, live: &dyn LiveSource) -> Result<BTreeMap<String, 
             .filter(|(_, r)| r.is_ok())
             .map(|(a, _)| a.name())
             .collect();
-        let hint = if ok.is_empty() {
-            "no alternative leaf qdisc (cake, fq_codel, pfifo) works either".to_string()
-        } else {
-            format!("use --sqm {}", ok.join(" or "))
-        };
         return Err(ApplyError::UnsupportedQdisc {
             kind,
             refusal,
-            hint,
+            alternatives: ok.into_iter().map(str::to_string).collect(),
         });
     }
     Ok(links)
@@ -282,11 +304,11 @@ pub(crate) fn plan_changes<'a>(plan: &'a Plan, trees: &[TcTree], full: bool) -> 
 pub fn plan_change<'a>(ip: &'a InterfacePlan, live: &TcTree, full: bool) -> Change<'a> {
     let planned = ip.tree();
     let reason = if full {
-        Some("--full".to_string())
+        Some(FullReason::Requested)
     } else {
         match rules::layout(live, &planned) {
             Layout::Same => None,
-            Layout::Rebuild(r) => Some(r.to_string()),
+            Layout::Rebuild(r) => Some(FullReason::Layout(r)),
         }
     };
     match reason {
@@ -624,9 +646,13 @@ mod tests {
         .unwrap_err();
         assert!(
             e.to_string().contains("this kernel has no sch_cake")
-                && e.to_string().contains("use --sqm fq_codel or pfifo"),
+                && e.to_string().contains("fq_codel and pfifo work"),
             "{e}"
         );
+        let ApplyError::UnsupportedQdisc { alternatives, .. } = &e else {
+            panic!("{e}")
+        };
+        assert_eq!(alternatives, &["fq_codel", "pfifo"]);
         assert!(rec.sent().is_empty());
     }
 
@@ -730,7 +756,9 @@ mod tests {
         let t = [target("ens19", 8, 8, |_| 10, pfifo())];
         let r = run(&t, &rec, false);
         match &r.changes[0].kind {
-            LoadKind::Full { reason } => assert!(reason.contains("5: is missing"), "{reason}"),
+            LoadKind::Full { reason } => {
+                assert!(reason.to_string().contains("5: is missing"), "{reason}")
+            }
             k => panic!("{k:?}"),
         }
         assert_eq!(rec.sent_for("ens19")[0], TcOp::delete_root());
@@ -741,7 +769,10 @@ mod tests {
         let r = run(&t, &rec, false);
         match &r.changes[0].kind {
             LoadKind::Full { reason } => {
-                assert!(reason.contains("queue count changed"), "{reason}")
+                assert!(
+                    reason.to_string().contains("queue count changed"),
+                    "{reason}"
+                )
             }
             k => panic!("{k:?}"),
         }

@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 
-use crate::live::QdiscRefusal;
 use crate::netlink::NetlinkError;
 use lqos_tc::memory::human_bytes;
 
@@ -40,7 +39,7 @@ pub enum ApplyError {
         /// Ops in the stream.
         total: usize,
         /// Why it stopped.
-        reason: String,
+        reason: Stopped,
         /// The error that stopped it, when there is one (e.g. the `tc`
         /// process could not be run), shared by every interface it stopped.
         #[source]
@@ -55,10 +54,7 @@ pub enum ApplyError {
         netns: Option<String>,
     },
     /// The plan spreads circuits over more TX queues than the interface has.
-    #[error(
-        "{dev}: the plan uses {needed} TX queues but the interface has {available}; \
-         plan with --queues {available} (or fewer)"
-    )]
+    #[error("{dev}: the plan uses {needed} TX queues but the interface has {available}")]
     TooFewQueues {
         /// Interface.
         dev: String,
@@ -69,31 +65,27 @@ pub enum ApplyError {
     },
     /// The plan puts an mq root on an interface with one TX queue (the
     /// kernel refuses it with EOPNOTSUPP).
-    #[error(
-        "{dev} has a single TX queue, and mq needs a multiqueue device; plan with --queues 1 \
-         (an HTB root, no mq; `lqos apply` does this itself when neither --queues nor \
-         override_available_queues is given)"
-    )]
+    #[error("{dev} has a single TX queue, and mq needs a multiqueue device")]
     MqOnSingleQueue {
         /// Interface.
         dev: String,
     },
     /// A qdisc kind the plan needs is not available in this kernel.
-    #[error("this kernel has no sch_{kind} ({refusal}); {hint}")]
+    #[error("this kernel has no sch_{kind} ({refusal}); {}", works(.alternatives))]
     UnsupportedQdisc {
         /// Kind name (`cake`, `fq_codel`, ...).
         kind: String,
         /// The kernel's answer to the probe.
-        #[source]
         refusal: QdiscRefusal,
-        /// What to do instead.
-        hint: String,
+        /// The other leaf qdiscs lqos plans (cake, fq_codel, pfifo) that
+        /// this kernel accepts, in that order.
+        alternatives: Vec<String>,
     },
     /// The plan has the `tc` classifier but this kernel cannot run it.
-    #[error("--classifier tc: {reason}; nothing was changed. Use --classifier none (or `classifier = \"none\"` in lqos.conf's [lqos] section) and feed ip_map.csv from `lqos plan --out DIR` to an XDP classifier (LibreQoS's lqosd)")]
+    #[error("the tc classifier (clsact, flower, skbedit) cannot run here: {reason}; nothing was changed")]
     ClassifierUnsupported {
-        /// What is missing (kernel version, or the kernel's refusal).
-        reason: String,
+        /// What is missing.
+        reason: ClassifierMissing,
     },
     /// The kernel has the qdisc kind but refuses the plan's options for it.
     #[error("this kernel rejects the plan's sch_{kind} options: {refusal}")]
@@ -109,9 +101,7 @@ pub enum ApplyError {
     #[error(
         "not enough memory: this load's {} new leaf qdiscs ({}) need about {} of kernel memory, \
          but MemAvailable {} minus a margin of {} leaves {}; loading it would run the kernel out \
-         of memory mid-load. Nothing was changed. Use lazy leaves (`lqos watch --lazy-leaves`: \
-         a circuit gets its leaf only while it carries traffic), a cheaper leaf (--sqm fq_codel: \
-         69 KiB each, or pfifo), or more memory; --skip-memory-check loads anyway",
+         of memory mid-load. Nothing was changed",
         estimate.leaves_created(),
         estimate.describe(),
         human_bytes(*needed),
@@ -125,7 +115,7 @@ pub enum ApplyError {
         /// Bytes the load adds (created minus freed).
         needed: u64,
         /// This machine's memory.
-        mem: crate::memory::MemInfo,
+        mem: crate::meminfo::MemInfo,
     },
     /// Another apply holds the machine-wide lock.
     #[error(
@@ -167,6 +157,17 @@ pub enum ApplyError {
         #[source]
         source: NetlinkError,
     },
+    /// A state directory or lock file others could tamper with: lqos
+    /// refuses to use it.
+    #[error("state {}: {what} {problem}; refusing to use it", .path.display())]
+    UnsafeState {
+        /// The directory or file.
+        path: PathBuf,
+        /// `state directory` or `lock file`.
+        what: &'static str,
+        /// What is wrong with it.
+        problem: UnsafeState,
+    },
     /// The saved state is unreadable or missing.
     #[error("state {path}: {message}")]
     State {
@@ -175,9 +176,9 @@ pub enum ApplyError {
         /// What is wrong.
         message: String,
     },
-    /// The plan itself is unusable (e.g. names no interface).
+    /// The plan itself is unusable.
     #[error("plan: {0}")]
-    Plan(String),
+    Plan(PlanProblem),
     /// The LibreQoS inputs have errors (the report lists every problem with
     /// its file, line, circuit or node).
     #[error(
@@ -218,6 +219,92 @@ pub enum ApplyError {
     },
 }
 
+fn works(alternatives: &[String]) -> String {
+    match alternatives {
+        [] => "no alternative leaf qdisc (cake, fq_codel, pfifo) works either".to_string(),
+        [one] => format!("{one} works"),
+        many => format!("{} work", many.join(" and ")),
+    }
+}
+
+/// Why an interface's stream stopped before its end without an op of its
+/// own failing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Stopped {
+    /// The `tc` process could not run or died.
+    #[error("the tc process failed")]
+    TcFailed,
+    /// The interface's load ran on a thread that panicked.
+    #[error("the worker thread panicked")]
+    WorkerPanicked,
+    /// The combined `tc -b` file of all interfaces stopped at another
+    /// interface's failed line.
+    #[error("the combined tc batch stopped at line {line} ({dev})")]
+    CombinedBatch {
+        /// 1-based line of the combined file.
+        line: usize,
+        /// The interface of that line.
+        dev: String,
+    },
+}
+
+/// Why a plan cannot be applied at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanProblem {
+    /// It names no interface.
+    #[error("the plan has no interfaces")]
+    NoInterfaces,
+}
+
+/// What makes a state path unsafe to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnsafeState {
+    /// Another user owns it.
+    #[error("is owned by uid {owner}, not by this user (uid {me})")]
+    OtherOwner {
+        /// Its owner.
+        owner: u32,
+        /// This process's effective uid.
+        me: u32,
+    },
+    /// Its group or others may write to it.
+    #[error("has mode {mode:04o}: group or others may write to it")]
+    Writable {
+        /// Its permission bits.
+        mode: u32,
+    },
+}
+
+/// Why the `tc` classifier (`clsact` + `flower` + `skbedit`) cannot run on
+/// this kernel.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClassifierMissing {
+    /// The kernel is older than the first whose skbedit honours
+    /// `queue_mapping` on egress.
+    #[error(
+        "kernel {release} is older than {}.{} (skbedit queue_mapping on egress needs {}.{})",
+        .min.0, .min.1, .min.0, .min.1
+    )]
+    OldKernel {
+        /// `uname -r`.
+        release: String,
+        /// The oldest kernel that works, `(major, minor)`.
+        min: (u32, u32),
+    },
+    /// The kernel refused a probe op.
+    #[error("the kernel refused `tc {op}`: {message}")]
+    Refused {
+        /// The op, as `tc` text.
+        op: String,
+        /// The kernel's extended-ACK text, else strerror.
+        message: String,
+    },
+}
+
 fn in_netns(netns: &Option<String>) -> String {
     match netns {
         Some(ns) => format!(" in network namespace {ns}"),
@@ -245,6 +332,36 @@ impl ApplyError {
             ApplyError::Netlink { dev, .. } => dev.as_deref(),
             _ => None,
         }
+    }
+}
+
+/// A kernel's refusal of a probe qdisc: `errno` decides, `message` is the
+/// extended-ACK text for people.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message} (errno {errno})")]
+#[non_exhaustive]
+pub struct QdiscRefusal {
+    /// Positive errno.
+    pub errno: i32,
+    /// The kernel's extended-ACK text, else strerror.
+    pub message: String,
+}
+
+impl QdiscRefusal {
+    /// A refusal with `errno` and the kernel's `message`.
+    pub fn new(errno: i32, message: impl Into<String>) -> QdiscRefusal {
+        QdiscRefusal {
+            errno,
+            message: message.into(),
+        }
+    }
+
+    /// The kernel refused because it has no such qdisc kind (`qdisc_create`
+    /// answers `ENOENT`, "Specified qdisc kind is unknown", after trying to
+    /// load the module); any other errno means it has the kind but rejects
+    /// the options.
+    pub fn is_unknown_kind(&self) -> bool {
+        self.errno == libc::ENOENT
     }
 }
 

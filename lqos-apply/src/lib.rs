@@ -66,6 +66,7 @@ mod error;
 mod inputs;
 pub mod lazy;
 mod live;
+mod meminfo;
 pub mod memory;
 pub mod netlink;
 #[cfg(feature = "test-util")]
@@ -87,17 +88,18 @@ pub use backend::{
     NoProgress, Parallelism, Progress, Recording, RootDelete, TcBatch, TcMode,
 };
 pub use engine::{
-    apply_plan, plan_change, preflight, verify_plan, ApplyOptions, ApplyReport, Change, LoadKind,
+    apply_plan, plan_change, preflight, verify_plan, ApplyOptions, ApplyReport, Change, FullReason,
+    LoadKind,
 };
-pub use error::{ApplyError, Result};
+pub use error::{
+    ApplyError, ClassifierMissing, PlanProblem, QdiscRefusal, Result, Stopped, UnsafeState,
+};
 pub use inputs::{
     given_queues, interface_names, plan_config, plan_files, plan_raw, read_plan, read_plan_record,
     Inputs, LoadedInputs, PlanOverrides, Planned, QueueCount, RawInputs, CONFIG_FILE, DEVICES_FILE,
     NETWORK_FILE,
 };
-pub use live::{
-    read_live, KindProbe, KindSupport, LinkSummary, LiveSource, NetlinkLive, QdiscRefusal,
-};
+pub use live::{read_live, KindProbe, KindSupport, LinkSummary, LiveSource, NetlinkLive};
 pub use prefetch::Prefetched;
 pub use session::{
     last_good_allocation, load_saved, load_saved_allocation, load_saved_plan, save_last_good,

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ApplyError, Result};
+use crate::error::{ApplyError, ClassifierMissing, QdiscRefusal, Result};
 use crate::netlink::{NetlinkError, NetlinkSocket, SendOptions};
 use crate::netns::{unique_name, ScratchNetns};
 
@@ -18,36 +18,6 @@ pub struct LinkSummary {
     pub ifindex: i32,
     /// Number of TX queues (`num_tx_queues`).
     pub num_tx_queues: u32,
-}
-
-/// A kernel's refusal of a probe qdisc: `errno` decides, `message` is the
-/// extended-ACK text for people.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message} (errno {errno})")]
-#[non_exhaustive]
-pub struct QdiscRefusal {
-    /// Positive errno.
-    pub errno: i32,
-    /// The kernel's extended-ACK text, else strerror.
-    pub message: String,
-}
-
-impl QdiscRefusal {
-    /// A refusal with `errno` and the kernel's `message`.
-    pub fn new(errno: i32, message: impl Into<String>) -> QdiscRefusal {
-        QdiscRefusal {
-            errno,
-            message: message.into(),
-        }
-    }
-
-    /// The kernel refused because it has no such qdisc kind (`qdisc_create`
-    /// answers `ENOENT`, "Specified qdisc kind is unknown", after trying to
-    /// load the module); any other errno means it has the kind but rejects
-    /// the options.
-    pub fn is_unknown_kind(&self) -> bool {
-        self.errno == libc::ENOENT
-    }
 }
 
 /// Whether this kernel accepts a qdisc kind: `Ok(())` or the refusal.
@@ -72,10 +42,10 @@ pub trait LiveSource: Sync {
     /// `queue_mapping` on egress), `clsact`, `cls_flower` and `act_skbedit`,
     /// checked without touching any real interface. `Ok(Err(why))` says
     /// what is missing.
-    fn probe_classifier(&self) -> Result<std::result::Result<(), String>>;
+    fn probe_classifier(&self) -> Result<std::result::Result<(), ClassifierMissing>>;
     /// The machine's memory for the memory preflight
     /// ([`crate::memory::check_memory`]); `None` (the default) skips it.
-    fn meminfo(&self) -> Option<crate::memory::MemInfo> {
+    fn meminfo(&self) -> Option<crate::meminfo::MemInfo> {
         None
     }
 }
@@ -108,6 +78,7 @@ pub fn read_live(source: &dyn LiveSource, devs: &[&str]) -> Result<BTreeMap<Stri
 #[derive(Debug, Default)]
 pub struct KindProbe {
     cache: Mutex<HashMap<String, KindSupport>>,
+    classifier: Mutex<Option<std::result::Result<(), ClassifierMissing>>>,
     file: Option<PathBuf>,
 }
 
@@ -137,22 +108,30 @@ impl KindProbe {
     /// too (the cache is only an optimisation).
     pub fn with_cache_file(file: PathBuf) -> KindProbe {
         let mut cache = HashMap::new();
+        let mut classifier = None;
         if let Ok(text) = std::fs::read(&file) {
             if let Ok(pf) = serde_json::from_slice::<ProbeFile>(&text) {
                 if !pf.boot_id.is_empty() && pf.boot_id == boot_id() {
-                    cache.extend(pf.supported.into_iter().map(|k| (k, Ok(()))));
+                    for k in pf.supported {
+                        if k == CLASSIFIER_KEY {
+                            classifier = Some(Ok(()));
+                        } else {
+                            cache.insert(k, Ok(()));
+                        }
+                    }
                 }
             }
         }
         KindProbe {
             cache: Mutex::new(cache),
+            classifier: Mutex::new(classifier),
             file: Some(file),
         }
     }
 
     fn save(&self) {
         let Some(file) = &self.file else { return };
-        let supported = self
+        let mut supported: BTreeSet<String> = self
             .cache
             .lock()
             .expect("probe cache")
@@ -160,6 +139,9 @@ impl KindProbe {
             .filter(|(_, r)| r.is_ok())
             .map(|(k, _)| k.clone())
             .collect();
+        if matches!(*self.classifier.lock().expect("probe cache"), Some(Ok(()))) {
+            supported.insert(CLASSIFIER_KEY.to_string());
+        }
         let pf = ProbeFile {
             boot_id: boot_id(),
             supported,
@@ -233,34 +215,26 @@ impl KindProbe {
     /// `/proc/sys/kernel/osrelease`, then a `clsact` and one flower +
     /// skbedit filter on a veth in a throwaway namespace (cached like the
     /// qdisc kinds).
-    pub fn probe_classifier(&self) -> Result<std::result::Result<(), String>> {
-        // Cached as a kind (a refusal's message is the whole reason; errno
-        // 0 when no kernel answer was involved), so a supported classifier
-        // is remembered in the cache file like the qdisc kinds.
-        if let Some(r) = self.cache.lock().expect("probe cache").get(CLASSIFIER_KEY) {
-            return Ok(r.clone().map_err(|r| r.message));
+    pub fn probe_classifier(&self) -> Result<std::result::Result<(), ClassifierMissing>> {
+        // A supported classifier is remembered in the cache file like the
+        // qdisc kinds.
+        if let Some(r) = &*self.classifier.lock().expect("probe cache") {
+            return Ok(r.clone());
         }
         let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
         let r = match kernel_version(&release) {
-            Some(v) if v < CLASSIFIER_MIN_KERNEL => Err(format!(
-                "kernel {} is older than {}.{} (skbedit queue_mapping on egress needs {}.{})",
-                release.trim(),
-                CLASSIFIER_MIN_KERNEL.0,
-                CLASSIFIER_MIN_KERNEL.1,
-                CLASSIFIER_MIN_KERNEL.0,
-                CLASSIFIER_MIN_KERNEL.1
-            )),
+            Some(v) if v < CLASSIFIER_MIN_KERNEL => Err(ClassifierMissing::OldKernel {
+                release: release.trim().to_string(),
+                min: CLASSIFIER_MIN_KERNEL,
+            }),
             _ => self.probe_filter_ops()?,
         };
-        self.cache.lock().expect("probe cache").insert(
-            CLASSIFIER_KEY.to_string(),
-            r.clone().map_err(|why| QdiscRefusal::new(0, why)),
-        );
+        *self.classifier.lock().expect("probe cache") = Some(r.clone());
         self.save();
         Ok(r)
     }
 
-    fn probe_filter_ops(&self) -> Result<std::result::Result<(), String>> {
+    fn probe_filter_ops(&self) -> Result<std::result::Result<(), ClassifierMissing>> {
         let _ = crate::netns::cleanup_stale("lqos-probe");
         let ns = ScratchNetns::with_veth(&unique_name("lqos-probe", "cls"), "p0", "p1", 1)?;
         let mut sock = NetlinkSocket::open_in_netns(ns.name())
@@ -282,11 +256,10 @@ impl KindProbe {
         Ok(
             match sock.send_ops(link.ifindex, &ops, &SendOptions::default(), &mut |_| {}) {
                 Ok(_) => Ok(()),
-                Err(f) => Err(format!(
-                    "the kernel refused `tc {}`: {}",
-                    lqos_tc::render_line("p0", &ops[f.index.min(1)]),
-                    f.message
-                )),
+                Err(f) => Err(ClassifierMissing::Refused {
+                    op: lqos_tc::render_line("p0", &ops[f.index.min(1)]),
+                    message: f.message,
+                }),
             },
         )
     }
@@ -411,13 +384,13 @@ impl LiveSource for NetlinkLive {
         self.probe.probe_many(kinds)
     }
 
-    fn probe_classifier(&self) -> Result<std::result::Result<(), String>> {
+    fn probe_classifier(&self) -> Result<std::result::Result<(), ClassifierMissing>> {
         self.probe.probe_classifier()
     }
 
     /// `/proc/meminfo` (memory is the machine's, whatever the namespace).
-    fn meminfo(&self) -> Option<crate::memory::MemInfo> {
-        crate::memory::MemInfo::read()
+    fn meminfo(&self) -> Option<crate::meminfo::MemInfo> {
+        crate::meminfo::MemInfo::read()
     }
 }
 

@@ -152,13 +152,13 @@ impl LiveSource for Prefetched<'_> {
         self.inner.probe_qdiscs(kinds)
     }
 
-    fn probe_classifier(&self) -> Result<std::result::Result<(), String>> {
+    fn probe_classifier(&self) -> Result<std::result::Result<(), crate::error::ClassifierMissing>> {
         self.inner.probe_classifier()
     }
 
     /// The inner source's (so the memory preflight runs as without the
     /// read-ahead).
-    fn meminfo(&self) -> Option<crate::memory::MemInfo> {
+    fn meminfo(&self) -> Option<crate::meminfo::MemInfo> {
         self.inner.meminfo()
     }
 }
@@ -220,7 +220,9 @@ mod tests {
         fn probe_qdiscs(&self, kinds: &[QdiscKind]) -> Result<Vec<KindSupport>> {
             self.rec.probe_qdiscs(kinds)
         }
-        fn probe_classifier(&self) -> Result<std::result::Result<(), String>> {
+        fn probe_classifier(
+            &self,
+        ) -> Result<std::result::Result<(), crate::error::ClassifierMissing>> {
             self.rec.probe_classifier()
         }
     }
@@ -276,7 +278,7 @@ mod tests {
     #[test]
     fn everything_but_the_first_dumps_goes_to_the_inner_source() {
         let mib = 1u64 << 20;
-        let mem = crate::memory::MemInfo {
+        let mem = crate::meminfo::MemInfo {
             total: 1024 * mib,
             available: 700 * mib,
         };

@@ -20,7 +20,7 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::error::{ApplyError, Result};
+use crate::error::{ApplyError, Result, UnsafeState};
 
 /// Default state directory when neither `--state-dir` nor `LQOS_STATE_DIR`
 /// is given.
@@ -183,26 +183,23 @@ impl StateDir {
 
 /// Refuses `path` (a state dir or lock file) when another user owns it or
 /// its group or others may write to it.
-fn check_private(path: &Path, meta: &std::fs::Metadata, what: &str) -> Result<()> {
+fn check_private(path: &Path, meta: &std::fs::Metadata, what: &'static str) -> Result<()> {
     let me = nix::unistd::geteuid().as_raw();
     let mode = meta.mode() & 0o7777;
-    let message = if meta.uid() != me {
-        format!(
-            "{what} is owned by uid {}, not by this user (uid {me}); refusing to use it \
-             (lqos runs as root: use a directory only this user can write)",
-            meta.uid()
-        )
+    let problem = if meta.uid() != me {
+        UnsafeState::OtherOwner {
+            owner: meta.uid(),
+            me,
+        }
     } else if mode & 0o022 != 0 {
-        format!(
-            "{what} has mode {mode:04o}: group or others may write to it; refusing to use it \
-             (chmod go-w it, or use another --state-dir)"
-        )
+        UnsafeState::Writable { mode }
     } else {
         return Ok(());
     };
-    Err(ApplyError::State {
+    Err(ApplyError::UnsafeState {
         path: path.to_path_buf(),
-        message,
+        what,
+        problem,
     })
 }
 

@@ -2,7 +2,10 @@
 //! model of the kernel's rules, no root needed): first load, no-op reload,
 //! a moved address, verify's filter drift, and the preflight refusal.
 
-use lqos_apply::{apply_plan, verify_tree, ApplyOptions, Drift, NoProgress, Recording};
+use lqos_apply::{
+    apply_plan, verify_tree, ApplyError, ApplyOptions, ClassifierMissing, Drift, NoProgress,
+    Recording,
+};
 use lqos_model::{Circuit, Device, Network, Node, Rate};
 use lqos_tc::{plan, Classifier, LeafSpec, Plan, PlanConfig, QdiscKind, TcOp};
 
@@ -135,11 +138,19 @@ fn preflight_refuses_the_classifier_without_flower_and_changes_nothing() {
     let r = rec().without_qdisc_kind("flower");
     let p = planned(&network("10.0.0.2/32"), None);
     let e = apply_plan(&p, &r, &r, ApplyOptions::default(), &NoProgress).unwrap_err();
+    // The facts: what is missing, and that nothing changed (the CLI adds
+    // the flags that help: lqos-cli's hints).
     let msg = e.to_string();
-    assert!(msg.contains("--classifier tc"), "{msg}");
+    assert!(msg.contains("the tc classifier"), "{msg}");
+    assert!(msg.contains("nothing was changed"), "{msg}");
     assert!(
-        msg.contains("--classifier none") && msg.contains("ip_map.csv"),
-        "{msg}"
+        matches!(
+            &e,
+            ApplyError::ClassifierUnsupported {
+                reason: ClassifierMissing::Refused { op, .. }
+            } if op.contains("flower")
+        ),
+        "{e:?}"
     );
     assert!(r.sent().is_empty());
 }

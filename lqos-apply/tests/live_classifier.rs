@@ -65,7 +65,7 @@ fn classifier_available(test: &str) -> bool {
     }
     let why = match KindProbe::new().probe_classifier() {
         Ok(Ok(())) => return true,
-        Ok(Err(why)) => why,
+        Ok(Err(why)) => why.to_string(),
         Err(e) => e.to_string(),
     };
     if std::env::var("LQOS_REQUIRE_CLASSIFIER").as_deref() == Ok("1") {

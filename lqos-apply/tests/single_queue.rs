@@ -105,9 +105,7 @@ fn preflight_refuses_mq_on_a_single_queue_device() {
     let live = NetlinkLive::new(Some(ns.name().to_string()));
     let e = lqos_apply::preflight(&p, &live).unwrap_err();
     assert!(matches!(e, ApplyError::MqOnSingleQueue { .. }), "{e}");
+    // The fact; the CLI adds `plan with --queues 1` (lqos-cli's hints).
     let msg = e.to_string();
-    assert!(
-        msg.contains("ens19 has a single TX queue") && msg.contains("--queues 1"),
-        "{msg}"
-    );
+    assert!(msg.contains("ens19 has a single TX queue"), "{msg}");
 }

@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::error::{BenchError, Result};
 use crate::stats::Sample;
 
-/// A load method, numbered as in issue 526's reproduction (README).
+/// A load method, numbered as in issue 526's reproduction (docs/benchmarks.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum Method {
     /// 1: `tc -b` of each interface's file on its own (one row per interface).

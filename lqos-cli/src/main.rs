@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod hints;
 
 /// Plan and load ISP traffic-shaping trees (HTB + cake/fq_codel under mq).
 #[derive(Parser)]
@@ -104,6 +105,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("lqos: error: {err:#}");
+            // The library states what is wrong; what to do, with this
+            // binary's flags, comes from here.
+            if let Some(hint) = hints::hint(&err) {
+                eprintln!("lqos: hint: {hint}");
+            }
             ExitCode::from(cmd::EXIT_ERROR)
         }
     }

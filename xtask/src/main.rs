@@ -89,7 +89,7 @@ struct VmArgs {
     /// Two virtio-net NICs ens19/ens20 with 16 queue pairs (taps in a private host netns).
     #[arg(long)]
     nics: bool,
-    /// Guest RAM in MiB (cake needs ~1.1 MiB per leaf; see README).
+    /// Guest RAM in MiB (cake needs ~1.1 MiB per leaf; see docs/lab.md).
     #[arg(long, default_value_t = 2048)]
     mem: u32,
     /// Guest vCPUs.

@@ -216,7 +216,7 @@ impl Backend for NetlinkBackend {
                                 dev: i.dev.clone(),
                                 sent: 0,
                                 total: i.len(),
-                                reason: "the worker thread panicked".into(),
+                                reason: crate::error::Stopped::WorkerPanicked,
                                 cause: None,
                             }),
                         })

@@ -11,8 +11,8 @@ use super::{
     as_sent, delete_placement, is_root_delete, Backend, IfaceOps, IfaceReport, LoadReport,
     Progress, RootDelete,
 };
-use crate::error::{ApplyError, Result};
-use crate::live::{KindSupport, LinkSummary, LiveSource, QdiscRefusal};
+use crate::error::{ApplyError, ClassifierMissing, QdiscRefusal, Result};
+use crate::live::{KindSupport, LinkSummary, LiveSource};
 use crate::timing::Timing;
 
 /// A planned failure: the `op_index`-th op sent to `dev` (counting every op
@@ -35,7 +35,7 @@ struct State {
     links: BTreeMap<String, u32>,
     unsupported: BTreeSet<String>,
     failures: Vec<RecordingFailure>,
-    meminfo: Option<crate::memory::MemInfo>,
+    meminfo: Option<crate::meminfo::MemInfo>,
 }
 
 /// Records ops instead of sending them. Interfaces must be declared with
@@ -63,7 +63,7 @@ impl Recording {
 
     /// Gives the fake machine this much memory (the memory preflight is
     /// skipped without).
-    pub fn with_meminfo(self, mem: crate::memory::MemInfo) -> Recording {
+    pub fn with_meminfo(self, mem: crate::meminfo::MemInfo) -> Recording {
         self.state.lock().expect("recording lock").meminfo = Some(mem);
         self
     }
@@ -276,22 +276,23 @@ impl LiveSource for Recording {
     }
 
     /// Supported unless `flower` or `skbedit` was marked unsupported.
-    fn probe_classifier(&self) -> Result<std::result::Result<(), String>> {
+    fn probe_classifier(&self) -> Result<std::result::Result<(), ClassifierMissing>> {
         let s = self.state.lock().expect("recording lock");
         Ok(
             match ["flower", "skbedit"]
                 .iter()
                 .find(|k| s.unsupported.contains(**k))
             {
-                Some(k) => Err(format!(
-                    "the kernel refused `tc filter replace ... {k}`: unknown"
-                )),
+                Some(k) => Err(ClassifierMissing::Refused {
+                    op: format!("filter replace ... {k}"),
+                    message: "unknown".to_string(),
+                }),
                 None => Ok(()),
             },
         )
     }
 
-    fn meminfo(&self) -> Option<crate::memory::MemInfo> {
+    fn meminfo(&self) -> Option<crate::meminfo::MemInfo> {
         self.state.lock().expect("recording lock").meminfo
     }
 }

@@ -15,7 +15,7 @@ use super::{
     as_sent, root_delete_found_nothing, tc_message_errno, Backend, IfaceOps, IfaceReport,
     LoadReport, Progress, RootDelete,
 };
-use crate::error::ApplyError;
+use crate::error::{ApplyError, Stopped};
 use crate::timing::{zombie_cpu, CpuScope, Stopwatch, Timing};
 use lqos_tc::render_line;
 
@@ -216,7 +216,6 @@ impl TcBatch {
             let run = self.run_batch(ifaces, streams, slice, exclusive_child, progress);
             total = total + run.timing;
             if let Some(e) = run.fatal {
-                let reason = "the tc process failed".to_string();
                 let cause = Some(std::sync::Arc::new(e));
                 for r in reports.iter_mut() {
                     if r.error.is_none() && r.ops_applied < r.ops_total {
@@ -224,7 +223,7 @@ impl TcBatch {
                             dev: r.dev.clone(),
                             sent: r.ops_applied,
                             total: r.ops_total,
-                            reason: reason.clone(),
+                            reason: Stopped::TcFailed,
                             cause: cause.clone(),
                         });
                     }
@@ -275,9 +274,10 @@ impl TcBatch {
                                     dev: r.dev.clone(),
                                     sent: r.ops_applied,
                                     total: r.ops_total,
-                                    reason: format!(
-                                        "the combined tc batch stopped at line {fline} ({fdev})"
-                                    ),
+                                    reason: Stopped::CombinedBatch {
+                                        line: fline,
+                                        dev: fdev.clone(),
+                                    },
                                     cause: None,
                                 });
                             }

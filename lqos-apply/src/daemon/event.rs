@@ -85,7 +85,7 @@ pub enum Event {
         /// The interface.
         dev: String,
         /// Why (its layout differs from the plan's).
-        reason: String,
+        reason: crate::FullReason,
         /// Ops sent to it.
         ops: usize,
     },

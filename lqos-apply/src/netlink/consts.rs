@@ -53,40 +53,5 @@ pub const IFLA_NUM_TX_QUEUES: u16 = 31;
 pub const TCA_KIND: u16 = 1;
 pub const TCA_OPTIONS: u16 = 2;
 
-pub const TCA_HTB_PARMS: u16 = 1;
-pub const TCA_HTB_INIT: u16 = 2;
-pub const TCA_HTB_DIRECT_QLEN: u16 = 5;
-pub const TCA_HTB_RATE64: u16 = 6;
-pub const TCA_HTB_CEIL64: u16 = 7;
-/// `TC_HTB_PROTOVER`.
-pub const HTB_VERSION: u32 = 3;
-/// `sizeof(struct tc_htb_opt)`: two 12-byte ratespecs + 5 u32.
-pub const TC_HTB_OPT_LEN: usize = 44;
-/// `sizeof(struct tc_htb_glob)`.
-pub const TC_HTB_GLOB_LEN: usize = 20;
-
-pub const TCA_CAKE_BASE_RATE64: u16 = 2;
-pub const TCA_CAKE_DIFFSERV_MODE: u16 = 3;
-pub const TCA_CAKE_FLOW_MODE: u16 = 5;
-pub const TCA_CAKE_RTT: u16 = 7;
-pub const TCA_CAKE_TARGET: u16 = 8;
-pub const TCA_CAKE_AUTORATE: u16 = 9;
-pub const TCA_CAKE_MEMORY: u16 = 10;
-pub const TCA_CAKE_NAT: u16 = 11;
-pub const TCA_CAKE_WASH: u16 = 13;
-pub const TCA_CAKE_ACK_FILTER: u16 = 16;
-pub const TCA_CAKE_SPLIT_GSO: u16 = 17;
-
-pub const TCA_FQ_CODEL_TARGET: u16 = 1;
-pub const TCA_FQ_CODEL_LIMIT: u16 = 2;
-pub const TCA_FQ_CODEL_INTERVAL: u16 = 3;
-pub const TCA_FQ_CODEL_ECN: u16 = 4;
-pub const TCA_FQ_CODEL_FLOWS: u16 = 5;
-pub const TCA_FQ_CODEL_QUANTUM: u16 = 6;
-pub const TCA_FQ_CODEL_MEMORY_LIMIT: u16 = 9;
-
-/// `TC_LINKLAYER_ETHERNET`: the kernel then computes transmit times from the
-/// rate itself and ignores rate tables.
-pub const LINKLAYER_ETHERNET: u8 = 1;
 /// tc's default `mtu` for HTB classes (also added to the default burst).
 pub const TC_DEFAULT_MTU: u32 = 1600;

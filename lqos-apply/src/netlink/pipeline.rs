@@ -1,7 +1,9 @@
 //! The op pipeline as a pure state machine (sans I/O, like quinn-proto's
 //! `poll_*`/`handle_*` split): batching, sequence/ACK matching, lost ACKs
-//! (`ENOBUFS`) and mid-batch failures. [`NetlinkSocket::send_ops`]
-//! (super::NetlinkSocket::send_ops) only moves the bytes:
+//! (`ENOBUFS`) and mid-batch failures, and the call's outcome
+//! ([`SendStats`], [`OpFailure`]).
+//! [`NetlinkSocket::send_ops`](super::NetlinkSocket::send_ops) only moves
+//! the bytes:
 //!
 //! ```text
 //! loop {
@@ -27,12 +29,135 @@
 use std::io;
 use std::ops::Range;
 
+use std::fmt;
+
 use lqos_tc::TcOp;
 
 use super::consts::NLMSG_ERROR;
-use super::decode::{msgs, parse_ack};
-use super::encode::{encode_op_with, PschedClock};
-use super::socket::{OpFailure, SendOptions, SendStats};
+use super::msg::{msgs, parse_ack};
+use super::op::encode_op_with;
+use super::psched::PschedClock;
+
+/// How [`NetlinkSocket::send_ops`](super::NetlinkSocket::send_ops) pipelines requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendOptions {
+    /// Most requests sent but not yet answered. Also capped by what the
+    /// socket's receive buffer can hold, so no ACK is ever dropped.
+    pub max_in_flight: usize,
+    /// Requests per `sendmsg`. The kernel processes a whole batch before
+    /// the call returns and does not stop at an error inside it: with
+    /// `batch > 1` ops after a failing one in the same batch may still be
+    /// applied (see [`OpFailure::applied_after`]). `batch = 1` is strictly
+    /// stop-at-first-error.
+    pub batch: usize,
+}
+
+impl Default for SendOptions {
+    /// 128 requests per `sendmsg`, and their ACKs are read before the next
+    /// batch is sent (the kernel handles a batch inside the `sendmsg` call,
+    /// so deeper pipelining gains nothing and would send past an error).
+    fn default() -> Self {
+        SendOptions {
+            max_in_flight: 128,
+            batch: 128,
+        }
+    }
+}
+
+/// Outcome of a fully successful [`NetlinkSocket::send_ops`](super::NetlinkSocket::send_ops).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SendStats {
+    /// Requests sent.
+    pub sent: usize,
+    /// Requests ACKed without error.
+    pub acked: usize,
+    /// Extended-ACK warnings the kernel attached to successful ACKs, by op
+    /// index (e.g. HTB's "quantum of class ... is big").
+    pub warnings: Vec<(usize, String)>,
+    /// `sendmsg` calls made.
+    pub sendmsgs: usize,
+}
+
+/// The first op the kernel (or the encoder) refused, and what is known
+/// about every other op of the call.
+///
+/// The kernel runs every request of a `sendmsg` batch even after one fails
+/// (each gets its own ACK), so with [`SendOptions::batch`] > 1 ops after
+/// `index` may have been applied ([`Self::applied_after`]) or refused
+/// ([`Self::refused_after`]); each is counted from its own ACK. When ACKs
+/// were lost (`ENOBUFS`) some ops' outcome is unknown
+/// ([`Self::unanswered`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OpFailure {
+    /// Index into the ops slice.
+    pub index: usize,
+    /// The op.
+    pub op: TcOp,
+    /// Positive errno (`EINVAL` for ops that could not be encoded,
+    /// `ENOBUFS` if ACKs were lost).
+    pub errno: i32,
+    /// The kernel's extended-ACK text (e.g. "Specified class not found"),
+    /// else strerror or the encoder's message.
+    pub message: String,
+    /// Ops before `index` that were ACKed ok (normally `index`).
+    pub succeeded: usize,
+    /// Ops after `index` that the kernel ACKed ok (applied): they were in
+    /// the same `sendmsg` batch.
+    pub applied_after: usize,
+    /// Ops after `index` of the same batch that the kernel refused too.
+    pub refused_after: usize,
+    /// Ops (other than `index`) that were sent but never answered: their
+    /// outcome is unknown (ACKs lost).
+    pub unanswered: usize,
+    /// Ops never sent.
+    pub not_sent: usize,
+    /// The interface index the ops were sent for.
+    pub ifindex: i32,
+    /// Its name, if this socket looked it up with [`NetlinkSocket::link`].
+    pub dev: Option<String>,
+    /// Extended-ACK warnings of successful ACKs, by op index.
+    pub warnings: Vec<(usize, String)>,
+}
+
+impl OpFailure {
+    /// Ops the kernel ACKed ok, before and after the failure.
+    pub fn applied(&self) -> usize {
+        self.succeeded + self.applied_after
+    }
+}
+
+impl fmt::Display for OpFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dev = self
+            .dev
+            .clone()
+            .unwrap_or_else(|| format!("ifindex{}", self.ifindex));
+        write!(
+            f,
+            "op #{} `tc {}` failed: {} (errno {}); {} earlier op(s) applied",
+            self.index,
+            lqos_tc::render_line(&dev, &self.op),
+            self.message,
+            self.errno,
+            self.succeeded
+        )?;
+        if self.applied_after > 0 || self.refused_after > 0 {
+            write!(
+                f,
+                ", {} later op(s) of the same batch applied and {} refused",
+                self.applied_after, self.refused_after
+            )?;
+        }
+        if self.unanswered > 0 {
+            write!(f, ", {} unanswered (outcome unknown)", self.unanswered)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for OpFailure {}
 
 /// Keep one `sendmsg` well below the default socket send buffer.
 pub(crate) const MAX_SEND_BYTES: usize = 64 << 10;

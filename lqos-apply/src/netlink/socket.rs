@@ -11,12 +11,16 @@ use neli::socket::NlSocket;
 use neli::utils::Groups;
 use nix::sched::{setns, CloneFlags};
 
+use super::attr::attrs;
 use super::consts::*;
-use super::decode::{self, msgs, parse_ack, DecodeError};
-use super::encode::{self, PschedClock};
-use super::filter;
-use super::pipeline::{strerror, RecvMode, SendPipeline, MAX_SEND_BYTES};
+use super::error::DecodeError;
+use super::msg::{self, msgs, parse_ack};
+use super::pipeline::{
+    strerror, OpFailure, RecvMode, SendOptions, SendPipeline, SendStats, MAX_SEND_BYTES,
+};
+use super::psched::{PschedClock, PschedParseError};
 use super::stats::ClassStats;
+use super::{flower, htb, op};
 
 /// Errors of the socket layer (everything except a failed op, which is an
 /// [`OpFailure`]).
@@ -76,7 +80,7 @@ pub enum NetlinkError {
     PschedRead(#[source] io::Error),
     /// `/proc/net/psched` could not be parsed.
     #[error("parsing /proc/net/psched: {0}")]
-    PschedParse(#[source] super::encode::PschedParseError),
+    PschedParse(#[source] PschedParseError),
 }
 
 /// An interface as the kernel reports it.
@@ -92,127 +96,6 @@ pub struct LinkInfo {
     /// MTU in bytes.
     pub mtu: u32,
 }
-
-/// How [`NetlinkSocket::send_ops`] pipelines requests.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SendOptions {
-    /// Most requests sent but not yet answered. Also capped by what the
-    /// socket's receive buffer can hold, so no ACK is ever dropped.
-    pub max_in_flight: usize,
-    /// Requests per `sendmsg`. The kernel processes a whole batch before
-    /// the call returns and does not stop at an error inside it: with
-    /// `batch > 1` ops after a failing one in the same batch may still be
-    /// applied (see [`OpFailure::applied_after`]). `batch = 1` is strictly
-    /// stop-at-first-error.
-    pub batch: usize,
-}
-
-impl Default for SendOptions {
-    /// 128 requests per `sendmsg`, and their ACKs are read before the next
-    /// batch is sent (the kernel handles a batch inside the `sendmsg` call,
-    /// so deeper pipelining gains nothing and would send past an error).
-    fn default() -> Self {
-        SendOptions {
-            max_in_flight: 128,
-            batch: 128,
-        }
-    }
-}
-
-/// Outcome of a fully successful [`NetlinkSocket::send_ops`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SendStats {
-    /// Requests sent.
-    pub sent: usize,
-    /// Requests ACKed without error.
-    pub acked: usize,
-    /// Extended-ACK warnings the kernel attached to successful ACKs, by op
-    /// index (e.g. HTB's "quantum of class ... is big").
-    pub warnings: Vec<(usize, String)>,
-    /// `sendmsg` calls made.
-    pub sendmsgs: usize,
-}
-
-/// The first op the kernel (or the encoder) refused, and what is known
-/// about every other op of the call.
-///
-/// The kernel runs every request of a `sendmsg` batch even after one fails
-/// (each gets its own ACK), so with [`SendOptions::batch`] > 1 ops after
-/// `index` may have been applied ([`Self::applied_after`]) or refused
-/// ([`Self::refused_after`]); each is counted from its own ACK. When ACKs
-/// were lost (`ENOBUFS`) some ops' outcome is unknown
-/// ([`Self::unanswered`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct OpFailure {
-    /// Index into the ops slice.
-    pub index: usize,
-    /// The op.
-    pub op: TcOp,
-    /// Positive errno (`EINVAL` for ops that could not be encoded,
-    /// `ENOBUFS` if ACKs were lost).
-    pub errno: i32,
-    /// The kernel's extended-ACK text (e.g. "Specified class not found"),
-    /// else strerror or the encoder's message.
-    pub message: String,
-    /// Ops before `index` that were ACKed ok (normally `index`).
-    pub succeeded: usize,
-    /// Ops after `index` that the kernel ACKed ok (applied): they were in
-    /// the same `sendmsg` batch.
-    pub applied_after: usize,
-    /// Ops after `index` of the same batch that the kernel refused too.
-    pub refused_after: usize,
-    /// Ops (other than `index`) that were sent but never answered: their
-    /// outcome is unknown (ACKs lost).
-    pub unanswered: usize,
-    /// Ops never sent.
-    pub not_sent: usize,
-    /// The interface index the ops were sent for.
-    pub ifindex: i32,
-    /// Its name, if this socket looked it up with [`NetlinkSocket::link`].
-    pub dev: Option<String>,
-    /// Extended-ACK warnings of successful ACKs, by op index.
-    pub warnings: Vec<(usize, String)>,
-}
-
-impl OpFailure {
-    /// Ops the kernel ACKed ok, before and after the failure.
-    pub fn applied(&self) -> usize {
-        self.succeeded + self.applied_after
-    }
-}
-
-impl fmt::Display for OpFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let dev = self
-            .dev
-            .clone()
-            .unwrap_or_else(|| format!("ifindex{}", self.ifindex));
-        write!(
-            f,
-            "op #{} `tc {}` failed: {} (errno {}); {} earlier op(s) applied",
-            self.index,
-            lqos_tc::render_line(&dev, &self.op),
-            self.message,
-            self.errno,
-            self.succeeded
-        )?;
-        if self.applied_after > 0 || self.refused_after > 0 {
-            write!(
-                f,
-                ", {} later op(s) of the same batch applied and {} refused",
-                self.applied_after, self.refused_after
-            )?;
-        }
-        if self.unanswered > 0 {
-            write!(f, ", {} unanswered (outcome unknown)", self.unanswered)?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for OpFailure {}
 
 /// Requested receive buffer (the kernel doubles it, capped by rmem_max).
 const RCVBUF_REQUEST: usize = 8 << 20;
@@ -385,7 +268,7 @@ impl NetlinkSocket {
         let what = || format!("looking up interface {name:?}");
         let info = self.request(
             &what,
-            |buf, seq| encode::getlink_request(buf, name, seq),
+            |buf, seq| msg::getlink_request(buf, name, seq),
             |m| match m.ty {
                 NLMSG_ERROR => {
                     let ack = parse_ack(m).map_err(|source| NetlinkError::Decode {
@@ -408,7 +291,7 @@ impl NetlinkSocket {
                         num_tx_queues: 1,
                         mtu: 0,
                     };
-                    for (ty, v) in decode::attrs(&p[IFINFOMSG_LEN..]) {
+                    for (ty, v) in attrs(&p[IFINFOMSG_LEN..]) {
                         let x =
                             (v.len() >= 4).then(|| u32::from_ne_bytes([v[0], v[1], v[2], v[3]]));
                         match (ty, x) {
@@ -437,7 +320,7 @@ impl NetlinkSocket {
         &mut self,
         what: &dyn Fn() -> String,
         encode: impl FnOnce(&mut Vec<u8>, u32),
-        mut on_reply: impl FnMut(&decode::RawMsg<'_>) -> Result<Option<T>, NetlinkError>,
+        mut on_reply: impl FnMut(&msg::RawMsg<'_>) -> Result<Option<T>, NetlinkError>,
     ) -> Result<T, NetlinkError> {
         let seq = self.take_seq(1);
         self.sendbuf.clear();
@@ -539,7 +422,7 @@ impl NetlinkSocket {
     pub fn class_stats(&mut self, ifindex: i32) -> Result<Vec<ClassStats>, NetlinkError> {
         let mut htbs = Vec::new();
         self.dump_kind(RTM_GETQDISC, ifindex, TcHandle::UNSPEC, |payload| {
-            let (ifi, q) = decode::decode_qdisc_dump(payload)?;
+            let (ifi, q) = op::decode_qdisc_dump(payload)?;
             if ifi == ifindex && matches!(q.kind, QdiscKind::Htb(_)) {
                 htbs.push(q.handle);
             }
@@ -576,7 +459,7 @@ impl NetlinkSocket {
         let mut tree = TcTree::default();
         let clock = self.clock;
         self.dump_kind(RTM_GETQDISC, ifindex, TcHandle::UNSPEC, |payload| {
-            let (ifi, q) = decode::decode_qdisc_dump(payload)?;
+            let (ifi, q) = op::decode_qdisc_dump(payload)?;
             if ifi == ifindex {
                 tree.insert_qdisc(q);
             }
@@ -599,7 +482,7 @@ impl NetlinkSocket {
             .collect();
         for htb in htbs {
             self.dump_kind(RTM_GETTCLASS, ifindex, htb, |payload| {
-                if let Some((ifi, c)) = decode::decode_class(payload, &clock)? {
+                if let Some((ifi, c)) = htb::decode_class(payload, &clock)? {
                     if ifi == ifindex {
                         tree.classes.insert(c.classid, c);
                     }
@@ -612,11 +495,11 @@ impl NetlinkSocket {
         if lqos_tc::classify::has_clsact(&tree) {
             let mut filters = lqos_tc::classify::Filters::new();
             self.dump_kind(
-                filter::RTM_GETTFILTER,
+                flower::RTM_GETTFILTER,
                 ifindex,
                 TcHandle::UNSPEC,
                 |payload| {
-                    if let Some((ifi, f)) = filter::decode_filter(payload)? {
+                    if let Some((ifi, f)) = flower::decode_filter(payload)? {
                         if ifi == ifindex {
                             filters.insert(f.key, f);
                         }
@@ -653,14 +536,14 @@ impl NetlinkSocket {
         let reply = match ty {
             RTM_GETQDISC => RTM_NEWQDISC,
             RTM_GETTCLASS => RTM_NEWTCLASS,
-            _ => filter::RTM_NEWTFILTER,
+            _ => flower::RTM_NEWTFILTER,
         };
         let mut interrupted = false;
         self.request(
             &what,
             |buf, seq| match ty {
-                filter::RTM_GETTFILTER => filter::dump_request(buf, ifindex, seq),
-                _ => encode::dump_request_parent(buf, ty, ifindex, parent, seq),
+                flower::RTM_GETTFILTER => flower::dump_request(buf, ifindex, seq),
+                _ => msg::dump_request_parent(buf, ty, ifindex, parent, seq),
             },
             |m| {
                 interrupted |= m.flags & NLM_F_DUMP_INTR != 0;
@@ -715,7 +598,7 @@ impl NetlinkSocket {
 
 /// The kernel's refusal of a request, with its extended-ACK text (or the
 /// errno's description when it sent none).
-fn kernel_error(what: String, ack: &decode::Ack<'_>) -> NetlinkError {
+fn kernel_error(what: String, ack: &msg::Ack<'_>) -> NetlinkError {
     NetlinkError::Kernel {
         what,
         errno: ack.errno,

@@ -7,7 +7,9 @@
 use lqos_tc::TcHandle;
 use serde::{Deserialize, Serialize};
 
-use super::decode::{attrs, tcmsg_hdr, DecodeError};
+use super::attr::attrs;
+use super::error::DecodeError;
+use super::msg::tcmsg_hdr;
 
 /// `TCA_STATS2` (nested `TCA_STATS_*`; uapi `linux/rtnetlink.h`).
 pub const TCA_STATS2: u16 = 7;
@@ -40,11 +42,11 @@ pub(crate) fn decode_class_stats(payload: &[u8]) -> Result<Option<(i32, ClassSta
                 continue;
             }
             if sv.len() < GNET_STATS_BASIC_LEN {
-                return Err(DecodeError(format!(
-                    "class {}: TCA_STATS_BASIC of {} bytes",
-                    TcHandle::from_raw(h.handle),
-                    sv.len()
-                )));
+                return Err(DecodeError::ShortStats {
+                    handle: TcHandle::from_raw(h.handle),
+                    what: "TCA_STATS_BASIC",
+                    len: sv.len(),
+                });
             }
             let bytes = u64::from_ne_bytes(sv[..8].try_into().expect("8 bytes"));
             let packets = u32::from_ne_bytes(sv[8..12].try_into().expect("4 bytes"));

@@ -166,7 +166,7 @@ fn change_line(c: &Change<'_>) -> String {
     format!(
         "{}: {}, {} ops ({})",
         c.stream.dev,
-        c.kind,
+        crate::hints::load_kind(&c.kind),
         c.stream.len(),
         c.stream.summary()
     )

@@ -247,7 +247,7 @@ fn log(e: Event, start: &StartInfo) {
                 added = s.added,
                 changed = s.changed,
                 removed = s.removed,
-                error = %error,
+                error = %crate::hints::with_hint(&error),
                 "{what}"
             )
         }

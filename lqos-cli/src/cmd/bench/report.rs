@@ -10,7 +10,7 @@ use serde::Serialize;
 /// One row of the result table: a method (or one interface of method 1).
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
-    /// Method number as in the README ("1", "3a", ...).
+    /// Method number as in docs/benchmarks.md ("1", "3a", ...).
     pub id: String,
     /// What was timed.
     pub name: String,
@@ -95,7 +95,7 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
-/// A markdown table (for the README).
+/// A markdown table (as in docs/benchmarks.md).
 pub fn markdown(rows: &[Row]) -> String {
     let mut out = format!(
         "| # | method | circuits | wall median (s) | min | max | user median (s) | min | max | sys median (s) | min | max | ops/s | vs #2 |\n|---|---|{}\n",

@@ -1,0 +1,160 @@
+//! What to do about an error: the library's errors state facts (typed
+//! fields); the flags and commands that fix them belong to this binary, so
+//! they are added here, in one place, next to `main`'s mapping of errors
+//! to exit codes.
+
+use lqos_apply::{ApplyError, FullReason, LoadKind, UnsafeState};
+
+/// Advice for the first error in `err`'s chain that has some.
+pub(crate) fn hint(err: &anyhow::Error) -> Option<String> {
+    err.chain()
+        .filter_map(|e| e.downcast_ref::<ApplyError>())
+        .find_map(apply_hint)
+}
+
+/// Advice for one library error, naming this binary's flags.
+pub(crate) fn apply_hint(e: &ApplyError) -> Option<String> {
+    Some(match e {
+        ApplyError::TooFewQueues { available, .. } => {
+            format!("plan with --queues {available} (or fewer)")
+        }
+        ApplyError::MqOnSingleQueue { .. } => "plan with --queues 1 (an HTB root, no mq; \
+             `lqos apply` does this itself when neither --queues nor override_available_queues \
+             is given)"
+            .to_string(),
+        ApplyError::UnsupportedQdisc { alternatives, .. } if !alternatives.is_empty() => {
+            format!("use --sqm {}", alternatives.join(" or "))
+        }
+        ApplyError::ClassifierUnsupported { .. } => "--classifier tc cannot be used here: use \
+             --classifier none (or `classifier = \"none\"` in lqos.conf's [lqos] section) and \
+             feed ip_map.csv from `lqos plan --out DIR` to an XDP classifier (LibreQoS's lqosd)"
+            .to_string(),
+        ApplyError::NotEnoughMemory { .. } => "use lazy leaves (`lqos watch --lazy-leaves`: a \
+             circuit gets its leaf only while it carries traffic), a cheaper leaf (--sqm \
+             fq_codel: 69 KiB each, or pfifo), or more memory; --skip-memory-check loads anyway"
+            .to_string(),
+        ApplyError::UnsafeState {
+            problem: UnsafeState::OtherOwner { .. },
+            ..
+        } => "lqos runs as root: use a directory only this user can write".to_string(),
+        ApplyError::UnsafeState {
+            problem: UnsafeState::Writable { .. },
+            ..
+        } => "chmod go-w it, or use another --state-dir".to_string(),
+        ApplyError::Incomplete { cause: Some(c), .. } => return apply_hint(c),
+        _ => return None,
+    })
+}
+
+/// `error; hint` for log lines (the daemon logs one line per event).
+pub(crate) fn with_hint(e: &ApplyError) -> String {
+    match apply_hint(e) {
+        Some(h) => format!("{e}; {h}"),
+        None => e.to_string(),
+    }
+}
+
+/// A load kind as the CLI prints it: a requested rebuild is `--full`'s.
+pub(crate) fn load_kind(k: &LoadKind) -> String {
+    match k {
+        LoadKind::Full {
+            reason: FullReason::Requested,
+        } => "full rebuild (--full)".to_string(),
+        k => k.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lqos_apply::{ApplyOptions, NoProgress, QdiscRefusal, Recording};
+
+    fn planned(sqm: &str, classifier: lqos_tc::Classifier) -> lqos_tc::Plan {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits: 1000,
+            ..Default::default()
+        });
+        let overrides = lqos_apply::PlanOverrides {
+            sqm: Some(sqm.parse().unwrap()),
+            classifier: Some(classifier),
+            ..Default::default()
+        };
+        let cfg = lqos_apply::plan_config(
+            &g.config,
+            None,
+            &overrides,
+            lqos_apply::QueueCount::Default(1),
+        )
+        .unwrap();
+        lqos_tc::plan(&g.network, &cfg, None).unwrap()
+    }
+
+    fn refused(rec: &Recording, p: &lqos_tc::Plan) -> ApplyError {
+        lqos_apply::apply_plan(p, rec, rec, ApplyOptions::default(), &NoProgress).unwrap_err()
+    }
+
+    /// The library's memory refusal states the numbers; the CLI adds what
+    /// to do, with its flags.
+    #[test]
+    fn not_enough_memory_gets_the_flags_that_help() {
+        let rec = Recording::new()
+            .with_link("ens19", 1)
+            .with_link("ens20", 1)
+            .with_meminfo(lqos_apply::memory::MemInfo {
+                total: 2048 << 20,
+                available: 1800 << 20,
+            });
+        let e = refused(&rec, &planned("cake diffserv4", lqos_tc::Classifier::None));
+        assert!(matches!(e, ApplyError::NotEnoughMemory { .. }), "{e}");
+        let lib = e.to_string();
+        assert!(
+            lib.contains("Nothing was changed") && !lib.contains("--"),
+            "{lib}"
+        );
+        let h = apply_hint(&e).unwrap();
+        for want in [
+            "--lazy-leaves",
+            "--sqm fq_codel",
+            "more memory",
+            "--skip-memory-check",
+        ] {
+            assert!(h.contains(want), "{want:?} not in {h}");
+        }
+    }
+
+    #[test]
+    fn classifier_and_qdisc_refusals_get_flags() {
+        let rec = Recording::new()
+            .with_link("ens19", 1)
+            .with_link("ens20", 1)
+            .without_qdisc_kind("flower");
+        let e = refused(&rec, &planned("pfifo", lqos_tc::Classifier::Tc));
+        assert!(!e.to_string().contains("--classifier"), "{e}");
+        let h = apply_hint(&e).unwrap();
+        assert!(
+            h.contains("--classifier none") && h.contains("ip_map.csv"),
+            "{h}"
+        );
+        let e = ApplyError::UnsupportedQdisc {
+            kind: "cake".into(),
+            refusal: QdiscRefusal::new(2, "Specified qdisc kind is unknown"),
+            alternatives: vec!["fq_codel".into(), "pfifo".into()],
+        };
+        assert_eq!(apply_hint(&e).unwrap(), "use --sqm fq_codel or pfifo");
+        let e = ApplyError::TooFewQueues {
+            dev: "ens19".into(),
+            needed: 8,
+            available: 4,
+        };
+        assert!(!e.to_string().contains("--queues"));
+        assert_eq!(apply_hint(&e).unwrap(), "plan with --queues 4 (or fewer)");
+        let one = ApplyError::MqOnSingleQueue {
+            dev: "ens19".into(),
+        };
+        assert!(apply_hint(&one)
+            .unwrap()
+            .starts_with("plan with --queues 1"));
+        let wrapped = anyhow::Error::new(e).context("applying");
+        assert_eq!(hint(&wrapped).unwrap(), "plan with --queues 4 (or fewer)");
+    }
+}
