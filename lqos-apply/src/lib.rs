@@ -59,6 +59,7 @@
 //! - `netns` (feature `test-util`): scratch network namespaces with veth
 //!   pairs for tests and benchmarks.
 
+pub mod adopt;
 mod backend;
 pub mod daemon;
 mod engine;
