@@ -514,7 +514,7 @@ fn bench_config(sqm: &LeafSpec, down: &str, up: &str) -> LqosConfig {
             default_sqm: sqm.to_string().into(),
             ..QueuesConfig::default()
         },
-        lqos: Default::default(),
+        ..LqosConfig::default()
     }
 }
 
