@@ -53,11 +53,15 @@
 //!   fit in `MemAvailable` is refused before anything changes).
 //! - [`lazy`]: lazy leaves (a circuit's leaf qdisc only while it carries
 //!   traffic), used by `lqos watch --lazy-leaves`.
+//! - [`daemon`]: the reload daemon (`lqos watch`) as a library: a sans-I/O
+//!   [`daemon::Reloader`] and the [`daemon::Driver`] that runs it.
 //! - [`watch`]: the status file `lqos watch` writes and `lqos status` reads.
 //! - `netns` (feature `test-util`): scratch network namespaces with veth
 //!   pairs for tests and benchmarks.
 
+pub mod adopt;
 mod backend;
+pub mod daemon;
 mod engine;
 mod error;
 mod inputs;
@@ -92,8 +96,8 @@ pub use error::{
     ApplyError, ClassifierMissing, PlanProblem, QdiscRefusal, Result, Stopped, UnsafeState,
 };
 pub use inputs::{
-    interface_names, plan_config, plan_files, plan_raw, read_plan, read_plan_record, Inputs,
-    LoadedInputs, PlanOverrides, Planned, QueueCount, RawInputs, CONFIG_FILE, DEVICES_FILE,
+    given_queues, interface_names, plan_config, plan_files, plan_raw, read_plan, read_plan_record,
+    Inputs, LoadedInputs, PlanOverrides, Planned, QueueCount, RawInputs, CONFIG_FILE, DEVICES_FILE,
     NETWORK_FILE,
 };
 pub use live::{read_live, KindProbe, KindSupport, LinkSummary, LiveSource, NetlinkLive};

@@ -43,6 +43,7 @@ pub mod diff;
 mod fx;
 mod handle;
 pub mod ipmap;
+pub mod libreqos;
 pub mod memory;
 mod ops;
 pub mod options;
@@ -57,7 +58,9 @@ mod text;
 mod tree;
 
 pub use classify::{Classifier, FilterKey, FilterProto, FlowerFilter, MatchSide};
-pub use config::{CircuitSqm, Interfaces, LeafSpec, PlanConfig, QueueStrategy, SqmChoice};
+pub use config::{
+    config_problems, CircuitSqm, Interfaces, LeafSpec, PlanConfig, QueueStrategy, SqmChoice,
+};
 pub use diff::{diff, DiffSummary};
 pub use handle::{HandleError, TcHandle};
 pub use ipmap::{IpDetails, IpMap, IpMapEntry, Steer, SteerDetails};
