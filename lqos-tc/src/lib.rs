@@ -40,6 +40,7 @@
 pub mod classify;
 mod config;
 pub mod diff;
+pub mod fuzzing;
 mod handle;
 pub mod ipmap;
 pub mod libreqos;
