@@ -6,8 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
+/// A fuzz target's entry point.
+type Entry = fn(&[u8]);
+
 /// Every fuzz target (`fuzz/fuzz_targets/<name>.rs`) and its entry point.
-const TARGETS: &[(&str, fn(&[u8]))] = &[
+const TARGETS: &[(&str, Entry)] = &[
     ("shaped_devices", lqos_model::fuzzing::fuzz_shaped_devices),
     ("network_json", lqos_model::fuzzing::fuzz_network_json),
     ("lqos_conf", lqos_model::fuzzing::fuzz_config),
