@@ -60,6 +60,7 @@
 //! - `netns` (feature `test-util`): scratch network namespaces with veth
 //!   pairs for tests and benchmarks.
 
+pub mod adopt;
 mod backend;
 mod engine;
 mod error;

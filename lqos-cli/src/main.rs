@@ -32,6 +32,9 @@ pub(crate) struct Cli {
 enum Command {
     /// Validate network.json, ShapedDevices.csv and lqos.conf.
     Check(cmd::check::Args),
+    /// Compare the tree lqos plans with the one LibreQoS built (its state
+    /// directory and tc commands), by name, field by field.
+    Compare(cmd::compare::Args),
     /// Write a synthetic network (network.json, ShapedDevices.csv, lqos.conf).
     Gen(cmd::gen::Args),
     /// Plan the tc trees and write tc -b files and plan.json.
@@ -97,6 +100,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(a) => cmd::check::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
         Command::Gen(a) => cmd::gen::run(a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Show(a) => cmd::show::run(a),

@@ -205,9 +205,11 @@ fn check_config(c: &LqosConfig, file: &str, report: &mut Report) {
     }
 }
 
-/// Uses the `Parent Node ID` column: a circuit with an empty `Parent Node`
-/// gets the node whose `id` matches; a mismatch between the two columns is
-/// a warning (the `Parent Node` name wins, as in older LibreQoS).
+/// Uses the `Parent Node ID` column as LibreQoS (HEAD) does: an ID that
+/// names a node's `id` wins over the `Parent Node` name (a mismatch is a
+/// warning); an unknown ID is a warning and the name is used; with an empty
+/// `Parent Node` the ID is ignored and the circuit goes under a generated
+/// parent node (a warning says so).
 pub(crate) fn resolve_parent_ids(
     net: &Network,
     circuits: &mut [crate::Circuit],
@@ -229,27 +231,23 @@ pub(crate) fn resolve_parent_ids(
     for (c, id) in circuits.iter_mut().zip(ids) {
         let Some(id) = id else { continue };
         let line = c.devices.first().map(|d| d.line).filter(|&l| l > 0);
-        match (by_id.get(id.as_str()), &c.parent) {
-            (Some(name), None) => c.parent = Some((*name).into()),
-            (Some(name), Some(p)) if p != name => report.push(
-                Problem::warning(
-                    file,
-                    format!(
-                        "Parent Node ID {id:?} is node {name:?} but Parent Node is {p:?}; using Parent Node"
-                    ),
-                )
-                .at_opt(line)
-                .circuit(&c.id),
-            ),
+        let warn = |m: String| Problem::warning(file, m).at_opt(line).circuit(&c.id);
+        let found = by_id.get(id.as_str()).copied();
+        match (found, &c.parent) {
+            (found, None) => report.push(warn(format!(
+                "Parent Node is empty, so Parent Node ID {id:?}{} is ignored, as LibreQoS does: the circuit goes under a generated parent node",
+                found.map(|n| format!(" (node {n:?})")).unwrap_or_default()
+            ))),
+            (Some(name), Some(p)) if p != name => {
+                report.push(warn(format!(
+                    "Parent Node ID {id:?} is node {name:?} but Parent Node is {p:?}; using node {name:?}, as LibreQoS does (the ID wins)"
+                )));
+                c.parent = Some(name.into());
+            }
             (Some(_), Some(_)) => {}
-            (None, _) => report.push(
-                Problem::warning(
-                    file,
-                    format!("Parent Node ID {id:?} matches no node id in network.json"),
-                )
-                .at_opt(line)
-                .circuit(&c.id),
-            ),
+            (None, Some(p)) => report.push(warn(format!(
+                "Parent Node ID {id:?} matches no node id in network.json; using Parent Node {p:?}"
+            ))),
         }
     }
 }

@@ -225,8 +225,9 @@ impl<'a> Row<'a> {
 ///   than those in [`KNOWN_SQM`] is a warning. An empty half means the
 ///   default.
 /// - `Parent Node ID` is kept per circuit in
-///   [`ShapedDevices::parent_node_ids`]; [`load`](crate::load) uses it when
-///   `Parent Node` is empty.
+///   [`ShapedDevices::parent_node_ids`]; [`load`](crate::load) resolves it
+///   as LibreQoS does (a known ID wins over `Parent Node`; with an empty
+///   `Parent Node` it is ignored).
 ///
 /// Row-level problems go into [`ShapedDevices::report`] with their line
 /// numbers; a row with an error that makes it unusable (no circuit ID, a rate
@@ -1109,7 +1110,8 @@ fn parse_sqm(cell: &str, line: usize) -> (Option<String>, Option<String>, Option
     };
     let unknown = |s: &str| -> Option<String> {
         let w = s.split_whitespace().next()?;
-        (!KNOWN_SQM.contains(&w)).then(|| w.to_string())
+        // LibreQoS lowercases the cell: `Cake`, `None`, `FQ_CODEL` are known.
+        (!KNOWN_SQM.iter().any(|k| k.eq_ignore_ascii_case(w))).then(|| w.to_string())
     };
     let ud = unknown(down);
     let uu = if cell.contains('/') {

@@ -103,8 +103,9 @@ fn node_above_its_parent_is_a_warning() {
 }
 
 #[test]
-fn hierarchy_deeper_than_htb_allows_is_an_error() {
-    // MAX_NODE_DEPTH real levels are fine; one more is not; virtual ones do not count.
+fn levels_below_six_are_flattened_into_level_six_as_libreqos_does() {
+    // N1..N8 nested, N3 virtual: the real levels are N1, N2, N4.. (N8 is at
+    // level 7). LibreQoS makes every descendant of a level-5 node its child.
     let nest = |levels: usize, virtual_at: Option<usize>| {
         let mut s = String::new();
         for i in 1..=levels {
@@ -114,7 +115,8 @@ fn hierarchy_deeper_than_htb_allows_is_an_error() {
                 ""
             };
             s.push_str(&format!(
-                "{{\"N{i}\": {{\"downloadBandwidthMbps\": 10, \"uploadBandwidthMbps\": 10{v}, \"children\": "
+                "{{\"N{i}\": {{\"downloadBandwidthMbps\": {}, \"uploadBandwidthMbps\": 10{v}, \"children\": ",
+                100 - i
             ));
         }
         s.push_str("{}");
@@ -124,8 +126,52 @@ fn hierarchy_deeper_than_htb_allows_is_an_error() {
     assert!(check(&nest(MAX_NODE_DEPTH, None), "").is_empty());
     assert!(check(&nest(MAX_NODE_DEPTH + 1, Some(3)), "").is_empty());
     assert_eq!(
-        check(&nest(MAX_NODE_DEPTH + 2, None), ""),
-        ["error: network.json:1: node \"N7\": node is at level 7 of the hierarchy (virtual nodes not counted); HTB allows 8 class levels, so at most 6 node levels fit between a queue's top class and its circuits"]
+        check(&nest(MAX_NODE_DEPTH + 2, Some(3)), ""),
+        ["warning: network.json:1: node \"N8\": node is at level 7 (virtual nodes not counted); as LibreQoS does below 6 levels, it becomes a child of \"N6\" at level 6, with download 92 Mbps and upload 10 Mbps (capped by the parents it leaves)"]
+    );
+    let l = load(("network.json", &nest(9, None)), ("SD.csv", H13.as_bytes()));
+    let net = &l.network;
+    assert_eq!(net.depth(), MAX_NODE_DEPTH);
+    let n5 = net.node_by_name("N5").unwrap();
+    let under_n5: Vec<&str> = net
+        .children(n5)
+        .iter()
+        .map(|&c| net.node(c).name.as_str())
+        .collect();
+    assert_eq!(under_n5, ["N6", "N7", "N8", "N9"]);
+    // Each keeps the lowest rate of the levels it left (N6's 94).
+    let n9 = net.node(net.node_by_name("N9").unwrap());
+    assert_eq!(n9.download, lqos_model::Rate::from_mbps(91));
+}
+
+#[test]
+fn a_network_built_deeper_than_six_levels_is_an_error() {
+    let mut net = lqos_model::Network::new();
+    let mut parent: Option<String> = None;
+    for i in 1..=MAX_NODE_DEPTH + 1 {
+        let name = format!("N{i}");
+        net.add_node(
+            parent.as_deref(),
+            lqos_model::Node {
+                name: name.clone(),
+                id: None,
+                node_type: None,
+                download: lqos_model::Rate::from_mbps(10),
+                upload: lqos_model::Rate::from_mbps(10),
+                virtual_node: false,
+            },
+        )
+        .unwrap();
+        parent = Some(name);
+    }
+    let msgs: Vec<String> = lqos_model::validate(&net, "net", "sd")
+        .problems
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    assert_eq!(
+        msgs,
+        ["net: node \"N7\": node is at level 7 of the hierarchy (virtual nodes not counted); LibreQoS shapes at most 6 node levels (reading network.json, it and lqos make deeper nodes children of their level-5 ancestor)"]
     );
 }
 
@@ -176,7 +222,7 @@ fn all_problems_of_all_files_in_one_report_sorted_by_file_and_line() {
     assert_eq!(
         got,
         [
-            "error: network.json:1: node \"AP_A\": downloadBandwidthMbps 0 is zero",
+            "warning: network.json:1: node \"AP_A\": downloadBandwidthMbps is 0; it takes its parent node's rate (the link's at the top level), as LibreQoS does",
             "error: SD.csv:2: circuit \"1\": download min 0 is zero",
             "error: SD.csv:3: circuit \"2\": download max \"x\" is not a number",
             "error: SD.csv:3: circuit \"2\": row skipped because of its rates",
@@ -184,8 +230,8 @@ fn all_problems_of_all_files_in_one_report_sorted_by_file_and_line() {
             "error: lqos.conf: [bridge] to_internet and to_network are the same interface \"eth0\"",
         ]
     );
-    assert_eq!(l.report.error_count(), 6);
-    assert_eq!(l.report.warnings().count(), 0);
+    assert_eq!(l.report.error_count(), 5);
+    assert_eq!(l.report.warnings().count(), 1);
     assert!(l.require_valid().is_err());
 }
 
@@ -240,7 +286,7 @@ fn config_rules() {
 }
 
 #[test]
-fn parent_node_id_column_finds_or_checks_the_parent() {
+fn parent_node_id_wins_over_the_name_and_is_ignored_without_one_as_in_libreqos() {
     let net = r#"{"Site": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 1000, "id": "s-1",
         "children": {"AP_A": {"downloadBandwidthMbps": 500, "uploadBandwidthMbps": 100, "id": "ap-a"}}}}"#;
     let csv = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,Parent Node ID,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps\n\
@@ -248,8 +294,11 @@ fn parent_node_id_column_finds_or_checks_the_parent() {
         2,b,d2,R,Site,ap-a,,10.0.0.2,,1,1,2,2\n\
         3,c,d3,R,AP_A,nope,,10.0.0.3,,1,1,2,2\n";
     let l = load(("network.json", net), ("SD.csv", csv.as_bytes()));
-    assert_eq!(l.network.circuits()[0].parent.as_deref(), Some("AP_A"));
-    assert_eq!(l.network.circuits()[1].parent.as_deref(), Some("Site"));
+    // LibreQoS HEAD: an empty Parent Node means a generated parent node,
+    // whatever the ID; a known ID beats the name.
+    assert_eq!(l.network.circuits()[0].parent.as_deref(), None);
+    assert_eq!(l.network.circuits()[1].parent.as_deref(), Some("AP_A"));
+    assert_eq!(l.network.circuits()[2].parent.as_deref(), Some("AP_A"));
     let got: Vec<String> = l
         .report
         .problems
@@ -259,8 +308,9 @@ fn parent_node_id_column_finds_or_checks_the_parent() {
     assert_eq!(
         got,
         [
-            "warning: SD.csv:3: circuit \"2\": Parent Node ID \"ap-a\" is node \"AP_A\" but Parent Node is \"Site\"; using Parent Node",
-            "warning: SD.csv:4: circuit \"3\": Parent Node ID \"nope\" matches no node id in network.json",
+            "warning: SD.csv:2: circuit \"1\": Parent Node is empty, so Parent Node ID \"ap-a\" (node \"AP_A\") is ignored, as LibreQoS does: the circuit goes under a generated parent node",
+            "warning: SD.csv:3: circuit \"2\": Parent Node ID \"ap-a\" is node \"AP_A\" but Parent Node is \"Site\"; using node \"AP_A\", as LibreQoS does (the ID wins)",
+            "warning: SD.csv:4: circuit \"3\": Parent Node ID \"nope\" matches no node id in network.json; using Parent Node \"AP_A\"",
         ]
     );
 }

@@ -43,6 +43,7 @@ pub mod diff;
 mod fx;
 mod handle;
 pub mod ipmap;
+pub mod libreqos;
 pub mod memory;
 mod ops;
 pub mod options;

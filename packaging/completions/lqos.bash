@@ -25,6 +25,9 @@ _lqos() {
             lqos,check)
                 cmd="lqos__subcmd__check"
                 ;;
+            lqos,compare)
+                cmd="lqos__subcmd__compare"
+                ;;
             lqos,completions)
                 cmd="lqos__subcmd__completions"
                 ;;
@@ -64,6 +67,9 @@ _lqos() {
             lqos__subcmd__help,check)
                 cmd="lqos__subcmd__help__subcmd__check"
                 ;;
+            lqos__subcmd__help,compare)
+                cmd="lqos__subcmd__help__subcmd__compare"
+                ;;
             lqos__subcmd__help,completions)
                 cmd="lqos__subcmd__help__subcmd__completions"
                 ;;
@@ -101,7 +107,7 @@ _lqos() {
 
     case "${cmd}" in
         lqos)
-            opts="-h -V --help --version check gen plan show diff apply verify bench watch status man completions help"
+            opts="-h -V --help --version check compare gen plan show diff apply verify bench watch status man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -264,6 +270,56 @@ _lqos() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lqos__subcmd__compare)
+            opts="-h --libreqos --tc --network --devices --config --queues --sqm --strategy --classifier --summary --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --libreqos)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tc)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --network)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --devices)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --queues)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sqm)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --strategy)
+                    COMPREPLY=($(compgen -W "balanced round-robin" -- "${cur}"))
+                    return 0
+                    ;;
+                --classifier)
+                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lqos__subcmd__completions)
             opts="-h --help bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -379,7 +435,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__help)
-            opts="check gen plan show diff apply verify bench watch status man completions help"
+            opts="check compare gen plan show diff apply verify bench watch status man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -421,6 +477,20 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__help__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lqos__subcmd__help__subcmd__compare)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -27,6 +27,7 @@ end
 complete -c lqos -n "__fish_lqos_needs_command" -s h -l help -d 'Print help'
 complete -c lqos -n "__fish_lqos_needs_command" -s V -l version -d 'Print version'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "check" -d 'Validate network.json, ShapedDevices.csv and lqos.conf'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "compare" -d 'Compare the tree lqos plans with the one LibreQoS built (its state directory and tc commands), by name, field by field'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "gen" -d 'Write a synthetic network (network.json, ShapedDevices.csv, lqos.conf)'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "plan" -d 'Plan the tc trees and write tc -b files and plan.json'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "show" -d 'Print the planned tree for a person to read'
@@ -44,6 +45,19 @@ complete -c lqos -n "__fish_lqos_using_subcommand check" -l devices -d 'The circ
 complete -c lqos -n "__fish_lqos_using_subcommand check" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand check" -l strict -d 'Exit 1 when there are warnings (and no errors)'
 complete -c lqos -n "__fish_lqos_using_subcommand check" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l libreqos -d 'LibreQoS\'s state directory (lqos.conf `state_directory`, by default /opt/libreqos/state): shaping/queuingStructure.json and stats/statsByCircuit.json name LibreQoS\'s classes' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l tc -d 'LibreQoS\'s tc commands [default: DIR/debug/linux_tc_rust.txt (what its bakery loaded), else DIR/debug/linux_tc.txt]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l devices -d 'The circuits and devices (LibreQoS ShapedDevices.csv)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l queues -d 'TX queues per interface [default: lqos.conf override_available_queues, else 16 for plan/show/diff, the interfaces\' TX queues for apply/verify]' -r
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
+round-robin\t'LibreQoS\'s round robin over top-level nodes'"
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
+none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l summary -d 'Print only the counts, not every difference'
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -l circuits -d 'Number of circuits' -r
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -l seed -d 'RNG seed (same seed, same files)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -l sites -d 'Top-level sites' -r
@@ -184,16 +198,17 @@ complete -c lqos -n "__fish_lqos_using_subcommand status" -s h -l help -d 'Print
 complete -c lqos -n "__fish_lqos_using_subcommand man" -l out -d 'Write `lqos.1` and one `lqos-SUBCOMMAND.1` per subcommand into this directory instead of printing `lqos.1` to stdout' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand man" -s h -l help -d 'Print help'
 complete -c lqos -n "__fish_lqos_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "check" -d 'Validate network.json, ShapedDevices.csv and lqos.conf'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "gen" -d 'Write a synthetic network (network.json, ShapedDevices.csv, lqos.conf)'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "plan" -d 'Plan the tc trees and write tc -b files and plan.json'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "show" -d 'Print the planned tree for a person to read'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "diff" -d 'Diff two plans (or two sets of inputs) into tc ops'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "apply" -d 'Load a plan into the kernel (incremental by default)'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "verify" -d 'Compare the live kernel tree with a plan'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "bench" -d 'Benchmark loading methods in a private network namespace'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "watch" -d 'Run as a daemon: apply at start and on every input change, verify periodically, optionally with lazy leaves'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "status" -d 'Print what the `lqos watch` daemon last did'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "man" -d 'Print the man page (or write all pages with --out DIR)'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "check" -d 'Validate network.json, ShapedDevices.csv and lqos.conf'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "compare" -d 'Compare the tree lqos plans with the one LibreQoS built (its state directory and tc commands), by name, field by field'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "gen" -d 'Write a synthetic network (network.json, ShapedDevices.csv, lqos.conf)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "plan" -d 'Plan the tc trees and write tc -b files and plan.json'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "show" -d 'Print the planned tree for a person to read'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "diff" -d 'Diff two plans (or two sets of inputs) into tc ops'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "apply" -d 'Load a plan into the kernel (incremental by default)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "verify" -d 'Compare the live kernel tree with a plan'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "bench" -d 'Benchmark loading methods in a private network namespace'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "watch" -d 'Run as a daemon: apply at start and on every input change, verify periodically, optionally with lazy leaves'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "status" -d 'Print what the `lqos watch` daemon last did'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "man" -d 'Print the man page (or write all pages with --out DIR)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -3,6 +3,7 @@
 pub mod apply;
 pub mod bench;
 pub mod check;
+pub mod compare;
 pub mod diff;
 pub mod docs;
 pub mod gen;
