@@ -202,10 +202,18 @@ impl StatsIndex {
                     None => {}
                 }
             }
-            let htbs = ip
-                .htb_majors()
-                .into_iter()
-                .map(|m| TcHandle::new(m, 0))
+            // Every HTB qdisc of the setup: the per-queue ones under mq, or
+            // the HTB root of a single-queue interface (a replace).
+            let htbs = ip.ops[..ip.setup_ops]
+                .iter()
+                .filter_map(|op| match op {
+                    TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q)
+                        if matches!(q.kind, lqos_tc::QdiscKind::Htb(_)) =>
+                    {
+                        Some(q.handle)
+                    }
+                    _ => None,
+                })
                 .collect();
             ifaces.push(IfaceIndex {
                 dev: ip.dev.clone(),
@@ -806,6 +814,22 @@ mod tests {
         );
         assert_eq!(s.circuits[0].download.drops, 31);
         assert_eq!(s.circuits[0].download.bytes, 5500);
+    }
+
+    /// Regression: a single-queue interface's HTB is its root (a `qdisc
+    /// replace`), whose classes the poll must dump too.
+    #[test]
+    fn an_htb_root_is_polled() {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits: 4,
+            ..Default::default()
+        });
+        let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 1);
+        let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
+        let index = StatsIndex::new(&plan);
+        for (_, htbs) in index.htbs() {
+            assert_eq!(htbs, [TcHandle::new(1, 0)]);
+        }
     }
 
     #[test]

@@ -286,7 +286,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::from(EXIT_OK));
     }
-    print!("{}", table(&circuits, &nodes, args.top.is_none() && args.circuit.is_none()));
+    print!(
+        "{}",
+        table(
+            &circuits,
+            &nodes,
+            args.top.is_none() && args.circuit.is_none()
+        )
+    );
     Ok(ExitCode::from(EXIT_OK))
 }
 
@@ -297,7 +304,14 @@ fn table(circuits: &[&CircuitStats], nodes: &[&NodeStats], all_nodes: bool) -> S
     let _ = writeln!(
         o,
         "{:<16} {:<20} {:<16} {:>24} {:>24} {:>8} {:>7} {:>8}",
-        "CIRCUIT", "NAME", "PARENT", "DOWN Mbit/s (of ceil)", "UP Mbit/s (of ceil)", "DROPS/s", "ECN/s", "DELAY ms"
+        "CIRCUIT",
+        "NAME",
+        "PARENT",
+        "DOWN Mbit/s (of ceil)",
+        "UP Mbit/s (of ceil)",
+        "DROPS/s",
+        "ECN/s",
+        "DELAY ms"
     );
     for c in circuits {
         let _ = writeln!(
@@ -322,7 +336,11 @@ fn table(circuits: &[&CircuitStats], nodes: &[&NodeStats], all_nodes: bool) -> S
         "{:<24} {:>24} {:>24} {:>8}",
         "NODE", "DOWN Mbit/s (of ceil)", "UP Mbit/s (of ceil)", "DROPS/s"
     );
-    let shown = if all_nodes { nodes.len() } else { nodes.len().min(20) };
+    let shown = if all_nodes {
+        nodes.len()
+    } else {
+        nodes.len().min(20)
+    };
     for n in &nodes[..shown] {
         let _ = writeln!(
             o,

@@ -225,18 +225,37 @@ fn draw(f: &mut Frame, app: &App) {
                         Cell::from(clean(&c.name, 24)),
                         Cell::from(clean(&c.parent, 16)),
                         Cell::from(Line::from(mbit(c.download.rate_bps)).right_aligned()),
-                        Cell::from(Line::from(pct(c.download.rate_bps, c.download.ceil_bps)).right_aligned()),
+                        Cell::from(
+                            Line::from(pct(c.download.rate_bps, c.download.ceil_bps))
+                                .right_aligned(),
+                        ),
                         Cell::from(Line::from(mbit(c.upload.rate_bps)).right_aligned()),
-                        Cell::from(Line::from(pct(c.upload.rate_bps, c.upload.ceil_bps)).right_aligned()),
-                        Cell::from(Line::from(format!("{:.1}", c.download.drop_rate + c.upload.drop_rate)).right_aligned()),
-                        Cell::from(Line::from(format!("{:.1}", c.download.ecn_rate + c.upload.ecn_rate)).right_aligned()),
+                        Cell::from(
+                            Line::from(pct(c.upload.rate_bps, c.upload.ceil_bps)).right_aligned(),
+                        ),
+                        Cell::from(
+                            Line::from(format!("{:.1}", c.download.drop_rate + c.upload.drop_rate))
+                                .right_aligned(),
+                        ),
+                        Cell::from(
+                            Line::from(format!("{:.1}", c.download.ecn_rate + c.upload.ecn_rate))
+                                .right_aligned(),
+                        ),
                         Cell::from(Line::from(delay(c)).right_aligned()),
                     ])
                 })
                 .collect();
             let header = Row::new([
-                "CIRCUIT", "NAME", "PARENT", "DOWN Mb/s", "of ceil", "UP Mb/s", "of ceil",
-                "DROPS/s", "ECN/s", "DELAY ms",
+                "CIRCUIT",
+                "NAME",
+                "PARENT",
+                "DOWN Mb/s",
+                "of ceil",
+                "UP Mb/s",
+                "of ceil",
+                "DROPS/s",
+                "ECN/s",
+                "DELAY ms",
             ])
             .style(bold);
             let widths = [
@@ -265,15 +284,29 @@ fn draw(f: &mut Frame, app: &App) {
                         Cell::from(clean(&n.name, 24)),
                         Cell::from(clean(n.parent.as_deref().unwrap_or("-"), 24)),
                         Cell::from(Line::from(mbit(n.download.rate_bps)).right_aligned()),
-                        Cell::from(Line::from(pct(n.download.rate_bps, n.download.ceil_bps)).right_aligned()),
+                        Cell::from(
+                            Line::from(pct(n.download.rate_bps, n.download.ceil_bps))
+                                .right_aligned(),
+                        ),
                         Cell::from(Line::from(mbit(n.upload.rate_bps)).right_aligned()),
-                        Cell::from(Line::from(pct(n.upload.rate_bps, n.upload.ceil_bps)).right_aligned()),
-                        Cell::from(Line::from(format!("{:.1}", n.download.drop_rate + n.upload.drop_rate)).right_aligned()),
+                        Cell::from(
+                            Line::from(pct(n.upload.rate_bps, n.upload.ceil_bps)).right_aligned(),
+                        ),
+                        Cell::from(
+                            Line::from(format!("{:.1}", n.download.drop_rate + n.upload.drop_rate))
+                                .right_aligned(),
+                        ),
                     ])
                 })
                 .collect();
             let header = Row::new([
-                "NODE", "PARENT", "DOWN Mb/s", "of ceil", "UP Mb/s", "of ceil", "DROPS/s",
+                "NODE",
+                "PARENT",
+                "DOWN Mb/s",
+                "of ceil",
+                "UP Mb/s",
+                "of ceil",
+                "DROPS/s",
             ])
             .style(bold);
             let widths = [
