@@ -263,10 +263,6 @@ pub enum PlanProblem {
     /// It names no interface.
     #[error("the plan has no interfaces")]
     NoInterfaces,
-    /// A reload daemon's model of the kernel disagrees with what it just
-    /// loaded (the kernel changed underneath it): it reads the kernel back.
-    #[error("the daemon's model of the kernel went out of step; reading back")]
-    KnownStateOutOfStep,
 }
 
 /// What makes a state path unsafe to use.

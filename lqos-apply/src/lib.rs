@@ -56,12 +56,15 @@
 //! - [`stats`]: per-circuit statistics (one poll of class and qdisc
 //!   dumps mapped through the plan, rates from counter deltas), used by
 //!   `lqos stats`, `lqos top` and `lqos watch --metrics`.
+//! - [`daemon`]: the reload daemon (`lqos watch`) as a library: a sans-I/O
+//!   [`daemon::Reloader`] and the [`daemon::Driver`] that runs it.
 //! - [`watch`]: the status file `lqos watch` writes and `lqos status` reads.
 //! - `netns` (feature `test-util`): scratch network namespaces with veth
 //!   pairs for tests and benchmarks.
 
 pub mod adopt;
 mod backend;
+pub mod daemon;
 mod engine;
 mod error;
 mod inputs;
@@ -97,8 +100,8 @@ pub use error::{
     ApplyError, ClassifierMissing, PlanProblem, QdiscRefusal, Result, Stopped, UnsafeState,
 };
 pub use inputs::{
-    interface_names, plan_config, plan_files, plan_raw, read_plan, read_plan_record, Inputs,
-    LoadedInputs, PlanOverrides, Planned, QueueCount, RawInputs, CONFIG_FILE, DEVICES_FILE,
+    given_queues, interface_names, plan_config, plan_files, plan_raw, read_plan, read_plan_record,
+    Inputs, LoadedInputs, PlanOverrides, Planned, QueueCount, RawInputs, CONFIG_FILE, DEVICES_FILE,
     NETWORK_FILE,
 };
 pub use live::{read_live, KindProbe, KindSupport, LinkSummary, LiveSource, NetlinkLive};

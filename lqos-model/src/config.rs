@@ -1,9 +1,20 @@
-//! The subset of LibreQoS's `lqos.conf` (TOML) that shaping needs.
+//! LibreQoS's `lqos.conf` (TOML): every key lqos honours, typed, parsed
+//! once.
 //!
 //! Unknown sections and keys are ignored, so a user's full `lqos.conf`
-//! loads unchanged.
+//! loads unchanged. A value of the wrong type or out of range is an error
+//! naming the file and line ([`parse_config`]). Values whose grammar lives
+//! in another crate (the leaf qdisc spec of `default_sqm`, parsed by
+//! `lqos-tc`) keep the line they were read from ([`Located`]), so a bad one
+//! is still reported with its file and line when the inputs are loaded.
+//!
+//! Adding a key is one change: a field (with its type, default and doc) in
+//! the struct of its section.
 
-use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The parts of `lqos.conf` lqos uses.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -26,8 +37,17 @@ pub struct LqosConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LqosSection {
-    /// `classifier = "tc" | "none"` (checked by the planner; default none).
-    pub classifier: Option<String>,
+    /// `classifier = "tc" | "none"`: which classifier plans include
+    /// (default `none`: something else, e.g. LibreQoS's XDP, classifies).
+    #[serde(
+        deserialize_with = "classifier_value",
+        skip_serializing_if = "is_default"
+    )]
+    pub classifier: Classifier,
+    /// `lazy_leaves = true`: `lqos watch` gives a circuit its leaf qdisc
+    /// only while it carries traffic.
+    #[serde(skip_serializing_if = "is_default")]
+    pub lazy_leaves: bool,
 }
 
 /// `[bridge]`.
@@ -56,8 +76,10 @@ pub struct SingleInterfaceConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct QueuesConfig {
-    /// Leaf qdisc for circuits (`cake diffserv4`, `fq_codel`, `pfifo`, `none`).
-    pub default_sqm: String,
+    /// Leaf qdisc for circuits (`cake diffserv4`, `fq_codel`, `pfifo`,
+    /// `none`), as written, with its line: the grammar is `lqos-tc`'s
+    /// (`LeafSpec`).
+    pub default_sqm: Located<String>,
     /// Upload link capacity in Mbps.
     pub uplink_bandwidth_mbps: u64,
     /// Download link capacity in Mbps.
@@ -68,14 +90,14 @@ pub struct QueuesConfig {
     pub generated_pn_upload_mbps: u64,
     /// Use this many queues instead of probing the NIC (0 or absent = probe).
     pub override_available_queues: Option<u32>,
-    /// LibreQoS's binpacking switch (lqos's balanced strategy when true).
+    /// LibreQoS's binpacking switch (read; lqos always balances queues).
     pub use_binpacking: bool,
 }
 
 impl Default for QueuesConfig {
     fn default() -> Self {
         QueuesConfig {
-            default_sqm: "cake diffserv4".to_string(),
+            default_sqm: Located::new("cake diffserv4".to_string()),
             uplink_bandwidth_mbps: 1000,
             downlink_bandwidth_mbps: 1000,
             generated_pn_download_mbps: 1000,
@@ -86,28 +108,252 @@ impl Default for QueuesConfig {
     }
 }
 
+/// Which classifier a plan includes (`[lqos] classifier`, `--classifier`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Classifier {
+    /// No classifier ops: something else (LibreQoS's XDP, fed with
+    /// `ip_map.csv`) classifies. The default, so LibreQoS boxes keep theirs.
+    #[default]
+    None,
+    /// `clsact` + `flower` + `skbedit` filters planned with the tree.
+    Tc,
+}
+
+impl std::str::FromStr for Classifier {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "none" => Ok(Classifier::None),
+            "tc" => Ok(Classifier::Tc),
+            other => Err(format!(
+                "unknown classifier {other:?} (expected `tc` or `none`)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Classifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Classifier::None => "none",
+            Classifier::Tc => "tc",
+        })
+    }
+}
+
+/// `[lqos] classifier`: case-insensitive, an error names the key.
+fn classifier_value<'de, D: Deserializer<'de>>(d: D) -> Result<Classifier, D::Error> {
+    let s = String::deserialize(d)?;
+    s.parse()
+        .map_err(|e| serde::de::Error::custom(format!("[lqos] classifier: {e}")))
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+/// A config value with the 1-based line of `lqos.conf` it was read from
+/// (`None` when it was not read from a file: a default, or built in
+/// code). Compares and serializes as the value alone.
+///
+/// ```
+/// let c = lqos_model::parse_config("lqos.conf", "[queues]\n\ndefault_sqm = \"fq_codel\"\n").unwrap();
+/// assert_eq!(c.queues.default_sqm, "fq_codel");
+/// assert_eq!(c.queues.default_sqm.line, Some(3));
+/// ```
+#[derive(Clone, Default)]
+pub struct Located<T> {
+    /// The value.
+    pub value: T,
+    /// Where it was read.
+    pub line: Option<usize>,
+}
+
+impl<T> Located<T> {
+    /// A value not read from a file.
+    pub fn new(value: T) -> Located<T> {
+        Located { value, line: None }
+    }
+}
+
+impl<T> std::ops::Deref for Located<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T> From<T> for Located<T> {
+    fn from(value: T) -> Located<T> {
+        Located::new(value)
+    }
+}
+
+impl From<&str> for Located<String> {
+    fn from(value: &str) -> Located<String> {
+        Located::new(value.to_string())
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Located<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.value.fmt(f)
+    }
+}
+
+impl<T: fmt::Display> fmt::Display for Located<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.value.fmt(f)
+    }
+}
+
+impl<T: PartialEq> PartialEq for Located<T> {
+    fn eq(&self, other: &Located<T>) -> bool {
+        self.value == other.value
+    }
+}
+
+impl<T: Eq> Eq for Located<T> {}
+
+impl PartialEq<&str> for Located<String> {
+    fn eq(&self, other: &&str) -> bool {
+        self.value == *other
+    }
+}
+
+impl PartialEq<str> for Located<String> {
+    fn eq(&self, other: &str) -> bool {
+        self.value == other
+    }
+}
+
+impl<T: Serialize> Serialize for Located<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.value.serialize(s)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Located<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let spanned = toml::Spanned::<T>::deserialize(d)?;
+        let line = LINES.with(|l| l.borrow().as_ref().map(|l| l.line_of(spanned.span().start)));
+        Ok(Located {
+            value: spanned.into_inner(),
+            line,
+        })
+    }
+}
+
+/// Byte offsets of the line starts of the text [`parse_config`] is
+/// reading, for [`Located`] values to find their line. Set only for the
+/// duration of one parse on this thread.
+struct LineStarts(Vec<usize>);
+
+impl LineStarts {
+    fn of(text: &str) -> LineStarts {
+        LineStarts(
+            std::iter::once(0)
+                .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1))
+                .collect(),
+        )
+    }
+
+    /// 1-based line of byte `offset`.
+    fn line_of(&self, offset: usize) -> usize {
+        self.0.partition_point(|&s| s <= offset)
+    }
+}
+
+thread_local! {
+    static LINES: RefCell<Option<LineStarts>> = const { RefCell::new(None) };
+}
+
 /// Reads `lqos.conf` (TOML); `file` names it in messages.
 ///
 /// Unknown sections and keys are ignored, so a full LibreQoS `lqos.conf`
-/// loads unchanged. A missing section gets its defaults.
+/// loads unchanged. A missing section gets its defaults. A leading byte
+/// order mark is skipped.
 ///
 /// ```
 /// let conf = "[bridge]\nto_internet = \"ens20\"\nto_network = \"ens19\"\n[tuning]\nfoo = 1\n";
 /// let c = lqos_model::parse_config("lqos.conf", conf).unwrap();
 /// assert_eq!(c.bridge.unwrap().to_network, "ens19");
 /// assert_eq!(c.queues.default_sqm, "cake diffserv4");
+/// let e = lqos_model::parse_config("lqos.conf", "[lqos]\n\nclassifier = \"xdp\"\n").unwrap_err();
+/// assert!(e.to_string().starts_with("lqos.conf:3: invalid config: [lqos] classifier: unknown classifier \"xdp\""), "{e}");
 /// ```
 pub fn parse_config(file: &str, text: &str) -> Result<LqosConfig, crate::ModelError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    toml::from_str(text).map_err(|e| crate::ModelError::Toml {
+    let lines = LineStarts::of(text);
+    /// Clears the line table when the parse ends (also on a panic).
+    struct Scope;
+    impl Drop for Scope {
+        fn drop(&mut self) {
+            LINES.with(|l| *l.borrow_mut() = None);
+        }
+    }
+    let parsed = {
+        LINES.with(|l| *l.borrow_mut() = Some(lines));
+        let _scope = Scope;
+        toml::from_str(text)
+    };
+    parsed.map_err(|e: toml::de::Error| crate::ModelError::Toml {
         file: file.to_string(),
-        line: e.span().map(|s| {
-            text.as_bytes()[..s.start.min(text.len())]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count()
-                + 1
-        }),
+        line: e
+            .span()
+            .map(|s| LineStarts::of(text).line_of(s.start.min(text.len()))),
         message: e.message().trim().to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_lqos_key_is_typed_and_a_bad_value_names_file_and_line() {
+        let c = parse_config(
+            "lqos.conf",
+            "\u{feff}[lqos]\nlazy_leaves = true\nclassifier = \"TC\"\n",
+        )
+        .unwrap();
+        assert!(c.lqos.lazy_leaves);
+        assert_eq!(c.lqos.classifier, Classifier::Tc);
+        let e = parse_config("lqos.conf", "[lqos]\nlazy_leaves = 3\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "lqos.conf:2: invalid config: invalid type: integer `3`, expected a boolean"
+        );
+        let d = parse_config("lqos.conf", "").unwrap();
+        assert!(!d.lqos.lazy_leaves);
+        assert_eq!(d.lqos.classifier, Classifier::None);
+        assert_eq!(d.queues.default_sqm.line, None);
+    }
+
+    #[test]
+    fn located_values_know_their_line_and_compare_by_value() {
+        let text = "# x\n[queues]\ndefault_sqm = \"fq_codel\"\n";
+        let c = parse_config("lqos.conf", text).unwrap();
+        assert_eq!(c.queues.default_sqm.line, Some(3));
+        assert_eq!(c.queues.default_sqm, Located::from("fq_codel"));
+        // The table is gone after the parse: values deserialized elsewhere
+        // have no line.
+        let q: QueuesConfig = toml::from_str("default_sqm = \"pfifo\"\n").unwrap();
+        assert_eq!(q.default_sqm.line, None);
+    }
+
+    #[test]
+    fn writing_leaves_defaults_out() {
+        let mut c = LqosConfig::default();
+        let text = toml::to_string(&c).unwrap();
+        assert!(
+            text.contains("[lqos]\n") && !text.contains("lazy_leaves"),
+            "{text}"
+        );
+        c.lqos.lazy_leaves = true;
+        c.lqos.classifier = Classifier::Tc;
+        let back = parse_config("x", &toml::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+    }
 }

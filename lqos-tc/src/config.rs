@@ -85,6 +85,33 @@ impl LeafSpec {
     pub fn is_cake(&self) -> bool {
         matches!(self, LeafSpec::Qdisc(QdiscKind::Cake(_)))
     }
+
+    /// `lqos.conf`'s `[queues] default_sqm`, parsed (the line of a bad one
+    /// is `conf.queues.default_sqm.line`; [`config_problems`] reports it).
+    pub fn from_config(conf: &LqosConfig) -> Result<LeafSpec, PlanError> {
+        conf.queues.default_sqm.parse()
+    }
+}
+
+/// The problems of the `lqos.conf` values whose grammar is this crate's
+/// (`[queues] default_sqm`), each with `file` and the value's line: what
+/// loading the inputs reports, so that a bad value fails at load time
+/// with its place rather than when planning.
+///
+/// ```
+/// let conf = lqos_model::parse_config("lqos.conf", "[queues]\ndefault_sqm = \"cake diffserv5\"\n").unwrap();
+/// let p = lqos_tc::config_problems(&conf, "lqos.conf");
+/// assert!(p[0].to_string().starts_with("lqos.conf:2: [queues] default_sqm: sqm \"cake diffserv5\""), "{}", p[0]);
+/// ```
+pub fn config_problems(conf: &LqosConfig, file: &str) -> Vec<lqos_model::Problem> {
+    let mut out = Vec::new();
+    if let Err(e) = LeafSpec::from_config(conf) {
+        out.push(
+            lqos_model::Problem::error(file, format!("[queues] default_sqm: {e}"))
+                .at_opt(conf.queues.default_sqm.line),
+        );
+    }
+    out
 }
 
 impl FromStr for LeafSpec {
@@ -287,23 +314,17 @@ impl PlanConfig {
             }
         };
         let q = &conf.queues;
-        let classifier = match conf.lqos.classifier.as_deref() {
-            None => Classifier::None,
-            Some(s) => s
-                .parse()
-                .map_err(|e| PlanError::Config(format!("lqos.conf [lqos] classifier: {e}")))?,
-        };
         let cfg = PlanConfig {
             interfaces,
             queues,
             download_capacity: Rate::from_mbps(q.downlink_bandwidth_mbps),
             upload_capacity: Rate::from_mbps(q.uplink_bandwidth_mbps),
-            default_sqm: q.default_sqm.parse()?,
+            default_sqm: LeafSpec::from_config(conf)?,
             strategy: QueueStrategy::Balanced,
             generated_pn_download: Rate::from_mbps(q.generated_pn_download_mbps),
             generated_pn_upload: Rate::from_mbps(q.generated_pn_upload_mbps),
             fq_codel_threshold: Some(Rate::from_mbps(1000)),
-            classifier,
+            classifier: conf.lqos.classifier,
         };
         cfg.validate()?;
         Ok(cfg)

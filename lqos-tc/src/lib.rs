@@ -58,7 +58,9 @@ mod text;
 mod tree;
 
 pub use classify::{Classifier, FilterKey, FilterProto, FlowerFilter, MatchSide};
-pub use config::{CircuitSqm, Interfaces, LeafSpec, PlanConfig, QueueStrategy, SqmChoice};
+pub use config::{
+    config_problems, CircuitSqm, Interfaces, LeafSpec, PlanConfig, QueueStrategy, SqmChoice,
+};
 pub use diff::{diff, DiffSummary};
 pub use handle::{HandleError, TcHandle};
 pub use ipmap::{IpDetails, IpMap, IpMapEntry, Steer, SteerDetails};

@@ -10,7 +10,7 @@ use lqos_apply::{
     Backend, Change, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
     Prefetched, Progress, QueueCount, Session, StateDir, TcBatch, TcMode,
 };
-use lqos_model::Network;
+use lqos_model::{LqosConfig, Network};
 use lqos_tc::{render_line, Plan};
 
 use super::inputs::InputArgs;
@@ -106,40 +106,50 @@ pub fn state_path(target: &TargetArgs) -> PathBuf {
 impl PlanArgs {
     /// The plan: from `--plan`, or planned from the inputs with the queue
     /// count from `--queues` / lqos.conf / the interfaces, keeping the
-    /// classids of the last good plan in the state directory.
-    pub fn resolve(
-        &self,
-        live: &dyn LiveSource,
-        state: &Path,
-        netns: Option<&str>,
-    ) -> anyhow::Result<Plan> {
-        Ok(self.resolve_with_network(live, state, netns)?.0)
-    }
-
-    /// [`PlanArgs::resolve`], with the network the plan was made from when
-    /// known (so the saved state can be the compact record).
+    /// classids of the last good plan in the state directory; with the
+    /// network it was made from when known (so the saved state can be the
+    /// compact record) and the config.
     pub fn resolve_with_network(
         &self,
         live: &dyn LiveSource,
         state: &Path,
         netns: Option<&str>,
-    ) -> anyhow::Result<(Plan, Option<Network>)> {
+    ) -> anyhow::Result<Resolved> {
         if let Some(p) = &self.plan {
-            return Ok(lqos_apply::read_plan_record(p)?);
+            let (plan, network) = lqos_apply::read_plan_record(p)?;
+            return Ok(Resolved {
+                plan,
+                network,
+                config: None,
+            });
         }
         let prev = last_good_allocation(state, netns).unwrap_or_else(|e| {
             eprintln!("lqos: warning: ignoring the saved plan ({e}); classids may change");
             None
         });
-        let (plan, net) = plan_with_network(
+        let planned = plan_with_network(
             &self.inputs,
             &self.options,
             QueueCount::FromInterfaces(live),
             prev.as_ref(),
         )
         .context("cannot plan (give --queues N if the interfaces cannot be probed)")?;
-        Ok((plan, Some(net)))
+        Ok(Resolved {
+            plan: planned.plan,
+            network: Some(planned.network),
+            config: Some(planned.config),
+        })
     }
+}
+
+/// A plan as [`PlanArgs::resolve_with_network`] found it.
+pub struct Resolved {
+    /// The plan.
+    pub plan: Plan,
+    /// The network it was planned from, when known.
+    pub network: Option<Network>,
+    /// The config it was planned with (`None` for a plan file).
+    pub config: Option<LqosConfig>,
 }
 
 /// indicatif progress over all ops of a load.
@@ -268,10 +278,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let lock = state.lock()?;
         let devs = args.source.inputs.inputs_quiet().interface_hint();
         let reader = NetlinkLive::new(netns.clone());
-        let ((plan, network), prefetched) = Prefetched::overlap(&live, &reader, &devs, || {
-            args.source
-                .resolve_with_network(&live, &state_path, netns.as_deref())
-        })?;
+        let (Resolved { plan, network, .. }, prefetched) =
+            Prefetched::overlap(&live, &reader, &devs, || {
+                args.source
+                    .resolve_with_network(&live, &state_path, netns.as_deref())
+            })?;
         let session = Session {
             state: &state,
             netns: netns.as_deref(),
@@ -302,10 +313,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (plan, network) = if args.rollback {
         (None, None)
     } else {
-        let (p, n) = args
+        let r = args
             .source
             .resolve_with_network(&live, &state_path, netns.as_deref())?;
-        (Some(p), n)
+        (Some(r.plan), r.network)
     };
 
     if args.dry_run {

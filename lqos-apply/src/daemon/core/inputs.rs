@@ -1,0 +1,208 @@
+//! A reload's first part: the inputs read, validated and planned (the
+//! full path).
+
+use super::*;
+
+impl Reloader {
+    pub(super) fn got_inputs(&mut self, readback: bool, raw: Result<RawInputs>, now: Instant) {
+        let trigger = self.job_trigger();
+        let raw = if !readback && trigger == Trigger::FileChange && self.settings.incremental {
+            match self.try_incremental(raw) {
+                Incremental::Continue(step) => return self.set_step(*step),
+                Incremental::Unchanged => {
+                    self.emit(Event::Unchanged { trigger });
+                    self.retry_at = None;
+                    self.job = None;
+                    return;
+                }
+                Incremental::Full(reason, raw) => {
+                    self.emit(Event::PlannedInFull { reason });
+                    raw
+                }
+            }
+        } else {
+            raw
+        };
+        self.plan_inputs(readback, raw, now);
+    }
+
+    /// The full path: validate and plan everything read.
+    pub(super) fn plan_inputs(&mut self, readback: bool, raw: Result<RawInputs>, now: Instant) {
+        let trigger = self.job_trigger();
+        let raw = match raw {
+            Ok(raw) => raw,
+            Err(e) => {
+                self.decide_leaves(false);
+                return self.plan_failed(e, now);
+            }
+        };
+        let loaded = raw.load(&self.inputs);
+        self.decide_leaves(loaded.config.lqos.lazy_leaves);
+        if loaded.report.has_errors() {
+            let errors = loaded.report.error_count();
+            let text = loaded.report.to_string();
+            for p in loaded.report.errors() {
+                self.emit(Event::InvalidInput(p.clone()));
+            }
+            self.emit(Event::Rejected { trigger, errors });
+            self.end_rejected(Outcome::Rejected, text, now);
+            return;
+        }
+        // The queue count: given, or from the interfaces.
+        if given_queues(&loaded.config, &self.settings.overrides).is_none() {
+            match PlanConfig::from_lqos_config(&loaded.config, 1) {
+                Ok(cfg) => {
+                    self.asked = interface_names(&cfg.interfaces)
+                        .into_iter()
+                        .map(str::to_string)
+                        .collect();
+                    self.set_step(Step::Links {
+                        readback,
+                        raw,
+                        loaded: Box::new(loaded),
+                    });
+                    return;
+                }
+                Err(source) => {
+                    let error = ApplyError::Config {
+                        path: loaded.config_path.clone(),
+                        source,
+                    };
+                    return self.plan_refused(error, now);
+                }
+            }
+        }
+        self.plan_loaded(readback, raw, loaded, 0, now);
+    }
+
+    /// The first read of the inputs decides whether leaves are lazy (the
+    /// flag, or `config_lazy`: lqos.conf's `[lqos] lazy_leaves`).
+    pub(super) fn decide_leaves(&mut self, config_lazy: bool) {
+        if self.leaves.is_none() {
+            let lazy = self.settings.lazy_leaves || config_lazy;
+            self.leaves = Some(if lazy {
+                Leaves::Lazy(None)
+            } else {
+                Leaves::All
+            });
+            self.status.lazy_leaves = lazy;
+            self.emit(Event::Started { lazy_leaves: lazy });
+        }
+    }
+
+    /// The incremental path, if it applies.
+    pub(super) fn try_incremental(&mut self, raw: Result<RawInputs>) -> Incremental {
+        let (
+            Some(Current {
+                index: Some(idx), ..
+            }),
+            true,
+        ) = (&self.current, self.known.is_known())
+        else {
+            return Incremental::Full(Fallback::NoIndex, raw);
+        };
+        let raw = match raw {
+            Ok(r) => r,
+            Err(e) => return Incremental::Full(Fallback::Unreadable(e.to_string()), Err(e)),
+        };
+        if raw.network != idx.network_text || raw.config != idx.config_text {
+            return Incremental::Full(Fallback::OtherFileChanged, Ok(raw));
+        }
+        let patch = match idx.devices.edit(&idx.net, &raw.devices) {
+            DevicesEdit::Same => return Incremental::Unchanged,
+            DevicesEdit::Full(why) => return Incremental::Full(Fallback::Devices(why), Ok(raw)),
+            DevicesEdit::Patch(p) => p,
+        };
+        for w in patch.report.warnings() {
+            self.out
+                .push_back(Output::Event(Event::InputWarning(w.clone())));
+        }
+        let b = Breakdown {
+            rows: patch.rows,
+            circuits: patch.circuits.len(),
+            ..Breakdown::default()
+        };
+        Incremental::Continue(Box::new(Step::Patch {
+            raw,
+            patch: Box::new(patch),
+            b,
+        }))
+    }
+
+    pub(super) fn plan_loaded(
+        &mut self,
+        readback: bool,
+        raw: RawInputs,
+        loaded: crate::inputs::LoadedInputs,
+        probed_queues: u32,
+        now: Instant,
+    ) {
+        let prev = self
+            .current
+            .as_ref()
+            .map(|c| &c.plan.allocation)
+            .or(self.previous.as_ref());
+        let r = loaded.plan(
+            &self.settings.overrides,
+            QueueCount::Default(probed_queues),
+            prev,
+        );
+        match r {
+            Ok(plan) => {
+                for w in loaded.report.warnings() {
+                    self.out
+                        .push_back(Output::Event(Event::InputWarning(w.clone())));
+                }
+                self.set_step(Step::Planned {
+                    readback,
+                    raw,
+                    network: loaded.network,
+                    plan,
+                });
+            }
+            Err(e @ (ApplyError::Config { .. } | ApplyError::Planning { .. })) => {
+                let e = match e {
+                    ApplyError::Planning { source, .. } => ApplyError::Planning {
+                        devices: Some(self.inputs.devices.clone()),
+                        source,
+                    },
+                    e => e,
+                };
+                self.plan_refused(e, now)
+            }
+            Err(e) => self.plan_failed(e, now),
+        }
+    }
+
+    pub(super) fn plan_refused(&mut self, error: ApplyError, now: Instant) {
+        let trigger = self.job_trigger();
+        let text = error.to_string();
+        self.emit(Event::PlanRefused { trigger, error });
+        self.end_rejected(Outcome::Rejected, text, now);
+    }
+
+    pub(super) fn plan_failed(&mut self, error: ApplyError, now: Instant) {
+        let trigger = self.job_trigger();
+        let text = error.to_string();
+        self.emit(Event::PlanFailed { trigger, error });
+        self.end_rejected(Outcome::Failed, text, now);
+    }
+
+    /// Ends a reload that sent nothing.
+    pub(super) fn end_rejected(&mut self, outcome: Outcome, error: String, now: Instant) {
+        let job = self.job.take().expect("a job");
+        self.record(Record {
+            trigger: job.trigger,
+            outcome,
+            summary: DiffSummary::default(),
+            took: now.saturating_duration_since(job.since),
+            error: Some(error),
+        });
+        if outcome == Outcome::Failed {
+            self.retry_at = Some(now + self.settings.retry);
+        } else if job.trigger != Trigger::Verify {
+            self.retry_at = None;
+        }
+        self.after_job(job.trigger, now);
+    }
+}
