@@ -53,6 +53,9 @@
 //!   fit in `MemAvailable` is refused before anything changes).
 //! - [`lazy`]: lazy leaves (a circuit's leaf qdisc only while it carries
 //!   traffic), used by `lqos watch --lazy-leaves`.
+//! - [`stats`]: per-circuit statistics (one poll of class and qdisc
+//!   dumps mapped through the plan, rates from counter deltas), used by
+//!   `lqos stats`, `lqos top` and `lqos watch --metrics`.
 //! - [`daemon`]: the reload daemon (`lqos watch`) as a library: a sans-I/O
 //!   [`daemon::Reloader`] and the [`daemon::Driver`] that runs it.
 //! - [`watch`]: the status file `lqos watch` writes and `lqos status` reads.
@@ -79,6 +82,7 @@ mod netns;
 mod prefetch;
 mod session;
 pub mod state;
+pub mod stats;
 #[cfg(test)]
 mod test_fixtures;
 pub mod timing;
