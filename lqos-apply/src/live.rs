@@ -351,24 +351,28 @@ impl NetlinkLive {
     pub fn poll_stats(&self, index: &StatsIndex, leaves: bool) -> Result<RawStats> {
         let mut out = RawStats::default();
         for (dev, htbs) in index.htbs() {
-            let iface = self
-                .with_sock(|s| {
-                    let link = s
-                        .link(dev)
-                        .map_err(|e| netlink_error(Some(dev), "looking up the interface", e))?;
-                    let mut r = RawIface::empty(dev);
-                    s.class_samples_of(link.ifindex, htbs, &mut r.classes)
-                        .map_err(|e| netlink_error(Some(dev), "reading class statistics", e))?;
-                    if leaves {
-                        s.qdisc_samples(link.ifindex, &mut r.qdiscs)
-                            .map_err(|e| netlink_error(Some(dev), "reading qdisc statistics", e))?;
-                    }
-                    Ok(r)
-                })
-                .map_err(|e| self.in_ns(e))?;
-            out.interfaces.push(iface);
+            out.interfaces.push(self.poll_iface(dev, htbs, leaves)?);
         }
         Ok(out)
+    }
+
+    /// [`poll_stats`](Self::poll_stats) of one interface: the class dumps
+    /// of `htbs` and, with `leaves`, its qdisc dump.
+    pub fn poll_iface(&self, dev: &str, htbs: &[TcHandle], leaves: bool) -> Result<RawIface> {
+        self.with_sock(|s| {
+            let link = s
+                .link(dev)
+                .map_err(|e| netlink_error(Some(dev), "looking up the interface", e))?;
+            let mut r = RawIface::empty(dev);
+            s.class_samples_of(link.ifindex, htbs, &mut r.classes)
+                .map_err(|e| netlink_error(Some(dev), "reading class statistics", e))?;
+            if leaves {
+                s.qdisc_samples(link.ifindex, &mut r.qdiscs)
+                    .map_err(|e| netlink_error(Some(dev), "reading qdisc statistics", e))?;
+            }
+            Ok(r)
+        })
+        .map_err(|e| self.in_ns(e))
     }
 
     fn in_ns(&self, e: ApplyError) -> ApplyError {

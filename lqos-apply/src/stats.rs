@@ -112,6 +112,7 @@ pub struct NodeInfo {
 #[derive(Debug, Clone)]
 struct IfaceIndex {
     dev: String,
+    direction: Direction,
     htbs: Vec<TcHandle>,
     /// Raw classid -> what it is, in which direction.
     classes: HashMap<u32, (Owner, Dir)>,
@@ -217,6 +218,7 @@ impl StatsIndex {
                 .collect();
             ifaces.push(IfaceIndex {
                 dev: ip.dev.clone(),
+                direction: ip.direction,
                 htbs,
                 classes,
                 leaves,
@@ -232,6 +234,14 @@ impl StatsIndex {
     /// The planned interfaces, in plan order.
     pub fn devs(&self) -> impl Iterator<Item = &str> {
         self.ifaces.iter().map(|i| i.dev.as_str())
+    }
+
+    /// The HTB qdiscs of `dev` whose class dumps the poll reads.
+    pub fn htbs_of(&self, dev: &str) -> Option<&[TcHandle]> {
+        self.ifaces
+            .iter()
+            .find(|i| i.dev == dev)
+            .map(|i| i.htbs.as_slice())
     }
 
     /// The planned interfaces with the HTB qdiscs whose class dumps the
@@ -476,6 +486,45 @@ impl StatsTracker {
         }
     }
 
+    /// A tracker for `new` (the plan after a reload) that keeps what this
+    /// one counted for the circuits and nodes both plans have (by circuit
+    /// ID and node name), so counters stay monotonic across reloads.
+    pub fn rebase(&self, old: &StatsIndex, new: &StatsIndex) -> StatsTracker {
+        let circuits: HashMap<&str, &[DirAcc; 2]> = old
+            .circuits
+            .iter()
+            .zip(&self.circuits)
+            .map(|(c, a)| (c.id.as_str(), a))
+            .collect();
+        let nodes: HashMap<&str, &[DirAcc; 2]> = old
+            .nodes
+            .iter()
+            .zip(&self.nodes)
+            .map(|(n, a)| (n.name.as_str(), a))
+            .collect();
+        StatsTracker {
+            circuits: new
+                .circuits
+                .iter()
+                .map(|c| {
+                    circuits
+                        .get(c.id.as_str())
+                        .map_or_else(Default::default, |a| **a)
+                })
+                .collect(),
+            nodes: new
+                .nodes
+                .iter()
+                .map(|n| {
+                    nodes
+                        .get(n.name.as_str())
+                        .map_or_else(Default::default, |a| **a)
+                })
+                .collect(),
+            last: self.last,
+        }
+    }
+
     /// The statistics of the dumps `raw` taken at `now` (any monotonic
     /// clock: `Instant` minus a start).
     pub fn observe(&mut self, index: &StatsIndex, raw: &RawStats, now: Duration) -> Stats {
@@ -525,10 +574,16 @@ impl StatsTracker {
         let mut leaf_seen = vec![[false; 2]; index.circuits.len()];
         let mut drop_deltas = vec![[0u64; 2]; index.circuits.len()];
         let mut ecn_deltas = vec![[0u64; 2]; index.circuits.len()];
+        // Directions whose interface was polled: only their objects can be
+        // missing (an interface that failed to answer keeps its counters).
+        let mut polled = [false; 2];
         for ii in &index.ifaces {
             let Some(r) = raw.interface(&ii.dev) else {
                 continue;
             };
+            for &(_, d) in dirs(ii.direction) {
+                polled[d.i()] = true;
+            }
             for s in &r.classes {
                 let Some(&(owner, d)) = ii.classes.get(&s.classid.raw()) else {
                     continue;
@@ -622,7 +677,7 @@ impl StatsTracker {
         for (i, acc) in self.nodes.iter_mut().enumerate() {
             for d in Dir::BOTH {
                 let a = &mut acc[d.i()];
-                if !node_seen[i][d.i()] {
+                if polled[d.i()] && !node_seen[i][d.i()] {
                     for m in [
                         &mut a.bytes,
                         &mut a.packets,
@@ -830,6 +885,26 @@ mod tests {
         for (_, htbs) in index.htbs() {
             assert_eq!(htbs, [TcHandle::new(1, 0)]);
         }
+    }
+
+    #[test]
+    fn a_reload_keeps_the_counters_of_the_circuits_it_keeps() {
+        let (plan, index) = setup(4);
+        let mut t = StatsTracker::new(&index);
+        t.observe(
+            &index,
+            &raw(&plan, &[(100, 0), (200, 0)], None),
+            Duration::ZERO,
+        );
+        let (plan2, index2) = setup(6);
+        let mut t2 = t.rebase(&index, &index2);
+        let s = t2.observe(
+            &index2,
+            &raw(&plan2, &[(150, 0), (200, 0)], None),
+            Duration::from_secs(1),
+        );
+        assert_eq!(s.circuits[0].download.bytes, 150);
+        assert_eq!(s.circuits[0].download.rate_bps, 400.0);
     }
 
     #[test]

@@ -19,6 +19,7 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 mod hints;
+mod metrics;
 
 /// Plan and load ISP traffic-shaping trees (HTB + cake/fq_codel under mq).
 #[derive(Parser)]

@@ -959,7 +959,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__watch)
-            opts="-h --network --devices --config --queues --sqm --strategy --classifier --netns --state-dir --lazy-leaves --poll --idle --verify-every --debounce --no-incremental --retry --skip-memory-check --log-format --help"
+            opts="-h --network --devices --config --queues --sqm --strategy --classifier --netns --state-dir --lazy-leaves --poll --idle --verify-every --debounce --no-incremental --retry --skip-memory-check --metrics --metrics-circuits --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1018,6 +1018,14 @@ _lqos() {
                     return 0
                     ;;
                 --retry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-circuits)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

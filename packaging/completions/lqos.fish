@@ -182,11 +182,13 @@ complete -c lqos -n "__fish_lqos_using_subcommand watch" -l classifier -d 'Class
 none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
-complete -c lqos -n "__fish_lqos_using_subcommand watch" -l poll -d 'With lazy leaves: seconds between two class-counter dumps' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l poll -d 'Seconds between two statistics polls (lazy leaves: class-counter dumps; --metrics: class and qdisc dumps, the same ones)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l idle -d 'With lazy leaves: seconds without traffic before a leaf is removed' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l verify-every -d 'Minutes between two verify-and-repair runs (0: never)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l debounce -d 'Milliseconds without further file events before applying' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l retry -d 'Seconds before retrying an apply the kernel refused' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l metrics -d 'Serve Prometheus metrics (per circuit and node counters, cake delays, the daemon\'s health) at http://ADDR/metrics, from a statistics poll every --poll seconds (with lazy leaves: the same dumps). Off by default; `--metrics` alone listens on 127.0.0.1:9464. Name another address only on a network you trust: anyone who can reach it reads every circuit\'s traffic' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l metrics-circuits -d 'Which circuits get series on /metrics: all, top:N (the N busiest at each scrape) or none (nodes and the daemon only), for very large networks' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l log-format -d 'Log format (logs go to stderr; under systemd, to the journal)' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per line (for log shippers)'"
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l lazy-leaves -d 'Give a circuit its leaf qdisc only while it carries traffic (also `[lqos] lazy_leaves = true` in lqos.conf, read at start)'
