@@ -7,6 +7,8 @@
 //! `lqos-apply/tests/fixtures/netlink/stats/`, cake's nested tin
 //! statistics).
 
+#![allow(missing_docs)] // criterion_group! generates undocumented functions
+
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -82,7 +84,8 @@ fn bench(c: &mut Criterion) {
     let htb_app = [1u8; 20];
     let cake = cake_app();
     // Per interface: its class replies and its qdisc replies.
-    let replies: Vec<(String, Vec<Vec<u8>>, Vec<Vec<u8>>)> = plan
+    type Replies = (String, Vec<Vec<u8>>, Vec<Vec<u8>>);
+    let replies: Vec<Replies> = plan
         .interfaces
         .iter()
         .map(|ip| {

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{code, lqos, netns_with_generated, ok, text};
+use common::{code, lqos, netns_with_generated, ok, static_neighbour, text, udp_sender};
 use lqos_apply::netns::require_netns;
 use lqos_tc::{Direction, TcHandle};
 
@@ -55,41 +55,10 @@ fn set_rates(csv_text: &str, id: &str, min: &str, max: &str) -> String {
     String::from_utf8(w.into_inner().unwrap()).unwrap()
 }
 
-/// A UDP socket in namespace `ns`, bound to `dev`, connected to a static
-/// neighbour, with `SO_PRIORITY` = `priority`.
+/// A UDP socket in namespace `ns` bound to `dev` with `SO_PRIORITY` =
+/// `priority` (no TOS).
 fn sender(ns: &str, dev: &str, priority: u32) -> UdpSocket {
-    sender_tos(ns, dev, priority, 0)
-}
-
-/// [`sender`] with a TOS byte (DSCP << 2).
-fn sender_tos(ns: &str, dev: &str, priority: u32, tos: u8) -> UdpSocket {
-    let (ns, dev) = (ns.to_string(), dev.to_string());
-    std::thread::spawn(move || {
-        let target = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
-        nix::sched::setns(&target, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        let s = UdpSocket::bind("10.77.0.1:0").unwrap();
-        nix::sys::socket::setsockopt(
-            &s,
-            nix::sys::socket::sockopt::BindToDevice,
-            &std::ffi::OsString::from(dev),
-        )
-        .unwrap();
-        // TOS first: setting IP_TOS also sets the socket priority from it
-        // (rt_tos2priority), which would replace the classid.
-        nix::sys::socket::setsockopt(&s, nix::sys::socket::sockopt::Ipv4Tos, &i32::from(tos))
-            .unwrap();
-        nix::sys::socket::setsockopt(&s, nix::sys::socket::sockopt::Priority, &(priority as i32))
-            .unwrap();
-        // Room for thousands of datagrams in flight: a flow above its
-        // ceil must fill its leaf (the default buffer would block the
-        // sender at a few dozen queued packets, and nothing would drop).
-        nix::sys::socket::setsockopt(&s, nix::sys::socket::sockopt::SndBufForce, &(16 << 20))
-            .unwrap();
-        s.connect("10.77.0.99:9").unwrap();
-        s
-    })
-    .join()
-    .unwrap()
+    udp_sender(ns, dev, priority, 0)
 }
 
 /// Sends `pps` datagrams per second (in 10 ms slots, on an absolute
@@ -129,18 +98,7 @@ fn stats_report_what_was_sent_and_top_shows_the_busy_circuit_first() {
     }
     let (ns, dir) = netns_with_generated("stats", 1, 20);
     let d = dir.path();
-    ns.ip(&["addr", "add", "10.77.0.1/24", "dev", "ens19"])
-        .unwrap();
-    ns.ip(&[
-        "neigh",
-        "add",
-        "10.77.0.99",
-        "lladdr",
-        "02:00:00:00:00:99",
-        "dev",
-        "ens19",
-    ])
-    .unwrap();
+    static_neighbour(&ns);
     // Two circuits with small download ceilings: A 10 Mbit (fed 4 Mbit),
     // B 6 Mbit (fed 12 Mbit: the busiest).
     let csv0 = std::fs::read_to_string(d.join("ShapedDevices.csv")).unwrap();
@@ -320,18 +278,7 @@ fn cake_counts_an_ef_flow_in_the_voice_tin() {
     }
     let (ns, dir) = netns_with_generated("tins", 1, 10);
     let d = dir.path();
-    ns.ip(&["addr", "add", "10.77.0.1/24", "dev", "ens19"])
-        .unwrap();
-    ns.ip(&[
-        "neigh",
-        "add",
-        "10.77.0.99",
-        "lladdr",
-        "02:00:00:00:00:99",
-        "dev",
-        "ens19",
-    ])
-    .unwrap();
+    static_neighbour(&ns);
     let target = ["--netns", ns.name(), "--state-dir", "st"];
     let mut apply = vec!["apply", "--queues", "1", "--sqm", "cake diffserv4"];
     apply.extend(target);
@@ -344,7 +291,7 @@ fn cake_counts_an_ef_flow_in_the_voice_tin() {
     let c = &plan.allocation.circuits[0];
     let classid = TcHandle::new(plan.major(Direction::Download, c.queue), c.minor);
     // DSCP EF (46) << 2.
-    let s = sender_tos(ns.name(), "ens19", classid.raw(), 0xb8);
+    let s = udp_sender(ns.name(), "ens19", classid.raw(), 0xb8);
     let mut sent = 0u64;
     for _ in 0..200 {
         if s.send(&[0u8; 200]).is_ok() {
