@@ -67,6 +67,7 @@ mod backend;
 pub mod daemon;
 mod engine;
 mod error;
+pub mod fuzzing;
 mod inputs;
 pub mod lazy;
 mod live;
@@ -92,6 +93,8 @@ pub use backend::{
     load_deletes_first, Backend, CountProgress, IfaceOps, IfaceReport, LoadReport, NetlinkBackend,
     NoProgress, Parallelism, Progress, Recording, RootDelete, TcBatch, TcMode,
 };
+#[cfg(feature = "test-util")]
+pub use backend::{Fault, Faulty};
 pub use engine::{
     apply_plan, plan_change, preflight, verify_plan, ApplyOptions, ApplyReport, Change, FullReason,
     LoadKind,

@@ -78,6 +78,8 @@ mod error;
 mod fifo;
 mod flower;
 mod fq_codel;
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(any(test, feature = "test-util"))]
 #[doc(hidden)]
 pub mod golden;
