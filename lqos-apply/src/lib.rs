@@ -55,6 +55,9 @@
 //!   traffic), used by `lqos watch --lazy-leaves`.
 //! - [`daemon`]: the reload daemon (`lqos watch`) as a library: a sans-I/O
 //!   [`daemon::Reloader`] and the [`daemon::Driver`] that runs it.
+//! - [`guard`]: the removal guard (a reload that would remove too many
+//!   circuits, or from an empty file, is refused until confirmed).
+//! - [`journal`]: the last input sets applied, kept in the state directory.
 //! - [`watch`]: the status file `lqos watch` writes and `lqos status` reads.
 //! - `netns` (feature `test-util`): scratch network namespaces with veth
 //!   pairs for tests and benchmarks.
@@ -64,7 +67,9 @@ mod backend;
 pub mod daemon;
 mod engine;
 mod error;
+pub mod guard;
 mod inputs;
+pub mod journal;
 pub mod lazy;
 mod live;
 mod meminfo;

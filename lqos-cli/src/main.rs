@@ -82,6 +82,10 @@ enum Command {
     Watch(cmd::watch::Args),
     /// Print what the `lqos watch` daemon last did.
     Status(cmd::status::Args),
+    /// Apply once the inputs the daemon's removal guard refused.
+    Confirm(cmd::confirm::Args),
+    /// List the last input sets that were applied (the input journal).
+    Journal(cmd::journal::Args),
     /// Print the man page (or write all pages with --out DIR).
     Man(cmd::docs::ManArgs),
     /// Print a shell completion script.
@@ -102,6 +106,8 @@ fn main() -> ExitCode {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Watch(a) => cmd::watch::run(a),
         Command::Status(a) => cmd::status::run(a),
+        Command::Confirm(a) => cmd::confirm::run(a),
+        Command::Journal(a) => cmd::journal::run(a),
         Command::Man(a) => cmd::docs::man(a),
         Command::Completions(a) => cmd::docs::completions(a),
     };

@@ -57,7 +57,7 @@ mod write;
 
 pub use config::{
     parse_config, BridgeConfig, Classifier, Located, LqosConfig, LqosSection, QueuesConfig,
-    SingleInterfaceConfig,
+    RemovalLimit, SingleInterfaceConfig,
 };
 pub use devices_index::{DevicesEdit, DevicesIndex, DevicesPatch, MAX_CHANGED_ROWS};
 pub use error::ModelError;
