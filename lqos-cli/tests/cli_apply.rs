@@ -465,7 +465,7 @@ fn apply_refuses_too_many_removals_until_allowed_and_rolls_back_from_the_journal
     let o = lqos(d, &["journal", "--netns", ns.name(), "--state-dir", "st"]);
     let (out, _) = text(&o);
     assert!(
-        out.contains(&format!("1: "))
+        out.contains("1: ")
             && out.contains(&format!("{kept} circuits"))
             && out.contains("200 circuits"),
         "{out}"
