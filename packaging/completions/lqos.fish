@@ -37,6 +37,8 @@ complete -c lqos -n "__fish_lqos_needs_command" -f -a "verify" -d 'Compare the l
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "bench" -d 'Benchmark loading methods in a private network namespace'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "watch" -d 'Run as a daemon: apply at start and on every input change, verify periodically, optionally with lazy leaves'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "status" -d 'Print what the `lqos watch` daemon last did'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "confirm" -d 'Apply once the inputs the daemon\'s removal guard refused'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "journal" -d 'List the last input sets that were applied (the input journal)'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "man" -d 'Print the man page (or write all pages with --out DIR)'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -124,12 +126,15 @@ complete -c lqos -n "__fish_lqos_using_subcommand apply" -l netns -d 'Work insid
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l backend -d 'Loader' -r -f -a "netlink\t'rtnetlink, many requests per sendmsg'
 tc\t'`tc -b` processes fed on stdin'"
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l to -d 'With --rollback: the journal\'s input set N (1: the newest, 2: the one live before it, ...)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l max-removals -d 'Refuse to remove more circuits than this (a count, or a percentage such as `5%`; `0`: no limit) [default: lqos.conf\'s `[lqos] max_removals`, else more than 10% and more than 10 circuits]' -r
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l parallel -d 'One worker per interface (the default for --backend tc)'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l serial -d 'One interface after another (the default for --backend netlink: the kernel handles tc messages one at a time under its RTNL lock, and two netlink workers only contend for it; `lqos bench` measures this)'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l combined -d 'With --backend tc: one combined tc batch for all interfaces (LibreQoS\'s way)'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l full -d 'Delete the root and rebuild everything instead of sending the diff'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l dry-run -d 'Print the ops that would be sent (tc syntax) and change nothing'
-complete -c lqos -n "__fish_lqos_using_subcommand apply" -l rollback -d 'Re-apply the last plan that loaded successfully'
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l rollback -d 'Re-apply the last plan that loaded successfully (with --to N: the input set N of the journal, `lqos journal`)'
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l allow-removals -d 'Apply even when more circuits would be removed than the removal guard allows (an empty input is refused all the same)'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l verify -d 'Read the trees back after loading and verify them'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l skip-memory-check -d 'Load even when the new leaf qdiscs are estimated not to fit in the kernel\'s memory (MemAvailable minus a margin; a cake leaf takes about 1 MiB). Without it such a load is refused before anything changes'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -183,7 +188,9 @@ complete -c lqos -n "__fish_lqos_using_subcommand watch" -l state-dir -d 'State 
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l poll -d 'With lazy leaves: seconds between two class-counter dumps' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l idle -d 'With lazy leaves: seconds without traffic before a leaf is removed' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l verify-every -d 'Minutes between two verify-and-repair runs (0: never)' -r
-complete -c lqos -n "__fish_lqos_using_subcommand watch" -l debounce -d 'Milliseconds without further file events before applying' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l debounce -d 'Milliseconds to wait after an input file is closed or renamed into place before reading it' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l quiet-period -d 'Seconds without file events after which a file written but never closed is read anyway (and one that ends in the middle of a record is read as it is)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l max-removals -d 'Refuse a reload that would remove more circuits than this (a count, or a percentage such as `5%`; `0`: no limit) until `lqos confirm` [default: lqos.conf\'s `[lqos] max_removals`, else more than 10% and more than 10 circuits]' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l retry -d 'Seconds before retrying an apply the kernel refused' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l log-format -d 'Log format (logs go to stderr; under systemd, to the journal)' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per line (for log shippers)'"
@@ -195,20 +202,29 @@ complete -c lqos -n "__fish_lqos_using_subcommand status" -l netns -d 'Work insi
 complete -c lqos -n "__fish_lqos_using_subcommand status" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand status" -l json -d 'Print the status file as JSON'
 complete -c lqos -n "__fish_lqos_using_subcommand status" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_using_subcommand confirm" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand confirm" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand confirm" -l wait -d 'Seconds to wait for the daemon to apply them' -r
+complete -c lqos -n "__fish_lqos_using_subcommand confirm" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_using_subcommand journal" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand journal" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand journal" -s h -l help -d 'Print help'
 complete -c lqos -n "__fish_lqos_using_subcommand man" -l out -d 'Write `lqos.1` and one `lqos-SUBCOMMAND.1` per subcommand into this directory instead of printing `lqos.1` to stdout' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand man" -s h -l help -d 'Print help'
 complete -c lqos -n "__fish_lqos_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "check" -d 'Validate network.json, ShapedDevices.csv and lqos.conf'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "compare" -d 'Compare the tree lqos plans with the one LibreQoS built (its state directory and tc commands), by name, field by field'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "gen" -d 'Write a synthetic network (network.json, ShapedDevices.csv, lqos.conf)'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "plan" -d 'Plan the tc trees and write tc -b files and plan.json'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "show" -d 'Print the planned tree for a person to read'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "diff" -d 'Diff two plans (or two sets of inputs) into tc ops'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "apply" -d 'Load a plan into the kernel (incremental by default)'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "verify" -d 'Compare the live kernel tree with a plan'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "bench" -d 'Benchmark loading methods in a private network namespace'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "watch" -d 'Run as a daemon: apply at start and on every input change, verify periodically, optionally with lazy leaves'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "status" -d 'Print what the `lqos watch` daemon last did'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "man" -d 'Print the man page (or write all pages with --out DIR)'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "check" -d 'Validate network.json, ShapedDevices.csv and lqos.conf'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "compare" -d 'Compare the tree lqos plans with the one LibreQoS built (its state directory and tc commands), by name, field by field'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "gen" -d 'Write a synthetic network (network.json, ShapedDevices.csv, lqos.conf)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "plan" -d 'Plan the tc trees and write tc -b files and plan.json'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "show" -d 'Print the planned tree for a person to read'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "diff" -d 'Diff two plans (or two sets of inputs) into tc ops'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "apply" -d 'Load a plan into the kernel (incremental by default)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "verify" -d 'Compare the live kernel tree with a plan'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "bench" -d 'Benchmark loading methods in a private network namespace'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "watch" -d 'Run as a daemon: apply at start and on every input change, verify periodically, optionally with lazy leaves'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "status" -d 'Print what the `lqos watch` daemon last did'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "confirm" -d 'Apply once the inputs the daemon\'s removal guard refused'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "journal" -d 'List the last input sets that were applied (the input journal)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "man" -d 'Print the man page (or write all pages with --out DIR)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
