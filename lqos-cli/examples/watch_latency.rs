@@ -292,9 +292,15 @@ fn main() {
     };
     println!(
         "{edits} edits ({}), {incremental} through the incremental path; median (p99, max) in ms:",
-        if inplace { "in place: open-write-close" } else { "by rename" }
+        if inplace {
+            "in place: open-write-close"
+        } else {
+            "by rename"
+        }
     );
-    for k in ["outside", "ms", "parse_ms", "plan_ms", "diff_ms", "load_ms", "rename"] {
+    for k in [
+        "outside", "ms", "parse_ms", "plan_ms", "diff_ms", "load_ms", "rename",
+    ] {
         let Some(v) = times.get_mut(k) else { continue };
         let (m, lo, hi) = med(v);
         let what = match k {

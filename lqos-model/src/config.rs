@@ -31,6 +31,144 @@ pub struct LqosConfig {
     /// lqos's own `[lqos]` section (LibreQoS ignores unknown sections).
     #[serde(default)]
     pub lqos: LqosSection,
+    /// LibreQoS's `[treeguard]` (on by default in LibreQoS): runtime leaf
+    /// and node changes lqos does not make; read so `lqos check` says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub treeguard: Option<TreeGuard>,
+    /// LibreQoS's `[stormguard]`: runtime rate changes (read to say so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stormguard: Option<Switch>,
+    /// LibreQoS's `[dynamic_circuits]`: runtime circuits (read to say so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic_circuits: Option<Switch>,
+    /// `[long_term_stats] enable_insight_topology`: LibreQoS then prefers
+    /// `ShapedDevices.insight.csv` and `network.insight.json`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_term_stats: Option<LongTermStats>,
+    /// `exclude_efficiency_cores`: LibreQoS counts only performance cores
+    /// when it caps the queues at the CPU count.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub exclude_efficiency_cores: bool,
+    /// LibreQoS's built-in integrations (`[uisp_integration] enable_uisp`,
+    /// `[splynx_integration] enable_splynx`, ...): with one on, LibreQoS
+    /// shapes from its integration's runtime files, not the two input files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uisp_integration: Option<Integration>,
+    /// See [`LqosConfig::uisp_integration`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub splynx_integration: Option<Integration>,
+    /// See [`LqosConfig::uisp_integration`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netzur_integration: Option<Integration>,
+    /// See [`LqosConfig::uisp_integration`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visp_integration: Option<Integration>,
+    /// See [`LqosConfig::uisp_integration`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub powercode_integration: Option<Integration>,
+    /// See [`LqosConfig::uisp_integration`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sonar_integration: Option<Integration>,
+    /// See [`LqosConfig::uisp_integration`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wispgate_integration: Option<Integration>,
+}
+
+impl LqosConfig {
+    /// The integrations switched on (`uisp`, `splynx`, ...).
+    pub fn integrations_on(&self) -> Vec<&'static str> {
+        [
+            ("uisp", &self.uisp_integration),
+            ("splynx", &self.splynx_integration),
+            ("netzur", &self.netzur_integration),
+            ("visp", &self.visp_integration),
+            ("powercode", &self.powercode_integration),
+            ("sonar", &self.sonar_integration),
+            ("wispgate", &self.wispgate_integration),
+        ]
+        .into_iter()
+        .filter(|(_, i)| i.as_ref().is_some_and(|i| i.enabled))
+        .map(|(n, _)| n)
+        .collect()
+    }
+}
+
+/// A LibreQoS section's `enabled` switch (`None`: not written, LibreQoS's
+/// default for that section applies).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Switch {
+    /// `enabled`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+}
+
+impl Switch {
+    /// On: `enabled = true`, or not written where LibreQoS's default is on.
+    pub fn on(&self, default: bool) -> bool {
+        self.enabled.unwrap_or(default)
+    }
+}
+
+/// LibreQoS's `[treeguard]`: `enabled` (default on), `[treeguard.links]
+/// enabled` (virtualizing idle nodes, default off) and `[treeguard.circuits]
+/// enabled` (switching idle circuits' leaves, default on).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TreeGuard {
+    /// `enabled` (default on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// `[treeguard.links]` (default off).
+    pub links: Switch,
+    /// `[treeguard.circuits]` (default on).
+    pub circuits: Switch,
+}
+
+impl TreeGuard {
+    /// What LibreQoS's TreeGuard changes at runtime with these settings:
+    /// `(virtualizes idle nodes, switches idle circuits' leaves)`.
+    pub fn active(&self) -> (bool, bool) {
+        let on = self.enabled.unwrap_or(true);
+        (on && self.links.on(false), on && self.circuits.on(true))
+    }
+}
+
+/// LibreQoS's `[long_term_stats]`, the one key that changes its inputs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LongTermStats {
+    /// `enable_insight_topology`.
+    pub enable_insight_topology: bool,
+}
+
+/// One of LibreQoS's integration sections, by its `enable_*` switch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Integration {
+    /// `enable_uisp`, `enable_splynx`, ... (whichever the section has).
+    #[serde(
+        alias = "enable_uisp",
+        alias = "enable_splynx",
+        alias = "enable_netzur",
+        alias = "enable_visp",
+        alias = "enable_powercode",
+        alias = "enable_sonar",
+        alias = "enable_wispgate"
+    )]
+    pub enabled: bool,
+}
+
+/// `[queues] queue_mode` (LibreQoS's legacy `monitor_only = true` is
+/// `observe`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueMode {
+    /// Build the shaping tree.
+    #[default]
+    Shape,
+    /// Keep only the `mq` roots, no shaping tree (a baseline).
+    Observe,
 }
 
 /// `[lqos]`: settings only lqos reads.
@@ -198,6 +336,41 @@ pub struct QueuesConfig {
     pub override_available_queues: Option<u32>,
     /// LibreQoS's binpacking switch (read; lqos always balances queues).
     pub use_binpacking: bool,
+    /// Mbps from which a circuit without an `sqm` override gets fq_codel
+    /// instead of the default leaf (LibreQoS's `fast_queues_fq_codel`;
+    /// absent = 1000).
+    #[serde(
+        deserialize_with = "mbps_value",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub fast_queues_fq_codel: Option<crate::Rate>,
+    /// `shape` or `observe` ([`QueuesConfig::observe`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_mode: Option<QueueMode>,
+    /// LibreQoS's legacy spelling of `queue_mode = "observe"` (used only
+    /// without `queue_mode`).
+    #[serde(skip_serializing_if = "is_default")]
+    pub monitor_only: bool,
+    /// LibreQoS's `lazy_queues` (`No`, `Htb`, `Full`), as written (read so
+    /// `lqos check` can name lqos's equivalent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lazy_queues: Option<String>,
+    /// LibreQoS's `dry_run` (log the commands, run none); read to say that
+    /// lqos has its own (`lqos apply --dry-run`).
+    #[serde(skip_serializing_if = "is_default")]
+    pub dry_run: bool,
+}
+
+impl QueuesConfig {
+    /// `queue_mode = "observe"` (or, without `queue_mode`, the legacy
+    /// `monitor_only = true`): no shaping tree, only the `mq` roots.
+    pub fn observe(&self) -> bool {
+        self.queue_mode.unwrap_or(if self.monitor_only {
+            QueueMode::Observe
+        } else {
+            QueueMode::Shape
+        }) == QueueMode::Observe
+    }
 }
 
 impl Default for QueuesConfig {
@@ -210,6 +383,11 @@ impl Default for QueuesConfig {
             generated_pn_upload_mbps: 1000,
             override_available_queues: None,
             use_binpacking: false,
+            fast_queues_fq_codel: None,
+            queue_mode: None,
+            monitor_only: false,
+            lazy_queues: None,
+            dry_run: false,
         }
     }
 }
@@ -253,6 +431,24 @@ fn classifier_value<'de, D: Deserializer<'de>>(d: D) -> Result<Classifier, D::Er
     let s = String::deserialize(d)?;
     s.parse()
         .map_err(|e| serde::de::Error::custom(format!("[lqos] classifier: {e}")))
+}
+
+/// A rate in Mbps written as a TOML integer or float (`1000`, `2500.5`),
+/// read exactly from its shortest decimal form.
+fn mbps_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<crate::Rate>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Num {
+        Int(u64),
+        Float(f64),
+    }
+    let text = match Num::deserialize(d)? {
+        Num::Int(i) => i.to_string(),
+        Num::Float(f) => f.to_string(),
+    };
+    crate::Rate::from_mbps_str(&text)
+        .map(Some)
+        .map_err(|e| serde::de::Error::custom(format!("{text} Mbps: {e}")))
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {

@@ -330,10 +330,9 @@ pub fn generate(params: &GenParams) -> Generated {
             downlink_bandwidth_mbps: link.mbps_floor(),
             generated_pn_download_mbps: 1000,
             generated_pn_upload_mbps: 1000,
-            override_available_queues: None,
-            use_binpacking: false,
+            ..QueuesConfig::default()
         },
-        lqos: Default::default(),
+        ..LqosConfig::default()
     };
     Generated {
         network: net,

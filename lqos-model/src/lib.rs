@@ -56,8 +56,8 @@ mod validate;
 mod write;
 
 pub use config::{
-    parse_config, BridgeConfig, Classifier, Located, LqosConfig, LqosSection, QueuesConfig,
-    RemovalLimit, SingleInterfaceConfig,
+    parse_config, BridgeConfig, Classifier, Integration, Located, LongTermStats, LqosConfig,
+    LqosSection, QueueMode, QueuesConfig, RemovalLimit, SingleInterfaceConfig, Switch, TreeGuard,
 };
 pub use devices_index::{DevicesEdit, DevicesIndex, DevicesPatch, MAX_CHANGED_ROWS};
 pub use error::ModelError;

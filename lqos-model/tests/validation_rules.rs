@@ -279,7 +279,7 @@ fn config_rules() {
     assert_eq!(
         got,
         [
-            "warning: lqos.conf: both [bridge] and [single_interface] are set; [single_interface] is used",
+            "warning: lqos.conf: both [bridge] and [single_interface] are set; [bridge] is used, as LibreQoS does",
             "error: lqos.conf: [queues] uplink_bandwidth_mbps is zero",
         ]
     );
@@ -313,4 +313,76 @@ fn parent_node_id_wins_over_the_name_and_is_ignored_without_one_as_in_libreqos()
             "warning: SD.csv:4: circuit \"3\": Parent Node ID \"nope\" matches no node id in network.json; using Parent Node \"AP_A\"",
         ]
     );
+}
+
+/// Every key of LibreQoS's lqos.conf that changes what it shapes is either
+/// honoured (fast_queues_fq_codel, queue_mode: the planner reads them) or
+/// named by `lqos check` with what lqos does instead.
+#[test]
+fn libreqos_keys_that_change_the_tree_are_honoured_or_reported() {
+    let conf = r#"
+[bridge]
+to_internet = "eth0"
+to_network = "eth1"
+[single_interface]
+interface = "eth2"
+[queues]
+monitor_only = true
+fast_queues_fq_codel = 2500.5
+use_binpacking = true
+lazy_queues = "Htb"
+dry_run = true
+[treeguard]
+enabled = true
+[treeguard.links]
+enabled = true
+[stormguard]
+enabled = true
+[dynamic_circuits]
+enabled = true
+[long_term_stats]
+enable_insight_topology = true
+[uisp_integration]
+enable_uisp = true
+[splynx_integration]
+enable_splynx = false
+"#;
+    let l = load_with_config(
+        ("network.json", NET),
+        ("SD.csv", H13.as_bytes()),
+        Some(("lqos.conf", conf)),
+    );
+    assert!(l.config.queues.observe());
+    assert_eq!(
+        l.config.queues.fast_queues_fq_codel,
+        Some(lqos_model::Rate::from_mbps_str("2500.5").unwrap())
+    );
+    let got: Vec<String> = l.report.problems.iter().map(|p| p.to_string()).collect();
+    assert_eq!(
+        got,
+        [
+            "lqos.conf: both [bridge] and [single_interface] are set; [bridge] is used, as LibreQoS does",
+            "lqos.conf: [queues] queue_mode = \"observe\": no shaping tree, only the mq roots (as LibreQoS builds in observe mode); nothing is shaped",
+            "lqos.conf: [queues] use_binpacking = true: LibreQoS's binpacking (one CpueQueueN class per queue above its top-level nodes, placed by live traffic weights) is not reproduced; lqos places top-level nodes by size (--strategy balanced) or in LibreQoS's round robin (--strategy round-robin), without the CpueQueueN classes",
+            "lqos.conf: [queues] lazy_queues = \"Htb\": LibreQoS creates leaves on traffic; `lqos apply` builds every class and leaf, and `lqos watch --lazy-leaves` (or [lqos] lazy_leaves = true) gives circuits their leaf only while they carry traffic",
+            "lqos.conf: [queues] dry_run = true: LibreQoS would only log its commands; lqos ignores this key and applies (use `lqos plan` or `lqos apply --dry-run`)",
+            "lqos.conf: [treeguard] is on: LibreQoS's TreeGuard virtualizes idle nodes and switches idle circuits between cake and fq_codel at runtime (and keeps the overrides); lqos does not, its tree follows network.json and ShapedDevices.csv alone",
+            "lqos.conf: [stormguard] is on: LibreQoS's StormGuard changes site rates at runtime; lqos does not",
+            "lqos.conf: [dynamic_circuits] is on: LibreQoS shapes runtime dynamic circuits; lqos shapes only the circuits of ShapedDevices.csv",
+            "lqos.conf: [long_term_stats] enable_insight_topology = true: LibreQoS prefers ShapedDevices.insight.csv and network.insight.json where they exist; lqos reads the files it is given (--network, --devices)",
+            "lqos.conf: integration uisp is on: LibreQoS then shapes from the integration's runtime files (its state directory's shaping_inputs.json), not network.json and ShapedDevices.csv; lqos reads network.json and ShapedDevices.csv (give --network/--devices the files the integration exports)",
+        ]
+    );
+    // queue_mode wins over the legacy monitor_only; LibreQoS's defaults
+    // (TreeGuard's circuits on, its links off) apply to what is not written.
+    let l = load_with_config(
+        ("network.json", NET),
+        ("SD.csv", H13.as_bytes()),
+        Some((
+            "lqos.conf",
+            "[bridge]\nto_internet = \"a\"\nto_network = \"b\"\n[queues]\nqueue_mode = \"shape\"\nmonitor_only = true\n[treeguard]\n[treeguard.links]\n",
+        )),
+    );
+    assert!(!l.config.queues.observe());
+    assert_eq!(l.config.treeguard.unwrap().active(), (false, true));
 }

@@ -258,15 +258,23 @@ pub struct PlanConfig {
     pub generated_pn_download: Rate,
     /// Upload rate of generated parent nodes.
     pub generated_pn_upload: Rate,
-    /// LibreQoS's `fast_queues_fq_codel`: circuits whose ceiling is at least
-    /// this get `fq_codel` instead of the default cake (only when the
-    /// default is cake and the circuit has no override). `None` disables.
+    /// LibreQoS's `fast_queues_fq_codel` (default [`FQ_CODEL_FROM`]):
+    /// circuits without an `sqm` override whose ceiling is at least this get
+    /// `fq_codel` instead of the default leaf (unless the default is
+    /// `none`). `None` disables.
     pub fq_codel_threshold: Option<Rate>,
     /// Which classifier the plan includes (`none`: the IP map only, for
     /// an external classifier; `tc`: clsact + flower + skbedit filters).
     #[serde(default)]
     pub classifier: Classifier,
+    /// LibreQoS's `queue_mode = "observe"`: only the `mq` roots, no shaping
+    /// tree and no classifier (a baseline with nothing shaped).
+    #[serde(default)]
+    pub observe: bool,
 }
+
+/// LibreQoS's default `fast_queues_fq_codel`: 1000 Mbps.
+pub const FQ_CODEL_FROM: Rate = Rate::from_mbps(1000);
 
 impl PlanConfig {
     /// A bridge config with LibreQoS's defaults (1 Gbit links, `cake
@@ -284,16 +292,19 @@ impl PlanConfig {
             strategy: QueueStrategy::Balanced,
             generated_pn_download: Rate::from_mbps(1000),
             generated_pn_upload: Rate::from_mbps(1000),
-            fq_codel_threshold: Some(Rate::from_mbps(1000)),
+            fq_codel_threshold: Some(FQ_CODEL_FROM),
             classifier: Classifier::None,
+            observe: false,
         }
     }
 
     /// Builds the config from `lqos.conf` and the TX queue count (which the
     /// caller probes or takes from `override_available_queues`).
     pub fn from_lqos_config(conf: &LqosConfig, queues: u32) -> Result<PlanConfig, PlanError> {
+        // A [bridge] means bridge mode (LibreQoS's `on_a_stick_mode()` is
+        // "no [bridge]"), whatever [single_interface] says.
         let interfaces = match (&conf.bridge, &conf.single_interface) {
-            (Some(b), None) => Interfaces::Bridge {
+            (Some(b), _) => Interfaces::Bridge {
                 download: b.to_network.clone(),
                 upload: b.to_internet.clone(),
             },
@@ -302,11 +313,6 @@ impl PlanConfig {
                 internet_vlan: s.internet_vlan,
                 network_vlan: s.network_vlan,
             },
-            (Some(_), Some(_)) => {
-                return Err(PlanError::Config(
-                    "lqos.conf has both [bridge] and [single_interface]; keep one".into(),
-                ))
-            }
             (None, None) => {
                 return Err(PlanError::Config(
                     "lqos.conf has neither [bridge] nor [single_interface]".into(),
@@ -323,8 +329,9 @@ impl PlanConfig {
             strategy: QueueStrategy::Balanced,
             generated_pn_download: Rate::from_mbps(q.generated_pn_download_mbps),
             generated_pn_upload: Rate::from_mbps(q.generated_pn_upload_mbps),
-            fq_codel_threshold: Some(Rate::from_mbps(1000)),
+            fq_codel_threshold: Some(q.fast_queues_fq_codel.unwrap_or(FQ_CODEL_FROM)),
             classifier: conf.lqos.classifier,
+            observe: q.observe(),
         };
         cfg.validate()?;
         Ok(cfg)

@@ -60,6 +60,7 @@ mod tree;
 pub use classify::{Classifier, FilterKey, FilterProto, FlowerFilter, MatchSide};
 pub use config::{
     config_problems, CircuitSqm, Interfaces, LeafSpec, PlanConfig, QueueStrategy, SqmChoice,
+    FQ_CODEL_FROM,
 };
 pub use diff::{diff, DiffSummary};
 pub use handle::{HandleError, TcHandle};

@@ -17,6 +17,7 @@
 //! assert_eq!(trees["ens19"].classes.len(), 1);
 //! ```
 
+mod adopt;
 mod compare;
 mod state;
 

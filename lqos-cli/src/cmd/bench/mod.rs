@@ -161,7 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         sizes_text.join(", "),
         ids.join(","),
         if quick {
-            "; the full table: lqos bench --circuits 10000 --runs 3 (about 20 minutes on 2 cores)"
+            "; the full table: lqos bench --circuits 10000 --runs 3 (several minutes on 2 cores)"
         } else {
             ""
         }
@@ -514,7 +514,7 @@ fn bench_config(sqm: &LeafSpec, down: &str, up: &str) -> LqosConfig {
             default_sqm: sqm.to_string().into(),
             ..QueuesConfig::default()
         },
-        lqos: Default::default(),
+        ..LqosConfig::default()
     }
 }
 
