@@ -99,8 +99,12 @@ impl Reloader {
             for p in loaded.report.errors() {
                 self.emit(Event::InvalidInput(p.clone()));
             }
-            self.emit(Event::Rejected { trigger, errors });
-            self.end_rejected(Outcome::Rejected, text, now);
+            self.end_rejected(
+                Outcome::Rejected,
+                text,
+                Event::Rejected { trigger, errors },
+                now,
+            );
             return;
         }
         // The queue count: given, or from the interfaces.
@@ -294,33 +298,49 @@ impl Reloader {
         let trigger = self.job_trigger();
         let sha256 = InputSet::from(&raw).sha256();
         let text = refusal.to_string();
-        self.emit(Event::RemovalsRefused {
+        let event = Event::RemovalsRefused {
             trigger,
             refusal: refusal.clone(),
             sha256: sha256.clone(),
-        });
+        };
         let r = Refused { sha256, refusal };
         self.refused = Some(r.clone());
         self.out.push_back(Output::Pending(Some(r)));
-        self.end_rejected(Outcome::Refused, text, now);
+        self.end_rejected(Outcome::Refused, text, event, now);
     }
 
     pub(super) fn plan_refused(&mut self, error: ApplyError, now: Instant) {
         let trigger = self.job_trigger();
         let text = error.to_string();
-        self.emit(Event::PlanRefused { trigger, error });
-        self.end_rejected(Outcome::Rejected, text, now);
+        self.end_rejected(
+            Outcome::Rejected,
+            text,
+            Event::PlanRefused { trigger, error },
+            now,
+        );
     }
 
     pub(super) fn plan_failed(&mut self, error: ApplyError, now: Instant) {
         let trigger = self.job_trigger();
         let text = error.to_string();
-        self.emit(Event::PlanFailed { trigger, error });
-        self.end_rejected(Outcome::Failed, text, now);
+        self.end_rejected(
+            Outcome::Failed,
+            text,
+            Event::PlanFailed { trigger, error },
+            now,
+        );
     }
 
-    /// Ends a reload that sent nothing.
-    pub(super) fn end_rejected(&mut self, outcome: Outcome, error: String, now: Instant) {
+    /// Ends a reload that sent nothing: the status is recorded, then
+    /// `event` (the line that says so) reported, so that a reader who saw
+    /// the line finds the status written.
+    pub(super) fn end_rejected(
+        &mut self,
+        outcome: Outcome,
+        error: String,
+        event: Event,
+        now: Instant,
+    ) {
         let job = self.job.take().expect("a job");
         self.record(Record {
             trigger: job.trigger,
@@ -329,6 +349,7 @@ impl Reloader {
             took: now.saturating_duration_since(job.since),
             error: Some(error),
         });
+        self.emit(event);
         if outcome == Outcome::Failed {
             self.retry_at = Some(now + self.settings.retry);
         } else if job.trigger != Trigger::Verify {
