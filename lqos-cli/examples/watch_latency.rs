@@ -236,27 +236,34 @@ fn main() {
     let mut csv = csv0.clone();
     let mut times: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
     let mut incremental = 0;
+    // The edit: returns when it started (the rename, or the writer's
+    // open) and how long the writer took (open to close; 0 for a rename).
     let replace = |text: &str| {
         if inplace {
-            // The writer's open (truncating) to its close.
             use std::io::Write;
             let t0 = Instant::now();
             let mut f = std::fs::File::create(&path).unwrap();
             f.write_all(text.as_bytes()).unwrap();
             drop(f);
-            return t0;
+            return (t0, t0.elapsed());
         }
         let tmp = d.join("ShapedDevices.csv.new");
         std::fs::write(&tmp, text).unwrap();
         let t0 = Instant::now();
         std::fs::rename(&tmp, &path).unwrap();
-        t0
+        (t0, Duration::ZERO)
     };
     for i in 0..edits {
         // Spread over the file: the first, middle and last rows alike.
         let row = rows[(i * 7919) % rows.len()];
         csv = set_download_max(&csv, row, 1.0 + (i % 3) as f64);
-        let t0 = replace(&csv);
+        let (t0, writer) = replace(&csv);
+        if inplace {
+            times
+                .entry("writer")
+                .or_default()
+                .push(writer.as_secs_f64() * 1e3);
+        }
         let v = wait_applied("file-change");
         times
             .entry("rename")
@@ -299,12 +306,13 @@ fn main() {
         }
     );
     for k in [
-        "outside", "ms", "parse_ms", "plan_ms", "diff_ms", "load_ms", "rename",
+        "outside", "writer", "ms", "parse_ms", "plan_ms", "diff_ms", "load_ms", "rename",
     ] {
         let Some(v) = times.get_mut(k) else { continue };
         let (m, lo, hi) = med(v);
         let what = match k {
             "outside" => "edit-to-kernel, outside clock (before the rename / the writer's open, to tc monitor)",
+            "writer" => "  of it the writer (open, write the file, close)",
             "ms" => "daemon: first inotify event to the kernel's last ACK",
             "parse_ms" => "  read + find + re-read + check the changed rows",
             "plan_ms" => "  plan (incremental: the changed circuits; full: read + validate + plan)",
@@ -316,7 +324,7 @@ fn main() {
     }
     // Back to the original file (and tree).
     if csv != csv0 {
-        replace(&csv0);
+        let _ = replace(&csv0);
         let v = wait_applied("file-change");
         println!("restored the original ShapedDevices.csv: {v}");
     }
