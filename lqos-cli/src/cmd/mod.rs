@@ -12,7 +12,9 @@ pub mod inputs;
 pub mod journal;
 pub mod plan;
 pub mod show;
+pub mod stats;
 pub mod status;
+pub mod top;
 pub mod verify;
 pub mod watch;
 
