@@ -632,6 +632,105 @@ fn handle(mut s: TcpStream, registry: &Registry) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    use lqos_apply::netlink::{
+        CakeTin, CakeXstats, ClassSample, Counters, LeafXstats, QdiscSample,
+    };
+    use lqos_tc::{Direction, TcHandle};
+
+    /// A plan of 5 circuits with cake leaves, and statistics from two polls
+    /// in which every circuit sent bytes.
+    fn shared() -> Arc<Mutex<Shared>> {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits: 5,
+            ..Default::default()
+        });
+        let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 2);
+        let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
+        let index = StatsIndex::new(&plan);
+        let mut t = StatsTracker::new(&index);
+        let raw = |bytes: u64| RawStats {
+            interfaces: plan
+                .interfaces
+                .iter()
+                .map(|ip| {
+                    let mut r = RawIface::empty(&ip.dev);
+                    for c in &plan.allocation.circuits {
+                        let d = ip.direction;
+                        let classid = TcHandle::new(plan.major(d, c.queue), c.minor);
+                        r.classes.push(ClassSample {
+                            classid,
+                            counters: Counters {
+                                bytes,
+                                ..Counters::default()
+                            },
+                            htb: None,
+                        });
+                        let leaf = if d == Direction::Upload {
+                            c.leaf_upload
+                        } else {
+                            c.leaf_download
+                        };
+                        r.qdiscs.push(QdiscSample {
+                            handle: TcHandle::new(leaf.unwrap(), 0),
+                            parent: classid,
+                            kind: "cake".into(),
+                            counters: Counters::default(),
+                            xstats: LeafXstats::Cake(CakeXstats {
+                                tins: vec![CakeTin::default(); 4],
+                                ..CakeXstats::default()
+                            }),
+                        });
+                    }
+                    r
+                })
+                .collect(),
+        };
+        t.observe(&index, &raw(100), Duration::ZERO);
+        let stats = t.observe(&index, &raw(1100), Duration::from_secs(1));
+        let mut h = Health::default();
+        h.reloads.insert(("start".into(), "applied".into()), 1);
+        h.last_reload_unix = Some(1.0);
+        h.lazy_active = Some(3);
+        Arc::new(Mutex::new(Shared {
+            stats: Some(stats),
+            health: h,
+        }))
+    }
+
+    #[test]
+    fn metrics_render_every_series_and_bound_the_circuits() {
+        let all = render(&registry(shared(), CircuitSeries::All));
+        assert!(
+            all.contains(
+                "lqos_circuit_sent_bytes_total{circuit_id=\"10001\",direction=\"download\"} 1100"
+            ),
+            "{all}"
+        );
+        assert_eq!(all.matches("lqos_circuit_info{").count(), 5);
+        assert!(all.contains("lqos_circuit_cake_delay_seconds{"), "{all}");
+        assert!(all.contains("lqos_reloads_total{trigger=\"start\",outcome=\"applied\"} 1"));
+        let top = render(&registry(shared(), CircuitSeries::Top(2)));
+        assert_eq!(top.matches("lqos_circuit_info{").count(), 2);
+        let none = render(&registry(shared(), CircuitSeries::None));
+        assert_eq!(none.matches("lqos_circuit_info{").count(), 0);
+        assert!(none.contains("lqos_node_sent_bytes_total{"));
+        // Every series the Grafana dashboard queries is served.
+        let dash = include_str!("../../packaging/grafana/lqos.json");
+        let mut names: Vec<&str> = dash
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("lqos_"))
+            .collect();
+        names.sort();
+        names.dedup();
+        assert!(names.len() >= 8, "{names:?}");
+        for n in names {
+            assert!(
+                all.contains(&format!("\n{n}")),
+                "the dashboard queries {n}, not served"
+            );
+        }
+    }
+
     #[test]
     fn circuit_series_parse() {
         assert_eq!("all".parse(), Ok(CircuitSeries::All));

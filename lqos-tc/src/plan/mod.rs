@@ -29,7 +29,7 @@ mod rates;
 pub mod replan;
 mod types;
 
-pub use error::PlanError;
+pub use error::{PlanError, SqmError};
 pub(crate) use ip_map::filter_slots;
 pub use rates::{just_below, quantum_for, r2q_for, QUANTUM_MAX, QUANTUM_MIN};
 pub use types::{Allocation, CircuitSlot, Direction, FilterSlot, InterfacePlan, NodeSlot, Plan};
