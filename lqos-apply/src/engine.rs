@@ -273,7 +273,7 @@ fn is_classifier_op(op: &TcOp) -> bool {
 /// (`trees`, in the plan's order), one thread per interface when there are
 /// several: the interfaces are independent, and on a no-op reload the two
 /// diffs are most of what follows the kernel's dumps.
-fn plan_changes<'a>(plan: &'a Plan, trees: &[TcTree], full: bool) -> Vec<Change<'a>> {
+pub(crate) fn plan_changes<'a>(plan: &'a Plan, trees: &[TcTree], full: bool) -> Vec<Change<'a>> {
     if plan.interfaces.len() < 2 {
         return plan
             .interfaces

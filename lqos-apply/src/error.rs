@@ -179,6 +179,13 @@ pub enum ApplyError {
     /// The plan itself is unusable.
     #[error("plan: {0}")]
     Plan(PlanProblem),
+    /// LibreQoS's state files (`--adopt-libreqos`, `lqos compare`) cannot
+    /// be read as LibreQoS writes them (the message names the file).
+    #[error(transparent)]
+    LibreQosState(lqos_tc::libreqos::StateError),
+    /// LibreQoS's tc text cannot be read as a tree (file, line, command).
+    #[error(transparent)]
+    LibreQosTc(lqos_tc::libreqos::CompareError),
     /// The LibreQoS inputs have errors (the report lists every problem with
     /// its file, line, circuit or node).
     #[error(
@@ -256,10 +263,6 @@ pub enum PlanProblem {
     /// It names no interface.
     #[error("the plan has no interfaces")]
     NoInterfaces,
-    /// A reload daemon's model of the kernel disagrees with what it just
-    /// loaded (the kernel changed underneath it): it reads the kernel back.
-    #[error("the daemon's model of the kernel went out of step; reading back")]
-    KnownStateOutOfStep,
 }
 
 /// What makes a state path unsafe to use.

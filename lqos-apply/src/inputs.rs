@@ -152,11 +152,18 @@ impl RawInputs {
         let nlabel = inputs.network.display().to_string();
         let dlabel = inputs.devices_label();
         let clabel = inputs.config.as_ref().map(|p| p.display().to_string());
-        let loaded = lqos_model::load_with_config(
+        let mut loaded = lqos_model::load_with_config(
             (&nlabel, &self.network),
             (&dlabel, self.devices.as_slice()),
             clabel.as_deref().zip(self.config.as_deref()),
         );
+        // The values whose grammar is the planner's, checked now with
+        // their line (not later, when planning, without it).
+        if let Some(file) = &clabel {
+            for p in lqos_tc::config_problems(&loaded.config, file) {
+                loaded.report.push(p);
+            }
+        }
         LoadedInputs {
             network: loaded.network,
             config: loaded.config,
@@ -266,25 +273,22 @@ pub fn plan_config(
         path: config_path.map(Path::to_path_buf),
         source,
     };
-    let n = match (overrides.queues, config.queues.override_available_queues) {
+    let n = match (given_queues(config, overrides), queues) {
         (Some(q), _) => q,
-        (None, Some(q)) if q > 0 => q,
-        _ => match queues {
-            QueueCount::Default(n) => n,
-            QueueCount::FromInterfaces(live) => {
-                // Interface names first (the queue count does not matter).
-                let cfg = PlanConfig::from_lqos_config(config, 1).map_err(config_err)?;
-                let mut min = u32::MAX;
-                for dev in interface_names(&cfg.interfaces) {
-                    let link = live.link(dev)?.ok_or_else(|| ApplyError::NoInterface {
-                        dev: dev.to_string(),
-                        netns: live.netns().map(str::to_string),
-                    })?;
-                    min = min.min(link.num_tx_queues);
-                }
-                min
+        (None, QueueCount::Default(n)) => n,
+        (None, QueueCount::FromInterfaces(live)) => {
+            // Interface names first (the queue count does not matter).
+            let cfg = PlanConfig::from_lqos_config(config, 1).map_err(config_err)?;
+            let mut min = u32::MAX;
+            for dev in interface_names(&cfg.interfaces) {
+                let link = live.link(dev)?.ok_or_else(|| ApplyError::NoInterface {
+                    dev: dev.to_string(),
+                    netns: live.netns().map(str::to_string),
+                })?;
+                min = min.min(link.num_tx_queues);
             }
-        },
+            min
+        }
     };
     let mut cfg = PlanConfig::from_lqos_config(config, n).map_err(config_err)?;
     if let Some(sqm) = &overrides.sqm {
@@ -299,6 +303,17 @@ pub fn plan_config(
     Ok(cfg)
 }
 
+/// The queue count the operator gave: `overrides.queues`, else
+/// `override_available_queues` (if > 0); `None` when it comes from the
+/// interfaces (or a default).
+pub fn given_queues(config: &LqosConfig, overrides: &PlanOverrides) -> Option<u32> {
+    match (overrides.queues, config.queues.override_available_queues) {
+        (Some(q), _) => Some(q),
+        (None, Some(q)) if q > 0 => Some(q),
+        _ => None,
+    }
+}
+
 /// A plan with the problems (warnings only) its inputs had.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -309,6 +324,8 @@ pub struct Planned {
     pub report: Report,
     /// The network it was planned from (for the compact plan record).
     pub network: Network,
+    /// The config it was planned with (defaults if none was given).
+    pub config: LqosConfig,
 }
 
 /// Inputs to plan in one call: read, validate (errors fail with
@@ -345,6 +362,7 @@ pub fn plan_raw(
         plan,
         report: loaded.report,
         network: loaded.network,
+        config: loaded.config,
     })
 }
 

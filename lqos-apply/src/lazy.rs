@@ -20,37 +20,12 @@
 //! of planned leaves found in the kernel ([`present_leaves`]).
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use lqos_tc::{InterfacePlan, TcHandle, TcOp};
-use serde::Deserialize;
-
-use crate::error::{ApplyError, Result};
 use crate::netlink::ClassStats;
+use lqos_tc::{InterfacePlan, TcHandle, TcOp};
 
 pub use lqos_tc::rules::{circuit_leaves, lazy_plan, present_leaves, ActiveLeaves, LeafKey};
-
-/// Whether `lqos.conf` (TOML text) turns lazy leaves on:
-/// `[lqos] lazy_leaves = true`. Other keys are ignored; `path` names the
-/// file in errors.
-pub fn lazy_leaves_in_config(text: &str, path: &Path) -> Result<bool> {
-    #[derive(Deserialize, Default)]
-    struct Conf {
-        #[serde(default)]
-        lqos: Section,
-    }
-    #[derive(Deserialize, Default)]
-    struct Section {
-        #[serde(default)]
-        lazy_leaves: bool,
-    }
-    let c: Conf = toml::from_str(text).map_err(|e| ApplyError::State {
-        path: path.to_path_buf(),
-        message: format!("[lqos] lazy_leaves: {e}"),
-    })?;
-    Ok(c.lqos.lazy_leaves)
-}
 
 /// What one [`LeafTracker::observe`] decided for one interface.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -297,15 +272,6 @@ mod tests {
         let smaller = plan(0);
         tr.observe(&smaller.interfaces[0], &[], t0);
         assert!(tr.active().is_empty());
-    }
-
-    #[test]
-    fn config_key() {
-        let p = Path::new("lqos.conf");
-        assert!(!lazy_leaves_in_config("[bridge]\nto_internet='a'\n", p).unwrap());
-        assert!(lazy_leaves_in_config("[lqos]\nlazy_leaves = true\n", p).unwrap());
-        let e = lazy_leaves_in_config("[lqos]\nlazy_leaves = 3\n", p).unwrap_err();
-        assert!(e.to_string().contains("lqos.conf"), "{e}");
     }
 
     proptest::proptest! {

@@ -53,14 +53,27 @@
 //!   fit in `MemAvailable` is refused before anything changes).
 //! - [`lazy`]: lazy leaves (a circuit's leaf qdisc only while it carries
 //!   traffic), used by `lqos watch --lazy-leaves`.
+//! - [`stats`]: per-circuit statistics (one poll of class and qdisc
+//!   dumps mapped through the plan, rates from counter deltas), used by
+//!   `lqos stats`, `lqos top` and `lqos watch --metrics`.
+//! - [`daemon`]: the reload daemon (`lqos watch`) as a library: a sans-I/O
+//!   [`daemon::Reloader`] and the [`daemon::Driver`] that runs it.
+//! - [`guard`]: the removal guard (a reload that would remove too many
+//!   circuits, or from an empty file, is refused until confirmed).
+//! - [`journal`]: the last input sets applied, kept in the state directory.
 //! - [`watch`]: the status file `lqos watch` writes and `lqos status` reads.
 //! - `netns` (feature `test-util`): scratch network namespaces with veth
 //!   pairs for tests and benchmarks.
 
+pub mod adopt;
 mod backend;
+pub mod daemon;
 mod engine;
 mod error;
+pub mod fuzzing;
+pub mod guard;
 mod inputs;
+pub mod journal;
 pub mod lazy;
 mod live;
 mod meminfo;
@@ -74,6 +87,7 @@ mod netns;
 mod prefetch;
 mod session;
 pub mod state;
+pub mod stats;
 #[cfg(test)]
 mod test_fixtures;
 pub mod timing;
@@ -84,6 +98,8 @@ pub use backend::{
     load_deletes_first, Backend, CountProgress, IfaceOps, IfaceReport, LoadReport, NetlinkBackend,
     NoProgress, Parallelism, Progress, Recording, RootDelete, TcBatch, TcMode,
 };
+#[cfg(feature = "test-util")]
+pub use backend::{Fault, Faulty};
 pub use engine::{
     apply_plan, plan_change, preflight, verify_plan, ApplyOptions, ApplyReport, Change, FullReason,
     LoadKind,
@@ -92,8 +108,8 @@ pub use error::{
     ApplyError, ClassifierMissing, PlanProblem, QdiscRefusal, Result, Stopped, UnsafeState,
 };
 pub use inputs::{
-    interface_names, plan_config, plan_files, plan_raw, read_plan, read_plan_record, Inputs,
-    LoadedInputs, PlanOverrides, Planned, QueueCount, RawInputs, CONFIG_FILE, DEVICES_FILE,
+    given_queues, interface_names, plan_config, plan_files, plan_raw, read_plan, read_plan_record,
+    Inputs, LoadedInputs, PlanOverrides, Planned, QueueCount, RawInputs, CONFIG_FILE, DEVICES_FILE,
     NETWORK_FILE,
 };
 pub use live::{read_live, KindProbe, KindSupport, LinkSummary, LiveSource, NetlinkLive};

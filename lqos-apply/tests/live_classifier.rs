@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write as _;
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -36,9 +36,18 @@ use lqos_apply::{
 use lqos_model::{Circuit, Device, Network, Node, Rate};
 use lqos_tc::{plan, Classifier, LeafSpec, Plan, PlanConfig, QdiscKind, TcHandle, TcOp};
 
-/// UDP payload; on the wire (what HTB counts on veth) 42 bytes more.
+/// UDP payload; on the wire (what HTB counts on veth) 42 bytes more over
+/// IPv4, 62 over IPv6 ([`wire`]).
 const PAYLOAD: usize = 1400;
 const WIRE: u64 = PAYLOAD as u64 + 42;
+
+/// Bytes HTB counts per datagram to `addr`: payload, UDP, IP, Ethernet.
+fn wire(addr: &str) -> u64 {
+    match addr.parse::<IpAddr>() {
+        Ok(IpAddr::V6(_)) => PAYLOAD as u64 + 62,
+        _ => WIRE,
+    }
+}
 const PORT: u16 = 5001;
 const BUCKET: Duration = Duration::from_millis(100);
 
@@ -240,21 +249,41 @@ fn apply(ns: &ScratchNetns, live: &NetlinkLive, p: &Plan) -> BTreeMap<String, Ve
 /// Arrival times (since the common start) of each destination's packets.
 type Arrivals = Arc<Mutex<BTreeMap<String, Vec<Duration>>>>;
 
+/// One receiver thread per address of `addrs` (port [`PORT`]) in `ns`,
+/// each filing arrivals under its address.
 fn receivers(
     ns: &str,
     start: Instant,
     stop: Arc<AtomicBool>,
     got: Arrivals,
+    addrs: &[&str],
 ) -> Vec<JoinHandle<()>> {
-    CIRCUITS
+    let at: Vec<(String, SocketAddr)> = addrs
         .iter()
-        .filter_map(|c| c.2)
-        .chain([UNKNOWN])
         .map(|a| {
-            let (stop, got, a) = (stop.clone(), got.clone(), a.to_string());
+            (
+                a.to_string(),
+                SocketAddr::from((a.parse::<IpAddr>().unwrap(), PORT)),
+            )
+        })
+        .collect();
+    receive_at(ns, start, stop, got, at)
+}
+
+/// One receiver thread per `(key, address)` in namespace `ns`, filing the
+/// arrival times of full-size datagrams under the key.
+fn receive_at(
+    ns: &str,
+    start: Instant,
+    stop: Arc<AtomicBool>,
+    got: Arrivals,
+    at: Vec<(String, SocketAddr)>,
+) -> Vec<JoinHandle<()>> {
+    at.into_iter()
+        .map(|(key, addr)| {
+            let (stop, got) = (stop.clone(), got.clone());
             in_netns(ns, move || {
-                let ip: Ipv4Addr = a.parse().unwrap();
-                let s = UdpSocket::bind(SocketAddr::from((ip, PORT))).unwrap();
+                let s = UdpSocket::bind(addr).unwrap_or_else(|e| panic!("bind {addr}: {e}"));
                 s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
                 let mut buf = [0u8; 2048];
                 let mut mine = Vec::new();
@@ -265,33 +294,97 @@ fn receivers(
                         }
                     }
                 }
-                got.lock().unwrap().insert(a, mine);
+                got.lock().unwrap().insert(key, mine);
             })
         })
         .collect()
 }
 
-/// Sends to every address at its rate (kbit/s on the wire) until `stop`.
+/// Sends to every address (port [`PORT`]) at its rate (kbit/s on the
+/// wire) until `stop`; returns the send times by address.
 fn sender(
     ns: &str,
     start: Instant,
     rates: Vec<(String, u64)>,
     stop: Arc<AtomicBool>,
 ) -> JoinHandle<BTreeMap<String, Vec<Duration>>> {
+    let flows = rates
+        .into_iter()
+        .map(|(a, kbit)| Flow {
+            dst: SocketAddr::from((a.parse::<IpAddr>().unwrap(), PORT)),
+            key: a,
+            src: None,
+            kbit,
+            priority: None,
+            dev: None,
+        })
+        .collect();
+    send_flows(ns, start, flows, stop)
+}
+
+/// One UDP flow of the traffic generator.
+struct Flow {
+    /// Name its send times are filed under.
+    key: String,
+    /// Source to bind (`None`: any address of the destination's family).
+    src: Option<SocketAddr>,
+    dst: SocketAddr,
+    /// Wire kbit/s offered.
+    kbit: u64,
+    /// `SO_PRIORITY` (a classid, raw), if set.
+    priority: Option<u32>,
+    /// `SO_BINDTODEVICE`, if set.
+    dev: Option<String>,
+}
+
+/// Sends every flow (one socket each) in namespace `ns` until `stop`;
+/// returns the send times by flow key.
+fn send_flows(
+    ns: &str,
+    start: Instant,
+    flows: Vec<Flow>,
+    stop: Arc<AtomicBool>,
+) -> JoinHandle<BTreeMap<String, Vec<Duration>>> {
     in_netns(ns, move || {
-        let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+        let socks: Vec<UdpSocket> = flows
+            .iter()
+            .map(|f| {
+                let any: SocketAddr = if f.dst.is_ipv6() {
+                    "[::]:0".parse().unwrap()
+                } else {
+                    "0.0.0.0:0".parse().unwrap()
+                };
+                let s = UdpSocket::bind(f.src.unwrap_or(any)).unwrap();
+                if let Some(p) = f.priority {
+                    nix::sys::socket::setsockopt(
+                        &s,
+                        nix::sys::socket::sockopt::Priority,
+                        &(p as i32),
+                    )
+                    .unwrap();
+                }
+                if let Some(d) = &f.dev {
+                    nix::sys::socket::setsockopt(
+                        &s,
+                        nix::sys::socket::sockopt::BindToDevice,
+                        &std::ffi::OsString::from(d),
+                    )
+                    .unwrap();
+                }
+                s
+            })
+            .collect();
         let payload = [0x5au8; PAYLOAD];
         let t0 = Instant::now();
-        let gaps: Vec<Duration> = rates
+        let gaps: Vec<Duration> = flows
             .iter()
-            .map(|(_, kbit)| Duration::from_secs_f64(WIRE as f64 * 8.0 / (*kbit as f64 * 1000.0)))
+            .map(|f| {
+                let w = wire(&f.dst.ip().to_string());
+                Duration::from_secs_f64(w as f64 * 8.0 / (f.kbit as f64 * 1000.0))
+            })
             .collect();
-        let mut next: Vec<Duration> = vec![Duration::ZERO; rates.len()];
-        let dests: Vec<SocketAddr> = rates
-            .iter()
-            .map(|(a, _)| SocketAddr::from((a.parse::<Ipv4Addr>().unwrap(), PORT)))
-            .collect();
-        let mut sent: Vec<Vec<Duration>> = vec![Vec::new(); rates.len()];
+        let mut next: Vec<Duration> = vec![Duration::ZERO; flows.len()];
+        let mut sent: Vec<Vec<Duration>> = vec![Vec::new(); flows.len()];
         while !stop.load(Ordering::Relaxed) {
             let (i, due) = next
                 .iter()
@@ -304,7 +397,7 @@ fn sender(
                 std::thread::sleep((due - now).min(Duration::from_millis(5)));
                 continue;
             }
-            if s.send_to(&payload, dests[i]).is_ok() {
+            if socks[i].send_to(&payload, flows[i].dst).is_ok() {
                 sent[i].push(start.elapsed());
             }
             // Catch up after a stall (a TCG guest oversleeps), up to 200 ms
@@ -312,14 +405,14 @@ fn sender(
             // missed is not sent.
             next[i] = (due + gaps[i]).max(now.saturating_sub(Duration::from_millis(200)));
         }
-        rates.into_iter().map(|(a, _)| a).zip(sent).collect()
+        flows.into_iter().map(|f| f.key).zip(sent).collect()
     })
 }
 
-/// Wire kbit/s over [from, to).
-fn rate_kbit(times: &[Duration], from: Duration, to: Duration) -> f64 {
+/// Wire kbit/s over [from, to) of datagrams of `wire` bytes.
+fn rate_kbit(times: &[Duration], wire: u64, from: Duration, to: Duration) -> f64 {
     let n = times.iter().filter(|t| **t >= from && **t < to).count();
-    n as f64 * WIRE as f64 * 8.0 / 1000.0 / (to - from).as_secs_f64()
+    n as f64 * wire as f64 * 8.0 / 1000.0 / (to - from).as_secs_f64()
 }
 
 /// Packets per 100 ms bucket over [from, to).
@@ -379,7 +472,18 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
     let start = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
     let got: Arrivals = Arc::default();
-    let rx = receivers(t.subscriber.name(), start, stop.clone(), got.clone());
+    let addrs: Vec<&str> = CIRCUITS
+        .iter()
+        .filter_map(|c| c.2)
+        .chain([UNKNOWN])
+        .collect();
+    let rx = receivers(
+        t.subscriber.name(),
+        start,
+        stop.clone(),
+        got.clone(),
+        &addrs,
+    );
     std::thread::sleep(Duration::from_millis(200));
     let mut rates: Vec<(String, u64)> = CIRCUITS
         .iter()
@@ -411,10 +515,10 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
     for (a, sent) in &offered {
         eprintln!(
             "  {a}: offered {:.0} / delivered {:.0} kbit/s before the move, offered {:.0} / delivered {:.0} after",
-            rate_kbit(sent, warm, moved_at),
-            rate_kbit(&got[a], warm, moved_at),
-            rate_kbit(sent, after, end),
-            rate_kbit(&got[a], after, end),
+            rate_kbit(sent, WIRE, warm, moved_at),
+            rate_kbit(&got[a], WIRE, warm, moved_at),
+            rate_kbit(sent, WIRE, after, end),
+            rate_kbit(&got[a], WIRE, after, end),
         );
     }
 
@@ -445,7 +549,7 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
             *c as f64
         };
         for (from, to) in [(warm, moved_at), (after, end)] {
-            let o = rate_kbit(&offered[a], from, to);
+            let o = rate_kbit(&offered[a], WIRE, from, to);
             assert!(
                 o >= 1.1 * c,
                 "the generator offered {a} (circuit {id}) only {o:.0} kbit/s in {:.1}..{:.1}s (ceil {c}): this machine is too slow for the test",
@@ -459,7 +563,7 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
         let a = addr.unwrap();
         within(
             &format!("{a} (circuit {id}) before the move"),
-            rate_kbit(&got[a], warm, moved_at),
+            rate_kbit(&got[a], WIRE, warm, moved_at),
             ceil(id),
         );
     }
@@ -501,7 +605,7 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
     // are indivisible).
     within(
         "the moved address at circuit E",
-        rate_kbit(&got[MOVER], after, end),
+        rate_kbit(&got[MOVER], WIRE, after, end),
         ceil("E"),
     );
     for (id, _, addr) in steady {
@@ -579,4 +683,559 @@ fn foreign_clsact_and_filters_are_read_back_and_left_alone() {
 /// `p` re-planned with its own allocation (a no-op reload).
 fn planned_like(p: &Plan) -> Plan {
     plan(&network("C"), &p.config, Some(&p.allocation)).unwrap()
+}
+
+/// A circuit of one device: `v4`/`v6` addresses or prefixes, the same
+/// ceil (kbit) both ways unless `up_kbit` is given.
+fn one_device(id: &str, down_kbit: u64, up_kbit: u64, v4: &[&str], v6: &[&str]) -> Circuit {
+    Circuit {
+        id: id.into(),
+        name: format!("circuit {id}").into(),
+        parent: Some("Site".into()),
+        download_min: Rate::from_bps(100_000),
+        upload_min: Rate::from_bps(100_000),
+        download_max: Rate::from_bps(down_kbit * 1000),
+        upload_max: Rate::from_bps(up_kbit * 1000),
+        comment: Default::default(),
+        sqm: None,
+        devices: vec![Device {
+            id: format!("dev-{id}").into(),
+            name: Default::default(),
+            mac: Default::default(),
+            ipv4: v4.iter().map(|a| a.parse().unwrap()).collect(),
+            ipv6: v6.iter().map(|a| a.parse().unwrap()).collect(),
+            line: 0,
+        }],
+    }
+}
+
+/// One 40 Mbit site with `circuits`.
+fn site_network(circuits: Vec<Circuit>) -> Network {
+    let mut net = Network::new();
+    net.add_node(
+        None,
+        Node {
+            name: "Site".into(),
+            id: None,
+            node_type: None,
+            download: Rate::from_mbps(40),
+            upload: Rate::from_mbps(40),
+            virtual_node: false,
+        },
+    )
+    .unwrap();
+    for c in circuits {
+        net.add_circuit(c);
+    }
+    net
+}
+
+/// `planned`'s config (16 queues, pfifo leaves of 20 packets, 50 Mbit
+/// links) on `interfaces`, with `classifier`.
+fn small_config(interfaces: lqos_tc::Interfaces, classifier: Classifier) -> PlanConfig {
+    let mut cfg = planned("C", None).config;
+    cfg.interfaces = interfaces;
+    cfg.classifier = classifier;
+    cfg
+}
+
+/// `ip` in namespace `ns` via `ip netns exec` (a fresh /sys for the
+/// namespace, which `ip -n` does not give).
+fn netns_sh(ns: &str, script: &str) {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "sh", "-c", script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Asserts each flow of `flows` (key, ceil kbit) was offered above 1.1x
+/// its ceil and delivered at its ceil +/-10% over `[from, to)`.
+fn assert_at_ceils(
+    what: &str,
+    flows: &[(String, u64)],
+    offered: &BTreeMap<String, Vec<Duration>>,
+    got: &BTreeMap<String, Vec<Duration>>,
+    wire_of: impl Fn(&str) -> u64,
+    (from, to): (Duration, Duration),
+) {
+    for (key, ceil) in flows {
+        let w = wire_of(key);
+        let o = rate_kbit(&offered[key], w, from, to);
+        let r = rate_kbit(&got[key], w, from, to);
+        eprintln!("{what}: {key}: offered {o:.0}, delivered {r:.0} kbit/s (ceil {ceil})");
+        assert!(
+            o >= 1.1 * *ceil as f64,
+            "{what}: the generator offered {key} only {o:.0} kbit/s (ceil {ceil}): this machine is too slow for the test"
+        );
+        assert!(
+            (r - *ceil as f64).abs() <= 0.10 * *ceil as f64,
+            "{what}: {key} delivered {r:.0} kbit/s, want {ceil} +/-10%"
+        );
+    }
+}
+
+/// IPv6 subscribers (LibreQoS's IPv6 column: a /64 or /56 per device):
+/// forwarded IPv6 flows reach their circuits' classes through the
+/// classifier's `protocol ipv6 flower dst_ip` filters, each at its ceil.
+#[test]
+fn ipv6_subscribers_are_shaped_at_their_ceil_through_the_classifier() {
+    if !classifier_available("live_classifier_ipv6") {
+        return;
+    }
+    // (circuit, ceil kbit, prefix, the subscriber's address in it)
+    const V6: [(&str, u64, &str, &str); 3] = [
+        ("A6", 400, "fd00:64:1::/64", "fd00:64:1::10"),
+        ("B6", 500, "fd00:64:2::/64", "fd00:64:2::10"),
+        ("C6", 600, "fd00:64:3::/56", "fd00:64:3:7::10"),
+    ];
+    let t = Topo {
+        shaper: ScratchNetns::create(&unique_name("lqos-cls6", "shaper")).unwrap(),
+        internet: ScratchNetns::create(&unique_name("lqos-cls6", "inet")).unwrap(),
+        subscriber: ScratchNetns::create(&unique_name("lqos-cls6", "sub")).unwrap(),
+    };
+    let (s, i, u) = (&t.shaper, &t.internet, &t.subscriber);
+    for (dev, peer, other) in [("ens20", "inet0", i.name()), ("ens19", "sub0", u.name())] {
+        s.ip(&[
+            "link",
+            "add",
+            dev,
+            "numtxqueues",
+            "16",
+            "numrxqueues",
+            "16",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            peer,
+            "numtxqueues",
+            "16",
+            "numrxqueues",
+            "16",
+            "netns",
+            other,
+        ])
+        .unwrap();
+        s.ip(&["link", "set", dev, "up"]).unwrap();
+    }
+    let addr = |ns: &ScratchNetns, a: &str, dev: &str| {
+        ns.ip(&["-6", "addr", "add", a, "dev", dev, "nodad"])
+            .unwrap()
+    };
+    addr(s, "2001:db8:1::1/64", "ens20");
+    addr(s, "fd00:64:ffff::1/64", "ens19");
+    for (_, _, prefix, _) in V6 {
+        s.ip(&["-6", "route", "add", prefix, "dev", "ens19"])
+            .unwrap();
+    }
+    addr(i, "2001:db8:1::2/64", "inet0");
+    i.ip(&["link", "set", "inet0", "up"]).unwrap();
+    i.ip(&["-6", "route", "add", "default", "via", "2001:db8:1::1"])
+        .unwrap();
+    addr(u, "fd00:64:ffff::2/64", "sub0");
+    for (_, _, _, host) in V6 {
+        addr(u, &format!("{host}/64"), "sub0");
+    }
+    u.ip(&["link", "set", "sub0", "up"]).unwrap();
+    u.ip(&["-6", "route", "add", "default", "via", "fd00:64:ffff::1"])
+        .unwrap();
+    sysctl(s.name(), "net.ipv6.conf.all.forwarding", "1");
+
+    let net = site_network(
+        V6.iter()
+            .map(|(id, ceil, prefix, _)| one_device(id, *ceil, *ceil, &[], &[prefix]))
+            .collect(),
+    );
+    let cfg = small_config(
+        lqos_tc::Interfaces::Bridge {
+            download: "ens19".into(),
+            upload: "ens20".into(),
+        },
+        Classifier::Tc,
+    );
+    let p = plan(&net, &cfg, None).unwrap();
+    let live = NetlinkLive::new(Some(s.name().to_string()));
+    apply(s, &live, &p);
+
+    let start = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let got: Arrivals = Arc::default();
+    let hosts: Vec<&str> = V6.iter().map(|v| v.3).collect();
+    let rx = receivers(u.name(), start, stop.clone(), got.clone(), &hosts);
+    std::thread::sleep(Duration::from_millis(200));
+    let flows: Vec<(String, u64)> = V6.iter().map(|v| (v.3.to_string(), v.1)).collect();
+    let offer = flows
+        .iter()
+        .map(|(a, c)| (a.clone(), (*c as f64 * OFFER) as u64))
+        .collect();
+    let tx = sender(i.name(), start, offer, stop.clone());
+    std::thread::sleep(secs(6.0).saturating_sub(start.elapsed()));
+    stop.store(true, Ordering::Relaxed);
+    let offered = tx.join().unwrap();
+    for r in rx {
+        r.join().unwrap();
+    }
+    let got = got.lock().unwrap().clone();
+    assert_at_ceils("ipv6", &flows, &offered, &got, wire, (secs(2.5), secs(5.5)));
+    // Each flow went through its own circuit's class (the IP map's).
+    let bytes = class_bytes(s, "ens19");
+    for (_, _, _, host) in V6 {
+        let e = p.ip_map.lookup(host.parse().unwrap()).unwrap();
+        let b = bytes.get(&e.download.classid).copied().unwrap_or(0);
+        let delivered = got[host].len() as u64 * wire(host);
+        assert!(
+            b as f64 >= 0.9 * delivered as f64,
+            "{host}: class {} carried {b} bytes, the flow delivered {delivered}",
+            e.download.classid
+        );
+    }
+}
+
+/// IPv6 on this host's kernel (no flower): a local sender classifies
+/// itself with `SO_PRIORITY` = its circuit's classid (from the IP map's
+/// longest-prefix match of the destination), and XPS sends everything of
+/// this host's CPUs out of the circuit's TX queue. The flow is held to its
+/// circuit's ceil.
+#[test]
+fn ipv6_flow_with_so_priority_is_shaped_at_its_ceil() {
+    if !require_netns("live_classifier_ipv6_priority") {
+        return;
+    }
+    const CEIL: u64 = 600;
+    const HOST: &str = "fd00:64:5:1::10";
+    let shaper = ScratchNetns::create(&unique_name("lqos-prio6", "shaper")).unwrap();
+    let sub = ScratchNetns::create(&unique_name("lqos-prio6", "sub")).unwrap();
+    shaper
+        .ip(&[
+            "link",
+            "add",
+            "ens19",
+            "numtxqueues",
+            "16",
+            "numrxqueues",
+            "16",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "sub0",
+            "netns",
+            sub.name(),
+        ])
+        .unwrap();
+    shaper
+        .ip(&[
+            "link",
+            "add",
+            "ens20",
+            "numtxqueues",
+            "16",
+            "numrxqueues",
+            "16",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "ens20p",
+        ])
+        .unwrap();
+    for d in ["ens19", "ens20", "ens20p"] {
+        shaper.ip(&["link", "set", d, "up"]).unwrap();
+    }
+    shaper
+        .ip(&[
+            "-6",
+            "addr",
+            "add",
+            "fd00:64:ffff::1/64",
+            "dev",
+            "ens19",
+            "nodad",
+        ])
+        .unwrap();
+    shaper
+        .ip(&["-6", "route", "add", "fd00:64:5::/56", "dev", "ens19"])
+        .unwrap();
+    sub.ip(&[
+        "-6",
+        "addr",
+        "add",
+        &format!("{HOST}/64"),
+        "dev",
+        "sub0",
+        "nodad",
+    ])
+    .unwrap();
+    sub.ip(&["link", "set", "sub0", "up"]).unwrap();
+
+    // Two circuits: the /56 holding HOST, and a /64 inside it elsewhere
+    // (longest prefix wins, so HOST's /64 circuit is the one).
+    let net = site_network(vec![
+        one_device("wide", 5000, 5000, &[], &["fd00:64:5::/56"]),
+        one_device("narrow", CEIL, CEIL, &[], &["fd00:64:5:1::/64"]),
+    ]);
+    let cfg = small_config(
+        lqos_tc::Interfaces::Bridge {
+            download: "ens19".into(),
+            upload: "ens20".into(),
+        },
+        Classifier::None,
+    );
+    let p = plan(&net, &cfg, None).unwrap();
+    let e = p.ip_map.lookup(HOST.parse().unwrap()).unwrap();
+    assert_eq!(e.circuit_id.as_str(), "narrow");
+    let live = NetlinkLive::new(Some(shaper.name().to_string()));
+    apply(&shaper, &live, &p);
+    // XPS: every CPU of this machine maps to the circuit's queue only.
+    let cpus = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(32);
+    let mask = format!("{:x}", (1u64 << cpus) - 1);
+    netns_sh(
+        shaper.name(),
+        &format!(
+            "for q in /sys/class/net/ens19/queues/tx-*; do echo 0 > $q/xps_cpus; done; echo {mask} > /sys/class/net/ens19/queues/tx-{}/xps_cpus",
+            e.download.queue
+        ),
+    );
+
+    let start = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let got: Arrivals = Arc::default();
+    let rx = receivers(sub.name(), start, stop.clone(), got.clone(), &[HOST]);
+    std::thread::sleep(Duration::from_millis(200));
+    let tx = send_flows(
+        shaper.name(),
+        start,
+        vec![Flow {
+            key: HOST.to_string(),
+            src: None,
+            dst: SocketAddr::from((HOST.parse::<IpAddr>().unwrap(), PORT)),
+            kbit: (CEIL as f64 * OFFER) as u64,
+            priority: Some(e.download.classid.raw()),
+            dev: Some("ens19".into()),
+        }],
+        stop.clone(),
+    );
+    std::thread::sleep(secs(6.0).saturating_sub(start.elapsed()));
+    stop.store(true, Ordering::Relaxed);
+    let offered = tx.join().unwrap();
+    for r in rx {
+        r.join().unwrap();
+    }
+    let got = got.lock().unwrap().clone();
+    assert_at_ceils(
+        "ipv6 SO_PRIORITY",
+        &[(HOST.to_string(), CEIL)],
+        &offered,
+        &got,
+        wire,
+        (secs(2.5), secs(5.5)),
+    );
+    let bytes = class_bytes(&shaper, "ens19");
+    let b = bytes.get(&e.download.classid).copied().unwrap_or(0);
+    let delivered = got[HOST].len() as u64 * wire(HOST);
+    assert!(
+        b as f64 >= 0.9 * delivered as f64,
+        "class {} carried {b} bytes, the flow delivered {delivered}",
+        e.download.classid
+    );
+}
+
+/// On a stick (LibreQoS's `[single_interface]`): one interface carries
+/// both directions, download on the first half of its TX queues, upload on
+/// the second. A router on a stick forwards between the internet and the
+/// subscribers out of the same interface; each circuit's download flow is
+/// held to its download ceil and its upload flow to its upload ceil.
+#[test]
+fn on_a_stick_shapes_both_directions_at_their_ceils() {
+    if !classifier_available("live_classifier_stick") {
+        return;
+    }
+    // (circuit, download kbit, upload kbit, subscriber address)
+    const STICK: [(&str, u64, u64, &str); 2] = [
+        ("S1", 500, 300, "100.64.0.1"),
+        ("S2", 400, 350, "100.64.0.2"),
+    ];
+    const INET: &str = "192.0.2.2";
+    let shaper = ScratchNetns::create(&unique_name("lqos-stick", "shaper")).unwrap();
+    let lan = ScratchNetns::create(&unique_name("lqos-stick", "lan")).unwrap();
+    let inet = ScratchNetns::create(&unique_name("lqos-stick", "inet")).unwrap();
+    let sub = ScratchNetns::create(&unique_name("lqos-stick", "sub")).unwrap();
+    shaper
+        .ip(&[
+            "link",
+            "add",
+            "ens19",
+            "numtxqueues",
+            "16",
+            "numrxqueues",
+            "16",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "s0",
+            "netns",
+            lan.name(),
+        ])
+        .unwrap();
+    lan.ip(&["link", "add", "br0", "type", "bridge"]).unwrap();
+    for (port, peer, ns) in [("i0", "inet0", inet.name()), ("u0", "sub0", sub.name())] {
+        lan.ip(&[
+            "link", "add", port, "type", "veth", "peer", "name", peer, "netns", ns,
+        ])
+        .unwrap();
+    }
+    for port in ["s0", "i0", "u0"] {
+        lan.ip(&["link", "set", port, "master", "br0"]).unwrap();
+        lan.ip(&["link", "set", port, "up"]).unwrap();
+    }
+    lan.ip(&["link", "set", "br0", "up"]).unwrap();
+    shaper.ip(&["link", "set", "ens19", "up"]).unwrap();
+    for a in ["192.0.2.1/24", "100.64.0.254/24"] {
+        shaper.ip(&["addr", "add", a, "dev", "ens19"]).unwrap();
+    }
+    sysctl(shaper.name(), "net.ipv4.ip_forward", "1");
+    sysctl(shaper.name(), "net.ipv4.conf.all.send_redirects", "0");
+    sysctl(shaper.name(), "net.ipv4.conf.ens19.send_redirects", "0");
+    inet.ip(&["addr", "add", &format!("{INET}/24"), "dev", "inet0"])
+        .unwrap();
+    inet.ip(&["link", "set", "inet0", "up"]).unwrap();
+    inet.ip(&["route", "add", "default", "via", "192.0.2.1"])
+        .unwrap();
+    for (_, _, _, a) in STICK {
+        sub.ip(&["addr", "add", &format!("{a}/24"), "dev", "sub0"])
+            .unwrap();
+    }
+    sub.ip(&["link", "set", "sub0", "up"]).unwrap();
+    sub.ip(&["route", "add", "default", "via", "100.64.0.254"])
+        .unwrap();
+
+    let net = site_network(
+        STICK
+            .iter()
+            .map(|(id, d, u, a)| one_device(id, *d, *u, &[&format!("{a}/32")], &[]))
+            .collect(),
+    );
+    let cfg = small_config(
+        lqos_tc::Interfaces::OnAStick {
+            interface: "ens19".into(),
+            internet_vlan: 0,
+            network_vlan: 0,
+        },
+        Classifier::Tc,
+    );
+    let p = plan(&net, &cfg, None).unwrap();
+    assert_eq!(p.interfaces.len(), 1);
+    let live = NetlinkLive::new(Some(shaper.name().to_string()));
+    apply(&shaper, &live, &p);
+
+    let start = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let got: Arrivals = Arc::default();
+    // Download: internet -> each subscriber address (port PORT). Upload:
+    // each subscriber address -> the internet host, one port per circuit.
+    let down: Vec<(String, u64)> = STICK
+        .iter()
+        .map(|s| (format!("down {}", s.0), s.1))
+        .collect();
+    let up: Vec<(String, u64)> = STICK.iter().map(|s| (format!("up {}", s.0), s.2)).collect();
+    let up_port = |i: usize| PORT + 1 + i as u16;
+    let inet_ip: IpAddr = INET.parse().unwrap();
+    let mut rx = receive_at(
+        sub.name(),
+        start,
+        stop.clone(),
+        got.clone(),
+        STICK
+            .iter()
+            .map(|s| {
+                (
+                    format!("down {}", s.0),
+                    SocketAddr::from((s.3.parse::<IpAddr>().unwrap(), PORT)),
+                )
+            })
+            .collect(),
+    );
+    rx.extend(receive_at(
+        inet.name(),
+        start,
+        stop.clone(),
+        got.clone(),
+        (0..STICK.len())
+            .map(|i| {
+                (
+                    format!("up {}", STICK[i].0),
+                    SocketAddr::from((inet_ip, up_port(i))),
+                )
+            })
+            .collect(),
+    ));
+    std::thread::sleep(Duration::from_millis(200));
+    let offer = |kbit: u64| (kbit as f64 * OFFER) as u64;
+    let tx_down = send_flows(
+        inet.name(),
+        start,
+        STICK
+            .iter()
+            .map(|s| Flow {
+                key: format!("down {}", s.0),
+                src: None,
+                dst: SocketAddr::from((s.3.parse::<IpAddr>().unwrap(), PORT)),
+                kbit: offer(s.1),
+                priority: None,
+                dev: None,
+            })
+            .collect(),
+        stop.clone(),
+    );
+    let tx_up = send_flows(
+        sub.name(),
+        start,
+        STICK
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Flow {
+                key: format!("up {}", s.0),
+                src: Some(SocketAddr::from((s.3.parse::<IpAddr>().unwrap(), 0))),
+                dst: SocketAddr::from((inet_ip, up_port(i))),
+                kbit: offer(s.2),
+                priority: None,
+                dev: None,
+            })
+            .collect(),
+        stop.clone(),
+    );
+    std::thread::sleep(secs(6.0).saturating_sub(start.elapsed()));
+    stop.store(true, Ordering::Relaxed);
+    let mut offered = tx_down.join().unwrap();
+    offered.extend(tx_up.join().unwrap());
+    for r in rx {
+        r.join().unwrap();
+    }
+    let got = got.lock().unwrap().clone();
+    let window = (secs(2.5), secs(5.5));
+    assert_at_ceils("stick download", &down, &offered, &got, |_| WIRE, window);
+    assert_at_ceils("stick upload", &up, &offered, &got, |_| WIRE, window);
+    // Each direction in its own class: download majors 1..=8, upload 9..=16.
+    let bytes = class_bytes(&shaper, "ens19");
+    for (id, _, _, a) in STICK {
+        let e = p.ip_map.lookup(a.parse().unwrap()).unwrap();
+        assert!(e.upload.classid.major() > 8 && e.download.classid.major() <= 8);
+        for (dir, classid) in [("down", e.download.classid), ("up", e.upload.classid)] {
+            let key = format!("{dir} {id}");
+            let b = bytes.get(&classid).copied().unwrap_or(0);
+            let delivered = got[&key].len() as u64 * WIRE;
+            assert!(
+                b as f64 >= 0.9 * delivered as f64,
+                "{key}: class {classid} carried {b} bytes, the flow delivered {delivered}"
+            );
+        }
+    }
 }

@@ -325,15 +325,14 @@ pub fn generate(params: &GenParams) -> Generated {
         }),
         single_interface: None,
         queues: QueuesConfig {
-            default_sqm: "cake diffserv4".to_string(),
+            default_sqm: "cake diffserv4".into(),
             uplink_bandwidth_mbps: link.mbps_floor(),
             downlink_bandwidth_mbps: link.mbps_floor(),
             generated_pn_download_mbps: 1000,
             generated_pn_upload_mbps: 1000,
-            override_available_queues: None,
-            use_binpacking: false,
+            ..QueuesConfig::default()
         },
-        lqos: Default::default(),
+        ..LqosConfig::default()
     };
     Generated {
         network: net,

@@ -178,7 +178,7 @@ fn check_config(c: &LqosConfig, file: &str, report: &mut Report) {
     if c.bridge.is_some() && c.single_interface.is_some() {
         report.push(Problem::warning(
             file,
-            "both [bridge] and [single_interface] are set; [single_interface] is used",
+            "both [bridge] and [single_interface] are set; [bridge] is used, as LibreQoS does",
         ));
     }
     if let Some(b) = &c.bridge {
@@ -203,11 +203,74 @@ fn check_config(c: &LqosConfig, file: &str, report: &mut Report) {
             report.push(Problem::error(file, format!("[queues] {k} is zero")));
         }
     }
+    libreqos_keys(c, file, report);
 }
 
-/// Uses the `Parent Node ID` column: a circuit with an empty `Parent Node`
-/// gets the node whose `id` matches; a mismatch between the two columns is
-/// a warning (the `Parent Node` name wins, as in older LibreQoS).
+/// Warnings for the keys of LibreQoS's lqos.conf that change what it
+/// shapes and that lqos honours differently or not at all (each says what
+/// LibreQoS does and what lqos does instead).
+fn libreqos_keys(c: &LqosConfig, file: &str, report: &mut Report) {
+    let q = &c.queues;
+    let mut warn = |m: String| report.push(Problem::warning(file, m));
+    if q.observe() {
+        warn("[queues] queue_mode = \"observe\": no shaping tree, only the mq roots (as LibreQoS builds in observe mode); nothing is shaped".into());
+    }
+    if q.use_binpacking {
+        warn("[queues] use_binpacking = true: LibreQoS's binpacking (one CpueQueueN class per queue above its top-level nodes, placed by live traffic weights) is not reproduced; lqos places top-level nodes by size (--strategy balanced) or in LibreQoS's round robin (--strategy round-robin), without the CpueQueueN classes".into());
+    }
+    if let Some(lazy) = q
+        .lazy_queues
+        .as_deref()
+        .filter(|l| !l.eq_ignore_ascii_case("no"))
+    {
+        warn(format!(
+            "[queues] lazy_queues = {lazy:?}: LibreQoS creates {} on traffic; `lqos apply` builds every class and leaf, and `lqos watch --lazy-leaves` (or [lqos] lazy_leaves = true) gives circuits their leaf only while they carry traffic{}",
+            if lazy.eq_ignore_ascii_case("full") { "classes and leaves" } else { "leaves" },
+            if lazy.eq_ignore_ascii_case("full") { " (lazy classes are not supported)" } else { "" },
+        ));
+    }
+    if q.dry_run {
+        warn("[queues] dry_run = true: LibreQoS would only log its commands; lqos ignores this key and applies (use `lqos plan` or `lqos apply --dry-run`)".into());
+    }
+    if let Some(t) = &c.treeguard {
+        let (links, circuits) = t.active();
+        if links || circuits {
+            let what = match (links, circuits) {
+                (true, true) => {
+                    "virtualizes idle nodes and switches idle circuits between cake and fq_codel"
+                }
+                (true, false) => "virtualizes idle nodes",
+                _ => "switches idle circuits between cake and fq_codel",
+            };
+            warn(format!("[treeguard] is on: LibreQoS's TreeGuard {what} at runtime (and keeps the overrides); lqos does not, its tree follows network.json and ShapedDevices.csv alone"));
+        }
+    }
+    if c.stormguard.is_some_and(|s| s.on(false)) {
+        warn("[stormguard] is on: LibreQoS's StormGuard changes site rates at runtime; lqos does not".into());
+    }
+    if c.dynamic_circuits.is_some_and(|s| s.on(false)) {
+        warn("[dynamic_circuits] is on: LibreQoS shapes runtime dynamic circuits; lqos shapes only the circuits of ShapedDevices.csv".into());
+    }
+    if c.long_term_stats.is_some_and(|l| l.enable_insight_topology) {
+        warn("[long_term_stats] enable_insight_topology = true: LibreQoS prefers ShapedDevices.insight.csv and network.insight.json where they exist; lqos reads the files it is given (--network, --devices)".into());
+    }
+    let on = c.integrations_on();
+    if !on.is_empty() {
+        warn(format!(
+            "integration {} is on: LibreQoS then shapes from the integration's runtime files (its state directory's shaping_inputs.json), not network.json and ShapedDevices.csv; lqos reads network.json and ShapedDevices.csv (give --network/--devices the files the integration exports)",
+            on.join(", ")
+        ));
+    }
+    if c.exclude_efficiency_cores {
+        warn("exclude_efficiency_cores = true: LibreQoS uses at most one queue per performance core; lqos uses every TX queue of the interfaces (set [queues] override_available_queues to LibreQoS's count to match)".into());
+    }
+}
+
+/// Uses the `Parent Node ID` column as LibreQoS (HEAD) does: an ID that
+/// names a node's `id` wins over the `Parent Node` name (a mismatch is a
+/// warning); an unknown ID is a warning and the name is used; with an empty
+/// `Parent Node` the ID is ignored and the circuit goes under a generated
+/// parent node (a warning says so).
 pub(crate) fn resolve_parent_ids(
     net: &Network,
     circuits: &mut [crate::Circuit],
@@ -229,27 +292,23 @@ pub(crate) fn resolve_parent_ids(
     for (c, id) in circuits.iter_mut().zip(ids) {
         let Some(id) = id else { continue };
         let line = c.devices.first().map(|d| d.line).filter(|&l| l > 0);
-        match (by_id.get(id.as_str()), &c.parent) {
-            (Some(name), None) => c.parent = Some((*name).into()),
-            (Some(name), Some(p)) if p != name => report.push(
-                Problem::warning(
-                    file,
-                    format!(
-                        "Parent Node ID {id:?} is node {name:?} but Parent Node is {p:?}; using Parent Node"
-                    ),
-                )
-                .at_opt(line)
-                .circuit(&c.id),
-            ),
+        let warn = |m: String| Problem::warning(file, m).at_opt(line).circuit(&c.id);
+        let found = by_id.get(id.as_str()).copied();
+        match (found, &c.parent) {
+            (found, None) => report.push(warn(format!(
+                "Parent Node is empty, so Parent Node ID {id:?}{} is ignored, as LibreQoS does: the circuit goes under a generated parent node",
+                found.map(|n| format!(" (node {n:?})")).unwrap_or_default()
+            ))),
+            (Some(name), Some(p)) if p != name => {
+                report.push(warn(format!(
+                    "Parent Node ID {id:?} is node {name:?} but Parent Node is {p:?}; using node {name:?}, as LibreQoS does (the ID wins)"
+                )));
+                c.parent = Some(name.into());
+            }
             (Some(_), Some(_)) => {}
-            (None, _) => report.push(
-                Problem::warning(
-                    file,
-                    format!("Parent Node ID {id:?} matches no node id in network.json"),
-                )
-                .at_opt(line)
-                .circuit(&c.id),
-            ),
+            (None, Some(p)) => report.push(warn(format!(
+                "Parent Node ID {id:?} matches no node id in network.json; using Parent Node {p:?}"
+            ))),
         }
     }
 }

@@ -12,10 +12,15 @@ use crate::shaped_devices::rate_error_message;
 use crate::validate::MAX_RATE;
 use crate::{ModelError, Network, Node, Rate, RateError};
 
-/// Nesting beyond this is not read at all (far beyond what HTB can shape,
+/// Nesting beyond this is not read at all (far beyond what LibreQoS shapes,
 /// see [`MAX_NODE_DEPTH`](crate::MAX_NODE_DEPTH); bounds work and stack on
 /// hostile input).
 const MAX_NESTING: usize = 32;
+
+/// The level whose nodes take in every deeper node (LibreQoS's flattening:
+/// a node below level [`MAX_NODE_DEPTH`](crate::MAX_NODE_DEPTH) becomes a
+/// child of its ancestor at this level).
+const FLATTEN_UNDER: usize = crate::MAX_NODE_DEPTH - 1;
 
 /// A JSON object as its entries in file order, values left unparsed.
 struct Entries<'a>(Vec<(String, &'a RawValue)>);
@@ -73,10 +78,22 @@ pub fn parse_network_json(file: &str, text: &str) -> Result<Network, ModelError>
 /// nodes). Other keys are ignored. `{}` is a flat network. Nodes keep file
 /// order.
 ///
-/// Node problems (missing or bad bandwidth, zero or absurd rates, a
+/// Node problems (a bandwidth that is not a number, absurd rates, a
 /// duplicate name or `id`, a value that is not an object) are collected with the
 /// node's line; a node whose name is a duplicate is dropped with its
 /// subtree, as LibreQoS does.
+///
+/// What LibreQoS loads with a warning loads here with one, the same way:
+///
+/// - A bandwidth that is 0, negative or missing: the node takes its
+///   parent's rate (the link's for a top-level node). It is kept as
+///   [`Rate::ZERO`], which the planner reads as "inherit".
+/// - A node deeper than [`MAX_NODE_DEPTH`](crate::MAX_NODE_DEPTH) levels
+///   (virtual nodes not counted): it becomes a child of its ancestor at
+///   level 5 (so every descendant of a level-5 node is at level 6), with
+///   its rates capped by the ancestors it left (what it inherited).
+/// - `"type": "virtual"` (any case) marks a virtual node, like
+///   `"virtual": true`.
 ///
 /// `Err` only when the text is not JSON or its top level is not an object.
 pub fn parse_network_json_with_report(
@@ -107,7 +124,7 @@ pub(crate) fn parse_with_lines(
         node_lines: Vec::new(),
         ids: std::collections::HashMap::new(),
     };
-    p.nodes(None, top, 1);
+    p.nodes(None, &[], top, 1);
     Ok((p.net, p.report, p.node_lines))
 }
 
@@ -150,16 +167,32 @@ impl<'a> JsonParser<'a> {
         self.line_starts.partition_point(|&s| s <= offset)
     }
 
-    fn nodes(&mut self, parent: Option<&str>, entries: Entries<'a>, level: usize) {
+    /// `parent`: the node's parent in the file; `chain`: its non-virtual
+    /// ancestors (top first) as placed, with their rates.
+    fn nodes(
+        &mut self,
+        parent: Option<&str>,
+        chain: &[Placed],
+        entries: Entries<'a>,
+        level: usize,
+    ) {
         for (name, raw) in entries.0 {
-            self.node(parent, name, raw, level);
+            self.node(parent, chain, name, raw, level);
         }
     }
 
-    fn node(&mut self, parent: Option<&str>, name: String, raw: &'a RawValue, level: usize) {
+    fn node(
+        &mut self,
+        parent: Option<&str>,
+        chain: &[Placed],
+        name: String,
+        raw: &'a RawValue,
+        level: usize,
+    ) {
         let line = self.line_of(raw);
         let file = self.file;
         let err = |msg: String| Problem::error(file, msg).at(line).node(&name);
+        let warn = |msg: String| Problem::warning(file, msg).at(line).node(&name);
         if level > MAX_NESTING {
             self.report.push(err(format!(
                 "node is nested more than {MAX_NESTING} levels deep; skipped with its children"
@@ -182,7 +215,8 @@ impl<'a> JsonParser<'a> {
         let mut id = None;
         let mut virtual_node = false;
         let mut children = None;
-        let mut problems = Vec::new();
+        // In the order found; `true` for a warning.
+        let mut problems: Vec<(bool, String)> = Vec::new();
         for (key, value) in fields.0 {
             let v = value.get().trim();
             match key.as_str() {
@@ -192,21 +226,26 @@ impl<'a> JsonParser<'a> {
                     } else {
                         "uploadBandwidthMbps"
                     };
+                    let inherit = INHERIT;
                     let rate = match json_rate(v) {
                         Ok(r) if r.is_zero() => {
-                            problems.push(format!("{label} {v} is zero"));
+                            problems.push((true, format!("{label} is {v}; {inherit}")));
                             Some(r)
                         }
+                        Err(RateError::Negative(_)) => {
+                            problems.push((true, format!("{label} {v} is negative; {inherit}")));
+                            Some(Rate::ZERO)
+                        }
                         Ok(r) if r > MAX_RATE => {
-                            problems.push(format!(
-                                "{label} {v} is absurdly large (above {} Mbps)",
-                                MAX_RATE
+                            problems.push((
+                                false,
+                                format!("{label} {v} is absurdly large (above {} Mbps)", MAX_RATE),
                             ));
                             Some(r)
                         }
                         Ok(r) => Some(r),
                         Err(e) => {
-                            problems.push(rate_error_message(label, &e));
+                            problems.push((false, rate_error_message(label, &e)));
                             Some(Rate::ZERO)
                         }
                     };
@@ -217,8 +256,16 @@ impl<'a> JsonParser<'a> {
                     }
                 }
                 "type" => match serde_json::from_str::<Option<String>>(v) {
-                    Ok(t) => node_type = t,
-                    Err(_) => problems.push(format!("type is {}, not a string", json_kind(v))),
+                    Ok(t) => {
+                        // LibreQoS's legacy marker of a virtual node.
+                        virtual_node |= t
+                            .as_deref()
+                            .is_some_and(|t| t.eq_ignore_ascii_case("virtual"));
+                        node_type = t;
+                    }
+                    Err(_) => {
+                        problems.push((false, format!("type is {}, not a string", json_kind(v))))
+                    }
                 },
                 "id" => {
                     if let Ok(s) = serde_json::from_str::<Option<String>>(v) {
@@ -226,33 +273,39 @@ impl<'a> JsonParser<'a> {
                     } else if v.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
                         id = Some(v.to_string());
                     } else {
-                        problems.push(format!("id is {}, not a string", json_kind(v)));
+                        problems.push((false, format!("id is {}, not a string", json_kind(v))));
                     }
                 }
                 "virtual" => match serde_json::from_str::<Option<bool>>(v) {
-                    Ok(b) => virtual_node = b.unwrap_or(false),
-                    Err(_) => {
-                        problems.push(format!("virtual is {}, not true or false", json_kind(v)))
-                    }
+                    Ok(b) => virtual_node |= b.unwrap_or(false),
+                    Err(_) => problems.push((
+                        false,
+                        format!("virtual is {}, not true or false", json_kind(v)),
+                    )),
                 },
                 "children" => match serde_json::from_str::<Entries<'a>>(value.get()) {
                     Ok(c) => children = Some(c),
                     Err(_) if v == "null" => {}
-                    Err(_) => problems.push(format!("children is {}, not an object", json_kind(v))),
+                    Err(_) => problems.push((
+                        false,
+                        format!("children is {}, not an object", json_kind(v)),
+                    )),
                 },
                 _ => {}
             }
         }
-        if download.is_none() {
-            problems.push("downloadBandwidthMbps is missing".to_string());
+        for (label, r) in [
+            ("downloadBandwidthMbps", download),
+            ("uploadBandwidthMbps", upload),
+        ] {
+            if r.is_none() {
+                problems.push((true, format!("{label} is missing; {INHERIT}")));
+            }
         }
-        if upload.is_none() {
-            problems.push("uploadBandwidthMbps is missing".to_string());
+        for (warning, m) in problems {
+            self.report.push(if warning { warn(m) } else { err(m) });
         }
-        for m in problems {
-            self.report.push(err(m));
-        }
-        let node = Node {
+        let mut node = Node {
             name: name.clone(),
             id,
             node_type,
@@ -260,8 +313,47 @@ impl<'a> JsonParser<'a> {
             upload: upload.unwrap_or(Rate::ZERO),
             virtual_node,
         };
+        // Where it goes: under its parent, or (deeper than LibreQoS keeps)
+        // under its level-5 ancestor, capped by the ancestors it leaves.
+        let mut attach = parent.map(str::to_string);
+        let level_here = chain.len() + 1;
+        if !virtual_node && level_here > crate::MAX_NODE_DEPTH {
+            let skipped = &chain[FLATTEN_UNDER..];
+            let cap = |own: Rate, pick: fn(&Placed) -> Rate| {
+                skipped
+                    .iter()
+                    .map(pick)
+                    .chain([own])
+                    .filter(|r| !r.is_zero())
+                    .min()
+                    .unwrap_or(Rate::ZERO)
+            };
+            node.download = cap(node.download, |p| p.download);
+            node.upload = cap(node.upload, |p| p.upload);
+            let under = &chain[FLATTEN_UNDER - 1].name;
+            let rate = |r: Rate| {
+                if r.is_zero() {
+                    format!("{under:?}'s")
+                } else {
+                    format!("{r} Mbps")
+                }
+            };
+            self.report.push(warn(format!(
+                "node is at level {level_here} (virtual nodes not counted); as LibreQoS does below {} levels, it becomes a child of {under:?} at level {}, with download {} and upload {} (capped by the parents it leaves)",
+                crate::MAX_NODE_DEPTH,
+                crate::MAX_NODE_DEPTH,
+                rate(node.download),
+                rate(node.upload),
+            )));
+            attach = Some(under.clone());
+        }
+        let placed = Placed {
+            name: name.clone(),
+            download: node.download,
+            upload: node.upload,
+        };
         let node_id = node.id.clone();
-        match self.net.add_node(parent, node) {
+        match self.net.add_node(attach.as_deref(), node) {
             Ok(idx) => {
                 if let Some(id) = node_id {
                     if let Some((other, other_line)) = self.ids.get(&id) {
@@ -277,7 +369,11 @@ impl<'a> JsonParser<'a> {
                 }
                 self.node_lines[idx.index()] = line;
                 if let Some(c) = children {
-                    self.nodes(Some(&name), c, level + 1);
+                    let mut below = chain.to_vec();
+                    if !virtual_node {
+                        below.push(placed);
+                    }
+                    self.nodes(Some(&name), &below, c, level + 1);
                 }
             }
             Err(_) => self.report.push(err(
@@ -285,6 +381,18 @@ impl<'a> JsonParser<'a> {
             )),
         }
     }
+}
+
+/// What a node without a usable rate gets.
+const INHERIT: &str =
+    "it takes its parent node's rate (the link's at the top level), as LibreQoS does";
+
+/// A non-virtual ancestor as placed: its name and (capped) rates.
+#[derive(Clone)]
+struct Placed {
+    name: String,
+    download: Rate,
+    upload: Rate,
 }
 
 fn json_kind(v: &str) -> &'static str {

@@ -3,24 +3,22 @@
 //!
 //! # Depth limit
 //!
-//! The kernel's HTB allows at most 8 levels of classes in one qdisc
-//! (`TC_HTB_MAXDEPTH`). In the LibreQoS tree every queue has a top class
-//! (minor 1) and every circuit is a leaf class, so at most
-//! [`MAX_NODE_DEPTH`] = 8 - 2 = 6 levels of `network.json` nodes fit between
-//! them. Virtual nodes get no class, so only non-virtual nodes count.
+//! LibreQoS shapes at most [`MAX_NODE_DEPTH`] = 6 levels of `network.json`
+//! nodes (virtual nodes get no class and do not count): reading the file,
+//! it makes every deeper node a child of its level-5 ancestor, and so does
+//! [`crate::parse_network_json`]. A network built otherwise (in code) that
+//! is deeper is an error here. The kernel's own limit is 8 HTB class
+//! levels (`TC_HTB_MAXDEPTH`): top-level nodes hang at an HTB's root, so 6
+//! node levels and a circuit level fit with room to spare.
 
 use std::collections::HashMap;
 
 use crate::report::{Problem, Report};
 use crate::{Network, NodeIdx, Rate};
 
-/// Most non-virtual node levels above a circuit.
-///
-/// The kernel's HTB allows at most 8 levels of classes in one qdisc
-/// (`TC_HTB_MAXDEPTH`). In the LibreQoS tree every queue has a top class
-/// (minor 1) and every circuit is a leaf class, so at most 8 - 2 = 6 levels
-/// of `network.json` nodes fit between them. Virtual nodes get no class, so
-/// only non-virtual nodes count. A deeper node is an error.
+/// Most non-virtual node levels above a circuit: LibreQoS's limit (it
+/// flattens deeper nodes into level 6 when it reads `network.json`, and so
+/// does lqos). A deeper network built in code is an error.
 pub const MAX_NODE_DEPTH: usize = 6;
 
 /// Rates above this (400 Gbit/s) are treated as typing mistakes.
@@ -76,7 +74,7 @@ fn check_nodes(net: &Network, file: &str, node_lines: &[usize], report: &mut Rep
                 Problem::error(
                     file,
                     format!(
-                        "node is at level {d} of the hierarchy (virtual nodes not counted); HTB allows 8 class levels, so at most {MAX_NODE_DEPTH} node levels fit between a queue's top class and its circuits"
+                        "node is at level {d} of the hierarchy (virtual nodes not counted); LibreQoS shapes at most {MAX_NODE_DEPTH} node levels (reading network.json, it and lqos make deeper nodes children of their level-{} ancestor)", MAX_NODE_DEPTH - 1
                     ),
                 )
                 .at_opt(line)

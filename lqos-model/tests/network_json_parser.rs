@@ -78,13 +78,13 @@ fn node_problems_are_collected_with_lines() {
     assert_eq!(
         messages(text),
         [
-            "error: net.json:2: node \"A\": downloadBandwidthMbps 0 is zero",
+            "warning: net.json:2: node \"A\": downloadBandwidthMbps is 0; it takes its parent node's rate (the link's at the top level), as LibreQoS does",
             "error: net.json:2: node \"A\": uploadBandwidthMbps 500000 is absurdly large (above 400000 Mbps)",
             "error: net.json:3: node \"B\": node is a number, not an object; skipped",
-            "error: net.json:4: node \"C\": uploadBandwidthMbps \"-1\" is negative",
+            "warning: net.json:4: node \"C\": uploadBandwidthMbps -1 is negative; it takes its parent node's rate (the link's at the top level), as LibreQoS does",
             "error: net.json:4: node \"C\": virtual is a string, not true or false",
             "error: net.json:4: node \"C\": type is a number, not a string",
-            "error: net.json:4: node \"C\": downloadBandwidthMbps is missing",
+            "warning: net.json:4: node \"C\": downloadBandwidthMbps is missing; it takes its parent node's rate (the link's at the top level), as LibreQoS does",
             "error: net.json:5: node \"D\": downloadBandwidthMbps \"fast\" is not a number",
             "error: net.json:5: node \"D\": uploadBandwidthMbps \"null\" is not a number",
             "error: net.json:5: node \"D\": children is an array, not an object",
@@ -96,7 +96,7 @@ fn node_problems_are_collected_with_lines() {
         parse_network_json("net.json", text)
             .unwrap_err()
             .to_string(),
-        "net.json:2: node \"A\": downloadBandwidthMbps 0 is zero"
+        "net.json:2: node \"A\": uploadBandwidthMbps 500000 is absurdly large (above 400000 Mbps)"
     );
 }
 
@@ -116,7 +116,7 @@ fn hostile_node_names_are_quoted_in_messages() {
         "{\"x\\nerror: forged\": {\"downloadBandwidthMbps\": 0, \"uploadBandwidthMbps\": 1}}";
     assert_eq!(
         messages(text),
-        ["error: net.json:1: node \"x\\nerror: forged\": downloadBandwidthMbps 0 is zero"]
+        ["warning: net.json:1: node \"x\\nerror: forged\": downloadBandwidthMbps is 0; it takes its parent node's rate (the link's at the top level), as LibreQoS does"]
     );
 }
 
@@ -133,8 +133,11 @@ fn very_deep_nesting_is_cut_not_a_stack_overflow() {
     text.push_str(&"}}".repeat(depth));
     let (net, report) = parse_network_json_with_report("net.json", &text).unwrap();
     assert_eq!(net.node_count(), 32);
+    // Levels 7..=32 are LibreQoS's flattening (warnings); deeper is not read.
+    assert_eq!(net.depth(), lqos_model::MAX_NODE_DEPTH);
+    assert_eq!(report.warning_count(), 32 - lqos_model::MAX_NODE_DEPTH);
     assert_eq!(
-        report.problems[0].to_string(),
+        report.errors().next().unwrap().to_string(),
         "net.json:1: node \"n32\": node is nested more than 32 levels deep; skipped with its children"
     );
 }

@@ -80,15 +80,16 @@ fn legacy_csv_with_comment_lines_and_multi_device_circuit() {
 
 #[test]
 fn every_sample_pair_loads_without_errors() {
+    // The example lqos.conf has TreeGuard on: one warning in each.
     let conf = read("../samples/libreqos/lqos.example.toml");
     for (n, d, warnings) in [
-        ("network.example.json", "ShapedDevices.example.csv", 3),
+        ("network.example.json", "ShapedDevices.example.csv", 4),
         (
             "network.v14.example.json",
             "ShapedDevices.v14-legacy.example.csv",
-            4,
+            5,
         ),
-        ("radius-network.json", "radius-ShapedDevices.csv", 2),
+        ("radius-network.json", "radius-ShapedDevices.csv", 3),
     ] {
         let (nt, dt) = (json(n), csv(d));
         parse_network_json(n, &nt).unwrap();

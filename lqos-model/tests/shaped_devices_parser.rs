@@ -215,6 +215,17 @@ fn unknown_columns_and_unknown_sqm_are_warnings() {
 }
 
 #[test]
+fn capitalised_sqm_values_are_known_as_libreqos_lowercases_them() {
+    let text = format!("{H13},sqm\n1,a,d1,R,,,10.0.0.1,,1,1,2,2,,Cake / None\n2,b,d2,R,,,10.0.0.2,,1,1,2,2,,FQ_CODEL\n");
+    assert!(messages(&text).is_empty(), "{:?}", messages(&text));
+    // Kept as written; the planner reads it case-insensitively.
+    assert_eq!(
+        parse(&text).circuits[0].sqm,
+        Some(SqmOverride::new("Cake", "None"))
+    );
+}
+
+#[test]
 fn unterminated_quote_in_a_row() {
     assert_eq!(
         messages(&format!("{H13}\n1,\"abc,d1,R,,,10.0.0.1,,1,1,2,2,\n2,b\n")),

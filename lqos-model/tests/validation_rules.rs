@@ -103,8 +103,9 @@ fn node_above_its_parent_is_a_warning() {
 }
 
 #[test]
-fn hierarchy_deeper_than_htb_allows_is_an_error() {
-    // MAX_NODE_DEPTH real levels are fine; one more is not; virtual ones do not count.
+fn levels_below_six_are_flattened_into_level_six_as_libreqos_does() {
+    // N1..N8 nested, N3 virtual: the real levels are N1, N2, N4.. (N8 is at
+    // level 7). LibreQoS makes every descendant of a level-5 node its child.
     let nest = |levels: usize, virtual_at: Option<usize>| {
         let mut s = String::new();
         for i in 1..=levels {
@@ -114,7 +115,8 @@ fn hierarchy_deeper_than_htb_allows_is_an_error() {
                 ""
             };
             s.push_str(&format!(
-                "{{\"N{i}\": {{\"downloadBandwidthMbps\": 10, \"uploadBandwidthMbps\": 10{v}, \"children\": "
+                "{{\"N{i}\": {{\"downloadBandwidthMbps\": {}, \"uploadBandwidthMbps\": 10{v}, \"children\": ",
+                100 - i
             ));
         }
         s.push_str("{}");
@@ -124,8 +126,52 @@ fn hierarchy_deeper_than_htb_allows_is_an_error() {
     assert!(check(&nest(MAX_NODE_DEPTH, None), "").is_empty());
     assert!(check(&nest(MAX_NODE_DEPTH + 1, Some(3)), "").is_empty());
     assert_eq!(
-        check(&nest(MAX_NODE_DEPTH + 2, None), ""),
-        ["error: network.json:1: node \"N7\": node is at level 7 of the hierarchy (virtual nodes not counted); HTB allows 8 class levels, so at most 6 node levels fit between a queue's top class and its circuits"]
+        check(&nest(MAX_NODE_DEPTH + 2, Some(3)), ""),
+        ["warning: network.json:1: node \"N8\": node is at level 7 (virtual nodes not counted); as LibreQoS does below 6 levels, it becomes a child of \"N6\" at level 6, with download 92 Mbps and upload 10 Mbps (capped by the parents it leaves)"]
+    );
+    let l = load(("network.json", &nest(9, None)), ("SD.csv", H13.as_bytes()));
+    let net = &l.network;
+    assert_eq!(net.depth(), MAX_NODE_DEPTH);
+    let n5 = net.node_by_name("N5").unwrap();
+    let under_n5: Vec<&str> = net
+        .children(n5)
+        .iter()
+        .map(|&c| net.node(c).name.as_str())
+        .collect();
+    assert_eq!(under_n5, ["N6", "N7", "N8", "N9"]);
+    // Each keeps the lowest rate of the levels it left (N6's 94).
+    let n9 = net.node(net.node_by_name("N9").unwrap());
+    assert_eq!(n9.download, lqos_model::Rate::from_mbps(91));
+}
+
+#[test]
+fn a_network_built_deeper_than_six_levels_is_an_error() {
+    let mut net = lqos_model::Network::new();
+    let mut parent: Option<String> = None;
+    for i in 1..=MAX_NODE_DEPTH + 1 {
+        let name = format!("N{i}");
+        net.add_node(
+            parent.as_deref(),
+            lqos_model::Node {
+                name: name.clone(),
+                id: None,
+                node_type: None,
+                download: lqos_model::Rate::from_mbps(10),
+                upload: lqos_model::Rate::from_mbps(10),
+                virtual_node: false,
+            },
+        )
+        .unwrap();
+        parent = Some(name);
+    }
+    let msgs: Vec<String> = lqos_model::validate(&net, "net", "sd")
+        .problems
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    assert_eq!(
+        msgs,
+        ["net: node \"N7\": node is at level 7 of the hierarchy (virtual nodes not counted); LibreQoS shapes at most 6 node levels (reading network.json, it and lqos make deeper nodes children of their level-5 ancestor)"]
     );
 }
 
@@ -176,7 +222,7 @@ fn all_problems_of_all_files_in_one_report_sorted_by_file_and_line() {
     assert_eq!(
         got,
         [
-            "error: network.json:1: node \"AP_A\": downloadBandwidthMbps 0 is zero",
+            "warning: network.json:1: node \"AP_A\": downloadBandwidthMbps is 0; it takes its parent node's rate (the link's at the top level), as LibreQoS does",
             "error: SD.csv:2: circuit \"1\": download min 0 is zero",
             "error: SD.csv:3: circuit \"2\": download max \"x\" is not a number",
             "error: SD.csv:3: circuit \"2\": row skipped because of its rates",
@@ -184,8 +230,8 @@ fn all_problems_of_all_files_in_one_report_sorted_by_file_and_line() {
             "error: lqos.conf: [bridge] to_internet and to_network are the same interface \"eth0\"",
         ]
     );
-    assert_eq!(l.report.error_count(), 6);
-    assert_eq!(l.report.warnings().count(), 0);
+    assert_eq!(l.report.error_count(), 5);
+    assert_eq!(l.report.warnings().count(), 1);
     assert!(l.require_valid().is_err());
 }
 
@@ -233,14 +279,14 @@ fn config_rules() {
     assert_eq!(
         got,
         [
-            "warning: lqos.conf: both [bridge] and [single_interface] are set; [single_interface] is used",
+            "warning: lqos.conf: both [bridge] and [single_interface] are set; [bridge] is used, as LibreQoS does",
             "error: lqos.conf: [queues] uplink_bandwidth_mbps is zero",
         ]
     );
 }
 
 #[test]
-fn parent_node_id_column_finds_or_checks_the_parent() {
+fn parent_node_id_wins_over_the_name_and_is_ignored_without_one_as_in_libreqos() {
     let net = r#"{"Site": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 1000, "id": "s-1",
         "children": {"AP_A": {"downloadBandwidthMbps": 500, "uploadBandwidthMbps": 100, "id": "ap-a"}}}}"#;
     let csv = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,Parent Node ID,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps\n\
@@ -248,8 +294,11 @@ fn parent_node_id_column_finds_or_checks_the_parent() {
         2,b,d2,R,Site,ap-a,,10.0.0.2,,1,1,2,2\n\
         3,c,d3,R,AP_A,nope,,10.0.0.3,,1,1,2,2\n";
     let l = load(("network.json", net), ("SD.csv", csv.as_bytes()));
-    assert_eq!(l.network.circuits()[0].parent.as_deref(), Some("AP_A"));
-    assert_eq!(l.network.circuits()[1].parent.as_deref(), Some("Site"));
+    // LibreQoS HEAD: an empty Parent Node means a generated parent node,
+    // whatever the ID; a known ID beats the name.
+    assert_eq!(l.network.circuits()[0].parent.as_deref(), None);
+    assert_eq!(l.network.circuits()[1].parent.as_deref(), Some("AP_A"));
+    assert_eq!(l.network.circuits()[2].parent.as_deref(), Some("AP_A"));
     let got: Vec<String> = l
         .report
         .problems
@@ -259,8 +308,81 @@ fn parent_node_id_column_finds_or_checks_the_parent() {
     assert_eq!(
         got,
         [
-            "warning: SD.csv:3: circuit \"2\": Parent Node ID \"ap-a\" is node \"AP_A\" but Parent Node is \"Site\"; using Parent Node",
-            "warning: SD.csv:4: circuit \"3\": Parent Node ID \"nope\" matches no node id in network.json",
+            "warning: SD.csv:2: circuit \"1\": Parent Node is empty, so Parent Node ID \"ap-a\" (node \"AP_A\") is ignored, as LibreQoS does: the circuit goes under a generated parent node",
+            "warning: SD.csv:3: circuit \"2\": Parent Node ID \"ap-a\" is node \"AP_A\" but Parent Node is \"Site\"; using node \"AP_A\", as LibreQoS does (the ID wins)",
+            "warning: SD.csv:4: circuit \"3\": Parent Node ID \"nope\" matches no node id in network.json; using Parent Node \"AP_A\"",
         ]
     );
+}
+
+/// Every key of LibreQoS's lqos.conf that changes what it shapes is either
+/// honoured (fast_queues_fq_codel, queue_mode: the planner reads them) or
+/// named by `lqos check` with what lqos does instead.
+#[test]
+fn libreqos_keys_that_change_the_tree_are_honoured_or_reported() {
+    let conf = r#"
+[bridge]
+to_internet = "eth0"
+to_network = "eth1"
+[single_interface]
+interface = "eth2"
+[queues]
+monitor_only = true
+fast_queues_fq_codel = 2500.5
+use_binpacking = true
+lazy_queues = "Htb"
+dry_run = true
+[treeguard]
+enabled = true
+[treeguard.links]
+enabled = true
+[stormguard]
+enabled = true
+[dynamic_circuits]
+enabled = true
+[long_term_stats]
+enable_insight_topology = true
+[uisp_integration]
+enable_uisp = true
+[splynx_integration]
+enable_splynx = false
+"#;
+    let l = load_with_config(
+        ("network.json", NET),
+        ("SD.csv", H13.as_bytes()),
+        Some(("lqos.conf", conf)),
+    );
+    assert!(l.config.queues.observe());
+    assert_eq!(
+        l.config.queues.fast_queues_fq_codel,
+        Some(lqos_model::Rate::from_mbps_str("2500.5").unwrap())
+    );
+    let got: Vec<String> = l.report.problems.iter().map(|p| p.to_string()).collect();
+    assert_eq!(
+        got,
+        [
+            "lqos.conf: both [bridge] and [single_interface] are set; [bridge] is used, as LibreQoS does",
+            "lqos.conf: [queues] queue_mode = \"observe\": no shaping tree, only the mq roots (as LibreQoS builds in observe mode); nothing is shaped",
+            "lqos.conf: [queues] use_binpacking = true: LibreQoS's binpacking (one CpueQueueN class per queue above its top-level nodes, placed by live traffic weights) is not reproduced; lqos places top-level nodes by size (--strategy balanced) or in LibreQoS's round robin (--strategy round-robin), without the CpueQueueN classes",
+            "lqos.conf: [queues] lazy_queues = \"Htb\": LibreQoS creates leaves on traffic; `lqos apply` builds every class and leaf, and `lqos watch --lazy-leaves` (or [lqos] lazy_leaves = true) gives circuits their leaf only while they carry traffic",
+            "lqos.conf: [queues] dry_run = true: LibreQoS would only log its commands; lqos ignores this key and applies (use `lqos plan` or `lqos apply --dry-run`)",
+            "lqos.conf: [treeguard] is on: LibreQoS's TreeGuard virtualizes idle nodes and switches idle circuits between cake and fq_codel at runtime (and keeps the overrides); lqos does not, its tree follows network.json and ShapedDevices.csv alone",
+            "lqos.conf: [stormguard] is on: LibreQoS's StormGuard changes site rates at runtime; lqos does not",
+            "lqos.conf: [dynamic_circuits] is on: LibreQoS shapes runtime dynamic circuits; lqos shapes only the circuits of ShapedDevices.csv",
+            "lqos.conf: [long_term_stats] enable_insight_topology = true: LibreQoS prefers ShapedDevices.insight.csv and network.insight.json where they exist; lqos reads the files it is given (--network, --devices)",
+            "lqos.conf: integration uisp is on: LibreQoS then shapes from the integration's runtime files (its state directory's shaping_inputs.json), not network.json and ShapedDevices.csv; lqos reads network.json and ShapedDevices.csv (give --network/--devices the files the integration exports)",
+        ]
+    );
+    // queue_mode wins over the legacy monitor_only; LibreQoS's defaults
+    // (TreeGuard's circuits on, its links off) apply to what is not written.
+    let l = load_with_config(
+        ("network.json", NET),
+        ("SD.csv", H13.as_bytes()),
+        Some((
+            "lqos.conf",
+            "[bridge]\nto_internet = \"a\"\nto_network = \"b\"\n[queues]\nqueue_mode = \"shape\"\nmonitor_only = true\n[treeguard]\n[treeguard.links]\n",
+        )),
+    );
+    assert!(!l.config.queues.observe());
+    assert_eq!(l.config.treeguard.unwrap().active(), (false, true));
 }

@@ -20,7 +20,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::str::FromStr;
 
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
@@ -39,39 +38,8 @@ pub const PREF_MIN: u16 = 1000;
 /// Highest filter preference lqos uses.
 pub const PREF_MAX: u16 = 2328;
 
-/// Which classifier a plan includes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Classifier {
-    /// No classifier ops: something else (LibreQoS's XDP, fed with
-    /// `ip_map.csv`) classifies. The default, so LibreQoS boxes keep theirs.
-    #[default]
-    None,
-    /// `clsact` + `flower` + `skbedit` filters planned with the tree.
-    Tc,
-}
-
-impl FromStr for Classifier {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "none" => Ok(Classifier::None),
-            "tc" => Ok(Classifier::Tc),
-            other => Err(format!(
-                "unknown classifier {other:?} (expected `tc` or `none`)"
-            )),
-        }
-    }
-}
-
-impl fmt::Display for Classifier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Classifier::None => "none",
-            Classifier::Tc => "tc",
-        })
-    }
-}
+/// Which classifier a plan includes (typed where lqos.conf is read).
+pub use lqos_model::Classifier;
 
 /// The filter's protocol (`tcm_info`'s low half, `TCA_FLOWER_KEY_ETH_TYPE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{parse, render, Classifier, PlanError, QdiscKind};
+use crate::{parse, render, Classifier, PlanError, QdiscKind, SqmError};
 use lqos_model::{LqosConfig, Rate};
 
 /// Which interfaces get a tree.
@@ -85,6 +85,33 @@ impl LeafSpec {
     pub fn is_cake(&self) -> bool {
         matches!(self, LeafSpec::Qdisc(QdiscKind::Cake(_)))
     }
+
+    /// `lqos.conf`'s `[queues] default_sqm`, parsed (the line of a bad one
+    /// is `conf.queues.default_sqm.line`; [`config_problems`] reports it).
+    pub fn from_config(conf: &LqosConfig) -> Result<LeafSpec, PlanError> {
+        conf.queues.default_sqm.parse()
+    }
+}
+
+/// The problems of the `lqos.conf` values whose grammar is this crate's
+/// (`[queues] default_sqm`), each with `file` and the value's line: what
+/// loading the inputs reports, so that a bad value fails at load time
+/// with its place rather than when planning.
+///
+/// ```
+/// let conf = lqos_model::parse_config("lqos.conf", "[queues]\ndefault_sqm = \"cake diffserv5\"\n").unwrap();
+/// let p = lqos_tc::config_problems(&conf, "lqos.conf");
+/// assert!(p[0].to_string().starts_with("lqos.conf:2: [queues] default_sqm: sqm \"cake diffserv5\""), "{}", p[0]);
+/// ```
+pub fn config_problems(conf: &LqosConfig, file: &str) -> Vec<lqos_model::Problem> {
+    let mut out = Vec::new();
+    if let Err(e) = LeafSpec::from_config(conf) {
+        out.push(
+            lqos_model::Problem::error(file, format!("[queues] default_sqm: {e}"))
+                .at_opt(conf.queues.default_sqm.line),
+        );
+    }
+    out
 }
 
 impl FromStr for LeafSpec {
@@ -94,7 +121,7 @@ impl FromStr for LeafSpec {
         if tokens.is_empty() {
             return Err(PlanError::Sqm {
                 spec: s.to_string(),
-                reason: "empty".into(),
+                reason: SqmError::Empty,
             });
         }
         if tokens.len() == 1 && tokens[0].eq_ignore_ascii_case("none") {
@@ -102,23 +129,16 @@ impl FromStr for LeafSpec {
         }
         let lowered: Vec<String> = tokens.iter().map(|t| t.to_ascii_lowercase()).collect();
         let refs: Vec<&str> = lowered.iter().map(String::as_str).collect();
-        match parse::parse_qdisc_kind(&refs) {
-            Ok(QdiscKind::Other(name)) => Err(PlanError::Sqm {
-                spec: s.to_string(),
-                reason: format!(
-                    "unsupported qdisc kind {name:?} (cake, fq_codel, pfifo, bfifo, none)"
-                ),
-            }),
-            Ok(QdiscKind::Mq) | Ok(QdiscKind::Htb(_)) => Err(PlanError::Sqm {
-                spec: s.to_string(),
-                reason: "mq/htb cannot be a leaf qdisc".into(),
-            }),
-            Ok(kind) => Ok(LeafSpec::Qdisc(kind)),
-            Err(reason) => Err(PlanError::Sqm {
-                spec: s.to_string(),
-                reason,
-            }),
-        }
+        let reason = match parse::parse_qdisc_kind(&refs) {
+            Ok(QdiscKind::Other(name)) => SqmError::UnsupportedKind(name),
+            Ok(QdiscKind::Mq) | Ok(QdiscKind::Htb(_)) => SqmError::NotALeaf,
+            Ok(kind) => return Ok(LeafSpec::Qdisc(kind)),
+            Err(e) => e.into(),
+        };
+        Err(PlanError::Sqm {
+            spec: s.to_string(),
+            reason,
+        })
     }
 }
 
@@ -231,15 +251,23 @@ pub struct PlanConfig {
     pub generated_pn_download: Rate,
     /// Upload rate of generated parent nodes.
     pub generated_pn_upload: Rate,
-    /// LibreQoS's `fast_queues_fq_codel`: circuits whose ceiling is at least
-    /// this get `fq_codel` instead of the default cake (only when the
-    /// default is cake and the circuit has no override). `None` disables.
+    /// LibreQoS's `fast_queues_fq_codel` (default [`FQ_CODEL_FROM`]):
+    /// circuits without an `sqm` override whose ceiling is at least this get
+    /// `fq_codel` instead of the default leaf (unless the default is
+    /// `none`). `None` disables.
     pub fq_codel_threshold: Option<Rate>,
     /// Which classifier the plan includes (`none`: the IP map only, for
     /// an external classifier; `tc`: clsact + flower + skbedit filters).
     #[serde(default)]
     pub classifier: Classifier,
+    /// LibreQoS's `queue_mode = "observe"`: only the `mq` roots, no shaping
+    /// tree and no classifier (a baseline with nothing shaped).
+    #[serde(default)]
+    pub observe: bool,
 }
+
+/// LibreQoS's default `fast_queues_fq_codel`: 1000 Mbps.
+pub const FQ_CODEL_FROM: Rate = Rate::from_mbps(1000);
 
 impl PlanConfig {
     /// A bridge config with LibreQoS's defaults (1 Gbit links, `cake
@@ -257,16 +285,19 @@ impl PlanConfig {
             strategy: QueueStrategy::Balanced,
             generated_pn_download: Rate::from_mbps(1000),
             generated_pn_upload: Rate::from_mbps(1000),
-            fq_codel_threshold: Some(Rate::from_mbps(1000)),
+            fq_codel_threshold: Some(FQ_CODEL_FROM),
             classifier: Classifier::None,
+            observe: false,
         }
     }
 
     /// Builds the config from `lqos.conf` and the TX queue count (which the
     /// caller probes or takes from `override_available_queues`).
     pub fn from_lqos_config(conf: &LqosConfig, queues: u32) -> Result<PlanConfig, PlanError> {
+        // A [bridge] means bridge mode (LibreQoS's `on_a_stick_mode()` is
+        // "no [bridge]"), whatever [single_interface] says.
         let interfaces = match (&conf.bridge, &conf.single_interface) {
-            (Some(b), None) => Interfaces::Bridge {
+            (Some(b), _) => Interfaces::Bridge {
                 download: b.to_network.clone(),
                 upload: b.to_internet.clone(),
             },
@@ -275,11 +306,6 @@ impl PlanConfig {
                 internet_vlan: s.internet_vlan,
                 network_vlan: s.network_vlan,
             },
-            (Some(_), Some(_)) => {
-                return Err(PlanError::Config(
-                    "lqos.conf has both [bridge] and [single_interface]; keep one".into(),
-                ))
-            }
             (None, None) => {
                 return Err(PlanError::Config(
                     "lqos.conf has neither [bridge] nor [single_interface]".into(),
@@ -287,23 +313,18 @@ impl PlanConfig {
             }
         };
         let q = &conf.queues;
-        let classifier = match conf.lqos.classifier.as_deref() {
-            None => Classifier::None,
-            Some(s) => s
-                .parse()
-                .map_err(|e| PlanError::Config(format!("lqos.conf [lqos] classifier: {e}")))?,
-        };
         let cfg = PlanConfig {
             interfaces,
             queues,
             download_capacity: Rate::from_mbps(q.downlink_bandwidth_mbps),
             upload_capacity: Rate::from_mbps(q.uplink_bandwidth_mbps),
-            default_sqm: q.default_sqm.parse()?,
+            default_sqm: LeafSpec::from_config(conf)?,
             strategy: QueueStrategy::Balanced,
             generated_pn_download: Rate::from_mbps(q.generated_pn_download_mbps),
             generated_pn_upload: Rate::from_mbps(q.generated_pn_upload_mbps),
-            fq_codel_threshold: Some(Rate::from_mbps(1000)),
-            classifier,
+            fq_codel_threshold: Some(q.fast_queues_fq_codel.unwrap_or(FQ_CODEL_FROM)),
+            classifier: conf.lqos.classifier,
+            observe: q.observe(),
         };
         cfg.validate()?;
         Ok(cfg)

@@ -40,9 +40,10 @@
 pub mod classify;
 mod config;
 pub mod diff;
-mod fx;
+pub mod fuzzing;
 mod handle;
 pub mod ipmap;
+pub mod libreqos;
 pub mod memory;
 mod ops;
 pub mod options;
@@ -51,27 +52,32 @@ pub mod parse;
 mod plan;
 pub mod record;
 pub mod render;
-pub mod replan;
 pub mod rules;
 mod text;
 mod tree;
 
 pub use classify::{Classifier, FilterKey, FilterProto, FlowerFilter, MatchSide};
-pub use config::{CircuitSqm, Interfaces, LeafSpec, PlanConfig, QueueStrategy, SqmChoice};
+pub use config::{
+    config_problems, CircuitSqm, Interfaces, LeafSpec, PlanConfig, QueueStrategy, SqmChoice,
+    FQ_CODEL_FROM,
+};
 pub use diff::{diff, DiffSummary};
+pub use diff::{known_diff, KnownDiffError};
 pub use handle::{HandleError, TcHandle};
 pub use ipmap::{IpDetails, IpMap, IpMapEntry, Steer, SteerDetails};
 pub use ops::{CakeParams, Class, FqCodelParams, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcOp};
 pub use options::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
 pub use order::locality_order;
-pub use parse::{parse_batch, ParseError};
+pub use parse::{parse_batch, ParseError, SyntaxError};
+pub use plan::replan;
+pub use plan::replan::{replan_circuits, PlanIndex, Replan, ReplanFallback};
 pub use plan::{
     just_below, plan, quantum_for, r2q_for, Allocation, CircuitSlot, Direction, FilterSlot,
-    InterfacePlan, NodeSlot, Plan, PlanError, HTB_LEVELS, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
+    InterfacePlan, NodeSlot, Plan, PlanError, SqmError, HTB_LEVELS, MQ_HANDLE, QUANTUM_MAX,
+    QUANTUM_MIN,
 };
 pub use record::{PlanInputs, PlanRecord, PlanRecordRef, PrefixRow, RecordError, RECORD_FORMAT};
 pub use render::{
     render_combined, render_combined_to, render_interface, render_interface_to, render_line,
 };
-pub use replan::{known_diff, replan_circuits, PlanIndex, Replan};
 pub use tree::{TcTree, TreeError, HTB_MAX_DEPTH};

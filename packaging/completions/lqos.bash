@@ -25,8 +25,14 @@ _lqos() {
             lqos,check)
                 cmd="lqos__subcmd__check"
                 ;;
+            lqos,compare)
+                cmd="lqos__subcmd__compare"
+                ;;
             lqos,completions)
                 cmd="lqos__subcmd__completions"
+                ;;
+            lqos,confirm)
+                cmd="lqos__subcmd__confirm"
                 ;;
             lqos,diff)
                 cmd="lqos__subcmd__diff"
@@ -37,6 +43,9 @@ _lqos() {
             lqos,help)
                 cmd="lqos__subcmd__help"
                 ;;
+            lqos,journal)
+                cmd="lqos__subcmd__journal"
+                ;;
             lqos,man)
                 cmd="lqos__subcmd__man"
                 ;;
@@ -46,8 +55,14 @@ _lqos() {
             lqos,show)
                 cmd="lqos__subcmd__show"
                 ;;
+            lqos,stats)
+                cmd="lqos__subcmd__stats"
+                ;;
             lqos,status)
                 cmd="lqos__subcmd__status"
+                ;;
+            lqos,top)
+                cmd="lqos__subcmd__top"
                 ;;
             lqos,verify)
                 cmd="lqos__subcmd__verify"
@@ -64,8 +79,14 @@ _lqos() {
             lqos__subcmd__help,check)
                 cmd="lqos__subcmd__help__subcmd__check"
                 ;;
+            lqos__subcmd__help,compare)
+                cmd="lqos__subcmd__help__subcmd__compare"
+                ;;
             lqos__subcmd__help,completions)
                 cmd="lqos__subcmd__help__subcmd__completions"
+                ;;
+            lqos__subcmd__help,confirm)
+                cmd="lqos__subcmd__help__subcmd__confirm"
                 ;;
             lqos__subcmd__help,diff)
                 cmd="lqos__subcmd__help__subcmd__diff"
@@ -76,6 +97,9 @@ _lqos() {
             lqos__subcmd__help,help)
                 cmd="lqos__subcmd__help__subcmd__help"
                 ;;
+            lqos__subcmd__help,journal)
+                cmd="lqos__subcmd__help__subcmd__journal"
+                ;;
             lqos__subcmd__help,man)
                 cmd="lqos__subcmd__help__subcmd__man"
                 ;;
@@ -85,8 +109,14 @@ _lqos() {
             lqos__subcmd__help,show)
                 cmd="lqos__subcmd__help__subcmd__show"
                 ;;
+            lqos__subcmd__help,stats)
+                cmd="lqos__subcmd__help__subcmd__stats"
+                ;;
             lqos__subcmd__help,status)
                 cmd="lqos__subcmd__help__subcmd__status"
+                ;;
+            lqos__subcmd__help,top)
+                cmd="lqos__subcmd__help__subcmd__top"
                 ;;
             lqos__subcmd__help,verify)
                 cmd="lqos__subcmd__help__subcmd__verify"
@@ -101,7 +131,7 @@ _lqos() {
 
     case "${cmd}" in
         lqos)
-            opts="-h -V --help --version check gen plan show diff apply verify bench watch status man completions help"
+            opts="-h -V --help --version check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -115,7 +145,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__apply)
-            opts="-h --network --devices --config --plan --queues --sqm --strategy --classifier --netns --state-dir --backend --parallel --serial --combined --full --dry-run --rollback --verify --skip-memory-check --help"
+            opts="-h --network --devices --config --plan --queues --sqm --strategy --classifier --netns --state-dir --backend --parallel --serial --combined --full --dry-run --rollback --to --allow-removals --max-removals --verify --skip-memory-check --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -163,6 +193,14 @@ _lqos() {
                     ;;
                 --backend)
                     COMPREPLY=($(compgen -W "netlink tc" -- "${cur}"))
+                    return 0
+                    ;;
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-removals)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -264,6 +302,56 @@ _lqos() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lqos__subcmd__compare)
+            opts="-h --libreqos --tc --network --devices --config --queues --sqm --strategy --classifier --summary --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --libreqos)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tc)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --network)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --devices)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --queues)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sqm)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --strategy)
+                    COMPREPLY=($(compgen -W "balanced round-robin" -- "${cur}"))
+                    return 0
+                    ;;
+                --classifier)
+                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lqos__subcmd__completions)
             opts="-h --help bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -271,6 +359,32 @@ _lqos() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lqos__subcmd__confirm)
+            opts="-h --netns --state-dir --wait --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -379,7 +493,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__help)
-            opts="check gen plan show diff apply verify bench watch status man completions help"
+            opts="check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -434,7 +548,35 @@ _lqos() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lqos__subcmd__help__subcmd__compare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lqos__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lqos__subcmd__help__subcmd__confirm)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -490,6 +632,20 @@ _lqos() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lqos__subcmd__help__subcmd__journal)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lqos__subcmd__help__subcmd__man)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -532,7 +688,35 @@ _lqos() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lqos__subcmd__help__subcmd__stats)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lqos__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lqos__subcmd__help__subcmd__top)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -567,6 +751,28 @@ _lqos() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lqos__subcmd__journal)
+            opts="-h --netns --state-dir --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -696,6 +902,48 @@ _lqos() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lqos__subcmd__stats)
+            opts="-h --netns --state-dir --json --circuit --node --top --sort --interval --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --circuit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --top)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sort)
+                    COMPREPLY=($(compgen -W "rate drops delay" -- "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lqos__subcmd__status)
             opts="-h --netns --state-dir --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -708,6 +956,40 @@ _lqos() {
                     return 0
                     ;;
                 --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lqos__subcmd__top)
+            opts="-h --netns --state-dir --interval --sort --filter --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sort)
+                    COMPREPLY=($(compgen -W "rate drops delay" -- "${cur}"))
+                    return 0
+                    ;;
+                --filter)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -773,7 +1055,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__watch)
-            opts="-h --network --devices --config --queues --sqm --strategy --classifier --netns --state-dir --lazy-leaves --poll --idle --verify-every --debounce --no-incremental --retry --skip-memory-check --log-format --help"
+            opts="-h --network --devices --config --queues --sqm --strategy --classifier --netns --state-dir --lazy-leaves --poll --idle --verify-every --debounce --quiet-period --max-removals --no-incremental --retry --skip-memory-check --metrics --metrics-circuits --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -831,7 +1113,23 @@ _lqos() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --quiet-period)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-removals)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --retry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-circuits)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -27,6 +27,7 @@ end
 complete -c lqos -n "__fish_lqos_needs_command" -s h -l help -d 'Print help'
 complete -c lqos -n "__fish_lqos_needs_command" -s V -l version -d 'Print version'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "check" -d 'Validate network.json, ShapedDevices.csv and lqos.conf'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "compare" -d 'Compare the tree lqos plans with the one LibreQoS built (its state directory and tc commands), by name, field by field'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "gen" -d 'Write a synthetic network (network.json, ShapedDevices.csv, lqos.conf)'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "plan" -d 'Plan the tc trees and write tc -b files and plan.json'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "show" -d 'Print the planned tree for a person to read'
@@ -36,6 +37,10 @@ complete -c lqos -n "__fish_lqos_needs_command" -f -a "verify" -d 'Compare the l
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "bench" -d 'Benchmark loading methods in a private network namespace'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "watch" -d 'Run as a daemon: apply at start and on every input change, verify periodically, optionally with lazy leaves'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "status" -d 'Print what the `lqos watch` daemon last did'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "confirm" -d 'Apply once the inputs the daemon\'s removal guard refused'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "journal" -d 'List the last input sets that were applied (the input journal)'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "stats" -d 'Per-circuit statistics: rates against ceil, drops, ECN marks, cake delays (one snapshot: two polls an interval apart)'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "top" -d 'A full-screen view of the busiest circuits and nodes, refreshed every second (keys: s sort, v view, / filter, q quit)'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "man" -d 'Print the man page (or write all pages with --out DIR)'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -44,6 +49,19 @@ complete -c lqos -n "__fish_lqos_using_subcommand check" -l devices -d 'The circ
 complete -c lqos -n "__fish_lqos_using_subcommand check" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand check" -l strict -d 'Exit 1 when there are warnings (and no errors)'
 complete -c lqos -n "__fish_lqos_using_subcommand check" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l libreqos -d 'LibreQoS\'s state directory (lqos.conf `state_directory`, by default /opt/libreqos/state): shaping/queuingStructure.json and stats/statsByCircuit.json name LibreQoS\'s classes' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l tc -d 'LibreQoS\'s tc commands [default: DIR/debug/linux_tc_rust.txt (what its bakery loaded), else DIR/debug/linux_tc.txt]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l devices -d 'The circuits and devices (LibreQoS ShapedDevices.csv)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l queues -d 'TX queues per interface [default: lqos.conf override_available_queues, else 16 for plan/show/diff, the interfaces\' TX queues for apply/verify]' -r
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
+round-robin\t'LibreQoS\'s round robin over top-level nodes'"
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
+none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l summary -d 'Print only the counts, not every difference'
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -l circuits -d 'Number of circuits' -r
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -l seed -d 'RNG seed (same seed, same files)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -l sites -d 'Top-level sites' -r
@@ -110,12 +128,15 @@ complete -c lqos -n "__fish_lqos_using_subcommand apply" -l netns -d 'Work insid
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l backend -d 'Loader' -r -f -a "netlink\t'rtnetlink, many requests per sendmsg'
 tc\t'`tc -b` processes fed on stdin'"
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l to -d 'With --rollback: the journal\'s input set N (1: the newest, 2: the one live before it, ...)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l max-removals -d 'Refuse to remove more circuits than this (a count, or a percentage such as `5%`; `0`: no limit) [default: lqos.conf\'s `[lqos] max_removals`, else more than 10% and more than 10 circuits]' -r
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l parallel -d 'One worker per interface (the default for --backend tc)'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l serial -d 'One interface after another (the default for --backend netlink: the kernel handles tc messages one at a time under its RTNL lock, and two netlink workers only contend for it; `lqos bench` measures this)'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l combined -d 'With --backend tc: one combined tc batch for all interfaces (LibreQoS\'s way)'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l full -d 'Delete the root and rebuild everything instead of sending the diff'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l dry-run -d 'Print the ops that would be sent (tc syntax) and change nothing'
-complete -c lqos -n "__fish_lqos_using_subcommand apply" -l rollback -d 'Re-apply the last plan that loaded successfully'
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l rollback -d 'Re-apply the last plan that loaded successfully (with --to N: the input set N of the journal, `lqos journal`)'
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l allow-removals -d 'Apply even when more circuits would be removed than the removal guard allows (an empty input is refused all the same)'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l verify -d 'Read the trees back after loading and verify them'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l skip-memory-check -d 'Load even when the new leaf qdiscs are estimated not to fit in the kernel\'s memory (MemAvailable minus a margin; a cake leaf takes about 1 MiB). Without it such a load is refused before anything changes'
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -166,11 +187,15 @@ complete -c lqos -n "__fish_lqos_using_subcommand watch" -l classifier -d 'Class
 none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
-complete -c lqos -n "__fish_lqos_using_subcommand watch" -l poll -d 'With lazy leaves: seconds between two class-counter dumps' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l poll -d 'Seconds between two statistics polls (lazy leaves: class-counter dumps; --metrics: class and qdisc dumps, the same ones)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l idle -d 'With lazy leaves: seconds without traffic before a leaf is removed' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l verify-every -d 'Minutes between two verify-and-repair runs (0: never)' -r
-complete -c lqos -n "__fish_lqos_using_subcommand watch" -l debounce -d 'Milliseconds without further file events before applying' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l debounce -d 'Milliseconds to wait after an input file is closed or renamed into place before reading it' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l quiet-period -d 'Seconds without file events after which a file written but never closed is read anyway (and one that ends in the middle of a record is read as it is)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l max-removals -d 'Refuse a reload that would remove more circuits than this (a count, or a percentage such as `5%`; `0`: no limit) until `lqos confirm` [default: lqos.conf\'s `[lqos] max_removals`, else more than 10% and more than 10 circuits]' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l retry -d 'Seconds before retrying an apply the kernel refused' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l metrics -d 'Serve Prometheus metrics (per circuit and node counters, cake delays, the daemon\'s health) at http://ADDR/metrics, from a statistics poll every --poll seconds (with lazy leaves: the same dumps). Off by default; `--metrics` alone listens on 127.0.0.1:9464. Name another address only on a network you trust: anyone who can reach it reads every circuit\'s traffic' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l metrics-circuits -d 'Which circuits get series on /metrics: all, top:N (the N busiest at each scrape) or none (nodes and the daemon only), for very large networks' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l log-format -d 'Log format (logs go to stderr; under systemd, to the journal)' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per line (for log shippers)'"
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l lazy-leaves -d 'Give a circuit its leaf qdisc only while it carries traffic (also `[lqos] lazy_leaves = true` in lqos.conf, read at start)'
@@ -181,19 +206,50 @@ complete -c lqos -n "__fish_lqos_using_subcommand status" -l netns -d 'Work insi
 complete -c lqos -n "__fish_lqos_using_subcommand status" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand status" -l json -d 'Print the status file as JSON'
 complete -c lqos -n "__fish_lqos_using_subcommand status" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_using_subcommand confirm" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand confirm" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand confirm" -l wait -d 'Seconds to wait for the daemon to apply them' -r
+complete -c lqos -n "__fish_lqos_using_subcommand confirm" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_using_subcommand journal" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand journal" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand journal" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l circuit -d 'Only this circuit (by Circuit ID)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l node -d 'Only the circuits below this node (site or AP), and the node itself' -r
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l top -d 'Only the first N circuits after sorting' -r
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l sort -d 'Sort circuits by this (highest first)' -r -f -a "rate\t'Download rate (then upload)'
+drops\t'Drops per second (total drops without an interval)'
+delay\t'The worst cake tin delay'"
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l interval -d 'Seconds between the two polls the rates come from (0: one poll, counters only)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l json -d 'Print JSON (every counter, cake\'s tins, fq_codel\'s statistics)'
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lqos -n "__fish_lqos_using_subcommand top" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand top" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand top" -l interval -d 'Seconds between refreshes' -r
+complete -c lqos -n "__fish_lqos_using_subcommand top" -l sort -d 'Sort circuits by this at start (`s` changes it)' -r -f -a "rate\t'Download rate (then upload)'
+drops\t'Drops per second (total drops without an interval)'
+delay\t'The worst cake tin delay'"
+complete -c lqos -n "__fish_lqos_using_subcommand top" -l filter -d 'Show only circuits and nodes whose ID, name or parent contains this (`/` changes it)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand top" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lqos -n "__fish_lqos_using_subcommand man" -l out -d 'Write `lqos.1` and one `lqos-SUBCOMMAND.1` per subcommand into this directory instead of printing `lqos.1` to stdout' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand man" -s h -l help -d 'Print help'
 complete -c lqos -n "__fish_lqos_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "check" -d 'Validate network.json, ShapedDevices.csv and lqos.conf'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "gen" -d 'Write a synthetic network (network.json, ShapedDevices.csv, lqos.conf)'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "plan" -d 'Plan the tc trees and write tc -b files and plan.json'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "show" -d 'Print the planned tree for a person to read'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "diff" -d 'Diff two plans (or two sets of inputs) into tc ops'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "apply" -d 'Load a plan into the kernel (incremental by default)'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "verify" -d 'Compare the live kernel tree with a plan'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "bench" -d 'Benchmark loading methods in a private network namespace'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "watch" -d 'Run as a daemon: apply at start and on every input change, verify periodically, optionally with lazy leaves'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "status" -d 'Print what the `lqos watch` daemon last did'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "man" -d 'Print the man page (or write all pages with --out DIR)'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check gen plan show diff apply verify bench watch status man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "check" -d 'Validate network.json, ShapedDevices.csv and lqos.conf'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "compare" -d 'Compare the tree lqos plans with the one LibreQoS built (its state directory and tc commands), by name, field by field'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "gen" -d 'Write a synthetic network (network.json, ShapedDevices.csv, lqos.conf)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "plan" -d 'Plan the tc trees and write tc -b files and plan.json'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "show" -d 'Print the planned tree for a person to read'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "diff" -d 'Diff two plans (or two sets of inputs) into tc ops'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "apply" -d 'Load a plan into the kernel (incremental by default)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "verify" -d 'Compare the live kernel tree with a plan'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "bench" -d 'Benchmark loading methods in a private network namespace'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "watch" -d 'Run as a daemon: apply at start and on every input change, verify periodically, optionally with lazy leaves'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "status" -d 'Print what the `lqos watch` daemon last did'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "confirm" -d 'Apply once the inputs the daemon\'s removal guard refused'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "journal" -d 'List the last input sets that were applied (the input journal)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "stats" -d 'Per-circuit statistics: rates against ceil, drops, ECN marks, cake delays (one snapshot: two polls an interval apart)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "top" -d 'A full-screen view of the busiest circuits and nodes, refreshed every second (keys: s sort, v view, / filter, q quit)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "man" -d 'Print the man page (or write all pages with --out DIR)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -58,13 +58,18 @@ impl TapNetns {
         let name = format!("lqos-lab-{}", std::process::id());
         let ns_for_signal = name.clone();
         // Ctrl-C / SIGTERM: qemu gets the signal too; remove the namespace.
-        let _ = ctrlc::set_handler(move || {
-            let _ = Command::new("ip")
-                .args(["netns", "del", &ns_for_signal])
-                .output();
-            eprintln!("\nlab: interrupted; removed host netns {ns_for_signal}");
-            std::process::exit(130);
-        });
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+            std::thread::spawn(move || {
+                if signals.forever().next().is_some() {
+                    let _ = Command::new("ip")
+                        .args(["netns", "del", &ns_for_signal])
+                        .output();
+                    eprintln!("\nlab: interrupted; removed host netns {ns_for_signal}");
+                    std::process::exit(130);
+                }
+            });
+        }
         run_capture(Command::new("ip").args(["netns", "add", &name])).with_context(|| {
             format!("lab run --nics: creating host netns {name} for the taps (needs root)")
         })?;

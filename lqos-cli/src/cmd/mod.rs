@@ -3,13 +3,18 @@
 pub mod apply;
 pub mod bench;
 pub mod check;
+pub mod compare;
+pub mod confirm;
 pub mod diff;
 pub mod docs;
 pub mod gen;
 pub mod inputs;
+pub mod journal;
 pub mod plan;
 pub mod show;
+pub mod stats;
 pub mod status;
+pub mod top;
 pub mod verify;
 pub mod watch;
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use lqos_apply::{plan_files, ApplyError, PlanOverrides, QueueCount};
+use lqos_apply::{plan_files, ApplyError, PlanOverrides, Planned, QueueCount};
 use lqos_model::Network;
 use lqos_tc::{Allocation, Classifier, LeafSpec, Plan, PlanRecordRef, QueueStrategy};
 
@@ -120,21 +120,21 @@ pub fn plan_with(
     queues: QueueCount<'_>,
     previous: Option<&Allocation>,
 ) -> anyhow::Result<Plan> {
-    Ok(plan_with_network(inputs, options, queues, previous)?.0)
+    Ok(plan_with_network(inputs, options, queues, previous)?.plan)
 }
 
 /// [`plan_with`], also returning the network it planned (for the compact
-/// plan record).
+/// plan record) and the config.
 pub fn plan_with_network(
     inputs: &InputArgs,
     options: &PlanOptions,
     queues: QueueCount<'_>,
     previous: Option<&Allocation>,
-) -> anyhow::Result<(Plan, Network)> {
+) -> anyhow::Result<Planned> {
     match plan_files(&inputs.inputs(), &options.overrides()?, queues, previous) {
         Ok(planned) => {
             print_report(&planned.report);
-            Ok((planned.plan, planned.network))
+            Ok(planned)
         }
         Err(ApplyError::InvalidInputs { report }) => {
             print_report(&report);
@@ -201,7 +201,7 @@ fn write_plan_json(
 /// same as written one after the other.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let previous = args.previous.as_deref().map(read_plan).transpose()?;
-    let (plan, network) = plan_with_network(
+    let Planned { plan, network, .. } = plan_with_network(
         &args.inputs,
         &args.options,
         QueueCount::Default(DEFAULT_QUEUES),

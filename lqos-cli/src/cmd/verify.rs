@@ -35,25 +35,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let netns = args.target.netns.clone();
     let state_path = state_path(&args.target);
     let live = NetlinkLive::new(netns.clone());
-    let plan = if args.last {
+    let (plan, lazy_conf) = if args.last {
         let dir = StateDir::open(&state_path)?;
-        load_saved_plan(&dir, netns.as_deref())?
-            .with_context(|| {
-                format!(
-                    "no plan was applied successfully yet (state dir {})",
-                    state_path.display()
-                )
-            })?
-            .plan
+        let saved = load_saved_plan(&dir, netns.as_deref())?.with_context(|| {
+            format!(
+                "no plan was applied successfully yet (state dir {})",
+                state_path.display()
+            )
+        })?;
+        // The saved plan has every leaf; lazy_leaves still comes from
+        // lqos.conf.
+        let lazy = match args.source.inputs.inputs_quiet().config {
+            Some(p) => {
+                let text = std::fs::read_to_string(&p)
+                    .with_context(|| format!("cannot read config file {}", p.display()))?;
+                lqos_model::parse_config(&p.display().to_string(), &text)?
+                    .lqos
+                    .lazy_leaves
+            }
+            None => false,
+        };
+        (saved.plan, lazy)
     } else {
-        args.source.resolve(&live, &state_path, netns.as_deref())?
-    };
-    let lazy_conf = match args.source.inputs.inputs().config {
-        Some(p) if args.source.plan.is_none() => match std::fs::read_to_string(&p) {
-            Ok(t) => lazy::lazy_leaves_in_config(&t, &p)?,
-            Err(_) => false,
-        },
-        _ => false,
+        let r = args
+            .source
+            .resolve_with_network(&live, &state_path, netns.as_deref())?;
+        let lazy = r.config.is_some_and(|c| c.lqos.lazy_leaves);
+        (r.plan, lazy)
     };
     let plan = if args.lazy_leaves || lazy_conf {
         let devs: Vec<&str> = plan.interfaces.iter().map(|i| i.dev.as_str()).collect();

@@ -161,7 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         sizes_text.join(", "),
         ids.join(","),
         if quick {
-            "; the full table: lqos bench --circuits 10000 --runs 3 (about 20 minutes on 2 cores)"
+            "; the full table: lqos bench --circuits 10000 --runs 3 (several minutes on 2 cores)"
         } else {
             ""
         }
@@ -472,7 +472,13 @@ enum Cleanup {
 /// On Ctrl-C / SIGTERM, delete the namespace (or the benched interfaces'
 /// root qdiscs) before exiting (the normal and error paths do it on drop).
 fn install_interrupt_cleanup(cleanup: Cleanup) -> anyhow::Result<()> {
-    ctrlc::set_handler(move || {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .context("installing the Ctrl-C handler")?;
+    std::thread::spawn(move || {
+        if signals.forever().next().is_none() {
+            return;
+        }
         match &cleanup {
             Cleanup::Netns(ns) => {
                 let _ = std::process::Command::new("ip")
@@ -491,8 +497,8 @@ fn install_interrupt_cleanup(cleanup: Cleanup) -> anyhow::Result<()> {
             }
         }
         std::process::exit(130);
-    })
-    .context("installing the Ctrl-C handler")
+    });
+    Ok(())
 }
 
 /// The `lqos.conf` of a bench: the scratch interfaces as a bridge, the
@@ -505,10 +511,10 @@ fn bench_config(sqm: &LeafSpec, down: &str, up: &str) -> LqosConfig {
         }),
         single_interface: None,
         queues: QueuesConfig {
-            default_sqm: sqm.to_string(),
+            default_sqm: sqm.to_string().into(),
             ..QueuesConfig::default()
         },
-        lqos: Default::default(),
+        ..LqosConfig::default()
     }
 }
 

@@ -1,0 +1,322 @@
+//! The thin I/O around the [`Reloader`]: reads the input files, the
+//! kernel, the state directory and the clock, sends op streams, saves the
+//! last good plan and the status file.
+
+use std::time::Instant;
+
+use super::core::{Reloader, Request, Response, Sample, SampleTarget, Settings};
+use super::event::{Event, Record, StateFile};
+use super::ingest::{FileEvent, InputFile};
+use crate::backend::{load_deletes_first, Backend, NoProgress};
+use crate::engine::preflight;
+use crate::error::{ApplyError, Result};
+use crate::inputs::Inputs;
+use crate::journal::Journal;
+use crate::live::{read_live, LiveSource, NetlinkLive};
+use crate::netlink::ClassStats;
+use crate::session::{last_good_allocation, save_last_good};
+use crate::state::StateDir;
+use crate::watch::{unix_ms, Pending, WatchEvent, WatchStatus};
+
+/// Where the class counters of a lazy-leaf poll come from.
+pub trait Counters: Sync {
+    /// The counters of the classes of `dev`'s HTB qdiscs with majors
+    /// `htb_majors`.
+    fn class_stats(&self, dev: &str, htb_majors: &[u16]) -> Result<Vec<ClassStats>>;
+}
+
+impl Counters for NetlinkLive {
+    fn class_stats(&self, dev: &str, htb_majors: &[u16]) -> Result<Vec<ClassStats>> {
+        NetlinkLive::class_stats(self, dev, htb_majors)
+    }
+}
+
+/// The kernel as the daemon sees it: where it reads trees and links, how
+/// it loads, where the counters come from.
+#[derive(Clone, Copy)]
+pub struct Kernel<'a> {
+    /// Links, trees, qdisc kind probes, memory.
+    pub live: &'a dyn LiveSource,
+    /// The loader.
+    pub backend: &'a dyn Backend,
+    /// Class counters (lazy leaves).
+    pub counters: &'a dyn Counters,
+}
+
+/// Runs a [`Reloader`] against files, a kernel and a state directory.
+/// Single-threaded: each call runs what is due to its end (a reload, a
+/// verify, a poll) and hands every [`Event`] to the caller's sink.
+///
+/// The embedding program keeps the loop: it calls [`Driver::start`] once,
+/// [`Driver::file_changed`] on each change of an input file,
+/// [`Driver::reload_now`] on SIGHUP, and [`Driver::run`] when
+/// [`Driver::deadline`] is reached.
+pub struct Driver<'a> {
+    core: Reloader,
+    inputs: Inputs,
+    state: &'a StateDir,
+    kernel: Kernel<'a>,
+    status: WatchStatus,
+    clock: Box<dyn FnMut() -> Instant + 'a>,
+    pending: Vec<Event>,
+}
+
+impl<'a> Driver<'a> {
+    /// A driver of `inputs` on `kernel`, keeping its state (the last good
+    /// plan, whose classids it keeps; the status file) in `state`.
+    pub fn new(
+        settings: Settings,
+        inputs: Inputs,
+        state: &'a StateDir,
+        kernel: Kernel<'a>,
+    ) -> Driver<'a> {
+        let netns = settings.netns.clone();
+        let mut pending = Vec::new();
+        let previous =
+            last_good_allocation(state.path(), netns.as_deref()).unwrap_or_else(|error| {
+                pending.push(Event::SavedPlanIgnored { error });
+                None
+            });
+        Driver {
+            core: Reloader::new(settings, inputs.clone(), previous),
+            inputs,
+            state,
+            kernel,
+            status: WatchStatus::new(netns.as_deref(), false),
+            clock: Box::new(Instant::now),
+            pending,
+        }
+    }
+
+    /// The same driver reading time from `clock` (tests).
+    pub fn with_clock(mut self, clock: impl FnMut() -> Instant + 'a) -> Driver<'a> {
+        self.clock = Box::new(clock);
+        self
+    }
+
+    /// The reloader.
+    pub fn core(&self) -> &Reloader {
+        &self.core
+    }
+
+    /// The status as last saved.
+    pub fn status(&self) -> &WatchStatus {
+        &self.status
+    }
+
+    /// Applies once: reads everything and the kernel back, loads.
+    pub fn start(&mut self, sink: &mut dyn FnMut(Event)) {
+        let now = (self.clock)();
+        self.core.start(now);
+        self.run(sink);
+    }
+
+    /// Applies now, reading the kernel back (SIGHUP).
+    pub fn reload_now(&mut self, sink: &mut dyn FnMut(Event)) {
+        let now = (self.clock)();
+        self.core.reload_now(now);
+        self.run(sink);
+    }
+
+    /// Something happened to an input file (the edit is read once
+    /// complete, at [`Driver::deadline`]).
+    pub fn file_event(&mut self, file: InputFile, e: FileEvent) {
+        let now = (self.clock)();
+        self.core.file_event(file, e, now);
+    }
+
+    /// An operator confirmed the refused inputs with sha256 `sha`
+    /// (`lqos confirm`): applied once, now.
+    pub fn confirm(&mut self, sha: &str, sink: &mut dyn FnMut(Event)) {
+        let now = (self.clock)();
+        self.core.confirm(sha, now);
+        self.run(sink);
+    }
+
+    /// A counter sample taken elsewhere (see [`Reloader::sample`]).
+    pub fn sample(&mut self, sample: Sample, sink: &mut dyn FnMut(Event)) {
+        let now = (self.clock)();
+        self.core.sample(sample, now);
+        self.run(sink);
+    }
+
+    /// When [`Driver::run`] has something to do next.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.core.poll_timeout()
+    }
+
+    /// Runs everything that is due now, each to its end.
+    pub fn run(&mut self, sink: &mut dyn FnMut(Event)) {
+        for e in self.pending.drain(..) {
+            sink(e);
+        }
+        self.drain(sink);
+        loop {
+            let now = (self.clock)();
+            if !self.core.handle_timeout(now) {
+                break;
+            }
+            loop {
+                self.drain(sink);
+                let Some(req) = self.core.next_request() else {
+                    break;
+                };
+                let resp = execute(&self.inputs, self.kernel, req);
+                let now = (self.clock)();
+                self.core.handle(resp, now);
+            }
+            self.drain(sink);
+        }
+    }
+
+    /// Records that the daemon stopped (status file).
+    pub fn stop(&mut self, sink: &mut dyn FnMut(Event)) {
+        self.status.stopped_ms = Some(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|x| x.as_millis() as u64)
+                .unwrap_or(0),
+        );
+        self.save_status(sink);
+    }
+
+    fn drain(&mut self, sink: &mut dyn FnMut(Event)) {
+        while let Some(o) = self.core.poll_output() {
+            match o {
+                super::Output::Event(e) => sink(e),
+                super::Output::SaveLastGood => self.save_last_good(sink),
+                super::Output::Record(r) => self.record(r, sink),
+                super::Output::Pending(p) => {
+                    self.status.pending = p.map(|r| Pending {
+                        sha256: r.sha256,
+                        refusal: r.refusal,
+                        at_ms: unix_ms(std::time::SystemTime::now()),
+                    });
+                    self.save_status(sink);
+                }
+                super::Output::Journal => self.journal(sink),
+            }
+        }
+    }
+
+    fn save_last_good(&mut self, sink: &mut dyn FnMut(Event)) {
+        let Some(plan) = self.core.plan() else { return };
+        let t = (self.clock)();
+        let netns = self.core.settings().netns.as_deref();
+        match save_last_good(self.state, netns, plan, None) {
+            Ok(_) => {
+                let took = (self.clock)().saturating_duration_since(t);
+                sink(Event::LastGoodSaved { took });
+            }
+            Err(error) => sink(Event::SaveFailed {
+                what: StateFile::LastGood,
+                error,
+            }),
+        }
+    }
+
+    fn journal(&mut self, sink: &mut dyn FnMut(Event)) {
+        let Some(set) = self.core.applied() else {
+            return;
+        };
+        let circuits = self.core.status().circuits;
+        let trigger = self.status.last.as_ref().map(|e| e.trigger);
+        let source = trigger.map_or("watch".to_string(), |t| format!("watch {t}"));
+        let netns = self.core.settings().netns.as_deref();
+        let r = Journal::open(self.state, netns).and_then(|j| j.push(set, circuits, &source));
+        if let Err(error) = r {
+            sink(Event::SaveFailed {
+                what: StateFile::Journal,
+                error,
+            });
+        }
+    }
+
+    fn record(&mut self, r: Record, sink: &mut dyn FnMut(Event)) {
+        let mut ev = WatchEvent::now(r.trigger, r.outcome, r.took);
+        (ev.added, ev.changed, ev.removed) =
+            (r.summary.added, r.summary.changed, r.summary.removed);
+        ev.error = r.error;
+        self.status.record(ev);
+        self.save_status(sink);
+    }
+
+    fn save_status(&mut self, sink: &mut dyn FnMut(Event)) {
+        let s = self.core.status();
+        self.status.lazy_leaves = s.lazy_leaves;
+        self.status.circuits = s.circuits;
+        self.status.active_leaves = s.active_leaves;
+        if let Err(error) = self.status.save(self.state) {
+            sink(Event::SaveFailed {
+                what: StateFile::Status,
+                error,
+            });
+        }
+    }
+}
+
+/// Does what `req` asks.
+fn execute(inputs: &Inputs, k: Kernel<'_>, req: Request<'_>) -> Response {
+    match req {
+        Request::ReadInputs => read_stable(inputs),
+        Request::Links(devs) => Response::Links(
+            devs.iter()
+                .map(|d| {
+                    k.live.link(d)?.ok_or_else(|| ApplyError::NoInterface {
+                        dev: d.clone(),
+                        netns: k.live.netns().map(str::to_string),
+                    })
+                })
+                .collect(),
+        ),
+        Request::Preflight(plan) => Response::Preflight(preflight(plan, k.live).map(drop)),
+        Request::ReadTrees(devs) => {
+            let devs: Vec<&str> = devs.iter().map(String::as_str).collect();
+            Response::Trees(read_live(k.live, &devs))
+        }
+        Request::MemInfo => Response::MemInfo(k.live.meminfo()),
+        Request::Send(streams) => {
+            Response::Sent(load_deletes_first(k.backend, streams, &NoProgress))
+        }
+        Request::Sample(targets) => Response::Sample(sample(k.counters, targets)),
+        Request::Continue => Response::Continue,
+    }
+}
+
+/// What identifies a file's content for the stability check.
+fn stamp(p: &std::path::Path) -> Option<(u64, i64, i64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(p).ok()?;
+    Some((m.len(), m.mtime(), m.mtime_nsec(), m.ino()))
+}
+
+/// Reads the inputs and checks that no file changed while it was read
+/// (size, mtime and inode the same before and after).
+pub fn read_stable(inputs: &Inputs) -> Response {
+    let paths: Vec<&std::path::Path> = [
+        Some(inputs.network.as_path()),
+        Some(inputs.devices.as_path()),
+    ]
+    .into_iter()
+    .chain([inputs.config.as_deref()])
+    .flatten()
+    .collect();
+    let before: Vec<_> = paths.iter().map(|p| stamp(p)).collect();
+    let raw = inputs.read();
+    for (p, b) in paths.iter().zip(before) {
+        if stamp(p) != b {
+            return Response::InputsChanging(p.to_path_buf());
+        }
+    }
+    Response::Inputs(raw)
+}
+
+/// One class dump per target.
+pub fn sample(counters: &dyn Counters, targets: &[SampleTarget]) -> Sample {
+    Sample {
+        classes: targets
+            .iter()
+            .map(|t| (t.dev.clone(), counters.class_stats(&t.dev, &t.htb_majors)))
+            .collect(),
+    }
+}
