@@ -53,6 +53,9 @@
 //!   fit in `MemAvailable` is refused before anything changes).
 //! - [`lazy`]: lazy leaves (a circuit's leaf qdisc only while it carries
 //!   traffic), used by `lqos watch --lazy-leaves`.
+//! - [`stats`]: per-circuit statistics (one poll of class and qdisc
+//!   dumps mapped through the plan, rates from counter deltas), used by
+//!   `lqos stats`, `lqos top` and `lqos watch --metrics`.
 //! - [`daemon`]: the reload daemon (`lqos watch`) as a library: a sans-I/O
 //!   [`daemon::Reloader`] and the [`daemon::Driver`] that runs it.
 //! - [`watch`]: the status file `lqos watch` writes and `lqos status` reads.
@@ -64,6 +67,7 @@ mod backend;
 pub mod daemon;
 mod engine;
 mod error;
+pub mod fuzzing;
 mod inputs;
 pub mod lazy;
 mod live;
@@ -78,6 +82,7 @@ mod netns;
 mod prefetch;
 mod session;
 pub mod state;
+pub mod stats;
 #[cfg(test)]
 mod test_fixtures;
 pub mod timing;
@@ -88,6 +93,8 @@ pub use backend::{
     load_deletes_first, Backend, CountProgress, IfaceOps, IfaceReport, LoadReport, NetlinkBackend,
     NoProgress, Parallelism, Progress, Recording, RootDelete, TcBatch, TcMode,
 };
+#[cfg(feature = "test-util")]
+pub use backend::{Fault, Faulty};
 pub use engine::{
     apply_plan, plan_change, preflight, verify_plan, ApplyOptions, ApplyReport, Change, FullReason,
     LoadKind,

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ApplyError, ClassifierMissing, QdiscRefusal, Result};
 use crate::netlink::{NetlinkError, NetlinkSocket, SendOptions};
 use crate::netns::{unique_name, ScratchNetns};
+use crate::stats::{RawIface, RawStats, StatsIndex};
 
 /// What preflight needs to know about an interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -338,6 +339,38 @@ impl NetlinkLive {
                 .map_err(|e| netlink_error(Some(dev), "looking up the interface", e))?;
             s.class_stats_of(link.ifindex, &htbs)
                 .map_err(|e| netlink_error(Some(dev), "reading class counters", e))
+        })
+        .map_err(|e| self.in_ns(e))
+    }
+
+    /// One statistics poll of every interface of `index`
+    /// ([`crate::stats`]): per planned HTB its class dump (counters, 64-bit
+    /// packets, HTB's statistics) and, with `leaves`, one qdisc dump per
+    /// interface (the leaves' counters, cake's per-tin and fq_codel's
+    /// statistics).
+    pub fn poll_stats(&self, index: &StatsIndex, leaves: bool) -> Result<RawStats> {
+        let mut out = RawStats::default();
+        for (dev, htbs) in index.htbs() {
+            out.interfaces.push(self.poll_iface(dev, htbs, leaves)?);
+        }
+        Ok(out)
+    }
+
+    /// [`poll_stats`](Self::poll_stats) of one interface: the class dumps
+    /// of `htbs` and, with `leaves`, its qdisc dump.
+    pub fn poll_iface(&self, dev: &str, htbs: &[TcHandle], leaves: bool) -> Result<RawIface> {
+        self.with_sock(|s| {
+            let link = s
+                .link(dev)
+                .map_err(|e| netlink_error(Some(dev), "looking up the interface", e))?;
+            let mut r = RawIface::empty(dev);
+            s.class_samples_of(link.ifindex, htbs, &mut r.classes)
+                .map_err(|e| netlink_error(Some(dev), "reading class statistics", e))?;
+            if leaves {
+                s.qdisc_samples(link.ifindex, &mut r.qdiscs)
+                    .map_err(|e| netlink_error(Some(dev), "reading qdisc statistics", e))?;
+            }
+            Ok(r)
         })
         .map_err(|e| self.in_ns(e))
     }

@@ -9,6 +9,8 @@
 //! - `apply`: [`lqos_apply::Session::apply`] (or `rollback`;
 //!   [`lqos_apply::apply_plan`] for `--dry-run`);
 //! - `verify`: [`lqos_apply::verify_plan`];
+//! - `stats`, `top`: [`lqos_apply::NetlinkLive::poll_stats`] through
+//!   [`lqos_apply::stats::StatsTracker`];
 //! - `bench`: the bench runner in a scratch network namespace.
 
 use std::process::ExitCode;
@@ -17,6 +19,7 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 mod hints;
+mod metrics;
 
 /// Plan and load ISP traffic-shaping trees (HTB + cake/fq_codel under mq).
 #[derive(Parser)]
@@ -82,6 +85,12 @@ enum Command {
     Watch(cmd::watch::Args),
     /// Print what the `lqos watch` daemon last did.
     Status(cmd::status::Args),
+    /// Per-circuit statistics: rates against ceil, drops, ECN marks, cake
+    /// delays (one snapshot: two polls an interval apart).
+    Stats(cmd::stats::Args),
+    /// A full-screen view of the busiest circuits and nodes, refreshed every
+    /// second (keys: s sort, v view, / filter, q quit).
+    Top(cmd::top::Args),
     /// Print the man page (or write all pages with --out DIR).
     Man(cmd::docs::ManArgs),
     /// Print a shell completion script.
@@ -102,6 +111,8 @@ fn main() -> ExitCode {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Watch(a) => cmd::watch::run(a),
         Command::Status(a) => cmd::status::run(a),
+        Command::Stats(a) => cmd::stats::run(a),
+        Command::Top(a) => cmd::top::run(a),
         Command::Man(a) => cmd::docs::man(a),
         Command::Completions(a) => cmd::docs::completions(a),
     };

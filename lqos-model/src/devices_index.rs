@@ -58,8 +58,71 @@ pub enum DevicesEdit {
     Same,
     /// Only these circuits changed; read exactly.
     Patch(DevicesPatch),
-    /// Read the whole file (why, for the logs).
-    Full(String),
+    /// Read the whole file (why, to count and log).
+    Full(DevicesFallback),
+}
+
+/// Why [`DevicesIndex::edit`] cannot patch an edit (read the whole file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum DevicesFallback {
+    /// The byte order mark was added or removed.
+    #[error("the byte order mark changed")]
+    ByteOrderMark,
+    /// The edit starts before the header.
+    #[error("the edit is before the header")]
+    BeforeHeader,
+    /// The header row changed.
+    #[error("the header changed")]
+    Header,
+    /// A comment or blank line changed.
+    #[error("a comment or blank line changed")]
+    CommentOrBlankLine,
+    /// More than [`MAX_CHANGED_ROWS`] rows changed.
+    #[error("too many rows changed")]
+    TooManyRows,
+    /// A changed row spans lines (a quoted field with a line break).
+    #[error("a changed row spans lines")]
+    MultiLineRow,
+    /// A changed row's line end changed.
+    #[error("a row's line end changed")]
+    LineEnd,
+    /// Rows were added (the following lines would shift).
+    #[error("rows were added")]
+    RowsAdded,
+    /// Rows were removed.
+    #[error("rows were removed")]
+    RowsRemoved,
+    /// A changed row was not a device row of the last good file.
+    #[error("a changed row was not a device row")]
+    NotADeviceRow,
+    /// A device row of a changed circuit was not found.
+    #[error("a device row was not found")]
+    DeviceRowNotFound,
+    /// A row of a changed circuit could not be read.
+    #[error("a row could not be read")]
+    UnreadableRow,
+    /// A changed row is not one record with its old field count.
+    #[error("a changed row is not one row with its old field count")]
+    FieldCount,
+    /// The changed rows have errors (the full read reports them).
+    #[error("the changed rows have errors")]
+    RowErrors,
+    /// A Circuit ID changed (rows now form other circuits).
+    #[error("a Circuit ID changed")]
+    CircuitIdChanged,
+    /// A Circuit ID or Device ID changed.
+    #[error("a Circuit ID or Device ID changed")]
+    DeviceIdChanged,
+    /// A circuit moved to another parent node.
+    #[error("a circuit moved to another parent node")]
+    ParentChanged,
+    /// The changed circuits have errors (the full read reports them).
+    #[error("the changed circuits have errors")]
+    CircuitErrors,
+    /// An address overlaps another circuit's.
+    #[error("an address overlaps another circuit's")]
+    AddressOverlap,
 }
 
 /// The circuits an edit changed, read and checked.
@@ -200,18 +263,22 @@ impl DevicesIndex {
         match self.try_edit(network, new) {
             Ok(Some(p)) => DevicesEdit::Patch(p),
             Ok(None) => DevicesEdit::Same,
-            Err(why) => DevicesEdit::Full(why.to_string()),
+            Err(why) => DevicesEdit::Full(why),
         }
     }
 
-    fn try_edit(&self, network: &Network, new: &[u8]) -> Result<Option<DevicesPatch>, &str> {
+    fn try_edit(
+        &self,
+        network: &Network,
+        new: &[u8],
+    ) -> Result<Option<DevicesPatch>, DevicesFallback> {
         let old = &self.bytes;
         if old.as_slice() == new {
             return Ok(None);
         }
         let bom = self.bom;
         if new.len() < bom || new[..bom] != old[..bom] {
-            return Err("the byte order mark changed");
+            return Err(DevicesFallback::ByteOrderMark);
         }
         let (o, n) = (&old[bom..], &new[bom..]);
         let max = o.len().min(n.len());
@@ -221,21 +288,21 @@ impl DevicesIndex {
                                             // The records the changed bytes touch (an insertion touches the
                                             // record it is in).
         let containing = |at: usize| self.spans.partition_point(|s| s.start <= at).checked_sub(1);
-        let first = containing(prefix).ok_or("the edit is before the header")?;
+        let first = containing(prefix).ok_or(DevicesFallback::BeforeHeader)?;
         let last = if changed_end > prefix {
-            containing(changed_end - 1).ok_or("the edit is before the header")?
+            containing(changed_end - 1).ok_or(DevicesFallback::BeforeHeader)?
         } else {
             first
         };
         if first == 0 {
-            return Err("the header changed");
+            return Err(DevicesFallback::Header);
         }
         let (fs, ls) = (self.spans[first], self.spans[last]);
         if prefix >= fs.end.max(fs.start + 1) || changed_end > ls.end {
-            return Err("a comment or blank line changed");
+            return Err(DevicesFallback::CommentOrBlankLine);
         }
         if last + 1 - first > MAX_CHANGED_ROWS {
-            return Err("too many rows changed");
+            return Err(DevicesFallback::TooManyRows);
         }
         let single_line = |text: &[u8]| {
             let body = text
@@ -248,17 +315,17 @@ impl DevicesIndex {
         for k in first..=last {
             let s = self.spans[k];
             if k < last && s.end != self.spans[k + 1].start {
-                return Err("a comment or blank line changed");
+                return Err(DevicesFallback::CommentOrBlankLine);
             }
             if !single_line(&o[s.start..s.end]) || s.line != fs.line + (k - first) {
-                return Err("a changed row spans lines");
+                return Err(DevicesFallback::MultiLineRow);
             }
         }
         let delta = n.len() as isize - o.len() as isize;
         let region_end = (ls.end as isize + delta) as usize;
         let region = &n[fs.start..region_end];
         if region_end < n.len() && !region.ends_with(b"\n") {
-            return Err("a row's line end changed");
+            return Err(DevicesFallback::LineEnd);
         }
         // The new region, line by line: as many one-line rows as before.
         let mut new_spans = Vec::with_capacity(last + 1 - first);
@@ -274,7 +341,7 @@ impl DevicesIndex {
             }
             let k = first + new_spans.len();
             if k > last {
-                return Err("rows were added");
+                return Err(DevicesFallback::RowsAdded);
             }
             new_spans.push(RecordSpan {
                 start: at,
@@ -284,13 +351,13 @@ impl DevicesIndex {
             at += len;
         }
         if new_spans.len() != last + 1 - first {
-            return Err("rows were removed");
+            return Err(DevicesFallback::RowsRemoved);
         }
         // The changed rows' circuits, every row of each.
         let mut changed: Vec<usize> = Vec::new();
         for s in &self.spans[first..=last] {
             match self.line_circuit.get(s.line).copied().unwrap_or(0) {
-                0 => return Err("a changed row was not a device row"),
+                0 => return Err(DevicesFallback::NotADeviceRow),
                 c => changed.push(c as usize - 1),
             }
         }
@@ -302,9 +369,9 @@ impl DevicesIndex {
             for d in &circuits[ci].devices {
                 let k = self.spans.partition_point(|s| s.line < d.line);
                 let old_span = self.spans.get(k).filter(|s| s.line == d.line);
-                let old_span = old_span.ok_or("a device row was not found")?;
+                let old_span = old_span.ok_or(DevicesFallback::DeviceRowNotFound)?;
                 let old_text = &o[old_span.start..old_span.end];
-                let want = field_count(old_text).ok_or("a row could not be read")?;
+                let want = field_count(old_text).ok_or(DevicesFallback::UnreadableRow)?;
                 let text = if (first..=last).contains(&k) {
                     let s = new_spans[k - first];
                     &n[s.start..s.end]
@@ -316,13 +383,13 @@ impl DevicesIndex {
                 rows.push((d.line, text, want));
             }
         }
-        let mut sd = parse_rows(&self.file, &self.cols, &rows)
-            .ok_or("a changed row is not one row with its old field count")?;
+        let mut sd =
+            parse_rows(&self.file, &self.cols, &rows).ok_or(DevicesFallback::FieldCount)?;
         if sd.report.has_errors() {
-            return Err("the changed rows have errors");
+            return Err(DevicesFallback::RowErrors);
         }
         if sd.circuits.len() != changed.len() {
-            return Err("a Circuit ID changed");
+            return Err(DevicesFallback::CircuitIdChanged);
         }
         for (c, &ci) in sd.circuits.iter().zip(&changed) {
             let old = &circuits[ci];
@@ -332,7 +399,7 @@ impl DevicesIndex {
                     .zip(&old.devices)
                     .all(|(a, b)| a.id == b.id && a.line == b.line);
             if c.id != old.id || !same_devices {
-                return Err("a Circuit ID or Device ID changed");
+                return Err(DevicesFallback::DeviceIdChanged);
             }
         }
         // What `load` does after parsing, for these circuits only.
@@ -346,7 +413,7 @@ impl DevicesIndex {
         );
         for (c, &ci) in sd.circuits.iter().zip(&changed) {
             if c.parent != circuits[ci].parent {
-                return Err("a circuit moved to another parent node");
+                return Err(DevicesFallback::ParentChanged);
             }
         }
         for c in &sd.circuits {
@@ -356,7 +423,7 @@ impl DevicesIndex {
             crate::validate::check_overlaps_of(std::slice::from_ref(c), &self.file, &mut report);
         }
         if report.has_errors() {
-            return Err("the changed circuits have errors");
+            return Err(DevicesFallback::CircuitErrors);
         }
         // Addresses against every other circuit (and each other).
         let mut fresh: Vec<Ranges> = Vec::new();
@@ -371,7 +438,7 @@ impl DevicesIndex {
                             .any(|&(s, e)| fb.iter().any(|&(t, f)| s <= f && t <= e))
                 });
             if clash {
-                return Err("an address overlaps another circuit's");
+                return Err(DevicesFallback::AddressOverlap);
             }
             fresh.push((a, b));
         }

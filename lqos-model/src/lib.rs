@@ -59,7 +59,9 @@ pub use config::{
     parse_config, BridgeConfig, Classifier, Integration, Located, LongTermStats, LqosConfig,
     LqosSection, QueueMode, QueuesConfig, SingleInterfaceConfig, Switch, TreeGuard,
 };
-pub use devices_index::{DevicesEdit, DevicesIndex, DevicesPatch, MAX_CHANGED_ROWS};
+pub use devices_index::{
+    DevicesEdit, DevicesFallback, DevicesIndex, DevicesPatch, MAX_CHANGED_ROWS,
+};
 pub use error::ModelError;
 pub use generate::{generate, GenParams, Generated};
 pub use load::{load, load_with_config, summarize, Loaded, Summary};

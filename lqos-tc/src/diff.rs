@@ -8,7 +8,7 @@
 //! the default explicitly ([`reset_kind`]), since the kernel keeps options
 //! a change does not send.
 
-use crate::fx::{FxMap, FxSet};
+use hashbrown::{HashMap, HashSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -73,8 +73,8 @@ pub use crate::rules::{
     class_satisfies, kind_satisfies, qdisc_satisfies, reset_kind, tree_satisfies,
 };
 
-fn by_parent(t: &TcTree) -> FxMap<TcHandle, &Qdisc> {
-    let mut m = FxMap::default();
+fn by_parent(t: &TcTree) -> HashMap<TcHandle, &Qdisc> {
+    let mut m = HashMap::default();
     m.reserve(t.qdiscs.len());
     for q in t.qdiscs.values().filter(|q| !rules::is_kernel_default(q)) {
         m.insert(q.parent, q);
@@ -82,8 +82,8 @@ fn by_parent(t: &TcTree) -> FxMap<TcHandle, &Qdisc> {
     m
 }
 
-fn children(t: &TcTree) -> FxMap<TcHandle, Vec<TcHandle>> {
-    let mut m: FxMap<TcHandle, Vec<TcHandle>> = FxMap::default();
+fn children(t: &TcTree) -> HashMap<TcHandle, Vec<TcHandle>> {
+    let mut m: HashMap<TcHandle, Vec<TcHandle>> = HashMap::default();
     for c in t.classes.values() {
         m.entry(c.parent).or_default().push(c.classid);
     }
@@ -136,8 +136,8 @@ fn build_classes(t: &TcTree) -> Vec<TcOp> {
 /// `add_leaf(handle)`.
 fn emit_subtree(
     t: &TcTree,
-    by_parent: &FxMap<TcHandle, &Qdisc>,
-    kids: &FxMap<TcHandle, Vec<TcHandle>>,
+    by_parent: &HashMap<TcHandle, &Qdisc>,
+    kids: &HashMap<TcHandle, Vec<TcHandle>>,
     parent: TcHandle,
     ops: &mut Vec<TcOp>,
     add_class: &dyn Fn(TcHandle) -> bool,
@@ -207,7 +207,7 @@ fn diff_classes(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
         ops.extend(build_classes(new));
         return ops;
     }
-    let layout_handles: FxSet<TcHandle> =
+    let layout_handles: HashSet<TcHandle> =
         rules::layout_qdiscs(new).iter().map(|q| q.handle).collect();
     let old_by_parent = by_parent(old);
     let new_by_parent = by_parent(new);
@@ -215,7 +215,7 @@ fn diff_classes(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
     let new_kids = children(new);
 
     // Classes to delete: gone, moved, or below such a class.
-    let mut doomed: FxSet<TcHandle> = FxSet::default();
+    let mut doomed: HashSet<TcHandle> = HashSet::default();
     let mut doomed_order: Vec<TcHandle> = Vec::new(); // preorder
     for q in rules::htb_qdiscs(old) {
         let mut stack: Vec<(TcHandle, bool)> = old_kids
@@ -241,7 +241,7 @@ fn diff_classes(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
     let mut deletes = Vec::new();
     let mut changes = Vec::new();
     // Leaf qdiscs of `new` already in place (kept or replaced in place).
-    let mut leaf_done: FxSet<TcHandle> = FxSet::default();
+    let mut leaf_done: HashSet<TcHandle> = HashSet::default();
 
     // Leaf qdiscs on surviving classes.
     for oq in old.qdiscs.values() {
@@ -342,4 +342,62 @@ pub fn diff_plans(old: &Plan, new: &Plan) -> Vec<(String, Vec<TcOp>)> {
         }
     }
     out
+}
+
+/// The ops that take `model` (the kernel's tree as far as the caller
+/// knows) to the objects `ops` describe (class and leaf ops of a plan, as
+/// [`replan_circuits`] reports them): `class change` for a class whose
+/// parameters differ, `qdisc replace` for a leaf whose options differ,
+/// nothing for objects already satisfied. These are the ops
+/// [`diff`](crate::diff) sends for those objects (leaves before classes).
+/// An object the model lacks, under another parent, or a leaf of another
+/// kind is an error: diff the whole tree instead.
+pub fn known_diff<'a>(
+    model: &TcTree,
+    ops: impl IntoIterator<Item = &'a TcOp>,
+) -> Result<Vec<TcOp>, KnownDiffError> {
+    let mut leaves = Vec::new();
+    let mut classes = Vec::new();
+    for op in ops {
+        match op {
+            TcOp::AddClass(nc) => match model.classes.get(&nc.classid) {
+                Some(oc) if oc.parent == nc.parent => {
+                    if !class_satisfies(oc, nc) {
+                        classes.push(TcOp::ChangeClass(nc.clone()));
+                    }
+                }
+                _ => return Err(KnownDiffError::ClassNotInModel(nc.classid)),
+            },
+            TcOp::AddQdisc(nq) => match model.qdiscs.get(&nq.handle) {
+                Some(oq) if oq.parent == nq.parent && oq.kind.name() == nq.kind.name() => {
+                    if !kind_satisfies(&oq.kind, &nq.kind) {
+                        leaves.push(TcOp::ReplaceQdisc(Qdisc {
+                            kind: reset_kind(&oq.kind, &nq.kind),
+                            ..nq.clone()
+                        }));
+                    }
+                }
+                _ => return Err(KnownDiffError::QdiscNotAsPlanned(nq.handle)),
+            },
+            op => return Err(KnownDiffError::NotClassOrLeaf(Box::new(op.clone()))),
+        }
+    }
+    leaves.extend(classes);
+    Ok(leaves)
+}
+
+/// Why [`known_diff`] cannot give the ops (diff the whole tree instead).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KnownDiffError {
+    /// The class is not in the model, or hangs under another parent there.
+    #[error("class {0} is not in the model")]
+    ClassNotInModel(TcHandle),
+    /// The leaf qdisc is not in the model, or is under another parent or of
+    /// another kind there.
+    #[error("qdisc {0} is not in the model as planned")]
+    QdiscNotAsPlanned(TcHandle),
+    /// An op that is not a class or leaf add (what a re-plan reports).
+    #[error("not a class or leaf op: {0:?}")]
+    NotClassOrLeaf(Box<TcOp>),
 }

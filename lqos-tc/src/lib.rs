@@ -40,7 +40,7 @@
 pub mod classify;
 mod config;
 pub mod diff;
-mod fx;
+pub mod fuzzing;
 mod handle;
 pub mod ipmap;
 pub mod libreqos;
@@ -52,7 +52,6 @@ pub mod parse;
 mod plan;
 pub mod record;
 pub mod render;
-pub mod replan;
 pub mod rules;
 mod text;
 mod tree;
@@ -63,12 +62,15 @@ pub use config::{
     FQ_CODEL_FROM,
 };
 pub use diff::{diff, DiffSummary};
+pub use diff::{known_diff, KnownDiffError};
 pub use handle::{HandleError, TcHandle};
 pub use ipmap::{IpDetails, IpMap, IpMapEntry, Steer, SteerDetails};
 pub use ops::{CakeParams, Class, FqCodelParams, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcOp};
 pub use options::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
 pub use order::locality_order;
 pub use parse::{parse_batch, ParseError};
+pub use plan::replan;
+pub use plan::replan::{replan_circuits, PlanIndex, Replan, ReplanFallback};
 pub use plan::{
     just_below, plan, quantum_for, r2q_for, Allocation, CircuitSlot, Direction, FilterSlot,
     InterfacePlan, NodeSlot, Plan, PlanError, HTB_LEVELS, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
@@ -77,5 +79,4 @@ pub use record::{PlanInputs, PlanRecord, PlanRecordRef, PrefixRow, RecordError, 
 pub use render::{
     render_combined, render_combined_to, render_interface, render_interface_to, render_line,
 };
-pub use replan::{known_diff, replan_circuits, PlanIndex, Replan};
 pub use tree::{TcTree, TreeError, HTB_MAX_DEPTH};

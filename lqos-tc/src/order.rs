@@ -9,8 +9,8 @@
 //! leaf qdisc right after it), then its child nodes. Every parent still comes
 //! before its children, so the result loads wherever the input did.
 
-use crate::fx::FxMap;
 use crate::{TcHandle, TcOp};
+use hashbrown::HashMap;
 
 /// Index of the first op that belongs to the site/circuit tree (an
 /// `AddClass` with minor >= 3); everything before it is the setup.
@@ -42,7 +42,7 @@ pub fn into_locality_order(mut ops: Vec<TcOp>) -> Vec<TcOp> {
     let tree = &ops[setup..];
     let n = tree.len();
     // Class index by classid.
-    let mut class_at: FxMap<TcHandle, u32> = FxMap::default();
+    let mut class_at: HashMap<TcHandle, u32> = HashMap::default();
     class_at.reserve(n);
     for (i, op) in tree.iter().enumerate() {
         if let TcOp::AddClass(c) = op {
@@ -116,7 +116,7 @@ pub fn into_locality_order(mut ops: Vec<TcOp>) -> Vec<TcOp> {
         _ => unreachable!("only classes are visited"),
     };
     // One HTB at a time, in order of first appearance.
-    let mut first_seen: FxMap<u16, usize> = FxMap::default();
+    let mut first_seen: HashMap<u16, usize> = HashMap::default();
     for (n, &r) in roots.iter().enumerate() {
         first_seen.entry(major(r)).or_insert(n);
     }

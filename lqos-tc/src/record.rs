@@ -195,7 +195,7 @@ struct Rows<'a> {
     order: Vec<lqos_model::NodeIdx>,
     index: Vec<u32>,
     /// Filter handle of each prefix.
-    handles: crate::fx::FxMap<ipnet::IpNet, u32>,
+    handles: hashbrown::HashMap<ipnet::IpNet, u32>,
     /// Number of device prefixes.
     prefix_count: usize,
 }

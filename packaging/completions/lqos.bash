@@ -49,8 +49,14 @@ _lqos() {
             lqos,show)
                 cmd="lqos__subcmd__show"
                 ;;
+            lqos,stats)
+                cmd="lqos__subcmd__stats"
+                ;;
             lqos,status)
                 cmd="lqos__subcmd__status"
+                ;;
+            lqos,top)
+                cmd="lqos__subcmd__top"
                 ;;
             lqos,verify)
                 cmd="lqos__subcmd__verify"
@@ -91,8 +97,14 @@ _lqos() {
             lqos__subcmd__help,show)
                 cmd="lqos__subcmd__help__subcmd__show"
                 ;;
+            lqos__subcmd__help,stats)
+                cmd="lqos__subcmd__help__subcmd__stats"
+                ;;
             lqos__subcmd__help,status)
                 cmd="lqos__subcmd__help__subcmd__status"
+                ;;
+            lqos__subcmd__help,top)
+                cmd="lqos__subcmd__help__subcmd__top"
                 ;;
             lqos__subcmd__help,verify)
                 cmd="lqos__subcmd__help__subcmd__verify"
@@ -107,7 +119,7 @@ _lqos() {
 
     case "${cmd}" in
         lqos)
-            opts="-h -V --help --version check compare gen plan show diff apply verify bench watch status man completions help"
+            opts="-h -V --help --version check compare gen plan show diff apply verify bench watch status stats top man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -435,7 +447,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__help)
-            opts="check compare gen plan show diff apply verify bench watch status man completions help"
+            opts="check compare gen plan show diff apply verify bench watch status stats top man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -602,7 +614,35 @@ _lqos() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lqos__subcmd__help__subcmd__stats)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lqos__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lqos__subcmd__help__subcmd__top)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -766,6 +806,48 @@ _lqos() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lqos__subcmd__stats)
+            opts="-h --netns --state-dir --json --circuit --node --top --sort --interval --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --circuit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --top)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sort)
+                    COMPREPLY=($(compgen -W "rate drops delay" -- "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lqos__subcmd__status)
             opts="-h --netns --state-dir --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -778,6 +860,40 @@ _lqos() {
                     return 0
                     ;;
                 --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lqos__subcmd__top)
+            opts="-h --netns --state-dir --interval --sort --filter --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sort)
+                    COMPREPLY=($(compgen -W "rate drops delay" -- "${cur}"))
+                    return 0
+                    ;;
+                --filter)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -843,7 +959,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__watch)
-            opts="-h --network --devices --config --queues --sqm --strategy --classifier --netns --state-dir --lazy-leaves --poll --idle --verify-every --debounce --no-incremental --retry --skip-memory-check --log-format --help"
+            opts="-h --network --devices --config --queues --sqm --strategy --classifier --netns --state-dir --lazy-leaves --poll --idle --verify-every --debounce --no-incremental --retry --skip-memory-check --metrics --metrics-circuits --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -902,6 +1018,14 @@ _lqos() {
                     return 0
                     ;;
                 --retry)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-circuits)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -37,6 +37,8 @@ complete -c lqos -n "__fish_lqos_needs_command" -f -a "verify" -d 'Compare the l
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "bench" -d 'Benchmark loading methods in a private network namespace'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "watch" -d 'Run as a daemon: apply at start and on every input change, verify periodically, optionally with lazy leaves'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "status" -d 'Print what the `lqos watch` daemon last did'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "stats" -d 'Per-circuit statistics: rates against ceil, drops, ECN marks, cake delays (one snapshot: two polls an interval apart)'
+complete -c lqos -n "__fish_lqos_needs_command" -f -a "top" -d 'A full-screen view of the busiest circuits and nodes, refreshed every second (keys: s sort, v view, / filter, q quit)'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "man" -d 'Print the man page (or write all pages with --out DIR)'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c lqos -n "__fish_lqos_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -180,11 +182,13 @@ complete -c lqos -n "__fish_lqos_using_subcommand watch" -l classifier -d 'Class
 none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
-complete -c lqos -n "__fish_lqos_using_subcommand watch" -l poll -d 'With lazy leaves: seconds between two class-counter dumps' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l poll -d 'Seconds between two statistics polls (lazy leaves: class-counter dumps; --metrics: class and qdisc dumps, the same ones)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l idle -d 'With lazy leaves: seconds without traffic before a leaf is removed' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l verify-every -d 'Minutes between two verify-and-repair runs (0: never)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l debounce -d 'Milliseconds without further file events before applying' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l retry -d 'Seconds before retrying an apply the kernel refused' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l metrics -d 'Serve Prometheus metrics (per circuit and node counters, cake delays, the daemon\'s health) at http://ADDR/metrics, from a statistics poll every --poll seconds (with lazy leaves: the same dumps). Off by default; `--metrics` alone listens on 127.0.0.1:9464. Name another address only on a network you trust: anyone who can reach it reads every circuit\'s traffic' -r
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l metrics-circuits -d 'Which circuits get series on /metrics: all, top:N (the N busiest at each scrape) or none (nodes and the daemon only), for very large networks' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l log-format -d 'Log format (logs go to stderr; under systemd, to the journal)' -r -f -a "text\t'One human-readable line per event'
 json\t'One JSON object per line (for log shippers)'"
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l lazy-leaves -d 'Give a circuit its leaf qdisc only while it carries traffic (also `[lqos] lazy_leaves = true` in lqos.conf, read at start)'
@@ -195,20 +199,41 @@ complete -c lqos -n "__fish_lqos_using_subcommand status" -l netns -d 'Work insi
 complete -c lqos -n "__fish_lqos_using_subcommand status" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand status" -l json -d 'Print the status file as JSON'
 complete -c lqos -n "__fish_lqos_using_subcommand status" -s h -l help -d 'Print help'
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l circuit -d 'Only this circuit (by Circuit ID)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l node -d 'Only the circuits below this node (site or AP), and the node itself' -r
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l top -d 'Only the first N circuits after sorting' -r
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l sort -d 'Sort circuits by this (highest first)' -r -f -a "rate\t'Download rate (then upload)'
+drops\t'Drops per second (total drops without an interval)'
+delay\t'The worst cake tin delay'"
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l interval -d 'Seconds between the two polls the rates come from (0: one poll, counters only)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l json -d 'Print JSON (every counter, cake\'s tins, fq_codel\'s statistics)'
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c lqos -n "__fish_lqos_using_subcommand top" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand top" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand top" -l interval -d 'Seconds between refreshes' -r
+complete -c lqos -n "__fish_lqos_using_subcommand top" -l sort -d 'Sort circuits by this at start (`s` changes it)' -r -f -a "rate\t'Download rate (then upload)'
+drops\t'Drops per second (total drops without an interval)'
+delay\t'The worst cake tin delay'"
+complete -c lqos -n "__fish_lqos_using_subcommand top" -l filter -d 'Show only circuits and nodes whose ID, name or parent contains this (`/` changes it)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand top" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lqos -n "__fish_lqos_using_subcommand man" -l out -d 'Write `lqos.1` and one `lqos-SUBCOMMAND.1` per subcommand into this directory instead of printing `lqos.1` to stdout' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand man" -s h -l help -d 'Print help'
 complete -c lqos -n "__fish_lqos_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "check" -d 'Validate network.json, ShapedDevices.csv and lqos.conf'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "compare" -d 'Compare the tree lqos plans with the one LibreQoS built (its state directory and tc commands), by name, field by field'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "gen" -d 'Write a synthetic network (network.json, ShapedDevices.csv, lqos.conf)'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "plan" -d 'Plan the tc trees and write tc -b files and plan.json'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "show" -d 'Print the planned tree for a person to read'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "diff" -d 'Diff two plans (or two sets of inputs) into tc ops'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "apply" -d 'Load a plan into the kernel (incremental by default)'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "verify" -d 'Compare the live kernel tree with a plan'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "bench" -d 'Benchmark loading methods in a private network namespace'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "watch" -d 'Run as a daemon: apply at start and on every input change, verify periodically, optionally with lazy leaves'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "status" -d 'Print what the `lqos watch` daemon last did'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "man" -d 'Print the man page (or write all pages with --out DIR)'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "check" -d 'Validate network.json, ShapedDevices.csv and lqos.conf'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "compare" -d 'Compare the tree lqos plans with the one LibreQoS built (its state directory and tc commands), by name, field by field'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "gen" -d 'Write a synthetic network (network.json, ShapedDevices.csv, lqos.conf)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "plan" -d 'Plan the tc trees and write tc -b files and plan.json'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "show" -d 'Print the planned tree for a person to read'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "diff" -d 'Diff two plans (or two sets of inputs) into tc ops'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "apply" -d 'Load a plan into the kernel (incremental by default)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "verify" -d 'Compare the live kernel tree with a plan'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "bench" -d 'Benchmark loading methods in a private network namespace'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "watch" -d 'Run as a daemon: apply at start and on every input change, verify periodically, optionally with lazy leaves'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "status" -d 'Print what the `lqos watch` daemon last did'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "stats" -d 'Per-circuit statistics: rates against ceil, drops, ECN marks, cake delays (one snapshot: two polls an interval apart)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "top" -d 'A full-screen view of the busiest circuits and nodes, refreshed every second (keys: s sort, v view, / filter, q quit)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "man" -d 'Print the man page (or write all pages with --out DIR)'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c lqos -n "__fish_lqos_using_subcommand help; and not __fish_seen_subcommand_from check compare gen plan show diff apply verify bench watch status stats top man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

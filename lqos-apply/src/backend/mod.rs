@@ -11,10 +11,14 @@ use serde::Serialize;
 use crate::error::ApplyError;
 use crate::timing::Timing;
 
+#[cfg(feature = "test-util")]
+mod faults;
 mod netlink;
 mod recording;
 mod tc;
 
+#[cfg(feature = "test-util")]
+pub use faults::{Fault, Faulty};
 pub use netlink::NetlinkBackend;
 pub use recording::Recording;
 pub use tc::{TcBatch, TcMode};

@@ -73,7 +73,7 @@ pub enum Event {
     /// the known state instead.
     WholeTreeDiff {
         /// Why.
-        reason: String,
+        reason: lqos_tc::KnownDiffError,
     },
     /// The inputs' bytes are what was last applied: nothing to do.
     Unchanged {
@@ -199,9 +199,9 @@ pub enum Fallback {
     /// `network.json` or `lqos.conf` changed.
     OtherFileChanged,
     /// The devices file changed in a way the index cannot read alone.
-    Devices(String),
+    Devices(lqos_model::DevicesFallback),
     /// The changed circuits cannot be re-planned in place.
-    Replan(String),
+    Replan(lqos_tc::ReplanFallback),
 }
 
 impl std::fmt::Display for Fallback {
@@ -210,7 +210,8 @@ impl std::fmt::Display for Fallback {
             Fallback::NoIndex => f.write_str("no indexed last good state"),
             Fallback::Unreadable(e) => f.write_str(e),
             Fallback::OtherFileChanged => f.write_str("network.json or lqos.conf changed"),
-            Fallback::Devices(why) | Fallback::Replan(why) => f.write_str(why),
+            Fallback::Devices(why) => why.fmt(f),
+            Fallback::Replan(why) => why.fmt(f),
         }
     }
 }

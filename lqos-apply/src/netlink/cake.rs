@@ -1,8 +1,10 @@
 //! cake: its `TCA_OPTIONS` (`TCA_CAKE_*`, in the order tc's
-//! `cake_parse_opt` sends them) encoded and decoded; its goldens.
+//! `cake_parse_opt` sends them) encoded and decoded; its statistics
+//! (`TCA_CAKE_STATS_*`, per tin `TCA_CAKE_TIN_STATS_*`) decoded; its goldens.
 
 use lqos_model::Rate;
 use lqos_tc::{CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams};
+use serde::{Deserialize, Serialize};
 
 use super::attr::{attr_u32, attr_u64, attrs, get_u32, get_u64, nest_begin, nest_end};
 use super::consts::TCA_OPTIONS;
@@ -85,6 +87,143 @@ pub(crate) fn decode(opts: &[u8]) -> CakeParams {
         }
     }
     c
+}
+
+// enum TCA_CAKE_STATS_* and TCA_CAKE_TIN_STATS_* (uapi pkt_sched.h): the
+// nested attributes of cake's TCA_STATS_APP.
+const TCA_CAKE_STATS_CAPACITY_ESTIMATE64: u16 = 2;
+const TCA_CAKE_STATS_MEMORY_LIMIT: u16 = 3;
+const TCA_CAKE_STATS_MEMORY_USED: u16 = 4;
+const TCA_CAKE_STATS_TIN_STATS: u16 = 10;
+const TIN_SENT_PACKETS: u16 = 2;
+const TIN_SENT_BYTES64: u16 = 3;
+const TIN_DROPPED_PACKETS: u16 = 4;
+const TIN_DROPPED_BYTES64: u16 = 5;
+const TIN_ACKS_DROPPED_PACKETS: u16 = 6;
+const TIN_ECN_MARKED_PACKETS: u16 = 8;
+const TIN_BACKLOG_PACKETS: u16 = 10;
+const TIN_BACKLOG_BYTES: u16 = 11;
+const TIN_THRESHOLD_RATE64: u16 = 12;
+const TIN_TARGET_US: u16 = 13;
+const TIN_INTERVAL_US: u16 = 14;
+const TIN_WAY_INDIRECT_HITS: u16 = 15;
+const TIN_WAY_MISSES: u16 = 16;
+const TIN_WAY_COLLISIONS: u16 = 17;
+const TIN_PEAK_DELAY_US: u16 = 18;
+const TIN_AVG_DELAY_US: u16 = 19;
+const TIN_BASE_DELAY_US: u16 = 20;
+const TIN_SPARSE_FLOWS: u16 = 21;
+const TIN_BULK_FLOWS: u16 = 22;
+const TIN_UNRESPONSIVE_FLOWS: u16 = 23;
+
+/// cake's statistics (`tc -s qdisc show`: "memory used: M of L, capacity
+/// estimate", then one column per tin).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CakeXstats {
+    /// Bytes of memory its queues use now.
+    pub memory_used: u32,
+    /// Its memory limit in bytes.
+    pub memory_limit: u32,
+    /// Its capacity estimate in bytes/s.
+    pub capacity_estimate: u64,
+    /// Per tin, in the kernel's order (diffserv4: Bulk, Best Effort,
+    /// Video, Voice).
+    pub tins: Vec<CakeTin>,
+}
+
+/// One cake tin's statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CakeTin {
+    /// The tin's threshold rate in bytes/s ("thresh").
+    pub threshold_rate: u64,
+    /// Target and interval in µs.
+    pub target_us: u32,
+    /// Codel interval in µs.
+    pub interval_us: u32,
+    /// Bytes sent.
+    pub sent_bytes: u64,
+    /// Packets sent.
+    pub sent_packets: u32,
+    /// Packets dropped.
+    pub dropped_packets: u32,
+    /// Bytes dropped.
+    pub dropped_bytes: u64,
+    /// Packets ECN-marked instead of dropped.
+    pub ecn_marked_packets: u32,
+    /// Pure ACKs dropped by the ACK filter.
+    pub ack_drops: u32,
+    /// Bytes queued now.
+    pub backlog_bytes: u32,
+    /// Packets queued now.
+    pub backlog_packets: u32,
+    /// Peak queueing delay in µs ("pk_delay").
+    pub peak_delay_us: u32,
+    /// Average queueing delay in µs ("av_delay").
+    pub avg_delay_us: u32,
+    /// Base (minimum) queueing delay in µs ("sp_delay").
+    pub base_delay_us: u32,
+    /// Sparse flows now.
+    pub sparse_flows: u32,
+    /// Bulk flows now.
+    pub bulk_flows: u32,
+    /// Unresponsive flows now.
+    pub unresponsive_flows: u32,
+    /// Set-associative hash: indirect hits.
+    pub way_indirect_hits: u32,
+    /// Set-associative hash: misses.
+    pub way_misses: u32,
+    /// Set-associative hash: collisions.
+    pub way_collisions: u32,
+}
+
+/// cake's `TCA_STATS_APP` (nested; unknown attributes are skipped).
+pub(crate) fn decode_xstats(app: &[u8]) -> CakeXstats {
+    let mut x = CakeXstats::default();
+    for (ty, v) in attrs(app) {
+        match ty {
+            TCA_CAKE_STATS_CAPACITY_ESTIMATE64 => x.capacity_estimate = get_u64(v).unwrap_or(0),
+            TCA_CAKE_STATS_MEMORY_LIMIT => x.memory_limit = get_u32(v).unwrap_or(0),
+            TCA_CAKE_STATS_MEMORY_USED => x.memory_used = get_u32(v).unwrap_or(0),
+            TCA_CAKE_STATS_TIN_STATS => {
+                x.tins = attrs(v).map(|(_, tin)| decode_tin(tin)).collect();
+            }
+            _ => {}
+        }
+    }
+    x
+}
+
+fn decode_tin(v: &[u8]) -> CakeTin {
+    let mut t = CakeTin::default();
+    for (ty, a) in attrs(v) {
+        let x = get_u32(a).unwrap_or(0);
+        let x64 = get_u64(a).unwrap_or(0);
+        match ty {
+            TIN_SENT_PACKETS => t.sent_packets = x,
+            TIN_SENT_BYTES64 => t.sent_bytes = x64,
+            TIN_DROPPED_PACKETS => t.dropped_packets = x,
+            TIN_DROPPED_BYTES64 => t.dropped_bytes = x64,
+            TIN_ACKS_DROPPED_PACKETS => t.ack_drops = x,
+            TIN_ECN_MARKED_PACKETS => t.ecn_marked_packets = x,
+            TIN_BACKLOG_PACKETS => t.backlog_packets = x,
+            TIN_BACKLOG_BYTES => t.backlog_bytes = x,
+            TIN_THRESHOLD_RATE64 => t.threshold_rate = x64,
+            TIN_TARGET_US => t.target_us = x,
+            TIN_INTERVAL_US => t.interval_us = x,
+            TIN_WAY_INDIRECT_HITS => t.way_indirect_hits = x,
+            TIN_WAY_MISSES => t.way_misses = x,
+            TIN_WAY_COLLISIONS => t.way_collisions = x,
+            TIN_PEAK_DELAY_US => t.peak_delay_us = x,
+            TIN_AVG_DELAY_US => t.avg_delay_us = x,
+            TIN_BASE_DELAY_US => t.base_delay_us = x,
+            TIN_SPARSE_FLOWS => t.sparse_flows = x,
+            TIN_BULK_FLOWS => t.bulk_flows = x,
+            TIN_UNRESPONSIVE_FLOWS => t.unresponsive_flows = x,
+            _ => {}
+        }
+    }
+    t
 }
 
 /// Golden bytes: `tc` 6.1's requests (captured with strace on a kernel

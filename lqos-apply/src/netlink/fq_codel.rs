@@ -1,12 +1,14 @@
 //! fq_codel: its `TCA_OPTIONS` (`TCA_FQ_CODEL_*`, in the order tc's
 //! `fq_codel_parse_opt` sends them) encoded and decoded, with the kernel's
-//! codel time units undone for dumps; its goldens.
+//! codel time units undone for dumps; its statistics (`struct
+//! tc_fq_codel_xstats`) decoded; its goldens.
 
 use lqos_tc::FqCodelParams;
+use serde::{Deserialize, Serialize};
 
-use super::attr::{attr_u32, attrs, get_u32, nest_begin, nest_end};
+use super::attr::{attr_u32, attrs, get_u32, nest_begin, nest_end, u32_at};
 use super::consts::TCA_OPTIONS;
-use super::error::EncodeError;
+use super::error::{DecodeError, EncodeError};
 
 const TCA_FQ_CODEL_TARGET: u16 = 1;
 const TCA_FQ_CODEL_LIMIT: u16 = 2;
@@ -72,6 +74,72 @@ pub(crate) fn from_dump(f: &mut FqCodelParams) {
 fn codel_us(dumped: u32) -> u32 {
     let units = (u64::from(dumped) * 1000).div_ceil(1024);
     u32::try_from((units * 1024).div_ceil(1000)).unwrap_or(dumped)
+}
+
+/// `TCA_FQ_CODEL_XSTATS_QDISC`: the `type` of a qdisc's xstats.
+const TCA_FQ_CODEL_XSTATS_QDISC: u32 = 0;
+
+/// fq_codel's qdisc statistics (`struct tc_fq_codel_qd_stats`; `tc -s
+/// qdisc show`: "maxpacket M drop_overlimit D new_flow_count N ecn_mark E
+/// ... new_flows_len F old_flows_len O").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FqCodelXstats {
+    /// Largest packet seen.
+    pub maxpacket: u32,
+    /// Times the packet limit was hit.
+    pub drop_overlimit: u32,
+    /// Packets ECN-marked instead of dropped.
+    pub ecn_mark: u32,
+    /// Times a packet created a new flow.
+    pub new_flow_count: u32,
+    /// Flows in the new list now.
+    pub new_flows_len: u32,
+    /// Flows in the old list now.
+    pub old_flows_len: u32,
+    /// Packets above the CE threshold.
+    pub ce_mark: u32,
+    /// Bytes of memory used now.
+    pub memory_usage: u32,
+    /// Drops because the memory limit was hit.
+    pub drop_overmemory: u32,
+}
+
+/// A qdisc's `TCA_STATS_APP` (`struct tc_fq_codel_xstats`); `Ok(None)` for
+/// a class's statistics. Fields newer kernels append are read when there.
+pub(crate) fn decode_xstats(
+    v: &[u8],
+    handle: lqos_tc::TcHandle,
+) -> Result<Option<FqCodelXstats>, DecodeError> {
+    // type + the six fields every kernel with fq_codel sends.
+    if v.len() < 4 + 24 {
+        return Err(DecodeError::ShortStats {
+            handle,
+            what: "tc_fq_codel_xstats",
+            len: v.len(),
+        });
+    }
+    if u32_at(v, 0) != TCA_FQ_CODEL_XSTATS_QDISC {
+        return Ok(None);
+    }
+    let f = |i: usize| {
+        let o = 4 + 4 * i;
+        if v.len() >= o + 4 {
+            u32_at(v, o)
+        } else {
+            0
+        }
+    };
+    Ok(Some(FqCodelXstats {
+        maxpacket: f(0),
+        drop_overlimit: f(1),
+        ecn_mark: f(2),
+        new_flow_count: f(3),
+        new_flows_len: f(4),
+        old_flows_len: f(5),
+        ce_mark: f(6),
+        memory_usage: f(7),
+        drop_overmemory: f(8),
+    }))
 }
 
 #[cfg(test)]

@@ -69,6 +69,47 @@ pub fn load(name: &str) -> Golden {
     Golden { command, bytes }
 }
 
+/// A capture of a dump's replies (`stats/NAME.hex`, written by
+/// `capture_stats.sh` / `lab/capture-stats.sh`): the tc command and every
+/// reply message, whole.
+pub fn load_replies(name: &str) -> (String, Vec<Vec<u8>>) {
+    let path = fixtures_dir().join("stats").join(format!("{name}.hex"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let command = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# tc command: "))
+        .unwrap_or_else(|| panic!("{name}: no '# tc command:' header"))
+        .to_string();
+    let mut msgs = Vec::new();
+    let mut cur: Vec<u8> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('#') {
+            if !cur.is_empty() {
+                msgs.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        for b in line.split_whitespace() {
+            cur.push(u8::from_str_radix(b, 16).unwrap_or_else(|e| panic!("{name}: {b}: {e}")));
+        }
+    }
+    if !cur.is_empty() {
+        msgs.push(cur);
+    }
+    for m in &msgs {
+        let len = u32::from_ne_bytes(m[0..4].try_into().unwrap()) as usize;
+        assert_eq!(len, m.len(), "{name}: nlmsg_len vs captured bytes");
+    }
+    assert!(!msgs.is_empty(), "{name}: no message");
+    (command, msgs)
+}
+
+/// A text file beside the captures (`stats/NAME`): what tc printed.
+pub fn load_text(name: &str) -> String {
+    let path = fixtures_dir().join("stats").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"))
+}
+
 fn u16_at(b: &[u8], o: usize) -> u16 {
     u16::from_ne_bytes([b[o], b[o + 1]])
 }

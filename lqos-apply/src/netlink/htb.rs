@@ -1,10 +1,11 @@
 //! HTB: the qdisc's `TCA_HTB_INIT` (`struct tc_htb_glob`) and the class's
 //! `TCA_HTB_PARMS` (`struct tc_htb_opt`) with 64-bit rates, encoded as tc
 //! sends them and decoded from requests and dumps; the class dump request;
-//! their goldens.
+//! the class statistics (`struct tc_htb_xstats`); their goldens.
 
 use lqos_model::Rate;
 use lqos_tc::{Class, HtbClass, HtbQdisc, TcHandle};
+use serde::{Deserialize, Serialize};
 
 use super::attr::{attr, attr_str, attr_u32, attr_u64, attrs, get_u32, get_u64, kind_and_options};
 use super::attr::{nest_begin, nest_end, u32_at};
@@ -188,6 +189,43 @@ pub(crate) fn decode_class(
 /// [`NetlinkSocket::dump`](super::NetlinkSocket::dump).
 pub fn class_dump_request(buf: &mut Vec<u8>, ifindex: i32, parent: TcHandle, seq: u32) {
     dump_request_parent(buf, RTM_GETTCLASS, ifindex, parent, seq);
+}
+
+/// `struct tc_htb_xstats` of a class (`tc -s class show`: "lended: L
+/// borrowed: B giants: G tokens: T ctokens: C").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HtbXstats {
+    /// Packets this class sent with its own rate (lent to itself).
+    pub lends: u32,
+    /// Packets it sent with tokens borrowed from an ancestor.
+    pub borrows: u32,
+    /// Packets larger than the class's mtu.
+    pub giants: u32,
+    /// Rate tokens left, in scheduler ticks (negative: in debt).
+    pub tokens: i32,
+    /// Ceil tokens left, in scheduler ticks.
+    pub ctokens: i32,
+}
+
+/// `sizeof(struct tc_htb_xstats)`.
+const TC_HTB_XSTATS_LEN: usize = 20;
+
+/// A class's `TCA_STATS_APP`.
+pub(crate) fn decode_xstats(v: &[u8], classid: TcHandle) -> Result<HtbXstats, DecodeError> {
+    if v.len() < TC_HTB_XSTATS_LEN {
+        return Err(DecodeError::ShortStats {
+            handle: classid,
+            what: "tc_htb_xstats",
+            len: v.len(),
+        });
+    }
+    Ok(HtbXstats {
+        lends: u32_at(v, 0),
+        borrows: u32_at(v, 4),
+        giants: u32_at(v, 8),
+        tokens: u32_at(v, 12) as i32,
+        ctokens: u32_at(v, 16) as i32,
+    })
 }
 
 #[cfg(test)]

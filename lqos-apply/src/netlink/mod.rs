@@ -78,6 +78,8 @@ mod error;
 mod fifo;
 mod flower;
 mod fq_codel;
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(any(test, feature = "test-util"))]
 #[doc(hidden)]
 pub mod golden;
@@ -90,14 +92,19 @@ mod psched;
 mod socket;
 mod stats;
 
+pub use cake::{CakeTin, CakeXstats};
 pub use error::{DecodeError, EncodeError};
 pub use flower::{
     decode_filter_msg, dump_request as filter_dump_request, RTM_DELTFILTER, RTM_GETTFILTER,
     RTM_NEWTFILTER,
 };
+pub use fq_codel::FqCodelXstats;
 pub use htb::class_dump_request;
+pub use htb::HtbXstats;
 pub use op::{decode_request, encode_op, encode_op_with};
 pub use pipeline::{OpFailure, SendOptions, SendStats};
 pub use psched::{PschedClock, PschedParseError};
 pub use socket::{LinkInfo, NetlinkError, NetlinkSocket};
-pub use stats::{ClassStats, TCA_STATS2, TCA_STATS_BASIC};
+pub use stats::{
+    ClassSample, ClassStats, Counters, LeafXstats, QdiscSample, TCA_STATS2, TCA_STATS_BASIC,
+};

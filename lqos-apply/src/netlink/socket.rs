@@ -19,7 +19,7 @@ use super::pipeline::{
     strerror, OpFailure, RecvMode, SendOptions, SendPipeline, SendStats, MAX_SEND_BYTES,
 };
 use super::psched::{PschedClock, PschedParseError};
-use super::stats::ClassStats;
+use super::stats::{self as st, ClassSample, ClassStats, QdiscSample};
 use super::{flower, htb, op};
 
 /// Errors of the socket layer (everything except a failed op, which is an
@@ -444,7 +444,7 @@ impl NetlinkSocket {
         let mut out = Vec::new();
         for &htb in htbs {
             self.dump_kind(RTM_GETTCLASS, ifindex, htb, |payload| {
-                if let Some((ifi, s)) = super::stats::decode_class_stats(payload)? {
+                if let Some((ifi, s)) = st::decode_class_stats(payload)? {
                     if ifi == ifindex {
                         out.push(s);
                     }
@@ -453,6 +453,92 @@ impl NetlinkSocket {
             })?;
         }
         Ok(out)
+    }
+
+    /// The statistics of the classes of the HTB qdiscs `htbs` of interface
+    /// `ifindex` (one class dump each, as [`class_stats_of`](Self::class_stats_of)):
+    /// counters with 64-bit packets and HTB's own statistics.
+    pub fn class_samples_of(
+        &mut self,
+        ifindex: i32,
+        htbs: &[TcHandle],
+        out: &mut Vec<ClassSample>,
+    ) -> Result<(), NetlinkError> {
+        for &htb in htbs {
+            self.dump_kind(RTM_GETTCLASS, ifindex, htb, |payload| {
+                if let Some((ifi, s)) = st::decode_class_sample(payload)? {
+                    if ifi == ifindex {
+                        out.push(s);
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The statistics of every qdisc of interface `ifindex` (one qdisc
+    /// dump: `tc -s qdisc show dev IF`), cake's and fq_codel's own included.
+    pub fn qdisc_samples(
+        &mut self,
+        ifindex: i32,
+        out: &mut Vec<QdiscSample>,
+    ) -> Result<(), NetlinkError> {
+        self.dump_kind(RTM_GETQDISC, ifindex, TcHandle::UNSPEC, |payload| {
+            let (ifi, q) = st::decode_qdisc_sample(payload)?;
+            if ifi == ifindex {
+                out.push(q);
+            }
+            Ok(())
+        })
+    }
+
+    /// Every reply message of one dump, whole (headers included), as the
+    /// kernel sent them: `RTM_GETQDISC` of the interface, or `RTM_GETTCLASS`
+    /// of qdisc `parent`. For capturing golden replies.
+    #[doc(hidden)]
+    pub fn dump_raw(
+        &mut self,
+        class_of: Option<TcHandle>,
+        ifindex: i32,
+    ) -> Result<Vec<Vec<u8>>, NetlinkError> {
+        let (ty, parent) = match class_of {
+            Some(p) => (RTM_GETTCLASS, p),
+            None => (RTM_GETQDISC, TcHandle::UNSPEC),
+        };
+        let mut raw = Vec::new();
+        let reply = if ty == RTM_GETTCLASS {
+            RTM_NEWTCLASS
+        } else {
+            RTM_NEWQDISC
+        };
+        let what = || "capturing a dump".to_string();
+        self.request(
+            &what,
+            |buf, seq| msg::dump_request_parent(buf, ty, ifindex, parent, seq),
+            |m| match m.ty {
+                NLMSG_DONE => Ok(Some(())),
+                NLMSG_ERROR => Err(NetlinkError::Kernel {
+                    what: what(),
+                    errno: libc::EIO,
+                    message: "dump refused".into(),
+                }),
+                t if t == reply => {
+                    let mut whole = Vec::with_capacity(NLMSG_HDRLEN + m.payload.len());
+                    let len = (NLMSG_HDRLEN + m.payload.len()) as u32;
+                    whole.extend_from_slice(&len.to_ne_bytes());
+                    whole.extend_from_slice(&m.ty.to_ne_bytes());
+                    whole.extend_from_slice(&m.flags.to_ne_bytes());
+                    whole.extend_from_slice(&m.seq.to_ne_bytes());
+                    whole.extend_from_slice(&0u32.to_ne_bytes());
+                    whole.extend_from_slice(m.payload);
+                    raw.push(whole);
+                    Ok(None)
+                }
+                _ => Ok(None),
+            },
+        )?;
+        Ok(raw)
     }
 
     fn dump_once(&mut self, ifindex: i32) -> Result<TcTree, NetlinkError> {

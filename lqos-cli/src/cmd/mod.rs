@@ -11,7 +11,9 @@ pub mod gen;
 pub mod inputs;
 pub mod plan;
 pub mod show;
+pub mod stats;
 pub mod status;
+pub mod top;
 pub mod verify;
 pub mod watch;
 

@@ -39,7 +39,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -77,7 +77,8 @@ pub struct Args {
     /// `[lqos] lazy_leaves = true` in lqos.conf, read at start).
     #[arg(long)]
     pub lazy_leaves: bool,
-    /// With lazy leaves: seconds between two class-counter dumps.
+    /// Seconds between two statistics polls (lazy leaves: class-counter
+    /// dumps; --metrics: class and qdisc dumps, the same ones).
     #[arg(long, value_name = "SECS", default_value_t = 5.0)]
     pub poll: f64,
     /// With lazy leaves: seconds without traffic before a leaf is removed.
@@ -102,6 +103,24 @@ pub struct Args {
     /// many circuits their leaf as fit.
     #[arg(long)]
     pub skip_memory_check: bool,
+    /// Serve Prometheus metrics (per circuit and node counters, cake
+    /// delays, the daemon's health) at http://ADDR/metrics, from a
+    /// statistics poll every --poll seconds (with lazy leaves: the same
+    /// dumps). Off by default; `--metrics` alone listens on 127.0.0.1:9464.
+    /// Name another address only on a network you trust: anyone who can
+    /// reach it reads every circuit's traffic.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        num_args = 0..=1,
+        default_missing_value = "127.0.0.1:9464"
+    )]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// Which circuits get series on /metrics: all, top:N (the N busiest at
+    /// each scrape) or none (nodes and the daemon only), for very large
+    /// networks.
+    #[arg(long, value_name = "WHICH", default_value = "all")]
+    pub metrics_circuits: crate::metrics::CircuitSeries,
     /// Log format (logs go to stderr; under systemd, to the journal).
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -381,25 +400,66 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("watching {}", d.display()))?;
     }
 
+    // Metrics: bound before the first load (a taken port fails at start).
+    let shared = Arc::new(Mutex::new(crate::metrics::Shared::default()));
+    let poller = crate::metrics::Poller::new(&live, shared.clone());
+    if let Some(addr) = args.metrics {
+        let listener = crate::metrics::bind(addr)
+            .with_context(|| format!("--metrics {addr}: cannot listen"))?;
+        let registry = crate::metrics::registry(shared.clone(), args.metrics_circuits);
+        crate::metrics::serve(listener, Arc::new(registry));
+        info!(addr = %addr, "metrics at http://{addr}/metrics");
+    }
+    let metrics_on = args.metrics.is_some();
+    let poll_every = settings.poll;
+    let lazy = settings.lazy_leaves;
+
     let start = StartInfo {
         netns: netns.clone(),
         files: files.clone(),
         state_dir: state_path.clone(),
     };
-    let sink = &mut |e: Event| log(e, &start);
+    let plan_changed = std::cell::Cell::new(false);
+    let sink = &mut |e: Event| {
+        if metrics_on {
+            shared.lock().expect("metrics state").health.event(&e);
+            if matches!(e, Event::Applied(_)) {
+                plan_changed.set(true);
+            }
+        }
+        log(e, &start)
+    };
     let kernel = Kernel {
         live: &live,
         backend: &backend,
-        counters: &live,
+        // With metrics, the lazy-leaf poll's dumps feed them too.
+        counters: if metrics_on { &poller } else { &live },
     };
     let mut d = Driver::new(settings, inputs, &state, kernel);
+    let mut next_stats = Instant::now();
     d.start(sink);
     loop {
+        if metrics_on {
+            if plan_changed.take() || !poller.has_plan() {
+                if let Some(p) = d.core().plan() {
+                    poller.set_plan(p);
+                }
+            }
+            poller.flush();
+            // Without lazy leaves nothing else polls: the loop does.
+            if !lazy && Instant::now() >= next_stats {
+                poller.poll_all();
+                next_stats = Instant::now() + poll_every;
+            }
+        }
         let now = Instant::now();
-        let deadline = d
+        let mut deadline = d
             .deadline()
             .unwrap_or(now + Duration::from_secs(3600))
             .min(now + Duration::from_secs(3600));
+        if metrics_on && !lazy {
+            deadline = deadline.min(next_stats);
+        }
         match rx.recv_timeout(deadline.saturating_duration_since(now)) {
             Ok(Loop::Fs(Ok(ev))) => {
                 if matches!(ev.kind, notify::EventKind::Access(_)) {

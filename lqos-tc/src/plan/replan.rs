@@ -11,16 +11,19 @@
 //! the whole network. [`known_diff`] then gives the ops that take a model
 //! of the kernel to the patched objects, as [`diff`](crate::diff) would.
 
-use crate::fx::{FxMap, FxSet};
-use std::collections::HashMap;
+use hashbrown::{HashMap, HashSet};
 
 use ipnet::IpNet;
-use lqos_model::{Circuit, Network};
+use lqos_model::{Circuit, Network, SmolStr};
 
+use super::ip_map::push_circuit_entries;
+use super::layout::devices;
+use super::leaf::LeafChooser;
+use super::rates::{circuit_rates, htb_class, r2q_for};
+use super::PlanError;
+pub use crate::diff::{known_diff, KnownDiffError};
 use crate::ipmap::{sort_key, IpMap, IpMapEntry};
-use crate::plan::{circuit_rates, devices, htb_class, push_circuit_entries, r2q_for, LeafChooser};
-use crate::rules::{class_satisfies, kind_satisfies, reset_kind};
-use crate::{Classifier, FilterSlot, Interfaces, Plan, Qdisc, TcHandle, TcOp, TcTree};
+use crate::{Classifier, FilterSlot, Interfaces, Plan, Qdisc, TcHandle, TcOp};
 
 /// Where the classes and leaf qdiscs are in a plan's op lists (per
 /// interface: the op index of every `AddClass` by classid, of every leaf
@@ -28,8 +31,8 @@ use crate::{Classifier, FilterSlot, Interfaces, Plan, Qdisc, TcHandle, TcOp, TcT
 /// [`replan_circuits`] keeps it valid.
 #[derive(Debug, Clone, Default)]
 pub struct PlanIndex {
-    classes: Vec<FxMap<TcHandle, usize>>,
-    leaves: Vec<FxMap<TcHandle, usize>>,
+    classes: Vec<HashMap<TcHandle, usize>>,
+    leaves: Vec<HashMap<TcHandle, usize>>,
 }
 
 impl PlanIndex {
@@ -38,8 +41,8 @@ impl PlanIndex {
         let mut classes = Vec::new();
         let mut leaves = Vec::new();
         for ip in &plan.interfaces {
-            let mut c = FxMap::default();
-            let mut l = FxMap::default();
+            let mut c = HashMap::default();
+            let mut l = HashMap::default();
             c.reserve(ip.ops.len() / 2);
             l.reserve(ip.ops.len() / 2);
             for (i, op) in ip.ops.iter().enumerate() {
@@ -68,7 +71,45 @@ pub enum Replan {
     /// leaf, also when they came out the same).
     Patched(Vec<(usize, usize)>),
     /// Not patched (the plan is unchanged): plan the whole network.
-    Full(String),
+    Full(ReplanFallback),
+}
+
+/// Why [`replan_circuits`] refused an edit (the caller plans the whole
+/// network). The daemon counts and logs these.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplanFallback {
+    /// The changed circuits were not given by ascending index.
+    #[error("the changed circuits are not in order")]
+    NotInOrder,
+    /// The plan was not made from this network (circuit or interface
+    /// counts differ).
+    #[error("the plan is not of this network")]
+    OtherNetwork,
+    /// A changed circuit's index is past the network's circuits.
+    #[error("no such circuit")]
+    NoSuchCircuit,
+    /// A changed circuit's ID differs from the one at its slot.
+    #[error("circuit {0:?} is not at its slot")]
+    NotAtSlot(SmolStr),
+    /// A class the circuit needs (its own or its parent's) is not in the
+    /// plan.
+    #[error("class {0} is not in the plan")]
+    ClassNotInPlan(TcHandle),
+    /// The [`PlanIndex`] points at an op that is not the class it names.
+    #[error("the plan index is stale")]
+    StaleIndex,
+    /// The circuit's `sqm` override cannot be used.
+    #[error("{0}")]
+    Sqm(PlanError),
+    /// The circuit gains or loses a leaf qdisc in a direction (its leaf
+    /// handle would be allocated or freed).
+    #[error("circuit {0:?} gains or loses a leaf qdisc")]
+    LeafAddedOrRemoved(SmolStr),
+    /// Device addresses changed while the `tc` classifier's filters are in
+    /// the plan.
+    #[error("addresses changed with the tc classifier")]
+    AddressesWithTcClassifier,
 }
 
 /// One direction's place of a circuit: interface, class op, leaf op.
@@ -102,40 +143,41 @@ fn try_replan(
     index: &PlanIndex,
     old: &Network,
     new: &[(usize, Circuit)],
-) -> Result<Vec<(usize, usize)>, String> {
+) -> Result<Vec<(usize, usize)>, ReplanFallback> {
     if !new.windows(2).all(|w| w[0].0 < w[1].0) {
-        return Err("the changed circuits are not in order".into());
+        return Err(ReplanFallback::NotInOrder);
     }
     let cfg = &plan.config;
     let olds = old.circuits();
     if olds.len() != plan.allocation.circuits.len() || index.classes.len() != plan.interfaces.len()
     {
-        return Err("the plan is not of this network".into());
+        return Err(ReplanFallback::OtherNetwork);
     }
     let stick = matches!(cfg.interfaces, Interfaces::OnAStick { .. });
     let q = plan.allocation.queues;
     let r2q = r2q_for(cfg.download_capacity.max(cfg.upload_capacity));
     let mut chooser = LeafChooser {
         cfg,
-        cache: HashMap::new(),
+        cache: HashMap::default(),
     };
-    let find_class = |iface: usize, id: TcHandle| -> Result<(usize, &crate::Class), String> {
-        let at = *index.classes[iface]
-            .get(&id)
-            .ok_or_else(|| format!("class {id} is not in the plan"))?;
-        match &plan.interfaces[iface].ops[at] {
-            TcOp::AddClass(c) if c.classid == id => Ok((at, c)),
-            _ => Err("the plan index is stale".into()),
-        }
-    };
+    let find_class =
+        |iface: usize, id: TcHandle| -> Result<(usize, &crate::Class), ReplanFallback> {
+            let at = *index.classes[iface]
+                .get(&id)
+                .ok_or(ReplanFallback::ClassNotInPlan(id))?;
+            match &plan.interfaces[iface].ops[at] {
+                TcOp::AddClass(c) if c.classid == id => Ok((at, c)),
+                _ => Err(ReplanFallback::StaleIndex),
+            }
+        };
     // Everything is computed before anything is changed.
     let mut sides: Vec<Side> = Vec::new();
     for (ci, c) in new {
         let ci = *ci;
-        let old_c = olds.get(ci).ok_or("no such circuit")?;
+        let old_c = olds.get(ci).ok_or(ReplanFallback::NoSuchCircuit)?;
         let slot = &plan.allocation.circuits[ci];
         if slot.id != c.id || old_c.id != c.id {
-            return Err(format!("circuit {:?} is not at its slot", c.id));
+            return Err(ReplanFallback::NotAtSlot(c.id.clone()));
         }
         let md = slot.queue as u16 + 1;
         let mu = if stick { md + q as u16 } else { md };
@@ -148,7 +190,7 @@ fn try_replan(
         let (rate_u, ceil_u) = circuit_rates(c.upload_min, c.upload_max, node_u.htb.ceil);
         let (leaf_d, leaf_u) = chooser
             .choose(c, ceil_d, ceil_u)
-            .map_err(|e| e.to_string())?;
+            .map_err(ReplanFallback::Sqm)?;
         for (iface, at, old, rate, ceil, leaf, major) in [
             (
                 iface_d,
@@ -173,7 +215,7 @@ fn try_replan(
             let leaf = match (leaf, major, leaf_at) {
                 (None, None, None) => None,
                 (Some(k), Some(m), Some(_)) => Some(TcOp::AddQdisc(Qdisc::leaf(old.classid, m, k))),
-                _ => return Err(format!("circuit {:?} gains or loses a leaf qdisc", c.id)),
+                _ => return Err(ReplanFallback::LeafAddedOrRemoved(c.id.clone())),
             };
             sides.push(Side {
                 iface,
@@ -251,8 +293,8 @@ fn patch_ip_map(
     plan: &Plan,
     olds: &[Circuit],
     new: &[(usize, Circuit)],
-) -> Result<IpPatch, String> {
-    let wanted: FxSet<u32> = new.iter().map(|(c, _)| *c as u32).collect();
+) -> Result<IpPatch, ReplanFallback> {
+    let wanted: HashSet<u32> = new.iter().map(|(c, _)| *c as u32).collect();
     let entries = plan.ip_map.entries();
     // The changed circuits' entries, in map (sorted) order: found by their
     // old prefixes (no other circuit has one of them in a valid file).
@@ -296,14 +338,14 @@ fn patch_ip_map(
         ));
     }
     if plan.config.classifier == Classifier::Tc {
-        return Err("addresses changed with the tc classifier".into());
+        return Err(ReplanFallback::AddressesWithTcClassifier);
     }
     // Handles: a prefix still wanted keeps its handle; new ones take the
     // lowest free ones in the planner's entry order (as `ip_map` does).
-    let old_nets: FxSet<IpNet> = old_at.iter().map(|&i| entries[i].net).collect();
-    let new_nets: FxSet<IpNet> = fresh.iter().map(|e| e.net).collect();
+    let old_nets: HashSet<IpNet> = old_at.iter().map(|&i| entries[i].net).collect();
+    let new_nets: HashSet<IpNet> = fresh.iter().map(|e| e.net).collect();
     let mut filters = plan.allocation.filters.clone();
-    let mut handle_of: FxMap<IpNet, u32> = FxMap::default();
+    let mut handle_of: HashMap<IpNet, u32> = HashMap::default();
     filters.retain(|f| {
         if old_nets.contains(&f.net) {
             if new_nets.contains(&f.net) {
@@ -316,7 +358,7 @@ fn patch_ip_map(
             true
         }
     });
-    let mut used: FxSet<u32> = filters.iter().map(|f| f.handle).collect();
+    let mut used: HashSet<u32> = filters.iter().map(|f| f.handle).collect();
     let mut next = 1u32;
     for e in &mut fresh {
         e.filter_handle = *handle_of.entry(e.net).or_insert_with(|| {
@@ -356,51 +398,4 @@ fn patch_ip_map(
             .then(a.circuit.cmp(&b.circuit))
     });
     Ok(IpPatch::Rebuilt(IpMap::new(all), filters))
-}
-
-/// The ops that take `model` (the kernel's tree as far as the caller
-/// knows) to the objects `ops` describe (class and leaf ops of a plan, as
-/// [`replan_circuits`] reports them): `class change` for a class whose
-/// parameters differ, `qdisc replace` for a leaf whose options differ,
-/// nothing for objects already satisfied. These are the ops
-/// [`diff`](crate::diff) sends for those objects (leaves before classes).
-/// An object the model lacks, under another parent, or a leaf of another
-/// kind is an error: diff the whole tree instead.
-pub fn known_diff<'a>(
-    model: &TcTree,
-    ops: impl IntoIterator<Item = &'a TcOp>,
-) -> Result<Vec<TcOp>, String> {
-    let mut leaves = Vec::new();
-    let mut classes = Vec::new();
-    for op in ops {
-        match op {
-            TcOp::AddClass(nc) => match model.classes.get(&nc.classid) {
-                Some(oc) if oc.parent == nc.parent => {
-                    if !class_satisfies(oc, nc) {
-                        classes.push(TcOp::ChangeClass(nc.clone()));
-                    }
-                }
-                _ => return Err(format!("class {} is not in the model", nc.classid)),
-            },
-            TcOp::AddQdisc(nq) => match model.qdiscs.get(&nq.handle) {
-                Some(oq) if oq.parent == nq.parent && oq.kind.name() == nq.kind.name() => {
-                    if !kind_satisfies(&oq.kind, &nq.kind) {
-                        leaves.push(TcOp::ReplaceQdisc(Qdisc {
-                            kind: reset_kind(&oq.kind, &nq.kind),
-                            ..nq.clone()
-                        }));
-                    }
-                }
-                _ => {
-                    return Err(format!(
-                        "qdisc {} is not in the model as planned",
-                        nq.handle
-                    ))
-                }
-            },
-            op => return Err(format!("not a class or leaf op: {op:?}")),
-        }
-    }
-    leaves.extend(classes);
-    Ok(leaves)
 }

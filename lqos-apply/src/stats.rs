@@ -1,0 +1,918 @@
+//! Per-circuit statistics: one poll of the kernel's counters, mapped
+//! through the plan to circuits, nodes and directions, with rates from the
+//! counters' deltas.
+//!
+//! - [`StatsIndex::new`] (pure, once per plan): which classid is which
+//!   circuit or node in which direction, which leaf qdisc is whose, and
+//!   every class's planned rate and ceil.
+//! - [`NetlinkLive::poll_stats`](crate::NetlinkLive::poll_stats): the I/O, per interface one class dump per
+//!   planned HTB (counters, 64-bit packets, HTB's statistics) and,
+//!   with `leaves`, one qdisc dump (the leaves' counters, cake's per-tin
+//!   and fq_codel's statistics). [`RawIface::class_stats`] gives the same
+//!   class dumps to lazy leaves ([`crate::lazy::LeafTracker::observe`]),
+//!   so one set of dumps serves both.
+//! - [`StatsTracker::observe`] (pure: values and a monotonic time in): the
+//!   [`Stats`] of one poll. Counters are kept monotonic across a class or
+//!   leaf that was recreated (its kernel counters restart from 0, or it was
+//!   missing from a poll: a lazy leaf taken away and given back): the
+//!   recreated object's counters are added to what its predecessor had
+//!   counted. Rates are the deltas over the time since the previous poll.
+//!
+//! Drops of a circuit: its class's (a packet its leaf refused, and, with no
+//! explicit leaf, HTB's own fifo) plus those cake and fq_codel count inside
+//! (a packet they drop after taking it, which HTB never sees). pfifo and
+//! bfifo leaves only refuse, so their drops are already the class's.
+//!
+//! ```
+//! use lqos_apply::stats::{RawIface, RawStats, StatsIndex, StatsTracker};
+//! use std::time::Duration;
+//!
+//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 5, ..Default::default() });
+//! let cfg = lqos_apply::plan_config(&g.config, None, &Default::default(),
+//!     lqos_apply::QueueCount::Default(2)).unwrap();
+//! let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
+//! let index = StatsIndex::new(&plan);
+//! let mut tracker = StatsTracker::new(&index);
+//! // No traffic yet: counters at zero, no rate before a second poll.
+//! let raw = RawStats { interfaces: index.devs().map(|d| RawIface::empty(d)).collect() };
+//! let s = tracker.observe(&index, &raw, Duration::from_secs(1));
+//! assert_eq!(s.circuits.len(), 5);
+//! assert_eq!(s.interval_secs, None);
+//! ```
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use lqos_tc::{Direction, Plan, TcHandle, TcOp};
+use serde::Serialize;
+use smol_str::SmolStr;
+
+use crate::netlink::{CakeTin, ClassSample, ClassStats, FqCodelXstats, LeafXstats, QdiscSample};
+
+/// Download or upload (the two halves of every circuit and node).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dir {
+    /// Towards the subscribers.
+    Download,
+    /// Towards the internet.
+    Upload,
+}
+
+impl Dir {
+    /// Both, download first.
+    pub const BOTH: [Dir; 2] = [Dir::Download, Dir::Upload];
+
+    fn i(self) -> usize {
+        self as usize
+    }
+
+    /// `download` or `upload`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dir::Download => "download",
+            Dir::Upload => "upload",
+        }
+    }
+}
+
+/// What a planned class is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    Circuit(u32),
+    Node(u32),
+}
+
+/// A planned circuit, as the statistics name it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CircuitInfo {
+    /// Circuit ID.
+    pub id: SmolStr,
+    /// Circuit name.
+    pub name: SmolStr,
+    /// Index of its parent node in [`StatsIndex::nodes`].
+    pub parent: u32,
+    /// Planned rate (HTB `rate`) per direction, bits/s (0: not planned).
+    pub min_bps: [u64; 2],
+    /// Planned ceil per direction, bits/s.
+    pub ceil_bps: [u64; 2],
+}
+
+/// A planned node (site, AP, generated parent node).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeInfo {
+    /// Node name.
+    pub name: String,
+    /// Index of its parent node.
+    pub parent: Option<u32>,
+    /// Planned ceil per direction, bits/s.
+    pub ceil_bps: [u64; 2],
+}
+
+#[derive(Debug, Clone)]
+struct IfaceIndex {
+    dev: String,
+    direction: Direction,
+    htbs: Vec<TcHandle>,
+    /// Raw classid -> what it is, in which direction.
+    classes: HashMap<u32, (Owner, Dir)>,
+    /// Leaf qdisc major -> circuit, direction.
+    leaves: HashMap<u16, (u32, Dir)>,
+}
+
+/// Which classid and leaf is which circuit or node, per interface (built
+/// once per plan; pure).
+#[derive(Debug, Clone)]
+pub struct StatsIndex {
+    ifaces: Vec<IfaceIndex>,
+    /// Every planned circuit, in allocation order.
+    pub circuits: Vec<CircuitInfo>,
+    /// Every planned node, parents before children.
+    pub nodes: Vec<NodeInfo>,
+}
+
+fn dirs(d: Direction) -> &'static [(Direction, Dir)] {
+    match d {
+        Direction::Download => &[(Direction::Download, Dir::Download)],
+        Direction::Upload => &[(Direction::Upload, Dir::Upload)],
+        Direction::Both => &[
+            (Direction::Download, Dir::Download),
+            (Direction::Upload, Dir::Upload),
+        ],
+    }
+}
+
+impl StatsIndex {
+    /// The index of `plan`.
+    pub fn new(plan: &Plan) -> StatsIndex {
+        let a = &plan.allocation;
+        let mut circuits: Vec<CircuitInfo> = a
+            .circuits
+            .iter()
+            .map(|c| CircuitInfo {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                parent: c.parent,
+                min_bps: [0; 2],
+                ceil_bps: [0; 2],
+            })
+            .collect();
+        let mut nodes: Vec<NodeInfo> = a
+            .nodes
+            .iter()
+            .map(|n| NodeInfo {
+                name: n.name.clone(),
+                parent: n.parent,
+                ceil_bps: [0; 2],
+            })
+            .collect();
+        let mut ifaces = Vec::new();
+        for ip in &plan.interfaces {
+            let mut classes = HashMap::new();
+            let mut leaves = HashMap::new();
+            for &(pd, d) in dirs(ip.direction) {
+                for (i, c) in a.circuits.iter().enumerate() {
+                    let id = TcHandle::new(plan.major(pd, c.queue), c.minor);
+                    classes.insert(id.raw(), (Owner::Circuit(i as u32), d));
+                    let leaf = match d {
+                        Dir::Download => c.leaf_download,
+                        Dir::Upload => c.leaf_upload,
+                    };
+                    if let Some(m) = leaf {
+                        leaves.insert(m, (i as u32, d));
+                    }
+                }
+                for (i, n) in a.nodes.iter().enumerate() {
+                    let id = TcHandle::new(plan.major(pd, n.queue), n.minor);
+                    classes.insert(id.raw(), (Owner::Node(i as u32), d));
+                }
+            }
+            for op in &ip.ops {
+                let (TcOp::AddClass(c) | TcOp::ChangeClass(c)) = op else {
+                    continue;
+                };
+                match classes.get(&c.classid.raw()) {
+                    Some(&(Owner::Circuit(i), d)) => {
+                        let ci = &mut circuits[i as usize];
+                        ci.min_bps[d.i()] = c.htb.rate.bps();
+                        ci.ceil_bps[d.i()] = c.htb.ceil.bps();
+                    }
+                    Some(&(Owner::Node(i), d)) => {
+                        nodes[i as usize].ceil_bps[d.i()] = c.htb.ceil.bps();
+                    }
+                    None => {}
+                }
+            }
+            // Every HTB qdisc of the setup: the per-queue ones under mq, or
+            // the HTB root of a single-queue interface (a replace).
+            let htbs = ip.ops[..ip.setup_ops]
+                .iter()
+                .filter_map(|op| match op {
+                    TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q)
+                        if matches!(q.kind, lqos_tc::QdiscKind::Htb(_)) =>
+                    {
+                        Some(q.handle)
+                    }
+                    _ => None,
+                })
+                .collect();
+            ifaces.push(IfaceIndex {
+                dev: ip.dev.clone(),
+                direction: ip.direction,
+                htbs,
+                classes,
+                leaves,
+            });
+        }
+        StatsIndex {
+            ifaces,
+            circuits,
+            nodes,
+        }
+    }
+
+    /// The planned interfaces, in plan order.
+    pub fn devs(&self) -> impl Iterator<Item = &str> {
+        self.ifaces.iter().map(|i| i.dev.as_str())
+    }
+
+    /// The HTB qdiscs of `dev` whose class dumps the poll reads.
+    pub fn htbs_of(&self, dev: &str) -> Option<&[TcHandle]> {
+        self.ifaces
+            .iter()
+            .find(|i| i.dev == dev)
+            .map(|i| i.htbs.as_slice())
+    }
+
+    /// The planned interfaces with the HTB qdiscs whose class dumps the
+    /// poll reads.
+    pub fn htbs(&self) -> impl Iterator<Item = (&str, &[TcHandle])> {
+        self.ifaces
+            .iter()
+            .map(|i| (i.dev.as_str(), i.htbs.as_slice()))
+    }
+}
+
+/// One interface's dumps of one poll.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawIface {
+    /// The interface.
+    pub dev: String,
+    /// Every class of its planned HTBs.
+    pub classes: Vec<ClassSample>,
+    /// Every qdisc (empty when the poll skipped the qdisc dump).
+    pub qdiscs: Vec<QdiscSample>,
+}
+
+impl RawIface {
+    /// An interface with nothing dumped.
+    pub fn empty(dev: &str) -> RawIface {
+        RawIface {
+            dev: dev.to_string(),
+            ..RawIface::default()
+        }
+    }
+
+    /// The class counters lazy leaves compare
+    /// ([`crate::lazy::LeafTracker::observe`]), from the same dumps.
+    pub fn class_stats(&self) -> Vec<ClassStats> {
+        self.classes.iter().map(ClassSample::basic).collect()
+    }
+}
+
+/// One poll's dumps of every planned interface.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawStats {
+    /// Per interface, in plan order.
+    pub interfaces: Vec<RawIface>,
+}
+
+impl RawStats {
+    /// The dumps of `dev`.
+    pub fn interface(&self, dev: &str) -> Option<&RawIface> {
+        self.interfaces.iter().find(|i| i.dev == dev)
+    }
+}
+
+/// A counter kept monotonic across restarts of the kernel's.
+#[derive(Debug, Clone, Copy, Default)]
+struct Mono {
+    raw: u64,
+    total: u64,
+    seen: bool,
+}
+
+impl Mono {
+    /// Takes the kernel's value; returns what it added. A value below the
+    /// last one, or the first after a poll that did not see the object, is
+    /// a new object's: all of it is new.
+    fn update(&mut self, raw: u64) -> u64 {
+        let delta = if self.seen && raw >= self.raw {
+            raw - self.raw
+        } else {
+            raw
+        };
+        self.raw = raw;
+        self.total += delta;
+        self.seen = true;
+        delta
+    }
+
+    fn missing(&mut self) {
+        self.seen = false;
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct DirAcc {
+    bytes: Mono,
+    packets: Mono,
+    drops: Mono,
+    overlimits: Mono,
+    leaf_drops: Mono,
+    ecn: Mono,
+}
+
+/// One direction of a circuit or node in one poll.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DirStats {
+    /// Bytes sent (monotonic: across recreated classes).
+    pub bytes: u64,
+    /// Packets sent.
+    pub packets: u64,
+    /// Packets dropped (the class's and its leaf's, see the module docs).
+    pub drops: u64,
+    /// HTB overlimit events (the class waited for tokens).
+    pub overlimits: u64,
+    /// Packets ECN-marked (cake's tins, fq_codel).
+    pub ecn_marks: u64,
+    /// Bytes queued now.
+    pub backlog_bytes: u64,
+    /// Packets queued now.
+    pub qlen: u64,
+    /// Send rate over the last interval, bits/s (0 on the first poll).
+    pub rate_bps: f64,
+    /// Packets/s over the last interval.
+    pub packet_rate: f64,
+    /// Drops/s over the last interval.
+    pub drop_rate: f64,
+    /// ECN marks/s over the last interval.
+    pub ecn_rate: f64,
+    /// Planned rate, bits/s.
+    pub min_bps: u64,
+    /// Planned ceil, bits/s.
+    pub ceil_bps: u64,
+    /// The leaf qdisc's kind, when it has one now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leaf: Option<String>,
+    /// cake's tins (counters since the leaf was created), diffserv4:
+    /// Bulk, Best Effort, Video, Voice.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tins: Vec<CakeTin>,
+    /// fq_codel's statistics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fq_codel: Option<FqCodelXstats>,
+    /// HTB's lends and borrows of the class (since it was created).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub htb: Option<crate::netlink::HtbXstats>,
+}
+
+impl DirStats {
+    /// The worst (highest) peak delay of cake's tins, µs.
+    pub fn worst_delay_us(&self) -> Option<u32> {
+        self.tins.iter().map(|t| t.peak_delay_us).max()
+    }
+
+    /// Rate as a fraction of the ceil (0 without a ceil).
+    pub fn utilisation(&self) -> f64 {
+        if self.ceil_bps == 0 {
+            0.0
+        } else {
+            self.rate_bps / self.ceil_bps as f64
+        }
+    }
+}
+
+/// One circuit in one poll.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CircuitStats {
+    /// Circuit ID.
+    pub id: SmolStr,
+    /// Circuit name.
+    pub name: SmolStr,
+    /// Parent node name.
+    pub parent: String,
+    /// Towards the subscriber.
+    pub download: DirStats,
+    /// Towards the internet.
+    pub upload: DirStats,
+}
+
+/// One node in one poll: its class's counters; drops, ECN marks and
+/// backlog summed over the circuits below it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeStats {
+    /// Node name.
+    pub name: String,
+    /// Parent node name.
+    pub parent: Option<String>,
+    /// Towards the subscribers.
+    pub download: DirStats,
+    /// Towards the internet.
+    pub upload: DirStats,
+}
+
+impl CircuitStats {
+    /// The direction `d`.
+    pub fn dir(&self, d: Dir) -> &DirStats {
+        match d {
+            Dir::Download => &self.download,
+            Dir::Upload => &self.upload,
+        }
+    }
+
+    fn dir_mut(&mut self, d: Dir) -> &mut DirStats {
+        match d {
+            Dir::Download => &mut self.download,
+            Dir::Upload => &mut self.upload,
+        }
+    }
+}
+
+impl NodeStats {
+    /// The direction `d`.
+    pub fn dir(&self, d: Dir) -> &DirStats {
+        match d {
+            Dir::Download => &self.download,
+            Dir::Upload => &self.upload,
+        }
+    }
+
+    fn dir_mut(&mut self, d: Dir) -> &mut DirStats {
+        match d {
+            Dir::Download => &mut self.download,
+            Dir::Upload => &mut self.upload,
+        }
+    }
+}
+
+/// The statistics of one poll.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stats {
+    /// Seconds since the previous poll (`None`: the first; rates are 0).
+    pub interval_secs: Option<f64>,
+    /// Every planned circuit, in allocation order.
+    pub circuits: Vec<CircuitStats>,
+    /// Every planned node, parents before children.
+    pub nodes: Vec<NodeStats>,
+}
+
+/// Keeps counters monotonic and turns deltas into rates, poll after poll
+/// (pure: the caller passes the dumps and a monotonic time).
+#[derive(Debug, Clone)]
+pub struct StatsTracker {
+    circuits: Vec<[DirAcc; 2]>,
+    nodes: Vec<[DirAcc; 2]>,
+    last: Option<Duration>,
+}
+
+impl StatsTracker {
+    /// A tracker for `index`'s circuits and nodes.
+    pub fn new(index: &StatsIndex) -> StatsTracker {
+        StatsTracker {
+            circuits: vec![Default::default(); index.circuits.len()],
+            nodes: vec![Default::default(); index.nodes.len()],
+            last: None,
+        }
+    }
+
+    /// A tracker for `new` (the plan after a reload) that keeps what this
+    /// one counted for the circuits and nodes both plans have (by circuit
+    /// ID and node name), so counters stay monotonic across reloads.
+    pub fn rebase(&self, old: &StatsIndex, new: &StatsIndex) -> StatsTracker {
+        let circuits: HashMap<&str, &[DirAcc; 2]> = old
+            .circuits
+            .iter()
+            .zip(&self.circuits)
+            .map(|(c, a)| (c.id.as_str(), a))
+            .collect();
+        let nodes: HashMap<&str, &[DirAcc; 2]> = old
+            .nodes
+            .iter()
+            .zip(&self.nodes)
+            .map(|(n, a)| (n.name.as_str(), a))
+            .collect();
+        StatsTracker {
+            circuits: new
+                .circuits
+                .iter()
+                .map(|c| {
+                    circuits
+                        .get(c.id.as_str())
+                        .map_or_else(Default::default, |a| **a)
+                })
+                .collect(),
+            nodes: new
+                .nodes
+                .iter()
+                .map(|n| {
+                    nodes
+                        .get(n.name.as_str())
+                        .map_or_else(Default::default, |a| **a)
+                })
+                .collect(),
+            last: self.last,
+        }
+    }
+
+    /// The statistics of the dumps `raw` taken at `now` (any monotonic
+    /// clock: `Instant` minus a start).
+    pub fn observe(&mut self, index: &StatsIndex, raw: &RawStats, now: Duration) -> Stats {
+        let dt = self
+            .last
+            .map(|l| now.saturating_sub(l).as_secs_f64())
+            .filter(|&d| d > 0.0);
+        self.last = Some(now);
+        let per_sec = |x: u64| dt.map_or(0.0, |d| x as f64 / d);
+        let mut circuits: Vec<CircuitStats> = index
+            .circuits
+            .iter()
+            .map(|c| {
+                let mk = |d: Dir| DirStats {
+                    min_bps: c.min_bps[d.i()],
+                    ceil_bps: c.ceil_bps[d.i()],
+                    ..DirStats::default()
+                };
+                CircuitStats {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    parent: index.nodes[c.parent as usize].name.clone(),
+                    download: mk(Dir::Download),
+                    upload: mk(Dir::Upload),
+                }
+            })
+            .collect();
+        let mut nodes: Vec<NodeStats> = index
+            .nodes
+            .iter()
+            .map(|n| {
+                let mk = |d: Dir| DirStats {
+                    ceil_bps: n.ceil_bps[d.i()],
+                    ..DirStats::default()
+                };
+                NodeStats {
+                    name: n.name.clone(),
+                    parent: n.parent.map(|p| index.nodes[p as usize].name.clone()),
+                    download: mk(Dir::Download),
+                    upload: mk(Dir::Upload),
+                }
+            })
+            .collect();
+        // Which (circuit, dir) got a class / leaf sample this poll.
+        let mut class_seen = vec![[false; 2]; index.circuits.len()];
+        let mut node_seen = vec![[false; 2]; index.nodes.len()];
+        let mut leaf_seen = vec![[false; 2]; index.circuits.len()];
+        let mut drop_deltas = vec![[0u64; 2]; index.circuits.len()];
+        let mut ecn_deltas = vec![[0u64; 2]; index.circuits.len()];
+        // Directions whose interface was polled: only their objects can be
+        // missing (an interface that failed to answer keeps its counters).
+        let mut polled = [false; 2];
+        for ii in &index.ifaces {
+            let Some(r) = raw.interface(&ii.dev) else {
+                continue;
+            };
+            for &(_, d) in dirs(ii.direction) {
+                polled[d.i()] = true;
+            }
+            for s in &r.classes {
+                let Some(&(owner, d)) = ii.classes.get(&s.classid.raw()) else {
+                    continue;
+                };
+                let (acc, out) = match owner {
+                    Owner::Circuit(i) => {
+                        class_seen[i as usize][d.i()] = true;
+                        (
+                            &mut self.circuits[i as usize][d.i()],
+                            circuits[i as usize].dir_mut(d),
+                        )
+                    }
+                    Owner::Node(i) => {
+                        node_seen[i as usize][d.i()] = true;
+                        (
+                            &mut self.nodes[i as usize][d.i()],
+                            nodes[i as usize].dir_mut(d),
+                        )
+                    }
+                };
+                let c = &s.counters;
+                let db = acc.bytes.update(c.bytes);
+                let dp = acc.packets.update(c.packets);
+                let dd = acc.drops.update(c.drops.into());
+                acc.overlimits.update(c.overlimits.into());
+                out.rate_bps = per_sec(db) * 8.0;
+                out.packet_rate = per_sec(dp);
+                out.backlog_bytes = c.backlog.into();
+                out.qlen = c.qlen.into();
+                out.htb = s.htb;
+                if let Owner::Circuit(i) = owner {
+                    drop_deltas[i as usize][d.i()] += dd;
+                }
+            }
+            for q in &r.qdiscs {
+                if q.handle.minor() != 0 {
+                    continue;
+                }
+                let Some(&(i, d)) = ii.leaves.get(&q.handle.major()) else {
+                    continue;
+                };
+                let (i, di) = (i as usize, d.i());
+                leaf_seen[i][di] = true;
+                let acc = &mut self.circuits[i][di];
+                let out = circuits[i].dir_mut(d);
+                out.leaf = Some(q.kind.clone());
+                match &q.xstats {
+                    LeafXstats::Cake(x) => {
+                        drop_deltas[i][di] += acc.leaf_drops.update(q.counters.drops.into());
+                        let ecn: u64 = x.tins.iter().map(|t| u64::from(t.ecn_marked_packets)).sum();
+                        ecn_deltas[i][di] += acc.ecn.update(ecn);
+                        out.tins = x.tins.clone();
+                    }
+                    LeafXstats::FqCodel(x) => {
+                        drop_deltas[i][di] += acc.leaf_drops.update(q.counters.drops.into());
+                        ecn_deltas[i][di] += acc.ecn.update(x.ecn_mark.into());
+                        out.fq_codel = Some(*x);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // Objects not seen this poll: their next sample is a new object's.
+        for (i, acc) in self.circuits.iter_mut().enumerate() {
+            for d in Dir::BOTH {
+                let a = &mut acc[d.i()];
+                if !class_seen[i][d.i()] {
+                    for m in [
+                        &mut a.bytes,
+                        &mut a.packets,
+                        &mut a.drops,
+                        &mut a.overlimits,
+                    ] {
+                        m.missing();
+                    }
+                }
+                if !leaf_seen[i][d.i()] {
+                    a.leaf_drops.missing();
+                    a.ecn.missing();
+                }
+                let out = circuits[i].dir_mut(d);
+                out.bytes = a.bytes.total;
+                out.packets = a.packets.total;
+                out.overlimits = a.overlimits.total;
+                out.drops = a.drops.total + a.leaf_drops.total;
+                out.ecn_marks = a.ecn.total;
+                out.drop_rate = per_sec(drop_deltas[i][d.i()]);
+                out.ecn_rate = per_sec(ecn_deltas[i][d.i()]);
+            }
+        }
+        for (i, acc) in self.nodes.iter_mut().enumerate() {
+            for d in Dir::BOTH {
+                let a = &mut acc[d.i()];
+                if polled[d.i()] && !node_seen[i][d.i()] {
+                    for m in [
+                        &mut a.bytes,
+                        &mut a.packets,
+                        &mut a.drops,
+                        &mut a.overlimits,
+                    ] {
+                        m.missing();
+                    }
+                }
+                let out = nodes[i].dir_mut(d);
+                out.bytes = a.bytes.total;
+                out.packets = a.packets.total;
+                out.overlimits = a.overlimits.total;
+            }
+        }
+        // Drops, ECN marks and backlog of the circuits, summed up their
+        // node chains.
+        for (i, c) in index.circuits.iter().enumerate() {
+            let mut n = Some(c.parent);
+            while let Some(p) = n {
+                let p = p as usize;
+                for d in Dir::BOTH {
+                    let cs = circuits[i].dir(d).clone_counts();
+                    let out = nodes[p].dir_mut(d);
+                    out.drops += cs.0;
+                    out.ecn_marks += cs.1;
+                    out.backlog_bytes += cs.2;
+                    out.qlen += cs.3;
+                    out.drop_rate += cs.4;
+                    out.ecn_rate += cs.5;
+                }
+                n = index.nodes[p].parent;
+            }
+        }
+        Stats {
+            interval_secs: dt,
+            circuits,
+            nodes,
+        }
+    }
+}
+
+impl DirStats {
+    /// What a node sums over its circuits.
+    fn clone_counts(&self) -> (u64, u64, u64, u64, f64, f64) {
+        (
+            self.drops,
+            self.ecn_marks,
+            self.backlog_bytes,
+            self.qlen,
+            self.drop_rate,
+            self.ecn_rate,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::netlink::{CakeXstats, Counters};
+
+    fn setup(circuits: usize) -> (Plan, StatsIndex) {
+        let (_, plan) = crate::test_fixtures::bridge_plan(circuits, 2, "cake diffserv4");
+        let index = StatsIndex::new(&plan);
+        (plan, index)
+    }
+
+    fn class(classid: TcHandle, bytes: u64, drops: u32) -> ClassSample {
+        ClassSample {
+            classid,
+            counters: Counters {
+                bytes,
+                packets: bytes / 100,
+                drops,
+                ..Counters::default()
+            },
+            htb: None,
+        }
+    }
+
+    fn circuit_classid(plan: &Plan, i: usize, d: Direction) -> TcHandle {
+        let c = &plan.allocation.circuits[i];
+        TcHandle::new(plan.major(d, c.queue), c.minor)
+    }
+
+    fn raw(plan: &Plan, per_circuit: &[(u64, u32)], leaf_drops: Option<u32>) -> RawStats {
+        let mut out = RawStats::default();
+        for ip in &plan.interfaces {
+            let d = ip.direction;
+            let mut r = RawIface::empty(&ip.dev);
+            for (i, &(b, dr)) in per_circuit.iter().enumerate() {
+                r.classes.push(class(circuit_classid(plan, i, d), b, dr));
+                if let Some(ld) = leaf_drops {
+                    let c = &plan.allocation.circuits[i];
+                    let major = match d {
+                        Direction::Upload => c.leaf_upload,
+                        _ => c.leaf_download,
+                    }
+                    .unwrap();
+                    r.qdiscs.push(QdiscSample {
+                        handle: TcHandle::new(major, 0),
+                        parent: circuit_classid(plan, i, d),
+                        kind: "cake".into(),
+                        counters: Counters {
+                            drops: ld,
+                            ..Counters::default()
+                        },
+                        xstats: LeafXstats::Cake(CakeXstats {
+                            tins: vec![CakeTin {
+                                ecn_marked_packets: ld / 2,
+                                peak_delay_us: 1234,
+                                ..CakeTin::default()
+                            }],
+                            ..CakeXstats::default()
+                        }),
+                    });
+                }
+            }
+            out.interfaces.push(r);
+        }
+        out
+    }
+
+    #[test]
+    fn classes_and_leaves_map_to_circuits_nodes_and_directions() {
+        let (plan, index) = setup(10);
+        assert_eq!(index.circuits.len(), 10);
+        let mut t = StatsTracker::new(&index);
+        let s = t.observe(
+            &index,
+            &raw(&plan, &[(1000, 1), (0, 0)], Some(4)),
+            Duration::ZERO,
+        );
+        assert_eq!(s.interval_secs, None);
+        let c0 = &s.circuits[0];
+        assert_eq!((c0.download.bytes, c0.upload.bytes), (1000, 1000));
+        assert_eq!(c0.download.drops, 1 + 4);
+        assert_eq!(c0.download.ecn_marks, 2);
+        assert_eq!(c0.download.worst_delay_us(), Some(1234));
+        assert_eq!(c0.download.leaf.as_deref(), Some("cake"));
+        assert!(c0.download.ceil_bps > 0 && c0.download.min_bps > 0);
+        assert_eq!(c0.download.rate_bps, 0.0);
+        // The parent node sums its circuits' drops.
+        let parent = &s.nodes[plan.allocation.circuits[0].parent as usize];
+        assert!(parent.download.drops >= 5, "{parent:?}");
+        // One second later, 1000 more bytes: 8000 bit/s.
+        let s = t.observe(
+            &index,
+            &raw(&plan, &[(2000, 1), (0, 0)], Some(4)),
+            Duration::from_secs(1),
+        );
+        assert_eq!(s.interval_secs, Some(1.0));
+        assert_eq!(s.circuits[0].download.rate_bps, 8000.0);
+        assert_eq!(s.circuits[0].download.bytes, 2000);
+        assert_eq!(s.circuits[0].download.drop_rate, 0.0);
+    }
+
+    /// Regression guard: a class or leaf recreated (full reload, lazy leaf
+    /// given back) restarts its kernel counters; lqos's stay monotonic and
+    /// the rate counts the new object's traffic only.
+    #[test]
+    fn recreated_classes_and_leaves_keep_counters_monotonic() {
+        let (plan, index) = setup(3);
+        let mut t = StatsTracker::new(&index);
+        t.observe(&index, &raw(&plan, &[(5000, 0)], Some(10)), Duration::ZERO);
+        // Recreated: the kernel's counters restart below the last value.
+        let s = t.observe(
+            &index,
+            &raw(&plan, &[(300, 0)], Some(1)),
+            Duration::from_secs(1),
+        );
+        let d = &s.circuits[0].download;
+        assert_eq!(d.bytes, 5300);
+        assert_eq!(d.rate_bps, 2400.0);
+        assert_eq!(d.drops, 11);
+        // The leaf taken away for a poll, then back with more than before:
+        // still a new leaf (counted whole).
+        let s = t.observe(
+            &index,
+            &raw(&plan, &[(400, 0)], None),
+            Duration::from_secs(2),
+        );
+        assert_eq!(s.circuits[0].download.drops, 11);
+        assert_eq!(s.circuits[0].download.leaf, None);
+        let s = t.observe(
+            &index,
+            &raw(&plan, &[(500, 0)], Some(20)),
+            Duration::from_secs(3),
+        );
+        assert_eq!(s.circuits[0].download.drops, 31);
+        assert_eq!(s.circuits[0].download.bytes, 5500);
+    }
+
+    /// Regression: a single-queue interface's HTB is its root (a `qdisc
+    /// replace`), whose classes the poll must dump too.
+    #[test]
+    fn an_htb_root_is_polled() {
+        let g = lqos_model::generate(&lqos_model::GenParams {
+            circuits: 4,
+            ..Default::default()
+        });
+        let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 1);
+        let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
+        let index = StatsIndex::new(&plan);
+        for (_, htbs) in index.htbs() {
+            assert_eq!(htbs, [TcHandle::new(1, 0)]);
+        }
+    }
+
+    #[test]
+    fn a_reload_keeps_the_counters_of_the_circuits_it_keeps() {
+        let (plan, index) = setup(4);
+        let mut t = StatsTracker::new(&index);
+        t.observe(
+            &index,
+            &raw(&plan, &[(100, 0), (200, 0)], None),
+            Duration::ZERO,
+        );
+        let (plan2, index2) = setup(6);
+        let mut t2 = t.rebase(&index, &index2);
+        let s = t2.observe(
+            &index2,
+            &raw(&plan2, &[(150, 0), (200, 0)], None),
+            Duration::from_secs(1),
+        );
+        assert_eq!(s.circuits[0].download.bytes, 150);
+        assert_eq!(s.circuits[0].download.rate_bps, 400.0);
+    }
+
+    #[test]
+    fn the_lazy_leaf_poll_reads_the_same_class_dumps() {
+        let (plan, _) = setup(2);
+        let r = raw(&plan, &[(7, 0), (9, 0)], None);
+        let cs = r.interfaces[0].class_stats();
+        assert_eq!(cs.len(), 2);
+        assert_eq!(cs[1].bytes, 9);
+    }
+}

@@ -1,0 +1,102 @@
+//! Kernel faults injected at any op of a load ([`Faulty`] around the
+//! recording fake kernel): the load reports the op and the kernel's words,
+//! the last good state is never replaced by the plan that failed, and the
+//! next apply converges to the plan with a clean verify.
+
+use lqos_apply::{
+    load_saved_plan, ApplyError, ApplyOptions, NoProgress, Recording, Session, StateDir,
+};
+use lqos_apply::{Fault, Faulty};
+use proptest::prelude::*;
+
+mod common;
+use common::{generated, mutate, plan_for};
+
+fn fault() -> impl Strategy<Value = Fault> {
+    prop_oneof![
+        Just(Fault::Errno(libc::ENOMEM)),
+        Just(Fault::Errno(libc::EBUSY)),
+        Just(Fault::Errno(libc::EINVAL)),
+        Just(Fault::Errno(libc::ENOBUFS)),
+        Just(Fault::CutSocket),
+    ]
+}
+
+fn opts(full: bool) -> ApplyOptions {
+    ApplyOptions {
+        full,
+        ..Default::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_fault_at_any_op_keeps_the_last_good_state_and_the_next_apply_converges(
+        at in 0.0f64..1.0,
+        fault in fault(),
+        first_load in any::<bool>(),
+        full in any::<bool>(),
+    ) {
+        let g = generated(40, 11);
+        let good = plan_for(&g, &g.network, None);
+        let faulty = Faulty::new(Recording::new().with_link("ens19", 16).with_link("ens20", 16));
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::open(dir.path()).unwrap();
+        let s = Session { state: &state, netns: None, live: faulty.inner(), backend: &faulty };
+        let (net, plan) = if first_load {
+            (g.network.clone(), good.clone())
+        } else {
+            let r = s.apply_planned(&good, Some(&g.network), opts(false), &NoProgress).unwrap();
+            prop_assert!(r.load.unwrap().is_ok());
+            let net = mutate(&g.network, 3, 2);
+            let plan = plan_for(&g, &net, Some(&good.allocation));
+            (net, plan)
+        };
+        // Where the fault goes: op k of the ops this apply sends.
+        let dry = s.apply(&plan, ApplyOptions { dry_run: true, ..opts(full) }, &NoProgress).unwrap();
+        let n: usize = dry.changes.iter().map(|c| c.stream.len()).sum();
+        prop_assume!(n > 0);
+        let k = ((at * n as f64) as usize).min(n - 1);
+        faulty.fail_at(k, fault);
+        let r = s.apply_planned(&plan, Some(&net), opts(full), &NoProgress).unwrap();
+        prop_assert_eq!(faulty.fired(), 1);
+        match r.load.unwrap().into_result() {
+            Err(ApplyError::OpFailed { op, message, errno, .. }) => {
+                let Fault::Errno(e) = fault else { panic!("{fault:?} reported as an op failure") };
+                prop_assert_eq!(errno, Some(e));
+                prop_assert_eq!(message, nix::errno::Errno::from_raw(e).desc());
+                let text = ApplyError::OpFailed {
+                    dev: "ens19".into(), index: 0, op, message: "x".into(), errno,
+                }.to_string();
+                prop_assert!(text.contains("` failed: x"), "{}", text);
+            }
+            Err(ApplyError::Netlink { source, .. }) => {
+                prop_assert_eq!(fault, Fault::CutSocket);
+                prop_assert!(source.to_string().contains("receiving the ACK"), "{}", source);
+            }
+            other => prop_assert!(false, "{:?}", other.map(|r| r.ops_applied())),
+        }
+        // The plan that failed is not the last good state.
+        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        if first_load {
+            prop_assert!(saved.is_none(), "a failed first load saved a plan");
+        } else {
+            prop_assert_eq!(saved.as_ref(), Some(&good));
+        }
+        // The next apply (the fault is spent) converges from whatever the
+        // failed load left.
+        let r = s
+            .apply_planned(&plan, Some(&net), ApplyOptions { verify_after: true, ..opts(false) }, &NoProgress)
+            .unwrap();
+        prop_assert!(r.load.unwrap().is_ok());
+        let v = r.verify.unwrap();
+        prop_assert!(v.is_clean(), "{:?}", v);
+        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        prop_assert_eq!(saved.as_ref(), Some(&plan));
+        // And nothing is left to do.
+        let again = s.apply(&plan, ApplyOptions { dry_run: true, ..opts(false) }, &NoProgress).unwrap();
+        prop_assert_eq!(again.changes.iter().map(|c| c.stream.len()).sum::<usize>(), 0);
+    }
+}

@@ -1,0 +1,109 @@
+//! Stage 2: a queue for every top-level subtree.
+
+use super::hierarchy::Hierarchy;
+use super::Previous;
+use crate::{PlanConfig, QueueStrategy};
+
+/// Stage 2: the 0-based queue of every node. Each top-level subtree lives
+/// in one queue (HTB limits cannot cross HTB qdiscs): a generated parent
+/// node in its own queue, a surviving top-level node in its previous one,
+/// new ones by the queue strategy (round-robin in input order, or the
+/// largest subtrees first onto the least loaded queue). Children inherit.
+#[allow(clippy::needless_range_loop)] // parallel per-node arrays
+pub(super) fn queues(h: &Hierarchy, cfg: &PlanConfig, prev: &Previous) -> Vec<u32> {
+    let q = cfg.queues_per_direction() as usize;
+    let ents = &h.ents;
+    let n = ents.len();
+    // Subtree sizes (ents are in preorder: children after parents).
+    let mut size = vec![0u64; n];
+    for e in (0..n).rev() {
+        size[e] += 1 + u64::from(h.circ_count[e]);
+        if let Some(p) = ents[e].parent {
+            size[p as usize] += size[e];
+        }
+    }
+    let mut queue = vec![u32::MAX; n];
+    let mut load = vec![0u64; q];
+    let mut new_tops = Vec::new();
+    let mut top_index = 0usize;
+    for e in 0..n {
+        if ents[e].parent.is_some() {
+            continue;
+        }
+        if ents[e].generated {
+            queue[e] = (e - h.first_gen) as u32;
+        } else if let Some(s) = prev
+            .nodes
+            .get(ents[e].name.as_ref())
+            .filter(|s| (s.queue as usize) < q)
+        {
+            queue[e] = s.queue;
+        } else {
+            new_tops.push((top_index, e));
+        }
+        if queue[e] != u32::MAX {
+            load[queue[e] as usize] += size[e];
+        }
+        top_index += 1;
+    }
+    match cfg.strategy {
+        QueueStrategy::RoundRobin => {
+            for (i, e) in new_tops {
+                queue[e] = (i % q) as u32;
+            }
+        }
+        QueueStrategy::Balanced => {
+            new_tops.sort_by(|a, b| size[b.1].cmp(&size[a.1]).then(a.0.cmp(&b.0)));
+            for (_, e) in new_tops {
+                let k = argmin(&load);
+                queue[e] = k as u32;
+                load[k] += size[e];
+            }
+        }
+    }
+    for e in 0..n {
+        if let Some(p) = ents[e].parent {
+            queue[e] = queue[p as usize];
+        }
+    }
+    queue
+}
+
+pub(super) fn argmin(v: &[impl Ord + Copy]) -> usize {
+    let mut best = 0;
+    for (i, x) in v.iter().enumerate() {
+        if *x < v[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::fixture::*;
+
+    #[test]
+    fn queues_keep_survivors_and_spread_new_subtrees() {
+        let net = net();
+        let mut c = cfg(2);
+        let none = Previous::new(None, 2);
+        let h = hierarchy(&net, &c, &none).unwrap();
+        // Round-robin in input order; children inherit; generated PNs pinned.
+        assert_eq!(queues(&h, &c, &none), [0, 0, 1, 0, 1]);
+        // Balanced: the larger subtree (Site_A: 2 nodes + 2 circuits) goes
+        // to the less loaded queue (PN_1 holds the orphan on queue 0).
+        c.strategy = QueueStrategy::Balanced;
+        assert_eq!(queues(&h, &c, &none), [1, 1, 0, 0, 1]);
+        // A surviving top-level node keeps its queue (Site_B keeps its
+        // round-robin place, the second top-level node).
+        let p = plan(&net, &cfg(2), None).unwrap();
+        let mut alloc = p.allocation.clone();
+        alloc.nodes[0].queue = 1;
+        let prev = Previous::new(Some(&alloc), 2);
+        assert_eq!(queues(&h, &cfg(2), &prev)[..3], [1, 1, 1]);
+        // An allocation for another queue count is ignored.
+        assert!(Previous::new(Some(&alloc), 3).alloc.is_none());
+    }
+}

@@ -1,0 +1,241 @@
+//! The plan's types: per-interface ops, the stable allocation of queues,
+//! classids, leaf and filter handles, and the plan itself.
+
+use std::collections::BTreeMap;
+
+use ipnet::IpNet;
+use lqos_model::SmolStr;
+use serde::{Deserialize, Serialize};
+
+use crate::ipmap::IpMap;
+use crate::{Interfaces, PlanConfig, Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+
+/// Which traffic an interface plan shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Direction {
+    /// Download (towards subscribers): `to_network`.
+    Download,
+    /// Upload (towards the internet): `to_internet`.
+    Upload,
+    /// Both, on one interface (on-a-stick).
+    Both,
+}
+
+/// The ops for one interface.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterfacePlan {
+    /// Interface name.
+    pub dev: String,
+    /// What it shapes.
+    pub direction: Direction,
+    /// The full build, in order: `qdisc replace` of the mq root (an HTB
+    /// root `1:` with one queue per direction), per queue the HTB qdisc, top
+    /// class `:1`, default class `:2` and its leaf; then per HTB the class
+    /// tree depth-first ([`crate::locality_order`]): a node's class, its
+    /// circuits (each class followed by its leaf qdisc), then its child
+    /// nodes. No root delete.
+    pub ops: Vec<TcOp>,
+    /// How many leading ops build the queue layout (root, HTBs, `:1`, `:2`).
+    pub setup_ops: usize,
+    /// Classes per HTB qdisc (queue), in major order (including `:1`, `:2`).
+    pub queue_class_counts: Vec<usize>,
+}
+
+impl InterfacePlan {
+    /// The tree these ops build (built directly; plan ops are valid by
+    /// construction, see [`InterfacePlan::try_tree`] to check).
+    pub fn tree(&self) -> TcTree {
+        let mut t = TcTree::default();
+        for op in &self.ops {
+            match op {
+                TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) => {
+                    t.qdiscs.insert(q.handle, q.clone());
+                }
+                TcOp::AddClass(c) | TcOp::ChangeClass(c) => {
+                    t.classes.insert(c.classid, c.clone());
+                }
+                TcOp::ReplaceFilter(f) => {
+                    t.filters.insert(f.key, f.clone());
+                }
+                _ => return self.try_tree().unwrap_or(t),
+            }
+        }
+        t
+    }
+
+    /// The tree, checking every op against the kernel's rules.
+    pub fn try_tree(&self) -> Result<TcTree, (usize, crate::TreeError)> {
+        TcTree::from_ops(&self.ops)
+    }
+
+    /// TX queues this interface's plan uses: the highest mq class minor an
+    /// HTB of the setup prefix hangs from (0 when the root is not `mq`).
+    /// Preflight compares it with the device's `num_tx_queues`.
+    pub fn tx_queues(&self) -> usize {
+        let setup = &self.ops[..self.setup_ops.min(self.ops.len())];
+        let root = setup.iter().find_map(|op| match op {
+            TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if q.parent == TcHandle::ROOT => Some(q),
+            _ => None,
+        });
+        let Some(root) = root.filter(|r| r.kind == QdiscKind::Mq) else {
+            return 0;
+        };
+        setup
+            .iter()
+            .filter_map(|op| match op {
+                TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q)
+                    if q.parent != TcHandle::ROOT && q.parent.qdisc() == root.handle =>
+                {
+                    Some(usize::from(q.parent.minor()))
+                }
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// HTB majors on this interface, in order.
+    pub fn htb_majors(&self) -> Vec<u16> {
+        self.ops[..self.setup_ops]
+            .iter()
+            .filter_map(|op| match op {
+                TcOp::AddQdisc(Qdisc {
+                    handle,
+                    kind: QdiscKind::Htb(_),
+                    ..
+                }) => Some(handle.major()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// A planned node's (site, AP, generated parent node) stable slot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct NodeSlot {
+    /// Node name.
+    pub name: String,
+    /// Index of the parent node slot (`None` for top-level nodes).
+    pub parent: Option<u32>,
+    /// 0-based queue (HTB major `queue + 1` for download).
+    pub queue: u32,
+    /// Class minor (same on both directions).
+    pub minor: u16,
+    /// A generated parent node (`Generated_PN_n`).
+    pub generated: bool,
+}
+
+/// A planned circuit's stable slot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CircuitSlot {
+    /// Circuit ID.
+    pub id: SmolStr,
+    /// Circuit name (display only, never rendered into tc text).
+    pub name: SmolStr,
+    /// Index of its parent node slot.
+    pub parent: u32,
+    /// 0-based queue.
+    pub queue: u32,
+    /// Class minor (same on both directions).
+    pub minor: u16,
+    /// Leaf qdisc major on the download side (`None`: no leaf).
+    pub leaf_download: Option<u16>,
+    /// Leaf qdisc major on the upload side.
+    pub leaf_upload: Option<u16>,
+}
+
+/// Where every node and circuit went: queue, class minor, leaf majors.
+/// Feed it back to [`plan`] to keep classids stable across reloads.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Allocation {
+    /// HTB queues per direction this allocation was made for (a previous
+    /// allocation is only reused when this matches).
+    pub queues: u32,
+    /// Node slots, parents before children.
+    pub nodes: Vec<NodeSlot>,
+    /// Circuit slots, in input order.
+    pub circuits: Vec<CircuitSlot>,
+    /// Filter handle of every device prefix (the `tc` classifier's filters
+    /// keep them across reloads; kept even with `--classifier none`).
+    #[serde(default)]
+    pub filters: Vec<FilterSlot>,
+}
+
+/// A device prefix's stable filter handle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilterSlot {
+    /// The address or prefix.
+    pub net: IpNet,
+    /// Its filter handle (never 0).
+    pub handle: u32,
+}
+
+/// A complete plan: ops per interface plus the allocation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The config it was made with.
+    pub config: PlanConfig,
+    /// One entry per interface (two on a bridge, one on a stick).
+    pub interfaces: Vec<InterfacePlan>,
+    /// The stable allocation.
+    pub allocation: Allocation,
+    /// Every device address/prefix -> circuit, queue and classid per
+    /// direction (`ip_map.csv`, `lqos show --ip`, the classifier's source).
+    #[serde(default)]
+    pub ip_map: IpMap,
+}
+
+impl Plan {
+    /// The plan for interface `dev`.
+    pub fn interface(&self, dev: &str) -> Option<&InterfacePlan> {
+        self.interfaces.iter().find(|i| i.dev == dev)
+    }
+
+    /// HTB major of 0-based `queue` for `direction` (`Both` = download).
+    pub fn major(&self, direction: Direction, queue: u32) -> u16 {
+        let per_dir = self.allocation.queues;
+        let stick = matches!(self.config.interfaces, Interfaces::OnAStick { .. });
+        match direction {
+            Direction::Upload if stick => (queue + per_dir + 1) as u16,
+            _ => (queue + 1) as u16,
+        }
+    }
+
+    /// Names for the classids of interface `dev`: `link`, `default`,
+    /// `node NAME`, `circuit ID NAME` (untrusted text, escape before
+    /// printing).
+    pub fn labels(&self, dev: &str) -> BTreeMap<TcHandle, String> {
+        let mut m = BTreeMap::new();
+        let Some(ip) = self.interface(dev) else {
+            return m;
+        };
+        let dirs: &[Direction] = match ip.direction {
+            Direction::Both => &[Direction::Download, Direction::Upload],
+            Direction::Download => &[Direction::Download],
+            Direction::Upload => &[Direction::Upload],
+        };
+        for &d in dirs {
+            for q in 0..self.allocation.queues {
+                let maj = self.major(d, q);
+                m.insert(TcHandle::new(maj, 1), "link".to_string());
+                m.insert(TcHandle::new(maj, 2), "default".to_string());
+            }
+            for n in &self.allocation.nodes {
+                m.insert(
+                    TcHandle::new(self.major(d, n.queue), n.minor),
+                    format!("node {}", n.name),
+                );
+            }
+            for c in &self.allocation.circuits {
+                m.insert(
+                    TcHandle::new(self.major(d, c.queue), c.minor),
+                    format!("circuit {} {}", c.id, c.name),
+                );
+            }
+        }
+        m
+    }
+}
