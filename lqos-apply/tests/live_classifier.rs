@@ -115,11 +115,14 @@ struct Topo {
     subscriber: ScratchNetns,
 }
 
-fn topo() -> Topo {
+/// The three namespaces, each `tag-*`, with the shaper's veth pairs
+/// (16 TX queues): `ens20` to "internet"'s `inet0`, `ens19` to
+/// "subscriber"'s `sub0` (the shaper's ends up).
+fn three_namespaces(tag: &str) -> Topo {
     let t = Topo {
-        shaper: ScratchNetns::create(&unique_name("lqos-cls", "shaper")).unwrap(),
-        internet: ScratchNetns::create(&unique_name("lqos-cls", "inet")).unwrap(),
-        subscriber: ScratchNetns::create(&unique_name("lqos-cls", "sub")).unwrap(),
+        shaper: ScratchNetns::create(&unique_name(tag, "shaper")).unwrap(),
+        internet: ScratchNetns::create(&unique_name(tag, "inet")).unwrap(),
+        subscriber: ScratchNetns::create(&unique_name(tag, "sub")).unwrap(),
     };
     let (s, i, u) = (&t.shaper, &t.internet, &t.subscriber);
     for (dev, peer, other) in [("ens20", "inet0", i.name()), ("ens19", "sub0", u.name())] {
@@ -146,6 +149,12 @@ fn topo() -> Topo {
         .unwrap();
         s.ip(&["link", "set", dev, "up"]).unwrap();
     }
+    t
+}
+
+fn topo() -> Topo {
+    let t = three_namespaces("lqos-cls");
+    let (s, i, u) = (&t.shaper, &t.internet, &t.subscriber);
     s.ip(&["addr", "add", "192.0.2.1/24", "dev", "ens20"])
         .unwrap();
     s.ip(&["addr", "add", "100.64.0.254/24", "dev", "ens19"])
@@ -793,36 +802,8 @@ fn ipv6_subscribers_are_shaped_at_their_ceil_through_the_classifier() {
         ("B6", 500, "fd00:64:2::/64", "fd00:64:2::10"),
         ("C6", 600, "fd00:64:3::/56", "fd00:64:3:7::10"),
     ];
-    let t = Topo {
-        shaper: ScratchNetns::create(&unique_name("lqos-cls6", "shaper")).unwrap(),
-        internet: ScratchNetns::create(&unique_name("lqos-cls6", "inet")).unwrap(),
-        subscriber: ScratchNetns::create(&unique_name("lqos-cls6", "sub")).unwrap(),
-    };
+    let t = three_namespaces("lqos-cls6");
     let (s, i, u) = (&t.shaper, &t.internet, &t.subscriber);
-    for (dev, peer, other) in [("ens20", "inet0", i.name()), ("ens19", "sub0", u.name())] {
-        s.ip(&[
-            "link",
-            "add",
-            dev,
-            "numtxqueues",
-            "16",
-            "numrxqueues",
-            "16",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            peer,
-            "numtxqueues",
-            "16",
-            "numrxqueues",
-            "16",
-            "netns",
-            other,
-        ])
-        .unwrap();
-        s.ip(&["link", "set", dev, "up"]).unwrap();
-    }
     let addr = |ns: &ScratchNetns, a: &str, dev: &str| {
         ns.ip(&["-6", "addr", "add", a, "dev", dev, "nodad"])
             .unwrap()

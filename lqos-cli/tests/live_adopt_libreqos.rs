@@ -21,16 +21,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{code, lqos, text};
+use common::{code, copy_libreqos_fixture, lqos, text};
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
 use lqos_apply::{KindProbe, LiveSource as _, NetlinkLive};
 use lqos_tc::QdiscKind;
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/libreqos")
-}
 
 /// Does this kernel have cake and fq_codel? (Fails instead of skipping
 /// when `LQOS_REQUIRE_CAKE=1`.)
@@ -52,26 +48,15 @@ fn cake_here() -> bool {
 /// The fixture copied into `dir`, with pfifo leaves where the kernel has
 /// no cake: LibreQoS's `default_sqm = "pfifo"` and no `fq_codel` override.
 fn copy_fixture(dir: &Path, cake: bool) {
-    let from = fixture();
-    for f in [
-        "network.json",
-        "ShapedDevices.csv",
-        "lqos.conf",
-        "state/shaping/queuingStructure.json",
-        "state/stats/statsByCircuit.json",
-        "state/debug/linux_tc_rust.txt",
-    ] {
-        let mut t = std::fs::read_to_string(from.join(f)).unwrap();
-        if !cake {
-            t = t
-                .replace("cake diffserv4", "pfifo")
+    copy_libreqos_fixture(dir, |_, t| {
+        if cake {
+            t
+        } else {
+            t.replace("cake diffserv4", "pfifo")
                 .replace(",fq_codel\n", ",\n")
-                .replace(": fq_codel", ": pfifo");
+                .replace(": fq_codel", ": pfifo")
         }
-        let to = dir.join(f);
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::write(to, t).unwrap();
-    }
+    });
 }
 
 fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {

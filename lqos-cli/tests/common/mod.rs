@@ -75,3 +75,27 @@ pub fn sample(name: &str) -> PathBuf {
         .join("../samples/libreqos")
         .join(name)
 }
+
+/// The LibreQoS-shaped fixture (`tests/fixtures/libreqos/`: a small
+/// network's inputs and LibreQoS's state for it).
+pub fn libreqos_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/libreqos")
+}
+
+/// The fixture's files copied into `dir`, each passed through
+/// `edit(path, text)` on the way.
+pub fn copy_libreqos_fixture(dir: &Path, edit: impl Fn(&str, String) -> String) {
+    for f in [
+        "network.json",
+        "ShapedDevices.csv",
+        "lqos.conf",
+        "state/shaping/queuingStructure.json",
+        "state/stats/statsByCircuit.json",
+        "state/debug/linux_tc_rust.txt",
+    ] {
+        let text = std::fs::read_to_string(libreqos_fixture().join(f)).unwrap();
+        let to = dir.join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::write(to, edit(f, text)).unwrap();
+    }
+}
