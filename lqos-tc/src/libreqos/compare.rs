@@ -327,8 +327,9 @@ type Views<'a> = BTreeMap<(Entity, Dir), View<'a>>;
 /// A class's direction and 0-based queue from its interface and major.
 type DirOf<'f> = &'f dyn Fn(&str, u16) -> Option<(Dir, u32)>;
 
-/// The classes of `trees` named by `name_of(dir, classid)`; `dir_of(dev,
-/// major)` gives a class's direction and 0-based queue.
+/// The classes of `trees` by name: `name_of(classid)` names nodes and
+/// circuits (`:1` and `:2` are the queue's own), `dir_of(dev, major)` gives
+/// a class's direction and 0-based queue.
 fn views<'a>(
     trees: &'a BTreeMap<String, TcTree>,
     dir_of: DirOf<'_>,
