@@ -193,8 +193,9 @@ pub(super) fn hierarchy<'n>(
         check_unique_ids(circuits)?;
     }
 
-    // Generated parent nodes, one pinned to each queue; a circuit keeps
-    // the one it had, new ones are spread by the queue strategy.
+    // Generated parent nodes, one per queue (their queues are stage 2's);
+    // a circuit keeps the one it had, new ones are spread by the queue
+    // strategy.
     let first_gen = ents.len();
     if !unparented.is_empty() {
         for i in 0..q {
