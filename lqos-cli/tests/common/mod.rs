@@ -7,9 +7,21 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The `lqos` binary: the one cargo built for these tests, or `lqos` on
+/// PATH where this test binary runs on another machine (the lab's guest
+/// has the release build of the same tree on its PATH).
+pub fn lqos_bin() -> PathBuf {
+    let built = Path::new(env!("CARGO_BIN_EXE_lqos"));
+    if built.exists() {
+        built.to_path_buf()
+    } else {
+        PathBuf::from("lqos")
+    }
+}
+
 /// Runs the built `lqos` with `args` in `dir`.
 pub fn lqos(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lqos"))
+    Command::new(lqos_bin())
         .args(args)
         .current_dir(dir)
         .output()
