@@ -570,9 +570,9 @@ fn a_cake_load_that_does_not_fit_in_memory_is_refused() {
         .expect_err("refused");
     let msg = e.to_string();
     assert!(
+        // The facts; the CLI adds what helps (`--lazy-leaves`, ...).
         matches!(e, lqos_apply::ApplyError::NotEnoughMemory { .. })
-            && msg.contains("Nothing was changed")
-            && msg.contains("--lazy-leaves"),
+            && msg.contains("Nothing was changed"),
         "{msg}"
     );
     eprintln!("{n} circuits: {msg}");

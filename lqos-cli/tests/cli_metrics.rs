@@ -7,12 +7,12 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpStream, UdpSocket};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{lqos, netns_with_generated, ok};
+use common::{lqos, netns_with_generated, ok, static_neighbour, udp_sender};
 use lqos_apply::netns::require_netns;
 use lqos_tc::{Direction, TcHandle};
 
@@ -73,18 +73,7 @@ fn metrics_are_valid_grow_with_traffic_and_bad_requests_get_errors() {
     }
     let (ns, dir) = netns_with_generated("metrics", 1, 20);
     let d = dir.path();
-    ns.ip(&["addr", "add", "10.77.0.1/24", "dev", "ens19"])
-        .unwrap();
-    ns.ip(&[
-        "neigh",
-        "add",
-        "10.77.0.99",
-        "lladdr",
-        "02:00:00:00:00:99",
-        "dev",
-        "ens19",
-    ])
-    .unwrap();
+    static_neighbour(&ns);
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let log = std::fs::File::create(d.join("watch.log")).unwrap();
@@ -163,15 +152,7 @@ fn metrics_are_valid_grow_with_traffic_and_bad_requests_get_errors() {
     let sender = {
         let (ns, stop) = (ns.name().to_string(), stop.clone());
         std::thread::spawn(move || {
-            let target = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
-            nix::sched::setns(&target, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-            let s = UdpSocket::bind("10.77.0.1:0").unwrap();
-            let dev = std::ffi::OsString::from("ens19");
-            nix::sys::socket::setsockopt(&s, nix::sys::socket::sockopt::BindToDevice, &dev)
-                .unwrap();
-            let prio = classid.raw() as i32;
-            nix::sys::socket::setsockopt(&s, nix::sys::socket::sockopt::Priority, &prio).unwrap();
-            s.connect("10.77.0.99:9").unwrap();
+            let s = udp_sender(&ns, "ens19", classid.raw(), 0);
             while !stop.load(Ordering::Relaxed) {
                 for _ in 0..10 {
                     let _ = s.send(&[0u8; 500]);

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{code, lqos, netns_with_generated, ok, text};
+use common::{code, lqos, netns_with_generated, ok, static_neighbour, text, udp_sender};
 use lqos_apply::netns::require_netns;
 use lqos_tc::{Direction, TcHandle};
 
@@ -55,32 +55,10 @@ fn set_rates(csv_text: &str, id: &str, min: &str, max: &str) -> String {
     String::from_utf8(w.into_inner().unwrap()).unwrap()
 }
 
-/// A UDP socket in namespace `ns`, bound to `dev`, connected to a static
-/// neighbour, with `SO_PRIORITY` = `priority`.
+/// A UDP socket in namespace `ns` bound to `dev` with `SO_PRIORITY` =
+/// `priority` (no TOS).
 fn sender(ns: &str, dev: &str, priority: u32) -> UdpSocket {
-    let (ns, dev) = (ns.to_string(), dev.to_string());
-    std::thread::spawn(move || {
-        let target = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
-        nix::sched::setns(&target, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        let s = UdpSocket::bind("10.77.0.1:0").unwrap();
-        nix::sys::socket::setsockopt(
-            &s,
-            nix::sys::socket::sockopt::BindToDevice,
-            &std::ffi::OsString::from(dev),
-        )
-        .unwrap();
-        nix::sys::socket::setsockopt(&s, nix::sys::socket::sockopt::Priority, &(priority as i32))
-            .unwrap();
-        // Room for thousands of datagrams in flight: a flow above its
-        // ceil must fill its leaf (the default buffer would block the
-        // sender at a few dozen queued packets, and nothing would drop).
-        nix::sys::socket::setsockopt(&s, nix::sys::socket::sockopt::SndBufForce, &(16 << 20))
-            .unwrap();
-        s.connect("10.77.0.99:9").unwrap();
-        s
-    })
-    .join()
-    .unwrap()
+    udp_sender(ns, dev, priority, 0)
 }
 
 /// Sends `pps` datagrams per second (in 10 ms slots, on an absolute
@@ -120,18 +98,7 @@ fn stats_report_what_was_sent_and_top_shows_the_busy_circuit_first() {
     }
     let (ns, dir) = netns_with_generated("stats", 1, 20);
     let d = dir.path();
-    ns.ip(&["addr", "add", "10.77.0.1/24", "dev", "ens19"])
-        .unwrap();
-    ns.ip(&[
-        "neigh",
-        "add",
-        "10.77.0.99",
-        "lladdr",
-        "02:00:00:00:00:99",
-        "dev",
-        "ens19",
-    ])
-    .unwrap();
+    static_neighbour(&ns);
     // Two circuits with small download ceilings: A 10 Mbit (fed 4 Mbit),
     // B 6 Mbit (fed 12 Mbit: the busiest).
     let csv0 = std::fs::read_to_string(d.join("ShapedDevices.csv")).unwrap();
@@ -281,6 +248,68 @@ fn top_in_tmux(d: &std::path::Path, target: &[&str]) -> String {
     std::thread::sleep(Duration::from_millis(300));
     let _ = tmux(&["kill-session", "-t", &session]);
     screen
+}
+
+/// Whether this kernel has sch_cake (else the test is skipped, unless
+/// `LQOS_REQUIRE_CAKE=1`, as in the lab).
+fn cake_available(test: &str) -> bool {
+    let kind = lqos_tc::QdiscKind::Cake(Default::default());
+    match lqos_apply::KindProbe::new().probe(&kind).expect("probe") {
+        Ok(()) => true,
+        Err(r) if std::env::var("LQOS_REQUIRE_CAKE").as_deref() == Ok("1") => {
+            panic!("{test}: LQOS_REQUIRE_CAKE=1 but this kernel has no cake: {r}")
+        }
+        Err(r) => {
+            eprintln!(
+                "skipping {test}: no sch_cake here ({r}); run it in the lab: cargo xtask lab test"
+            );
+            false
+        }
+    }
+}
+
+/// With `cake diffserv4` leaves, an EF-marked flow moves the Voice tin's
+/// counters and not the Best Effort one's (tins as the kernel dumps them:
+/// Bulk, Best Effort, Video, Voice).
+#[test]
+fn cake_counts_an_ef_flow_in_the_voice_tin() {
+    if !require_netns("cli stats cake tins") || !cake_available("cli stats cake tins") {
+        return;
+    }
+    let (ns, dir) = netns_with_generated("tins", 1, 10);
+    let d = dir.path();
+    static_neighbour(&ns);
+    let target = ["--netns", ns.name(), "--state-dir", "st"];
+    let mut apply = vec!["apply", "--queues", "1", "--sqm", "cake diffserv4"];
+    apply.extend(target);
+    ok(&lqos(d, &apply));
+    let state = lqos_apply::StateDir::open(d.join("st")).unwrap();
+    let plan = lqos_apply::load_saved_plan(&state, Some(ns.name()))
+        .unwrap()
+        .unwrap()
+        .plan;
+    let c = &plan.allocation.circuits[0];
+    let classid = TcHandle::new(plan.major(Direction::Download, c.queue), c.minor);
+    // DSCP EF (46) << 2.
+    let s = udp_sender(ns.name(), "ens19", classid.raw(), 0xb8);
+    let mut sent = 0u64;
+    for _ in 0..200 {
+        if s.send(&[0u8; 200]).is_ok() {
+            sent += 1;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let mut q = vec!["stats", "--json", "--interval", "0", "--circuit", &c.id];
+    q.extend(target);
+    let j: serde_json::Value = serde_json::from_str(&ok(&lqos(d, &q))).unwrap();
+    let tins = j["circuits"][0]["download"]["tins"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(tins.len(), 4, "{j}");
+    let pk = |i: usize| tins[i]["sent_packets"].as_u64().unwrap();
+    assert!(pk(3) >= sent * 99 / 100, "Voice: {} of {sent}: {j}", pk(3));
+    assert_eq!(pk(1), 0, "Best Effort moved: {j}");
 }
 
 /// Without a terminal `lqos top` says to use `lqos stats` (exit 2).

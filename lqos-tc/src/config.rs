@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{parse, render, Classifier, PlanError, QdiscKind};
+use crate::{parse, render, Classifier, PlanError, QdiscKind, SqmError};
 use lqos_model::{LqosConfig, Rate};
 
 /// Which interfaces get a tree.
@@ -121,7 +121,7 @@ impl FromStr for LeafSpec {
         if tokens.is_empty() {
             return Err(PlanError::Sqm {
                 spec: s.to_string(),
-                reason: "empty".into(),
+                reason: SqmError::Empty,
             });
         }
         if tokens.len() == 1 && tokens[0].eq_ignore_ascii_case("none") {
@@ -129,23 +129,16 @@ impl FromStr for LeafSpec {
         }
         let lowered: Vec<String> = tokens.iter().map(|t| t.to_ascii_lowercase()).collect();
         let refs: Vec<&str> = lowered.iter().map(String::as_str).collect();
-        match parse::parse_qdisc_kind(&refs) {
-            Ok(QdiscKind::Other(name)) => Err(PlanError::Sqm {
-                spec: s.to_string(),
-                reason: format!(
-                    "unsupported qdisc kind {name:?} (cake, fq_codel, pfifo, bfifo, none)"
-                ),
-            }),
-            Ok(QdiscKind::Mq) | Ok(QdiscKind::Htb(_)) => Err(PlanError::Sqm {
-                spec: s.to_string(),
-                reason: "mq/htb cannot be a leaf qdisc".into(),
-            }),
-            Ok(kind) => Ok(LeafSpec::Qdisc(kind)),
-            Err(reason) => Err(PlanError::Sqm {
-                spec: s.to_string(),
-                reason,
-            }),
-        }
+        let reason = match parse::parse_qdisc_kind(&refs) {
+            Ok(QdiscKind::Other(name)) => SqmError::UnsupportedKind(name),
+            Ok(QdiscKind::Mq) | Ok(QdiscKind::Htb(_)) => SqmError::NotALeaf,
+            Ok(kind) => return Ok(LeafSpec::Qdisc(kind)),
+            Err(e) => e.into(),
+        };
+        Err(PlanError::Sqm {
+            spec: s.to_string(),
+            reason,
+        })
     }
 }
 

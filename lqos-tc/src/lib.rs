@@ -68,13 +68,13 @@ pub use ipmap::{IpDetails, IpMap, IpMapEntry, Steer, SteerDetails};
 pub use ops::{CakeParams, Class, FqCodelParams, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcOp};
 pub use options::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
 pub use order::locality_order;
-pub use parse::{parse_batch, ParseError};
+pub use parse::{parse_batch, ParseError, SyntaxError};
 pub use plan::replan;
 pub use plan::replan::{replan_circuits, PlanIndex, Replan, ReplanFallback};
 pub use plan::{
     default_class_rate, default_leaf_major, just_below, plan, quantum_for, r2q_for, squashed_min,
     squashed_rate, squashes, Allocation, CircuitSlot, Direction, FilterSlot, InterfacePlan,
-    NodeSlot, Plan, PlanError, HTB_LEVELS, MIN_RATE, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
+    NodeSlot, Plan, PlanError, SqmError, HTB_LEVELS, MIN_RATE, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
 };
 pub use record::{PlanInputs, PlanRecord, PlanRecordRef, PrefixRow, RecordError, RECORD_FORMAT};
 pub use render::{

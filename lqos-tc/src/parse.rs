@@ -19,12 +19,195 @@ use lqos_model::Rate;
 
 /// A line of batch text that is not a supported tc command.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line}: {message}")]
+#[error("line {line}: {error}")]
 pub struct ParseError {
     /// 1-based line number.
     pub line: usize,
     /// What is wrong.
-    pub message: String,
+    pub error: SyntaxError,
+}
+
+/// What is wrong with one tc command, or with a qdisc kind and its options
+/// ([`parse_qdisc_kind`]), a handle, a rate, a size or a time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SyntaxError {
+    /// `tc OBJECT VERB` with a verb tc does not have.
+    #[error("unsupported {object} command {verb:?}")]
+    UnsupportedVerb {
+        /// `qdisc`, `class`, `filter` (or what was written).
+        object: String,
+        /// The verb as written.
+        verb: String,
+    },
+    /// `tc OBJECT` and nothing after it.
+    #[error("{object}: missing command")]
+    MissingVerb {
+        /// The object as written.
+        object: String,
+    },
+    /// An object other than `qdisc`, `class` and `filter`.
+    #[error("unsupported tc object {0:?} (qdisc, class or filter)")]
+    UnsupportedObject(String),
+    /// A form of a command lqos does not take.
+    #[error("{0}")]
+    Unsupported(Unsupported),
+    /// A required part of a command is missing.
+    #[error("{object}: missing {what}")]
+    Missing {
+        /// The command or its part (`qdisc`, `htb class`, `skbedit`, ...).
+        object: &'static str,
+        /// What is missing (`dev`, `classid`, `rate`, ...).
+        what: &'static str,
+    },
+    /// An option without its value at the end of the line.
+    #[error("{key}: missing value")]
+    MissingValue {
+        /// The option.
+        key: String,
+    },
+    /// Words after a delete that takes none.
+    #[error("{object}: unexpected {words:?}")]
+    Unexpected {
+        /// `qdisc del`, `class del` or `filter del`.
+        object: &'static str,
+        /// The extra words.
+        words: String,
+    },
+    /// A class of another kind than `htb`.
+    #[error("class: only htb classes are supported, found {0:?}")]
+    NotHtbClass(String),
+    /// A filter protocol other than `ip` and `ipv6`.
+    #[error("filter: unsupported protocol {0:?}")]
+    UnsupportedProtocol(String),
+    /// An option the kind does not have (or lqos does not know).
+    #[error("{kind}: unsupported option {option:?}")]
+    UnsupportedOption {
+        /// The kind (`htb`, `cake`, `htb class`, `flower`, ...).
+        kind: String,
+        /// The option as written.
+        option: String,
+    },
+    /// A flower address of the other family than the filter's protocol.
+    #[error("flower: {net} is not protocol {protocol}")]
+    WrongFamily {
+        /// The address.
+        net: IpNet,
+        /// The filter's protocol (`ip`, `ipv6`).
+        protocol: &'static str,
+    },
+    /// Not a decimal number (or too large for its field).
+    #[error("invalid number {0:?}")]
+    Number(String),
+    /// Not a number in 0..=65535.
+    #[error("invalid number {0:?} (0..=65535)")]
+    U16(String),
+    /// Not a hex number.
+    #[error("invalid hex number {0:?}")]
+    Hex(String),
+    /// A rate, size or time whose number part is not a decimal.
+    #[error("invalid number in {0:?}")]
+    Decimal(String),
+    /// Not a handle or classid.
+    #[error("invalid handle {0:?}")]
+    Handle(String),
+    /// Not an address prefix.
+    #[error("invalid prefix {0:?}")]
+    Prefix(String),
+    /// Not an address.
+    #[error("invalid address {0:?}")]
+    Address(String),
+    /// A prefix with address bits past its length.
+    #[error("{text}: host bits are set (use {trunc})")]
+    HostBits {
+        /// The prefix as written.
+        text: String,
+        /// The prefix it stands for.
+        trunc: IpNet,
+    },
+    /// A rate, size or time with a unit tc does not know.
+    #[error("invalid {quantity} unit in {text:?}")]
+    Unit {
+        /// Rate, size or time.
+        quantity: Quantity,
+        /// The value as written.
+        text: String,
+    },
+    /// A rate, size or time beyond what its field holds.
+    #[error("{quantity} {text:?} is too large")]
+    TooLarge {
+        /// Rate, size or time.
+        quantity: Quantity,
+        /// The value as written.
+        text: String,
+    },
+    /// An empty qdisc kind.
+    #[error("missing qdisc kind")]
+    MissingKind,
+    /// `mq` with options.
+    #[error("mq takes no options, found {0:?}")]
+    MqOptions(String),
+    /// A kind lqos does not model, with options it cannot keep.
+    #[error("unsupported qdisc kind {0:?} with options (lqos knows mq, htb, cake, fq_codel, pfifo, bfifo)")]
+    UnknownKindWithOptions(String),
+    /// A kind name with characters no qdisc name has.
+    #[error("invalid qdisc kind {0:?}")]
+    InvalidKind(String),
+    /// [`parse_line`] given no command or several.
+    #[error("expected one command, found {0}")]
+    NotOneCommand(usize),
+}
+
+/// A form of a tc command that lqos does not take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unsupported {
+    /// `qdisc change`.
+    #[error("qdisc change is not supported (use replace)")]
+    QdiscChange,
+    /// `class replace`.
+    #[error("class replace is not supported (use add or change)")]
+    ClassReplace,
+    /// `filter add` / `filter change`.
+    #[error("filter: only replace and del are supported")]
+    FilterVerb,
+    /// A filter on another hook than egress.
+    #[error("filter: only egress (parent ffff:fff3) filters are supported")]
+    FilterHook,
+    /// A filter of another kind than flower.
+    #[error("filter: only flower filters are supported")]
+    FilterKind,
+    /// A clsact qdisc at another parent.
+    #[error("clsact: parent must be ffff:fff1 (or left out)")]
+    ClsactParent,
+}
+
+/// Which kind of value a [`SyntaxError::Unit`] or
+/// [`SyntaxError::TooLarge`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantity {
+    /// A rate (`10mbit`).
+    Rate,
+    /// A size in bytes (`64k`).
+    Size,
+    /// A time (`300ms`).
+    Time,
+}
+
+impl std::fmt::Display for Quantity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Quantity::Rate => "rate",
+            Quantity::Size => "size",
+            Quantity::Time => "time",
+        })
+    }
+}
+
+use SyntaxError as E;
+
+fn missing(object: &'static str, what: &'static str) -> SyntaxError {
+    E::Missing { object, what }
 }
 
 /// Parses a whole batch file into `(device, op)` pairs, in file order.
@@ -49,10 +232,7 @@ pub fn parse_batch(text: &str) -> Result<Vec<(String, TcOp)>, ParseError> {
         if tokens.is_empty() {
             continue;
         }
-        let parsed = parse_tokens(&tokens).map_err(|message| ParseError {
-            line: i + 1,
-            message,
-        })?;
+        let parsed = parse_tokens(&tokens).map_err(|error| ParseError { line: i + 1, error })?;
         out.push(parsed);
     }
     Ok(out)
@@ -66,7 +246,7 @@ pub fn parse_line(line: &str) -> Result<(String, TcOp), ParseError> {
         Ok([one]) => Ok(one),
         Err(v) => Err(ParseError {
             line: 1,
-            message: format!("expected one command, found {}", v.len()),
+            error: E::NotOneCommand(v.len()),
         }),
     }
 }
@@ -79,27 +259,34 @@ enum Verb {
     Delete,
 }
 
-fn parse_tokens(t: &[&str]) -> Result<(String, TcOp), String> {
+fn parse_tokens(t: &[&str]) -> Result<(String, TcOp), SyntaxError> {
     let object = t[0];
     let verb = match t.get(1).copied() {
         Some("add") => Verb::Add,
         Some("replace") => Verb::Replace,
         Some("change") => Verb::Change,
         Some("del") | Some("delete") => Verb::Delete,
-        Some(other) => return Err(format!("unsupported {object} command {other:?}")),
-        None => return Err(format!("{object}: missing command")),
+        Some(other) => {
+            return Err(E::UnsupportedVerb {
+                object: object.to_string(),
+                verb: other.to_string(),
+            })
+        }
+        None => {
+            return Err(E::MissingVerb {
+                object: object.to_string(),
+            })
+        }
     };
     match object {
         "qdisc" => parse_qdisc(verb, &t[2..]),
         "class" => parse_class(verb, &t[2..]),
         "filter" => parse_filter(verb, &t[2..]),
-        other => Err(format!(
-            "unsupported tc object {other:?} (qdisc, class or filter)"
-        )),
+        other => Err(E::UnsupportedObject(other.to_string())),
     }
 }
 
-fn parse_qdisc(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
+fn parse_qdisc(verb: Verb, t: &[&str]) -> Result<(String, TcOp), SyntaxError> {
     let mut dev = None;
     let mut parent = None;
     let mut handle = TcHandle::UNSPEC;
@@ -125,12 +312,12 @@ fn parse_qdisc(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
             _ => break,
         }
     }
-    let dev = dev.ok_or("qdisc: missing dev")?;
+    let dev = dev.ok_or(missing("qdisc", "dev"))?;
     let kind_tokens = &t[i..];
     if kind_tokens == ["clsact"] {
         // `tc qdisc add|replace|del dev X clsact`: tc fills in the slot.
         if parent.is_some_and(|p| p != CLSACT_PARENT) {
-            return Err("clsact: parent must be ffff:fff1 (or left out)".into());
+            return Err(E::Unsupported(Unsupported::ClsactParent));
         }
         let q = classify::clsact();
         return match verb {
@@ -143,19 +330,22 @@ fn parse_qdisc(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
                     handle: classify::CLSACT_HANDLE,
                 },
             )),
-            Verb::Change => Err("qdisc change is not supported (use replace)".into()),
+            Verb::Change => Err(E::Unsupported(Unsupported::QdiscChange)),
         };
     }
     if let Verb::Delete = verb {
         if !kind_tokens.is_empty() && kind_tokens.len() > 1 {
-            return Err(format!("qdisc del: unexpected {:?}", kind_tokens.join(" ")));
+            return Err(E::Unexpected {
+                object: "qdisc del",
+                words: kind_tokens.join(" "),
+            });
         }
         let parent = parent.unwrap_or(TcHandle::UNSPEC);
         return Ok((dev, TcOp::delete_qdisc(parent, handle)));
     }
-    let parent = parent.ok_or("qdisc: missing parent or root")?;
+    let parent = parent.ok_or(missing("qdisc", "parent or root"))?;
     if kind_tokens.is_empty() {
-        return Err("qdisc: missing kind".into());
+        return Err(missing("qdisc", "kind"));
     }
     let kind = parse_qdisc_kind(kind_tokens)?;
     let q = Qdisc {
@@ -166,12 +356,12 @@ fn parse_qdisc(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
     match verb {
         Verb::Add => Ok((dev, TcOp::AddQdisc(q))),
         Verb::Replace => Ok((dev, TcOp::ReplaceQdisc(q))),
-        Verb::Change => Err("qdisc change is not supported (use replace)".into()),
+        Verb::Change => Err(E::Unsupported(Unsupported::QdiscChange)),
         Verb::Delete => unreachable!("handled above"),
     }
 }
 
-fn parse_class(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
+fn parse_class(verb: Verb, t: &[&str]) -> Result<(String, TcOp), SyntaxError> {
     let mut dev = None;
     let mut parent = TcHandle::UNSPEC;
     let mut classid = None;
@@ -197,8 +387,8 @@ fn parse_class(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
             _ => break,
         }
     }
-    let dev = dev.ok_or("class: missing dev")?;
-    let mut classid = classid.ok_or("class: missing classid")?;
+    let dev = dev.ok_or(missing("class", "dev"))?;
+    let mut classid = classid.ok_or(missing("class", "classid"))?;
     if classid.major() == 0 && classid != TcHandle::UNSPEC && parent != TcHandle::ROOT {
         // `classid 0x5` under `parent 0x1:0x3` means 1:5 (the kernel fills
         // in the major from the parent).
@@ -207,14 +397,16 @@ fn parse_class(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
     let rest = &t[i..];
     if let Verb::Delete = verb {
         if !rest.is_empty() {
-            return Err(format!("class del: unexpected {:?}", rest.join(" ")));
+            return Err(E::Unexpected {
+                object: "class del",
+                words: rest.join(" "),
+            });
         }
         return Ok((dev, TcOp::DeleteClass { parent, classid }));
     }
     if rest.first() != Some(&"htb") {
-        return Err(format!(
-            "class: only htb classes are supported, found {:?}",
-            rest.first().copied().unwrap_or("")
+        return Err(E::NotHtbClass(
+            rest.first().copied().unwrap_or("").to_string(),
         ));
     }
     let htb = parse_htb_class(&rest[1..])?;
@@ -226,14 +418,14 @@ fn parse_class(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
     match verb {
         Verb::Add => Ok((dev, TcOp::AddClass(c))),
         Verb::Change => Ok((dev, TcOp::ChangeClass(c))),
-        Verb::Replace => Err("class replace is not supported (use add or change)".into()),
+        Verb::Replace => Err(E::Unsupported(Unsupported::ClassReplace)),
         Verb::Delete => unreachable!("handled above"),
     }
 }
 
 /// `filter replace|del dev X egress pref P handle H protocol ip|ipv6
 /// flower [dst_ip|src_ip NET action skbedit queue_mapping Q priority M:m]`.
-fn parse_filter(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
+fn parse_filter(verb: Verb, t: &[&str]) -> Result<(String, TcOp), SyntaxError> {
     let (mut dev, mut egress, mut pref, mut handle, mut proto) = (None, false, None, None, None);
     let mut i = 0;
     while i < t.len() {
@@ -251,32 +443,39 @@ fn parse_filter(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
                 proto = Some(match value(t, i, "protocol")? {
                     "ip" => FilterProto::Ip,
                     "ipv6" => FilterProto::Ipv6,
-                    other => return Err(format!("filter: unsupported protocol {other:?}")),
+                    other => return Err(E::UnsupportedProtocol(other.to_string())),
                 })
             }
             _ => break,
         }
         i += 2;
     }
-    let dev = dev.ok_or("filter: missing dev")?;
+    let dev = dev.ok_or(missing("filter", "dev"))?;
     if !egress {
-        return Err("filter: only egress (parent ffff:fff3) filters are supported".into());
+        return Err(E::Unsupported(Unsupported::FilterHook));
     }
     let key = FilterKey {
-        pref: pref.ok_or("filter: missing pref")?,
-        protocol: proto.ok_or("filter: missing protocol")?,
-        handle: handle.filter(|&h| h != 0).ok_or("filter: missing handle")?,
+        pref: pref.ok_or(missing("filter", "pref"))?,
+        protocol: proto.ok_or(missing("filter", "protocol"))?,
+        handle: handle
+            .filter(|&h| h != 0)
+            .ok_or(missing("filter", "handle"))?,
     };
     let rest = &t[i..];
     if rest.first() != Some(&"flower") {
-        return Err("filter: only flower filters are supported".into());
+        return Err(E::Unsupported(Unsupported::FilterKind));
     }
     let rest = &rest[1..];
     match verb {
         Verb::Delete if rest.is_empty() => return Ok((dev, TcOp::DeleteFilter(key))),
-        Verb::Delete => return Err(format!("filter del: unexpected {:?}", rest.join(" "))),
+        Verb::Delete => {
+            return Err(E::Unexpected {
+                object: "filter del",
+                words: rest.join(" "),
+            })
+        }
         Verb::Replace => {}
-        Verb::Add | Verb::Change => return Err("filter: only replace and del are supported".into()),
+        Verb::Add | Verb::Change => return Err(E::Unsupported(Unsupported::FilterVerb)),
     }
     let (mut side, mut net, mut queue, mut prio) = (None, None, None, None);
     let mut i = 0;
@@ -300,58 +499,67 @@ fn parse_filter(verb: Verb, t: &[&str]) -> Result<(String, TcOp), String> {
                 prio = Some(parse_handle(value(rest, i, "priority")?, false)?);
                 i += 2;
             }
-            other => return Err(format!("filter: unsupported flower option {other:?}")),
+            other => return Err(unsupported_option("flower", other)),
         }
     }
-    let net = net.ok_or("flower: missing dst_ip or src_ip")?;
+    let net = net.ok_or(missing("flower", "dst_ip or src_ip"))?;
     if FilterProto::of(&net) != key.protocol {
-        return Err(format!(
-            "flower: {net} is not protocol {}",
-            key.protocol.name()
-        ));
+        return Err(E::WrongFamily {
+            net,
+            protocol: key.protocol.name(),
+        });
     }
     Ok((
         dev,
         TcOp::ReplaceFilter(FlowerFilter {
             key,
-            side: side.ok_or("flower: missing dst_ip or src_ip")?,
+            side: side.ok_or(missing("flower", "dst_ip or src_ip"))?,
             net,
-            queue_mapping: queue.ok_or("skbedit: missing queue_mapping")?,
-            priority: prio.ok_or("skbedit: missing priority")?,
+            queue_mapping: queue.ok_or(missing("skbedit", "queue_mapping"))?,
+            priority: prio.ok_or(missing("skbedit", "priority"))?,
         }),
     ))
 }
 
-fn parse_u16(s: &str) -> Result<u16, String> {
-    s.parse()
-        .map_err(|_| format!("invalid number {s:?} (0..=65535)"))
+fn parse_u16(s: &str) -> Result<u16, SyntaxError> {
+    s.parse().map_err(|_| E::U16(s.to_string()))
+}
+
+fn unsupported_option(kind: &str, option: &str) -> SyntaxError {
+    E::UnsupportedOption {
+        kind: kind.to_string(),
+        option: option.to_string(),
+    }
 }
 
 /// A decimal or `0x` hex u32 (tc's `get_u32(.., 0)`).
-fn parse_num_u32(s: &str) -> Result<u32, String> {
+fn parse_num_u32(s: &str) -> Result<u32, SyntaxError> {
     match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u32::from_str_radix(h, 16).map_err(|_| format!("invalid number {s:?}")),
+        Some(h) => u32::from_str_radix(h, 16).map_err(|_| E::Number(s.to_string())),
         None => parse_u32(s),
     }
 }
 
 /// An address (`/32` or `/128`) or a prefix; host bits must be zero.
-fn parse_net(s: &str) -> Result<IpNet, String> {
+fn parse_net(s: &str) -> Result<IpNet, SyntaxError> {
     let net: IpNet = if s.contains('/') {
-        s.parse().map_err(|_| format!("invalid prefix {s:?}"))?
+        s.parse().map_err(|_| E::Prefix(s.to_string()))?
     } else {
         IpNet::from(
             s.parse::<core::net::IpAddr>()
-                .map_err(|_| format!("invalid address {s:?}"))?,
+                .map_err(|_| E::Address(s.to_string()))?,
         )
     };
     if net.trunc() != net {
-        return Err(format!("{s}: host bits are set (use {})", net.trunc()));
+        return Err(E::HostBits {
+            text: s.to_string(),
+            trunc: net.trunc(),
+        });
     }
     Ok(net)
 }
 
-fn parse_htb_class(t: &[&str]) -> Result<HtbClass, String> {
+fn parse_htb_class(t: &[&str]) -> Result<HtbClass, SyntaxError> {
     let mut rate = None;
     let mut ceil = None;
     let mut prio = 0;
@@ -369,11 +577,11 @@ fn parse_htb_class(t: &[&str]) -> Result<HtbClass, String> {
             "quantum" => quantum = parse_u32(v)?,
             "burst" | "buffer" | "maxburst" => burst = Some(parse_size(v)?),
             "cburst" | "cbuffer" | "cmaxburst" => cburst = Some(parse_size(v)?),
-            other => return Err(format!("htb class: unsupported option {other:?}")),
+            other => return Err(unsupported_option("htb class", other)),
         }
         i += 2;
     }
-    let rate = rate.ok_or("htb class: missing rate")?;
+    let rate = rate.ok_or(missing("htb class", "rate"))?;
     Ok(HtbClass {
         rate,
         ceil: ceil.unwrap_or(rate),
@@ -386,13 +594,13 @@ fn parse_htb_class(t: &[&str]) -> Result<HtbClass, String> {
 
 /// Parses a qdisc kind and its options (`["cake", "diffserv4"]`); used for
 /// batch lines and for `default_sqm` strings.
-pub fn parse_qdisc_kind(t: &[&str]) -> Result<QdiscKind, String> {
-    let (name, opts) = t.split_first().ok_or("missing qdisc kind")?;
+pub fn parse_qdisc_kind(t: &[&str]) -> Result<QdiscKind, SyntaxError> {
+    let (name, opts) = t.split_first().ok_or(E::MissingKind)?;
     let mut i = 0;
     match *name {
         "mq" => {
             if let Some(o) = opts.first() {
-                return Err(format!("mq takes no options, found {o:?}"));
+                return Err(E::MqOptions(o.to_string()));
             }
             Ok(QdiscKind::Mq)
         }
@@ -409,7 +617,7 @@ pub fn parse_qdisc_kind(t: &[&str]) -> Result<QdiscKind, String> {
                     "default" => h.default_minor = parse_hex_u32(v)?,
                     "r2q" => h.r2q = Some(parse_u32(v)?),
                     "direct_qlen" => h.direct_qlen = Some(parse_u32(v)?),
-                    other => return Err(format!("htb: unsupported option {other:?}")),
+                    other => return Err(unsupported_option("htb", other)),
                 }
                 i += 2;
             }
@@ -450,7 +658,7 @@ pub fn parse_qdisc_kind(t: &[&str]) -> Result<QdiscKind, String> {
                         } else if let Some(us) = options::cake_rtt_preset(word) {
                             p.rtt_us = Some(us);
                         } else {
-                            return Err(format!("cake: unsupported option {word:?}"));
+                            return Err(unsupported_option("cake", word));
                         }
                     }
                 }
@@ -474,7 +682,7 @@ pub fn parse_qdisc_kind(t: &[&str]) -> Result<QdiscKind, String> {
                     "interval" => p.interval_us = Some(parse_time_us(v)?),
                     "quantum" => p.quantum = Some(parse_u32(v)?),
                     "memory_limit" => p.memory_limit = Some(parse_size(v)?),
-                    other => return Err(format!("fq_codel: unsupported option {other:?}")),
+                    other => return Err(unsupported_option("fq_codel", other)),
                 }
                 i += 2;
             }
@@ -488,7 +696,7 @@ pub fn parse_qdisc_kind(t: &[&str]) -> Result<QdiscKind, String> {
                 match o {
                     "limit" if *name == "pfifo" => limit = Some(parse_u32(v)?),
                     "limit" => limit = Some(parse_size(v)?),
-                    other => return Err(format!("{name}: unsupported option {other:?}")),
+                    other => return Err(unsupported_option(name, other)),
                 }
                 i += 2;
             }
@@ -500,39 +708,37 @@ pub fn parse_qdisc_kind(t: &[&str]) -> Result<QdiscKind, String> {
         }
         other => {
             if !opts.is_empty() {
-                return Err(format!(
-                    "unsupported qdisc kind {other:?} with options (lqos knows mq, htb, cake, fq_codel, pfifo, bfifo)"
-                ));
+                return Err(E::UnknownKindWithOptions(other.to_string()));
             }
             if other.is_empty()
                 || !other
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
             {
-                return Err(format!("invalid qdisc kind {other:?}"));
+                return Err(E::InvalidKind(other.to_string()));
             }
             Ok(QdiscKind::Other(other.to_string()))
         }
     }
 }
 
-fn value<'a>(t: &[&'a str], i: usize, key: &str) -> Result<&'a str, String> {
-    t.get(i + 1)
-        .copied()
-        .ok_or_else(|| format!("{key}: missing value"))
+fn value<'a>(t: &[&'a str], i: usize, key: &str) -> Result<&'a str, SyntaxError> {
+    t.get(i + 1).copied().ok_or_else(|| E::MissingValue {
+        key: key.to_string(),
+    })
 }
 
 /// Parses a handle or classid as tc does, leniently: `7FFF:`, `0x1:0x3`,
 /// `1a:e3b`, `root`, `none`. Without a colon, a qdisc handle is a major
 /// (`8` = `8:`) while a classid/parent is a raw number (`0x5` = `0:5`).
-pub fn parse_handle(s: &str, qdisc_handle: bool) -> Result<TcHandle, String> {
+pub fn parse_handle(s: &str, qdisc_handle: bool) -> Result<TcHandle, SyntaxError> {
     match s {
         "root" => return Ok(TcHandle::ROOT),
         "none" => return Ok(TcHandle::UNSPEC),
         _ => {}
     }
-    let err = || format!("invalid handle {s:?}");
-    let hex = |p: &str, allow_empty: bool| -> Result<u32, String> {
+    let err = || E::Handle(s.to_string());
+    let hex = |p: &str, allow_empty: bool| -> Result<u32, SyntaxError> {
         let p = p
             .strip_prefix("0x")
             .or_else(|| p.strip_prefix("0X"))
@@ -568,20 +774,20 @@ pub fn parse_handle(s: &str, qdisc_handle: bool) -> Result<TcHandle, String> {
     }
 }
 
-fn parse_u32(s: &str) -> Result<u32, String> {
-    s.parse().map_err(|_| format!("invalid number {s:?}"))
+fn parse_u32(s: &str) -> Result<u32, SyntaxError> {
+    s.parse().map_err(|_| E::Number(s.to_string()))
 }
 
-fn parse_hex_u32(s: &str) -> Result<u32, String> {
+fn parse_hex_u32(s: &str) -> Result<u32, SyntaxError> {
     let p = s
         .strip_prefix("0x")
         .or_else(|| s.strip_prefix("0X"))
         .unwrap_or(s);
-    u32::from_str_radix(p, 16).map_err(|_| format!("invalid hex number {s:?}"))
+    u32::from_str_radix(p, 16).map_err(|_| E::Hex(s.to_string()))
 }
 
 /// Splits `2.5mbit` into an exact decimal (`25`, scale `10`) and `mbit`.
-fn split_decimal(s: &str) -> Result<(u128, u128, &str), String> {
+fn split_decimal(s: &str) -> Result<(u128, u128, &str), SyntaxError> {
     let end = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
@@ -592,7 +798,7 @@ fn split_decimal(s: &str) -> Result<(u128, u128, &str), String> {
         || int.len() > 20
         || frac.len() > 18
     {
-        return Err(format!("invalid number in {s:?}"));
+        return Err(E::Decimal(s.to_string()));
     }
     let mut mant: u128 = 0;
     for b in int.bytes().chain(frac.bytes()) {
@@ -603,7 +809,7 @@ fn split_decimal(s: &str) -> Result<(u128, u128, &str), String> {
 
 /// Parses a tc rate (`10500kbit`, `2.5mbit`, `1.0gbit`, `1000000`, `125kbps`)
 /// into an exact [`Rate`] (rounded to the nearest bit/s).
-pub fn parse_rate(s: &str) -> Result<Rate, String> {
+pub fn parse_rate(s: &str) -> Result<Rate, SyntaxError> {
     let lower = s.to_ascii_lowercase();
     let (mant, div, unit) = split_decimal(&lower)?;
     let scale: u128 = match unit {
@@ -621,16 +827,16 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
         "mbps" => 8_000_000,
         "gbps" => 8_000_000_000,
         "tbps" => 8_000_000_000_000,
-        _ => return Err(format!("invalid rate unit in {s:?}")),
+        _ => return Err(bad_unit(Quantity::Rate, s)),
     };
     let bits = (mant * scale + div / 2) / div;
     u64::try_from(bits)
         .map(Rate::from_bps)
-        .map_err(|_| format!("rate {s:?} is too large"))
+        .map_err(|_| too_large(Quantity::Rate, s))
 }
 
 /// Parses a tc size in bytes (`1600`, `1600b`, `64k`, `1mb`).
-pub fn parse_size(s: &str) -> Result<u32, String> {
+pub fn parse_size(s: &str) -> Result<u32, SyntaxError> {
     let lower = s.to_ascii_lowercase();
     let (mant, div, unit) = split_decimal(&lower)?;
     let scale: u128 = match unit {
@@ -640,23 +846,37 @@ pub fn parse_size(s: &str) -> Result<u32, String> {
         "g" | "gb" => 1024 * 1024 * 1024,
         "kbit" => 128,
         "mbit" => 128 * 1024,
-        _ => return Err(format!("invalid size unit in {s:?}")),
+        _ => return Err(bad_unit(Quantity::Size, s)),
     };
-    u32::try_from(mant * scale / div).map_err(|_| format!("size {s:?} is too large"))
+    u32::try_from(mant * scale / div).map_err(|_| too_large(Quantity::Size, s))
 }
 
 /// Parses a tc time into microseconds (`300ms`, `100us`, `1s`; a bare
 /// number is microseconds, as in tc).
-pub fn parse_time_us(s: &str) -> Result<u32, String> {
+pub fn parse_time_us(s: &str) -> Result<u32, SyntaxError> {
     let lower = s.to_ascii_lowercase();
     let (mant, div, unit) = split_decimal(&lower)?;
     let scale: u128 = match unit {
         "" | "us" | "usec" | "usecs" => 1,
         "ms" | "msec" | "msecs" => 1_000,
         "s" | "sec" | "secs" => 1_000_000,
-        _ => return Err(format!("invalid time unit in {s:?}")),
+        _ => return Err(bad_unit(Quantity::Time, s)),
     };
-    u32::try_from(mant * scale / div).map_err(|_| format!("time {s:?} is too large"))
+    u32::try_from(mant * scale / div).map_err(|_| too_large(Quantity::Time, s))
+}
+
+fn bad_unit(quantity: Quantity, text: &str) -> SyntaxError {
+    E::Unit {
+        quantity,
+        text: text.to_string(),
+    }
+}
+
+fn too_large(quantity: Quantity, text: &str) -> SyntaxError {
+    E::TooLarge {
+        quantity,
+        text: text.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -720,6 +940,72 @@ qdisc add dev eth1 parent 0x1:0x5 cake diffserv4 rtt 300
         let e = parse_batch("class add dev x parent 1: classid 1:1 htb rate fast\n").unwrap_err();
         assert!(e.to_string().starts_with("line 1:"), "{e}");
         assert!(parse_batch("filter add dev x\n").is_err());
+    }
+
+    #[test]
+    fn errors_are_typed() {
+        let kind = |s: &str| parse_qdisc_kind(&s.split_whitespace().collect::<Vec<_>>());
+        assert_eq!(
+            kind("cake diffserv5"),
+            Err(SyntaxError::UnsupportedOption {
+                kind: "cake".into(),
+                option: "diffserv5".into()
+            })
+        );
+        assert_eq!(kind("mq x"), Err(SyntaxError::MqOptions("x".into())));
+        assert_eq!(kind(""), Err(SyntaxError::MissingKind));
+        assert_eq!(
+            kind("sfq perturb 10"),
+            Err(SyntaxError::UnknownKindWithOptions("sfq".into()))
+        );
+        assert_eq!(
+            kind("fq_codel limit"),
+            Err(SyntaxError::MissingValue {
+                key: "limit".into()
+            })
+        );
+        assert_eq!(
+            parse_handle("1:10000", false),
+            Err(SyntaxError::Handle("1:10000".into()))
+        );
+        assert_eq!(
+            parse_rate("10mbyte"),
+            Err(SyntaxError::Unit {
+                quantity: Quantity::Rate,
+                text: "10mbyte".into()
+            })
+        );
+        assert_eq!(
+            parse_size("8gb"),
+            Err(SyntaxError::TooLarge {
+                quantity: Quantity::Size,
+                text: "8gb".into()
+            })
+        );
+        assert_eq!(
+            parse_time_us("1.2.3ms"),
+            Err(SyntaxError::Decimal("1.2.3ms".into()))
+        );
+        let e = parse_batch("class add dev x parent 1: classid 1:3 htb ceil 1mbit\n").unwrap_err();
+        assert_eq!(
+            e.error,
+            SyntaxError::Missing {
+                object: "htb class",
+                what: "rate"
+            }
+        );
+        assert_eq!(e.to_string(), "line 1: htb class: missing rate");
+        let e = parse_batch("qdisc change dev x root handle 1: htb\n").unwrap_err();
+        assert_eq!(e.error, SyntaxError::Unsupported(Unsupported::QdiscChange));
+        let e = parse_batch(
+            "filter replace dev x egress pref 1 handle 1 protocol ip flower dst_ip 10.0.0.1/8 \
+             action skbedit queue_mapping 0 priority 1:3\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "line 1: 10.0.0.1/8: host bits are set (use 10.0.0.0/8)"
+        );
     }
 
     #[test]

@@ -119,7 +119,6 @@ const TIN_UNRESPONSIVE_FLOWS: u16 = 23;
 /// cake's statistics (`tc -s qdisc show`: "memory used: M of L, capacity
 /// estimate", then one column per tin).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
 pub struct CakeXstats {
     /// Bytes of memory its queues use now.
     pub memory_used: u32,

@@ -241,7 +241,9 @@ fn to_addr(b: &[u8]) -> Option<IpAddr> {
 /// lqos's range decodes leniently: what lqos would not have written (no
 /// address key, a netmask with holes, no skbedit action) is left as the
 /// family's `/0`, queue 0 and priority `none` (`0:`), which never satisfy
-/// a plan, so the filter shows as drift and is replaced.
+/// a plan, so the filter shows as drift and is replaced. The kernel dumps
+/// the key as it was sent and matches on key & mask, so address bits past
+/// the prefix length are cleared: the filter reads as the prefix it matches.
 pub(crate) fn decode_filter(payload: &[u8]) -> Result<Option<(i32, FlowerFilter)>, DecodeError> {
     let (h, rest) = tcmsg_hdr(payload)?;
     let pref = (h.info >> 16) as u16;
@@ -286,7 +288,9 @@ pub(crate) fn decode_filter(payload: &[u8]) -> Result<Option<(i32, FlowerFilter)
         FilterProto::Ipv6 => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
     };
     let net = match (addr, mask) {
-        (Some(a), Some(l)) if a.is_ipv6() == any.is_ipv6() => IpNet::new(a, l).ok(),
+        (Some(a), Some(l)) if a.is_ipv6() == any.is_ipv6() => {
+            IpNet::new(a, l).ok().map(|n| n.trunc())
+        }
         (Some(a), None) if a.is_ipv6() == any.is_ipv6() => Some(IpNet::from(a)),
         _ => None,
     }
@@ -385,6 +389,33 @@ mod tests {
             let cut = cut.min(buf.len() - 16);
             let _ = decode_filter(&buf[16..16 + cut]);
         }
+    }
+
+    /// Found by the `netlink_request` fuzz target: a flower key with address
+    /// bits past its prefix (`2001:db8:1::f6ff:0:0` with a /48 mask, as
+    /// `tc` sends for `src_ip 2001:db8:1::f6ff:0:0/48` and the kernel dumps
+    /// back) decoded with those bits kept, so it never equalled the planned
+    /// `2001:db8:1::/48` it matches and showed as drift forever.
+    #[test]
+    fn flower_key_with_host_bits_past_the_prefix_decodes_as_its_prefix() {
+        let planned = FlowerFilter::steer(
+            MatchSide::Src,
+            "2001:db8:1::/48".parse().unwrap(),
+            9,
+            15,
+            TcHandle::new(0x10, 3),
+        );
+        let mut buf = Vec::new();
+        replace_msg(&mut buf, &planned, 3, 7).unwrap();
+        let key = 16 + 20 + 12 + 4 + 4; // nlmsghdr, tcmsg, TCA_KIND "flower", TCA_OPTIONS, key header
+        assert_eq!(
+            u16::from_ne_bytes([buf[key - 2], buf[key - 1]]),
+            TCA_FLOWER_KEY_IPV6_SRC
+        );
+        buf[key + 10..key + 12].copy_from_slice(&[0xf6, 0xff]);
+        let sent: IpAddr = "2001:db8:1::f6ff:0:0".parse().unwrap();
+        assert_eq!(to_addr(&buf[key..key + 16]), Some(sent));
+        assert_eq!(decode_filter(&buf[16..]).unwrap(), Some((3, planned)));
     }
 
     #[test]

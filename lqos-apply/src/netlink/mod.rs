@@ -106,5 +106,6 @@ pub use pipeline::{OpFailure, SendOptions, SendStats};
 pub use psched::{PschedClock, PschedParseError};
 pub use socket::{LinkInfo, NetlinkError, NetlinkSocket};
 pub use stats::{
-    ClassSample, ClassStats, Counters, LeafXstats, QdiscSample, TCA_STATS2, TCA_STATS_BASIC,
+    decode_class_sample_msg, decode_qdisc_sample_msg, ClassSample, ClassStats, Counters,
+    LeafXstats, QdiscSample, TCA_STATS2, TCA_STATS_BASIC,
 };

@@ -169,6 +169,28 @@ fn short(handle: TcHandle, what: &'static str, len: usize) -> DecodeError {
     DecodeError::ShortStats { handle, what, len }
 }
 
+/// Decodes one whole `RTM_NEWTCLASS` message of a `tc -s class show` dump
+/// (header included) into its interface index and [`ClassSample`];
+/// `Ok(None)` for another message type or a class without `TCA_STATS2`.
+pub fn decode_class_sample_msg(msg: &[u8]) -> Result<Option<(i32, ClassSample)>, DecodeError> {
+    let m = super::msg::first_msg(msg)?;
+    if m.ty != super::consts::RTM_NEWTCLASS {
+        return Ok(None);
+    }
+    decode_class_sample(m.payload)
+}
+
+/// Decodes one whole `RTM_NEWQDISC` message of a `tc -s qdisc show` dump
+/// (header included) into its interface index and [`QdiscSample`];
+/// `Ok(None)` for another message type.
+pub fn decode_qdisc_sample_msg(msg: &[u8]) -> Result<Option<(i32, QdiscSample)>, DecodeError> {
+    let m = super::msg::first_msg(msg)?;
+    if m.ty != super::consts::RTM_NEWQDISC {
+        return Ok(None);
+    }
+    decode_qdisc_sample(m.payload).map(Some)
+}
+
 /// Decodes one `RTM_NEWTCLASS` payload into its interface index and
 /// counters; `Ok(None)` when the class reports no `TCA_STATS2` basic block.
 pub(crate) fn decode_class_stats(payload: &[u8]) -> Result<Option<(i32, ClassStats)>, DecodeError> {
@@ -468,5 +490,164 @@ mod golden {
             .find(|(_, q)| q.handle == TcHandle::new(3, 0))
             .unwrap();
         assert_eq!(leaf.kind, QdiscKind::Pfifo { limit: Some(5) });
+    }
+
+    /// tc -s qdisc show dev ens19 (the lab: cake diffserv4 on 1:3 fed EF,
+    /// unmarked and CS1 datagrams; fq_codel limit 100 on 1:4, overrun)
+    #[test]
+    fn lab_cake_and_fq_codel_qdiscs() {
+        let (command, raw) = load_replies("lab_cake_fq_codel_qdisc");
+        assert_eq!(command, "tc -s qdisc show dev ens19");
+        let tc: Vec<serde_json::Value> =
+            serde_json::from_str(&load_text("lab_cake_fq_codel_qdisc.json")).unwrap();
+        let all: Vec<(i32, QdiscSample)> = payloads(&raw)
+            .iter()
+            .map(|p| decode_qdisc_sample(p).unwrap())
+            .collect();
+        // The dump covers every device; ens19 is the one with the HTB root.
+        let ens19 = all
+            .iter()
+            .find(|(_, q)| q.kind == "htb" && q.handle == TcHandle::new(1, 0))
+            .unwrap()
+            .0;
+        let ours: Vec<&QdiscSample> = all
+            .iter()
+            .filter(|(i, _)| *i == ens19)
+            .map(|(_, q)| q)
+            .collect();
+        assert_eq!(ours.len(), tc.len());
+        for j in &tc {
+            let q = ours
+                .iter()
+                .find(|q| q.handle.to_string() == j["handle"].as_str().unwrap())
+                .unwrap();
+            let n = |v: &serde_json::Value, k: &str| {
+                v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"))
+            };
+            let c = q.counters;
+            assert_eq!(
+                [
+                    c.bytes,
+                    c.packets,
+                    c.drops.into(),
+                    c.overlimits.into(),
+                    c.backlog.into(),
+                    c.qlen.into()
+                ],
+                [
+                    n(j, "bytes"),
+                    n(j, "packets"),
+                    n(j, "drops"),
+                    n(j, "overlimits"),
+                    n(j, "backlog"),
+                    n(j, "qlen")
+                ],
+                "{}",
+                q.kind
+            );
+            match &q.xstats {
+                LeafXstats::Cake(x) => {
+                    assert_eq!(u64::from(x.memory_used), n(j, "memory_used"));
+                    assert_eq!(u64::from(x.memory_limit), n(j, "memory_limit"));
+                    assert_eq!(x.capacity_estimate, n(j, "capacity_estimate"));
+                    let tins = j["tins"].as_array().unwrap();
+                    assert_eq!(x.tins.len(), tins.len());
+                    for (t, jt) in x.tins.iter().zip(tins) {
+                        let n = |k: &str| n(jt, k);
+                        assert_eq!(
+                            [
+                                t.threshold_rate,
+                                t.sent_bytes,
+                                t.target_us.into(),
+                                t.interval_us.into()
+                            ],
+                            [
+                                n("threshold_rate"),
+                                n("sent_bytes"),
+                                n("target_us"),
+                                n("interval_us")
+                            ]
+                        );
+                        assert_eq!(
+                            [t.peak_delay_us, t.avg_delay_us, t.base_delay_us].map(u64::from),
+                            [n("peak_delay_us"), n("avg_delay_us"), n("base_delay_us")]
+                        );
+                        assert_eq!(
+                            [
+                                t.sent_packets,
+                                t.dropped_packets,
+                                t.ecn_marked_packets,
+                                t.ack_drops,
+                                t.backlog_bytes
+                            ]
+                            .map(u64::from),
+                            [
+                                n("sent_packets"),
+                                n("drops"),
+                                n("ecn_mark"),
+                                n("ack_drops"),
+                                n("backlog_bytes")
+                            ]
+                        );
+                        assert_eq!(
+                            [t.way_indirect_hits, t.way_misses, t.way_collisions].map(u64::from),
+                            [n("way_indirect_hits"), n("way_misses"), n("way_collisions")]
+                        );
+                        assert_eq!(
+                            [t.sparse_flows, t.bulk_flows, t.unresponsive_flows].map(u64::from),
+                            [n("sparse_flows"), n("bulk_flows"), n("unresponsive_flows")]
+                        );
+                    }
+                    // Bulk, Best Effort, Video, Voice: CS1, unmarked, -, EF.
+                    let pk: Vec<u32> = x.tins.iter().map(|t| t.sent_packets).collect();
+                    assert_eq!(pk, [100, 200, 0, 300]);
+                }
+                LeafXstats::FqCodel(x) => {
+                    assert_eq!(
+                        [
+                            x.maxpacket,
+                            x.drop_overlimit,
+                            x.new_flow_count,
+                            x.ecn_mark,
+                            x.new_flows_len,
+                            x.old_flows_len
+                        ]
+                        .map(u64::from),
+                        [
+                            n(j, "maxpacket"),
+                            n(j, "drop_overlimit"),
+                            n(j, "new_flow_count"),
+                            n(j, "ecn_mark"),
+                            n(j, "new_flows_len"),
+                            n(j, "old_flows_len")
+                        ]
+                    );
+                    assert!(x.drop_overlimit > 0);
+                }
+                LeafXstats::None => assert_eq!(q.kind, "htb"),
+            }
+        }
+        // Both ways: the options in the same replies read back as lqos
+        // encodes `cake diffserv4` and `fq_codel limit 100`.
+        let dumped = |h: u16| {
+            payloads(&raw)
+                .iter()
+                .map(|p| super::super::op::decode_qdisc_dump(p).unwrap())
+                .find(|(i, q)| *i == ens19 && q.handle == TcHandle::new(h, 0))
+                .unwrap()
+                .1
+                .kind
+        };
+        let QdiscKind::Cake(cake) = dumped(3) else {
+            panic!("cake")
+        };
+        assert_eq!(cake.diffserv, Some(lqos_tc::CakeDiffserv::Diffserv4));
+        let QdiscKind::FqCodel(f) = dumped(4) else {
+            panic!("fq_codel")
+        };
+        assert_eq!(
+            (f.limit, f.target_us, f.interval_us),
+            (Some(100), Some(5000), Some(100_000))
+        );
     }
 }

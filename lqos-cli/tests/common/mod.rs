@@ -88,6 +88,50 @@ pub fn sample(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Gives `ens19` in `ns` the address 10.77.0.1/24 and a static neighbour
+/// 10.77.0.99, so datagrams to it leave through `ens19`'s qdiscs.
+pub fn static_neighbour(ns: &lqos_apply::netns::ScratchNetns) {
+    ns.ip(&["addr", "add", "10.77.0.1/24", "dev", "ens19"])
+        .unwrap();
+    ns.ip(&[
+        "neigh",
+        "add",
+        "10.77.0.99",
+        "lladdr",
+        "02:00:00:00:00:99",
+        "dev",
+        "ens19",
+    ])
+    .unwrap();
+}
+
+/// A UDP socket in namespace `ns`, bound to `dev`, connected to the
+/// [`static_neighbour`], with a TOS byte (DSCP << 2) and `SO_PRIORITY` =
+/// `priority` (HTB takes a priority equal to one of its classids as that
+/// class), and a send buffer for thousands of datagrams in flight (a flow
+/// above its ceil must fill its leaf; the default buffer would block the
+/// sender at a few dozen queued packets, and nothing would drop).
+pub fn udp_sender(ns: &str, dev: &str, priority: u32, tos: u8) -> std::net::UdpSocket {
+    use nix::sys::socket::{setsockopt, sockopt};
+    let (ns, dev) = (ns.to_string(), dev.to_string());
+    std::thread::spawn(move || {
+        let target = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
+        nix::sched::setns(&target, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        // The socket keeps the namespace it was created in.
+        let s = std::net::UdpSocket::bind("10.77.0.1:0").unwrap();
+        setsockopt(&s, sockopt::BindToDevice, &std::ffi::OsString::from(dev)).unwrap();
+        // TOS first: setting IP_TOS also sets the socket priority from it
+        // (rt_tos2priority), which would replace the classid.
+        setsockopt(&s, sockopt::Ipv4Tos, &i32::from(tos)).unwrap();
+        setsockopt(&s, sockopt::Priority, &(priority as i32)).unwrap();
+        setsockopt(&s, sockopt::SndBufForce, &(16 << 20)).unwrap();
+        s.connect("10.77.0.99:9").unwrap();
+        s
+    })
+    .join()
+    .unwrap()
+}
+
 /// The LibreQoS-shaped fixture (`tests/fixtures/libreqos/`: a small
 /// network's inputs and LibreQoS's state for it).
 pub fn libreqos_fixture() -> PathBuf {

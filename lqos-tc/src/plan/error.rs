@@ -15,7 +15,7 @@ pub enum PlanError {
         /// The spec as written.
         spec: String,
         /// Why.
-        reason: String,
+        reason: SqmError,
     },
     /// A circuit's `sqm` override that lqos cannot use.
     #[error("circuit {circuit:?}{}: sqm {spec:?}: {reason}", csv_line(*.line))]
@@ -27,7 +27,7 @@ pub enum PlanError {
         /// The spec as written.
         spec: String,
         /// Why.
-        reason: String,
+        reason: SqmError,
     },
     /// A circuit names a parent node that is not in the network.
     #[error("circuit {circuit:?}: parent node {parent:?} is not in network.json")]
@@ -74,6 +74,31 @@ pub enum PlanError {
         /// Handles available for leaves.
         available: usize,
     },
+}
+
+/// Why an sqm spec (`default_sqm`, `--sqm`, the CSV's `sqm` column)
+/// cannot be a circuit's leaf qdisc.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SqmError {
+    /// Nothing but blanks.
+    #[error("empty")]
+    Empty,
+    /// A qdisc kind lqos does not model.
+    #[error("unsupported qdisc kind {0:?} (cake, fq_codel, pfifo, bfifo, none)")]
+    UnsupportedKind(String),
+    /// `mq` or `htb`: the tree's own kinds, never a leaf.
+    #[error("mq/htb cannot be a leaf qdisc")]
+    NotALeaf,
+    /// The kind's options do not parse.
+    #[error(transparent)]
+    Syntax(Box<crate::parse::SyntaxError>),
+}
+
+impl From<crate::parse::SyntaxError> for SqmError {
+    fn from(e: crate::parse::SyntaxError) -> SqmError {
+        SqmError::Syntax(Box::new(e))
+    }
 }
 
 /// ` (ShapedDevices line N)`, or nothing for line 0 (not from a file).

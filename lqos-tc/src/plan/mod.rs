@@ -29,7 +29,7 @@ mod rates;
 pub mod replan;
 mod types;
 
-pub use error::PlanError;
+pub use error::{PlanError, SqmError};
 pub(crate) use ip_map::filter_slots;
 pub use layout::default_leaf_major;
 pub use rates::{
