@@ -2,8 +2,13 @@
 # Cold start and teardown of generated networks on the lab's virtio NICs
 # (ens19/ens20, 16 TX queues), in one guest boot:
 #   cargo xtask lab run --nics --mem 8192 --kernel stock|unpatched|patched -- \
-#       sh lab/kernel/cold-start.sh 10000,30000 none,pfifo lqos,tc
+#       sh lab/kernel/cold-start.sh 10000,30000 none,pfifo lqos,tc [BOX]
 # (lists are comma-separated: `lab run` joins its words with spaces).
+# BOX (seconds, default 0: none) stops a load that takes longer with
+# SIGKILL, so the tree stays as far as it got: the row then gives the
+# classes loaded by then and the rate, no teardown (the guest's exit
+# frees it), and nothing after it runs; wall times of a boxed run are to
+# the second.
 # For each size N (`lqos gen --circuits N --sites 64`), leaf kind (--sqm)
 # and method, from the NICs' default qdiscs:
 #  - lqos: `lqos apply --full --queues 16 --sqm SQM` (netlink, both
@@ -20,6 +25,7 @@ set -eu
 sizes=${1:-10000}
 sqms=${2:-none}
 methods=${3:-lqos,tc}
+box=${4:-0}
 work=/tmp/cold-start
 rm -rf "$work" && mkdir -p "$work"
 
@@ -62,28 +68,50 @@ for n in $(echo "$sizes" | tr , " "); do
             case $method in
             lqos)
                 lqos apply --full --queues 16 --sqm "$sqm" \
-                    --state-dir "$work/state" >"$work/load.log" 2>&1 ||
-                    { cat "$work/load.log"; exit 1; }
+                    --state-dir "$work/state" >"$work/load.log" 2>&1 &
                 ;;
             tc)
-                tc -b "$work/plan/linux_tc.txt" >"$work/load.log" 2>&1 ||
-                    { cat "$work/load.log"; exit 1; }
+                tc -b "$work/plan/linux_tc.txt" >"$work/load.log" 2>&1 &
                 ;;
             *)
                 echo "cold-start: unknown method $method"
                 exit 2
                 ;;
             esac
+            pid=$!
+            stopped=0
+            if [ "$box" -gt 0 ]; then
+                while kill -0 "$pid" 2>/dev/null; do
+                    if [ $(($(now_cs) - t0)) -ge $((box * 100)) ]; then
+                        kill -KILL "$pid"
+                        stopped=1
+                        break
+                    fi
+                    sleep 1
+                done
+            fi
+            rc=0
+            wait "$pid" || rc=$?
+            if [ "$stopped" = 0 ] && [ "$rc" != 0 ]; then
+                cat "$work/load.log"
+                exit 1
+            fi
             t1=$(now_cs)
             times >"$work/times1"
             cpu0=$(child_cpu "$work/times0")
             cpu1=$(child_cpu "$work/times1")
             c=$(($(classes ens19) + $(classes ens20)))
+            cpu=$(echo "$cpu0 $cpu1" | awk '{ printf "%.2f / %.2f", $3 - $1, $4 - $2 }')
+            if [ "$stopped" = 1 ]; then
+                rate=$(awk -v c="$c" -v t=$((t1 - t0)) 'BEGIN { printf "%.0f", c * 6000 / t }')
+                echo "| $kernel | $n | $sqm | $method | $c | stopped at $(secs $((t1 - t0))) ($rate classes/min) | $cpu | - |"
+                exit 0
+            fi
             tc qdisc del dev ens19 root
             t2=$(now_cs)
             tc qdisc del dev ens20 root
             t3=$(now_cs)
-            echo "| $kernel | $n | $sqm | $method | $c | $(secs $((t1 - t0))) | $(echo "$cpu0 $cpu1" | awk '{ printf "%.2f / %.2f", $3 - $1, $4 - $2 }') | $(secs $((t2 - t1))) / $(secs $((t3 - t2))) |"
+            echo "| $kernel | $n | $sqm | $method | $c | $(secs $((t1 - t0))) | $cpu | $(secs $((t2 - t1))) / $(secs $((t3 - t2))) |"
         done
     done
 done
