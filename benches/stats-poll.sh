@@ -14,7 +14,7 @@ set -eu
 n=${1:-10000}
 sqm=${2:-pfifo}
 runs=${RUNS:-7}
-bin=$(cd "$(dirname "$0")/.." && pwd)/target/release
+bin=${BIN:-$(cd "$(dirname "$0")/.." && pwd)/target/release}
 ns=lqos-statsbench-$$
 work=$(mktemp -d)
 cleanup() {
@@ -33,7 +33,7 @@ echo "loading $n circuits (--sqm $sqm)..."
 t0=$(date +%s)
 "$bin/lqos" apply --netns "$ns" --state-dir st --queues 16 --sqm "$sqm" | tail -n 1
 echo "loaded in $(( $(date +%s) - t0 )) s"
-RUNS=$runs "$bin/examples/stats_poll" --netns "$ns" --state-dir st --runs "$runs"
+RUNS=$runs "${STATS_POLL:-$bin/examples/stats_poll}" --netns "$ns" --state-dir st --runs "$runs"
 port=$(( 20000 + $$ % 20000 ))
 "$bin/lqos" watch --netns "$ns" --state-dir st --queues 16 --sqm "$sqm" --poll 5 \
     --verify-every 0 --metrics "127.0.0.1:$port" --log-format json 2>"$work/watch.log" &

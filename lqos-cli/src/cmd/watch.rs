@@ -119,7 +119,8 @@ pub struct Args {
     /// Which circuits get series on /metrics: all, top:N (the N busiest at
     /// each scrape) or none (nodes and the daemon only), for very large
     /// networks.
-    #[arg(long, value_name = "WHICH", default_value = "all")]
+    #[arg(long, value_name = "WHICH", default_value = "all",
+          value_parser = crate::metrics::parse_circuit_series)]
     pub metrics_circuits: crate::metrics::CircuitSeries,
     /// Log format (logs go to stderr; under systemd, to the journal).
     #[arg(long, value_enum, default_value = "text")]
@@ -406,8 +407,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(addr) = args.metrics {
         let listener = crate::metrics::bind(addr)
             .with_context(|| format!("--metrics {addr}: cannot listen"))?;
-        let registry = crate::metrics::registry(shared.clone(), args.metrics_circuits);
-        crate::metrics::serve(listener, Arc::new(registry));
+        crate::metrics::serve(listener, shared.clone(), args.metrics_circuits);
         info!(addr = %addr, "metrics at http://{addr}/metrics");
     }
     let metrics_on = args.metrics.is_some();
