@@ -9,7 +9,8 @@
 # then examples/stats_poll (lqos's poll vs tc -s -j class/qdisc show of
 # both interfaces, parsed; /metrics render), then `lqos watch --metrics`
 # on the loaded tree: its memory after a few polls and scrapes, and the
-# wall time of a scrape. The namespace (and its tree) is deleted at exit.
+# wall time of a scrape (PERF=FILE: a profile of the poll alone into
+# FILE). The namespace (and its tree) is deleted at exit.
 set -eu
 n=${1:-10000}
 sqm=${2:-pfifo}
@@ -34,6 +35,15 @@ t0=$(date +%s)
 "$bin/lqos" apply --netns "$ns" --state-dir st --queues 16 --sqm "$sqm" | tail -n 1
 echo "loaded in $(( $(date +%s) - t0 )) s"
 RUNS=$runs "${STATS_POLL:-$bin/examples/stats_poll}" --netns "$ns" --state-dir st --runs "$runs"
+if [ -n "${PERF:-}" ]; then
+    # Where the poll's time goes (kernel dump vs decode vs map): a
+    # cpu-clock profile of 20 polls alone, flat, into $PERF.
+    perf record -q -e cpu-clock -g -o "$work/perf.data" -- \
+        "${STATS_POLL:-$bin/examples/stats_poll}" --netns "$ns" --state-dir st --runs 20 --poll-only
+    perf report -i "$work/perf.data" --stdio --no-children --sort sym 2>/dev/null \
+        | grep -E '^ +[0-9.]+%' | head -40 >"$PERF"
+    echo "profile of 20 polls: $PERF"
+fi
 port=$(( 20000 + $$ % 20000 ))
 "$bin/lqos" watch --netns "$ns" --state-dir st --queues 16 --sqm "$sqm" --poll 5 \
     --verify-every 0 --metrics "127.0.0.1:$port" --log-format json 2>"$work/watch.log" &

@@ -21,6 +21,7 @@
 //!   (every circuit's series).
 //!
 //! Prints the median and spread of each and the ratio of the medians.
+//! `stats_poll --poll-only ...` makes the polls alone (for a profiler).
 //! `stats_poll --synthetic N --runs R` times `/metrics` alone for a
 //! generated plan of N circuits with cake leaves (every circuit with
 //! counters and four tins; no kernel).
@@ -202,6 +203,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let index = StatsIndex::new(&plan);
     let mut tracker = StatsTracker::new(&index);
     let start = Instant::now();
+    if args.iter().any(|a| a == "--poll-only") {
+        // For a profiler: the polls alone.
+        for _ in 0..runs {
+            let raw = live.poll_stats(&index, true).expect("poll");
+            std::hint::black_box(tracker.observe(&index, &raw, start.elapsed()));
+        }
+        return Ok(());
+    }
     let devs: Vec<String> = index.devs().map(str::to_string).collect();
     let (mut ours, mut theirs, mut render) = (Vec::new(), Vec::new(), Vec::new());
     let (mut dumps, mut maps) = (Vec::new(), Vec::new());
