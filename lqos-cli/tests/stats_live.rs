@@ -49,7 +49,21 @@ fn cake_counts_an_ef_flow_in_the_voice_tin() {
         .unwrap()
         .unwrap()
         .plan;
-    let c = &plan.allocation.circuits[0];
+    // A circuit whose download leaf is cake (LibreQoS's rules give the
+    // fastest circuits fq_codel).
+    let down = plan.interface("ens19").unwrap();
+    let c = plan
+        .allocation
+        .circuits
+        .iter()
+        .find(|c| {
+            down.ops.iter().any(|op| {
+                matches!(op, lqos_tc::TcOp::AddQdisc(q)
+                    if Some(q.handle.major()) == c.leaf_download
+                        && matches!(q.kind, lqos_tc::QdiscKind::Cake(_)))
+            })
+        })
+        .expect("a circuit with a cake download leaf");
     let classid = TcHandle::new(plan.major(Direction::Download, c.queue), c.minor);
     // DSCP EF (46) << 2.
     let s = udp_sender(ns.name(), "ens19", classid.raw(), 0xb8);
@@ -65,7 +79,7 @@ fn cake_counts_an_ef_flow_in_the_voice_tin() {
     let j: serde_json::Value = serde_json::from_str(&ok(&lqos(d, &q))).unwrap();
     let tins = j["circuits"][0]["download"]["tins"]
         .as_array()
-        .unwrap()
+        .unwrap_or_else(|| panic!("no cake tins: {j}"))
         .clone();
     assert_eq!(tins.len(), 4, "{j}");
     let pk = |i: usize| tins[i]["sent_packets"].as_u64().unwrap();
