@@ -361,9 +361,28 @@ impl NetlinkSocket {
         opts: &SendOptions,
         progress: &mut dyn FnMut(usize),
     ) -> Result<SendStats, OpFailure> {
+        self.send_ops_until(ifindex, ops, opts, progress, &|| false)
+    }
+
+    /// [`send_ops`](Self::send_ops) that sends no further batch once `stop`
+    /// returns true (checked before each `sendmsg`): the ACKs of the
+    /// batches in flight are still read, and the ops not sent are counted
+    /// in [`SendStats::not_sent`].
+    #[allow(clippy::result_large_err)]
+    pub fn send_ops_until(
+        &mut self,
+        ifindex: i32,
+        ops: &[TcOp],
+        opts: &SendOptions,
+        progress: &mut dyn FnMut(usize),
+        stop: &dyn Fn() -> bool,
+    ) -> Result<SendStats, OpFailure> {
         let base = self.take_seq(ops.len());
         let mut p = SendPipeline::new(ops, ifindex, base, opts, self.ack_capacity, self.clock);
         loop {
+            if !p.is_stopped() && stop() {
+                p.stop();
+            }
             if p.poll_transmit(&mut self.sendbuf) > 0 {
                 let sent = self.send_buf();
                 p.handle_transmit(sent);
