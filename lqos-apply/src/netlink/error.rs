@@ -101,6 +101,12 @@ pub enum DecodeError {
         /// The class.
         classid: TcHandle,
     },
+    /// An HTB qdisc message without a whole `TCA_HTB_INIT`.
+    #[error("malformed netlink message: htb qdisc {handle} without TCA_HTB_INIT")]
+    MissingHtbInit {
+        /// The qdisc.
+        handle: TcHandle,
+    },
     /// A class request of another kind than `htb`.
     #[error("malformed netlink message: class request without kind htb")]
     NotHtbClass,

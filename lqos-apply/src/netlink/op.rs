@@ -134,7 +134,7 @@ pub(crate) fn decode_qdisc(payload: &[u8]) -> Result<(i32, Qdisc), DecodeError> 
     let kind = match kind {
         "mq" => QdiscKind::Mq,
         "clsact" => QdiscKind::Clsact,
-        "htb" => QdiscKind::Htb(htb::decode_qdisc(opts)),
+        "htb" => QdiscKind::Htb(htb::decode_qdisc(opts, TcHandle::from_raw(h.handle))?),
         "pfifo" => QdiscKind::Pfifo {
             limit: fifo::decode(opts),
         },
