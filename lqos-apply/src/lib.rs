@@ -58,6 +58,9 @@
 //!   `lqos stats`, `lqos top` and `lqos watch --metrics`.
 //! - [`daemon`]: the reload daemon (`lqos watch`) as a library: a sans-I/O
 //!   [`daemon::Reloader`] and the [`daemon::Driver`] that runs it.
+//! - [`guard`]: the removal guard (a reload that would remove too many
+//!   circuits, or from an empty file, is refused until confirmed).
+//! - [`journal`]: the last input sets applied, kept in the state directory.
 //! - [`watch`]: the status file `lqos watch` writes and `lqos status` reads.
 //! - `netns` (feature `test-util`): scratch network namespaces with veth
 //!   pairs for tests and benchmarks.
@@ -68,7 +71,9 @@ pub mod daemon;
 mod engine;
 mod error;
 pub mod fuzzing;
+pub mod guard;
 mod inputs;
+pub mod journal;
 pub mod lazy;
 mod live;
 mod meminfo;

@@ -22,6 +22,22 @@ pub fn status_file(netns: Option<&str>) -> String {
     }
 }
 
+/// File name of the confirmation `lqos confirm` writes for the daemon of
+/// `netns` (it holds the sha256 of the refused inputs it confirms).
+pub fn confirm_file(netns: Option<&str>) -> String {
+    match netns {
+        None => "confirm.json".to_string(),
+        Some(ns) => format!("confirm.netns-{ns}.json"),
+    }
+}
+
+/// What `lqos confirm` writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Confirmation {
+    /// The sha256 of the refused inputs it confirms.
+    pub sha256: String,
+}
+
 /// What started an event (shown kebab-case, as in the JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -38,6 +54,8 @@ pub enum Trigger {
     Verify,
     /// The lazy-leaf poll.
     LeafPoll,
+    /// An operator confirmed refused removals (`lqos confirm`).
+    Confirm,
 }
 
 impl fmt::Display for Trigger {
@@ -49,6 +67,7 @@ impl fmt::Display for Trigger {
             Trigger::Retry => "retry",
             Trigger::Verify => "verify",
             Trigger::LeafPoll => "leaf-poll",
+            Trigger::Confirm => "confirm",
         })
     }
 }
@@ -63,6 +82,9 @@ pub enum Outcome {
     Rejected,
     /// The kernel (or reading it) failed; retried later.
     Failed,
+    /// The removal guard refused it (nothing was sent); applied once
+    /// confirmed.
+    Refused,
 }
 
 /// One event of the daemon.
@@ -126,6 +148,20 @@ pub struct WatchStatus {
     pub last: Option<WatchEvent>,
     /// The last event that failed or was rejected.
     pub last_error: Option<WatchEvent>,
+    /// Inputs the removal guard refused, waiting for a confirmation.
+    #[serde(default)]
+    pub pending: Option<Pending>,
+}
+
+/// Inputs the removal guard refused, as the status file keeps them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// sha256 of the refused inputs (what a confirmation names).
+    pub sha256: String,
+    /// Why (the count and the first circuits).
+    pub refusal: crate::guard::Refusal,
+    /// Milliseconds since the Unix epoch when it was refused.
+    pub at_ms: u64,
 }
 
 impl WatchStatus {
@@ -142,6 +178,7 @@ impl WatchStatus {
             active_leaves: 0,
             last: None,
             last_error: None,
+            pending: None,
         }
     }
 
@@ -164,7 +201,8 @@ impl WatchStatus {
     }
 }
 
-fn unix_ms(t: SystemTime) -> u64 {
+/// Milliseconds since the Unix epoch of `t`.
+pub fn unix_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
@@ -181,6 +219,7 @@ impl fmt::Display for WatchEvent {
             Outcome::Applied => "applied",
             Outcome::Rejected => "rejected (invalid inputs, nothing sent)",
             Outcome::Failed => "failed (will retry)",
+            Outcome::Refused => "refused by the removal guard (nothing sent)",
         };
         write!(
             f,
@@ -237,6 +276,15 @@ impl fmt::Display for WatchStatus {
             if Some(e) != self.last.as_ref() {
                 writeln!(f, "last error: {e}")?;
             }
+        }
+        if let Some(p) = &self.pending {
+            writeln!(
+                f,
+                "pending: inputs {} refused at {}: {}",
+                &p.sha256[..12.min(p.sha256.len())],
+                time(p.at_ms),
+                p.refusal
+            )?;
         }
         Ok(())
     }

@@ -21,6 +21,9 @@
 //!   (every circuit's series).
 //!
 //! Prints the median and spread of each and the ratio of the medians.
+//! `stats_poll --synthetic N --runs R` times `/metrics` alone for a
+//! generated plan of N circuits with cake leaves (every circuit with
+//! counters and four tins; no kernel).
 
 #[path = "../src/metrics.rs"]
 #[allow(dead_code)]
@@ -82,6 +85,87 @@ fn parse_tc(out: &[u8]) -> usize {
     blocks.len()
 }
 
+/// `/metrics` of a generated plan of `n` circuits with cake leaves on both
+/// interfaces, every circuit with counters and four tins (no kernel).
+fn synthetic(n: usize, runs: usize) {
+    use lqos_apply::netlink::{
+        CakeTin, CakeXstats, ClassSample, Counters, LeafXstats, QdiscSample,
+    };
+    use lqos_apply::stats::{RawIface, RawStats};
+    let g = lqos_model::generate(&lqos_model::GenParams {
+        circuits: n,
+        ..Default::default()
+    });
+    let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 16);
+    cfg.default_sqm = "cake diffserv4".parse().unwrap();
+    let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
+    let index = StatsIndex::new(&plan);
+    let raw = RawStats {
+        interfaces: plan
+            .interfaces
+            .iter()
+            .map(|ip| {
+                let mut r = RawIface::empty(&ip.dev);
+                for op in &ip.ops {
+                    match op {
+                        lqos_tc::TcOp::AddClass(c) => r.classes.push(ClassSample {
+                            classid: c.classid,
+                            counters: Counters {
+                                bytes: 123_456_789,
+                                packets: 98_765,
+                                ..Counters::default()
+                            },
+                            htb: None,
+                        }),
+                        lqos_tc::TcOp::AddQdisc(q) | lqos_tc::TcOp::ReplaceQdisc(q)
+                            if q.kind.name() == "cake" =>
+                        {
+                            r.qdiscs.push(QdiscSample {
+                                handle: q.handle,
+                                parent: q.parent,
+                                kind: "cake".into(),
+                                counters: Counters::default(),
+                                xstats: LeafXstats::Cake(CakeXstats {
+                                    tins: vec![
+                                        CakeTin {
+                                            peak_delay_us: 1234,
+                                            avg_delay_us: 456,
+                                            ..CakeTin::default()
+                                        };
+                                        4
+                                    ],
+                                    ..CakeXstats::default()
+                                }),
+                            })
+                        }
+                        _ => {}
+                    }
+                }
+                r
+            })
+            .collect(),
+    };
+    let mut tracker = StatsTracker::new(&index);
+    tracker.observe(&index, &raw, Duration::ZERO);
+    let stats = tracker.observe(&index, &raw, Duration::from_secs(1));
+    let shared = Arc::new(Mutex::new(metrics::Shared {
+        stats: Some(stats),
+        ..Default::default()
+    }));
+    let registry = metrics::registry(shared, metrics::CircuitSeries::All);
+    let mut v = Vec::new();
+    let mut lines = 0;
+    for _ in 0..runs {
+        let (text, t) = time(|| metrics::render(&registry));
+        lines = text.lines().count();
+        v.push(t);
+    }
+    println!(
+        "/metrics of {n} circuits with cake leaves (synthetic, {lines} lines): {}",
+        summary(&mut v)
+    );
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let opt = |name: &str| {
@@ -93,6 +177,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let netns = opt("--netns");
     let state = opt("--state-dir").unwrap_or_else(|| "st".into());
     let runs: usize = opt("--runs").map_or(Ok(10), |r| r.parse())?;
+    if let Some(n) = opt("--synthetic") {
+        synthetic(n.parse()?, runs);
+        return Ok(());
+    }
     let dir = StateDir::open(&state)?;
     let plan = load_saved_plan(&dir, netns.as_deref())?
         .ok_or("no plan applied in the state directory")?

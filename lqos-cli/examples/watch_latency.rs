@@ -1,11 +1,14 @@
 //! Measures `lqos watch` in a scratch network namespace: the start (full
 //! load) time and kernel memory it costs, and the edit-to-kernel latency
-//! of ShapedDevices.csv replaced by rename with one circuit's speed
-//! changed. Prints numbers; asserts nothing.
+//! of ShapedDevices.csv with one circuit's speed changed, by an outside
+//! clock: from just before the rename (or, with `inplace`, the writer's
+//! open of the file it rewrites in place and closes) to the moment
+//! `tc monitor` in the namespace prints the changed class. Prints numbers
+//! (median, p99, max); asserts nothing.
 //!
 //! ```text
 //! cargo build --release -p lqos-cli
-//! cargo run --release -p lqos-cli --example watch_latency -- CIRCUITS SQM [lazy] [EDITS] [full]
+//! cargo run --release -p lqos-cli --example watch_latency -- CIRCUITS SQM [lazy] [EDITS] [full] [inplace]
 //! # e.g. 10000 pfifo; 10000 pfifo lazy; 100000 none
 //! # a tree already loaded in an existing namespace, from files in DIR
 //! # (copied there with their state dir; the CSV is restored at the end):
@@ -123,6 +126,7 @@ fn main() {
     let sqm = args.get(1).cloned().unwrap_or_else(|| "pfifo".into());
     let lazy = args.iter().any(|a| a == "lazy");
     let full = args.iter().any(|a| a == "full");
+    let inplace = args.iter().any(|a| a == "inplace");
     let edits: usize = args
         .iter()
         .skip(2)
@@ -209,29 +213,76 @@ fn main() {
         mem1.saturating_sub(mem0) / 1024
     );
 
+    // The outside clock: `tc monitor` in the namespace, each line stamped
+    // when it arrives.
+    let mut mon = Command::new("tc")
+        .args(["-n", &ns_name, "monitor"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("tc monitor");
+    let (mtx, mrx) = mpsc::channel::<(Instant, String)>();
+    let mout = mon.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(mout).lines().map_while(Result::ok) {
+            let _ = mtx.send((Instant::now(), line));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    while mrx.try_recv().is_ok() {}
     let path = d.join("ShapedDevices.csv");
     let csv0 = std::fs::read_to_string(&path).unwrap();
     let rows = single_device_rows(&csv0);
     let mut csv = csv0.clone();
     let mut times: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
     let mut incremental = 0;
+    // The edit: returns when it started (the rename, or the writer's
+    // open) and how long the writer took (open to close; 0 for a rename).
     let replace = |text: &str| {
+        if inplace {
+            use std::io::Write;
+            let t0 = Instant::now();
+            let mut f = std::fs::File::create(&path).unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+            drop(f);
+            return (t0, t0.elapsed());
+        }
         let tmp = d.join("ShapedDevices.csv.new");
         std::fs::write(&tmp, text).unwrap();
         let t0 = Instant::now();
         std::fs::rename(&tmp, &path).unwrap();
-        t0
+        (t0, Duration::ZERO)
     };
     for i in 0..edits {
         // Spread over the file: the first, middle and last rows alike.
         let row = rows[(i * 7919) % rows.len()];
         csv = set_download_max(&csv, row, 1.0 + (i % 3) as f64);
-        let t0 = replace(&csv);
+        let (t0, writer) = replace(&csv);
+        if inplace {
+            times
+                .entry("writer")
+                .or_default()
+                .push(writer.as_secs_f64() * 1e3);
+        }
         let v = wait_applied("file-change");
         times
             .entry("rename")
             .or_default()
             .push(t0.elapsed().as_secs_f64() * 1e3);
+        // The first class line `tc monitor` printed after t0.
+        let seen = loop {
+            let (t, line) = mrx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("tc monitor saw the change");
+            if t >= t0 && line.contains("class ") {
+                break t;
+            }
+        };
+        times
+            .entry("outside")
+            .or_default()
+            .push(seen.duration_since(t0).as_secs_f64() * 1e3);
+        while mrx.try_recv().is_ok() {}
         for k in ["ms", "plan_ms", "load_ms", "parse_ms", "diff_ms"] {
             if let Some(x) = v[k].as_str().and_then(|s| s.parse::<f64>().ok()) {
                 times.entry(k).or_default().push(x);
@@ -243,28 +294,42 @@ fn main() {
     }
     let med = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
-        (v[v.len() / 2], v[0], v[v.len() - 1])
+        let p99 = v[((v.len() * 99).div_ceil(100)).saturating_sub(1)];
+        (v[v.len() / 2], p99, v[v.len() - 1])
     };
-    println!("{edits} edits, {incremental} through the incremental path; median (min-max) in ms:");
-    for k in ["ms", "parse_ms", "plan_ms", "diff_ms", "load_ms", "rename"] {
+    println!(
+        "{edits} edits ({}), {incremental} through the incremental path; median (p99, max) in ms:",
+        if inplace {
+            "in place: open-write-close"
+        } else {
+            "by rename"
+        }
+    );
+    for k in [
+        "outside", "writer", "ms", "parse_ms", "plan_ms", "diff_ms", "load_ms", "rename",
+    ] {
         let Some(v) = times.get_mut(k) else { continue };
         let (m, lo, hi) = med(v);
         let what = match k {
-            "ms" => "edit-to-kernel (first inotify event to the kernel's last ACK)",
+            "outside" => "edit-to-kernel, outside clock (before the rename / the writer's open, to tc monitor)",
+            "writer" => "  of it the writer (open, write the file, close)",
+            "ms" => "daemon: first inotify event to the kernel's last ACK",
             "parse_ms" => "  read + find + re-read + check the changed rows",
             "plan_ms" => "  plan (incremental: the changed circuits; full: read + validate + plan)",
             "diff_ms" => "  diff against the known kernel state",
             "load_ms" => "  load (full: diff + load)",
-            _ => "rename to the daemon's log line",
+            _ => "rename (or open) to the daemon's log line",
         };
-        println!("  {what}: {m:.2} ({lo:.2}-{hi:.2})");
+        println!("  {what}: {m:.2} (p99 {lo:.2}, max {hi:.2})");
     }
     // Back to the original file (and tree).
     if csv != csv0 {
-        replace(&csv0);
+        let _ = replace(&csv0);
         let v = wait_applied("file-change");
         println!("restored the original ShapedDevices.csv: {v}");
     }
+    let _ = mon.kill();
+    let _ = mon.wait();
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGTERM,

@@ -61,9 +61,15 @@ enum Command {
     /// Runs in the foreground (systemd Type=exec) and holds the state
     /// directory's apply lock while it runs (`lqos apply` is refused, naming
     /// its pid). Applies once at start, then watches the directories of
-    /// network.json, ShapedDevices.csv and lqos.conf (files replaced by
-    /// rename are seen), waits --debounce ms of quiet, validates and applies
-    /// the difference. Inputs that fail validation are never applied: every
+    /// network.json, ShapedDevices.csv and lqos.conf and reads an edited
+    /// file once its writer closed it or renamed it into place (a writer
+    /// that never closes: after --quiet-period seconds without events; a
+    /// file that changed while read, or ends in the middle of a record, is
+    /// waited for), validates and applies the difference. A reload that
+    /// would remove more circuits than the removal guard allows (default:
+    /// more than 10% and more than 10; --max-removals, `[lqos]
+    /// max_removals`), or comes from an empty file, is refused until `lqos
+    /// confirm`. Inputs that fail validation are never applied: every
     /// problem is logged with file, line and circuit, and the live tree and
     /// the last good plan stay until the files are fixed. A kernel error is
     /// logged with the failing op and retried after --retry seconds.
@@ -88,10 +94,15 @@ enum Command {
     /// with the ops added/changed/removed and the time from the first file
     /// event to kernel done. Files: STATE_DIR/last-plan.json (last good
     /// plan), STATE_DIR/watch-status.json (read by `lqos status`),
+    /// STATE_DIR/journal/ (the last input sets applied, `lqos journal`),
     /// STATE_DIR/apply.lock.
     Watch(cmd::watch::Args),
     /// Print what the `lqos watch` daemon last did.
     Status(cmd::status::Args),
+    /// Apply once the inputs the daemon's removal guard refused.
+    Confirm(cmd::confirm::Args),
+    /// List the last input sets that were applied (the input journal).
+    Journal(cmd::journal::Args),
     /// Per-circuit statistics: rates against ceil, drops, ECN marks, cake
     /// delays (one snapshot: two polls an interval apart).
     Stats(cmd::stats::Args),
@@ -118,6 +129,8 @@ fn main() -> ExitCode {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Watch(a) => cmd::watch::run(a),
         Command::Status(a) => cmd::status::run(a),
+        Command::Confirm(a) => cmd::confirm::run(a),
+        Command::Journal(a) => cmd::journal::run(a),
         Command::Stats(a) => cmd::stats::run(a),
         Command::Top(a) => cmd::top::run(a),
         Command::Man(a) => cmd::docs::man(a),

@@ -120,34 +120,30 @@ pub fn render(registry: &Registry) -> String {
     out
 }
 
-type L<'a> = [(&'static str, &'a str)];
-
-fn counter(
+/// One family's samples: label set (borrowed: no allocation per sample)
+/// and value.
+fn counter<S: prometheus_client::encoding::EncodeLabelSet>(
     e: &mut DescriptorEncoder,
     name: &str,
     help: &str,
-    rows: &mut dyn Iterator<Item = (Vec<(&'static str, String)>, u64)>,
+    rows: impl Iterator<Item = (S, u64)>,
 ) -> Result<(), std::fmt::Error> {
     let mut m = e.encode_descriptor(name, help, None, ConstCounter::new(0u64).metric_type())?;
     for (labels, v) in rows {
-        let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let l: &L = &l;
-        ConstCounter::new(v).encode(m.encode_family(&l)?)?;
+        ConstCounter::new(v).encode(m.encode_family(&labels)?)?;
     }
     Ok(())
 }
 
-fn gauge(
+fn gauge<S: prometheus_client::encoding::EncodeLabelSet>(
     e: &mut DescriptorEncoder,
     name: &str,
     help: &str,
-    rows: &mut dyn Iterator<Item = (Vec<(&'static str, String)>, f64)>,
+    rows: impl Iterator<Item = (S, f64)>,
 ) -> Result<(), std::fmt::Error> {
     let mut m = e.encode_descriptor(name, help, None, ConstGauge::new(0.0f64).metric_type())?;
     for (labels, v) in rows {
-        let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let l: &L = &l;
-        ConstGauge::new(v).encode(m.encode_family(&l)?)?;
+        ConstGauge::new(v).encode(m.encode_family(&labels)?)?;
     }
     Ok(())
 }
@@ -185,15 +181,16 @@ impl Collector for LqosCollector {
                 });
                 circuits.truncate(n);
             }
-            let per_dir = |id: &str, key: &'static str| {
-                Dir::BOTH.map(|d| vec![(key, id.to_string()), ("direction", d.name().to_string())])
-            };
+            // Labels borrow the names: no allocation per sample.
+            fn per_dir<'s>(id: &'s str, key: &'static str) -> [[(&'static str, &'s str); 2]; 2] {
+                Dir::BOTH.map(|d| [(key, id), ("direction", d.name())])
+            }
             for (name, help, f) in COUNTERS {
                 counter(
                     &mut e,
                     &format!("lqos_circuit_{name}"),
                     help,
-                    &mut circuits.iter().flat_map(|c| {
+                    circuits.iter().flat_map(|c| {
                         let [a, b] = per_dir(&c.id, "circuit_id");
                         [(a, f(&c.download)), (b, f(&c.upload))]
                     }),
@@ -202,7 +199,7 @@ impl Collector for LqosCollector {
                     &mut e,
                     &format!("lqos_node_{name}"),
                     help,
-                    &mut stats.nodes.iter().flat_map(|n| {
+                    stats.nodes.iter().flat_map(|n| {
                         let [a, b] = per_dir(&n.name, "node");
                         [(a, f(&n.download)), (b, f(&n.upload))]
                     }),
@@ -213,7 +210,7 @@ impl Collector for LqosCollector {
                     &mut e,
                     &format!("lqos_circuit_{name}"),
                     help,
-                    &mut circuits.iter().flat_map(|c| {
+                    circuits.iter().flat_map(|c| {
                         let [a, b] = per_dir(&c.id, "circuit_id");
                         [(a, f(&c.download) as f64), (b, f(&c.upload) as f64)]
                     }),
@@ -222,7 +219,7 @@ impl Collector for LqosCollector {
                     &mut e,
                     &format!("lqos_node_{name}"),
                     help,
-                    &mut stats.nodes.iter().flat_map(|n| {
+                    stats.nodes.iter().flat_map(|n| {
                         let [a, b] = per_dir(&n.name, "node");
                         [(a, f(&n.download) as f64), (b, f(&n.upload) as f64)]
                     }),
@@ -232,7 +229,7 @@ impl Collector for LqosCollector {
                 &mut e,
                 "lqos_circuit_cake_delay_seconds",
                 "cake tin queueing delay (peak, avg, base)",
-                &mut circuits.iter().flat_map(|c| {
+                circuits.iter().flat_map(|c| {
                     Dir::BOTH.into_iter().flat_map(move |d| {
                         c.dir(d).tins.iter().enumerate().flat_map(move |(i, t)| {
                             [
@@ -242,11 +239,11 @@ impl Collector for LqosCollector {
                             ]
                             .map(|(k, us)| {
                                 (
-                                    vec![
-                                        ("circuit_id", c.id.to_string()),
-                                        ("direction", d.name().to_string()),
-                                        ("tin", TINS[i.min(7)].to_string()),
-                                        ("delay", k.to_string()),
+                                    [
+                                        ("circuit_id", c.id.as_str()),
+                                        ("direction", d.name()),
+                                        ("tin", TINS[i.min(7)]),
+                                        ("delay", k),
                                     ],
                                     f64::from(us) / 1e6,
                                 )
@@ -259,12 +256,12 @@ impl Collector for LqosCollector {
                 &mut e,
                 "lqos_circuit_info",
                 "A circuit's name and parent node (value 1)",
-                &mut circuits.iter().map(|c| {
+                circuits.iter().map(|c| {
                     (
-                        vec![
-                            ("circuit_id", c.id.to_string()),
-                            ("name", c.name.to_string()),
-                            ("parent", c.parent.clone()),
+                        [
+                            ("circuit_id", c.id.as_str()),
+                            ("name", c.name.as_str()),
+                            ("parent", c.parent.as_str()),
                         ],
                         1.0,
                     )
@@ -281,61 +278,62 @@ impl Collector for LqosCollector {
                 .iter()
                 .map(|((t, o), n)| (vec![("trigger", t.clone()), ("outcome", o.clone())], *n)),
         )?;
-        let one = |v: f64| std::iter::once((Vec::new(), v));
+        let none: [(&str, &str); 0] = [];
+        let one = |v: f64| std::iter::once((none, v));
         if let Some(t) = h.last_reload_unix {
             gauge(
                 &mut e,
                 "lqos_reload_last_timestamp_seconds",
                 "Unix time of the last reload",
-                &mut one(t),
+                one(t),
             )?;
         }
         gauge(
             &mut e,
             "lqos_reload_last_duration_seconds",
             "Duration of the last reload",
-            &mut one(h.last_reload_secs),
+            one(h.last_reload_secs),
         )?;
         gauge(
             &mut e,
             "lqos_reload_last_success",
             "1 when the last reload succeeded",
-            &mut one(if h.last_ok { 1.0 } else { 0.0 }),
+            one(if h.last_ok { 1.0 } else { 0.0 }),
         )?;
         gauge(
             &mut e,
             "lqos_reload_last_ops",
             "Ops of the last reload by change",
-            &mut ["added", "changed", "removed"]
-                .iter()
+            ["added", "changed", "removed"]
+                .into_iter()
                 .zip(h.last_ops)
-                .map(|(k, v)| (vec![("change", k.to_string())], v as f64)),
+                .map(|(k, v)| ([("change", k)], v as f64)),
         )?;
         if let Some(n) = h.lazy_active {
             gauge(
                 &mut e,
                 "lqos_lazy_leaves_active",
                 "Circuits with their lazy leaf now",
-                &mut one(n as f64),
+                one(n as f64),
             )?;
         }
         gauge(
             &mut e,
             "lqos_stats_poll_duration_seconds",
             "Duration of the last statistics poll",
-            &mut one(h.poll_secs),
+            one(h.poll_secs),
         )?;
         counter(
             &mut e,
             "lqos_stats_polls",
             "Statistics polls",
-            &mut std::iter::once((Vec::new(), h.polls)),
+            std::iter::once((none, h.polls)),
         )?;
         counter(
             &mut e,
             "lqos_stats_poll_errors",
             "Statistics polls that failed",
-            &mut std::iter::once((Vec::new(), h.poll_errors)),
+            std::iter::once((none, h.poll_errors)),
         )?;
         Ok(())
     }

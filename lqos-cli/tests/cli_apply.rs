@@ -419,3 +419,64 @@ fn read_ahead_noop_sees_every_drift_and_bad_inputs_change_nothing() {
     );
     assert_eq!(trees(&ns), before);
 }
+
+/// `lqos apply` refuses a cut-short ShapedDevices.csv (exit 2, the count
+/// and the first circuits named, nothing changed); `--allow-removals`
+/// applies it; `--rollback --to 2` brings the whole one back.
+#[test]
+fn apply_refuses_too_many_removals_until_allowed_and_rolls_back_from_the_journal() {
+    if !require_netns("cli apply removal guard") {
+        return;
+    }
+    let (ns, dir) = common::netns_with_generated("guard", 4, 200);
+    let d = dir.path();
+    let base = ["--netns", ns.name(), "--state-dir", "st", "--sqm", "pfifo"];
+    let run = |extra: &[&str]| {
+        let args: Vec<&str> = extra.iter().chain(base.iter()).copied().collect();
+        lqos(d, &args)
+    };
+    let o = run(&["apply"]);
+    assert_eq!(code(&o), 0, "{:?}", text(&o));
+    let csv = std::fs::read_to_string(d.join("ShapedDevices.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    let short = lines[..151].join("\n") + "\n";
+    let kept = csv::Reader::from_reader(short.as_bytes())
+        .records()
+        .map(|r| r.unwrap()[0].to_string())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    std::fs::write(d.join("ShapedDevices.csv"), &short).unwrap();
+    let before = ns.tc(&["class", "show", "dev", "ens19"]).unwrap();
+    let o = run(&["apply"]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 2, "{out}{err}");
+    assert!(
+        err.contains(&format!(
+            "refused: would remove {} of 200 circuits",
+            200 - kept
+        )),
+        "{err}"
+    );
+    assert!(err.contains("--allow-removals"), "{err}");
+    assert_eq!(ns.tc(&["class", "show", "dev", "ens19"]).unwrap(), before);
+    // A higher limit, or --allow-removals: applied.
+    let o = run(&["apply", "--max-removals", "100"]);
+    assert_eq!(code(&o), 0, "{:?}", text(&o));
+    let o = lqos(d, &["journal", "--netns", ns.name(), "--state-dir", "st"]);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("1: ")
+            && out.contains(&format!("{kept} circuits"))
+            && out.contains("200 circuits"),
+        "{out}"
+    );
+    // Back to what was live before.
+    let o = run(&["apply", "--rollback", "--to", "2"]);
+    assert_eq!(code(&o), 0, "{:?}", text(&o));
+    assert_eq!(ns.tc(&["class", "show", "dev", "ens19"]).unwrap(), before);
+    // Removing them again needs the flag.
+    let o = run(&["apply"]);
+    assert_eq!(code(&o), 2, "{:?}", text(&o));
+    let o = run(&["apply", "--allow-removals"]);
+    assert_eq!(code(&o), 0, "{:?}", text(&o));
+}

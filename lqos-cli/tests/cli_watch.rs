@@ -699,3 +699,227 @@ fn lazy_leaves_follow_traffic() {
     let ev = daemon.wait_log(n, Duration::from_secs(2), |v| msg(v) == "leaves");
     assert_eq!(ev["removed"].as_u64(), Some(1), "{ev}");
 }
+
+/// The number of classes of `dev`, polled every few ms on a thread until
+/// dropped: the smallest seen.
+struct ClassFloor {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    min: Arc<Mutex<usize>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ClassFloor {
+    fn watch(ns: &str, dev: &str) -> ClassFloor {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let min = Arc::new(Mutex::new(usize::MAX));
+        let (s, m, ns, dev) = (stop.clone(), min.clone(), ns.to_string(), dev.to_string());
+        let thread = std::thread::spawn(move || {
+            while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                let n = tree(&ns, &dev).classes.len();
+                let mut g = m.lock().unwrap();
+                *g = (*g).min(n);
+                drop(g);
+                std::thread::sleep(Duration::from_millis(3));
+            }
+        });
+        ClassFloor {
+            stop,
+            min,
+            thread: Some(thread),
+        }
+    }
+
+    fn min(mut self) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap();
+        let m = *self.min.lock().unwrap();
+        m
+    }
+}
+
+fn applied_count(d: &Daemon, skip: usize, trigger: &str) -> usize {
+    d.lines()
+        .iter()
+        .skip(skip)
+        .filter(|v| msg(v) == "applied" && v["trigger"] == trigger)
+        .count()
+}
+
+/// Every kind of writer the daemon must wait for, one after another, on
+/// one daemon: in place with pauses and one close (no class disappears at
+/// any moment), truncate + a pause longer than the quiet period + the
+/// rest, a writer that never closes (applied once after the quiet
+/// period), a file cut short (refused, tree unchanged; confirmed: applied)
+/// and an empty file (refused).
+#[test]
+fn watch_applies_only_complete_files_and_refuses_cut_short_ones() {
+    use std::io::Write;
+    if !require_netns("cli watch ingestion") {
+        return;
+    }
+    let (ns, dir) = common::netns_with_generated("ingest", 4, 1500);
+    let d = dir.path();
+    let daemon = Daemon::start(
+        d,
+        &[
+            "--netns",
+            ns.name(),
+            "--state-dir",
+            "st",
+            "--sqm",
+            "pfifo",
+            "--verify-every",
+            "0",
+            "--quiet-period",
+            "1",
+        ],
+    );
+    daemon.wait_log(0, Duration::from_secs(120), applied("start"));
+    let path = d.join("ShapedDevices.csv");
+    let csv0 = std::fs::read_to_string(&path).unwrap();
+    let rows = single_device_rows(&csv0);
+    let classes0 = tree(ns.name(), "ens19").classes.len();
+
+    // In place: truncate, 32 KiB every 100 ms, one close. Nothing is
+    // applied before the close, and no class ever disappears.
+    let csv1 = with_download_max(&csv0, rows[1], "61");
+    assert!(csv1.len() > 3 * 32 * 1024, "{} bytes", csv1.len());
+    let n = daemon.count();
+    let floor = ClassFloor::watch(ns.name(), "ens19");
+    let mut f = std::fs::File::create(&path).unwrap();
+    for chunk in csv1.as_bytes().chunks(32 * 1024) {
+        f.write_all(chunk).unwrap();
+        f.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(
+            applied_count(&daemon, n, "file-change"),
+            0,
+            "{}",
+            daemon.dump()
+        );
+    }
+    drop(f);
+    let ev = daemon.wait_log(n, Duration::from_secs(5), applied("file-change"));
+    assert_eq!(ev["changed"].as_u64(), Some(1), "{ev}");
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        floor.min(),
+        classes0,
+        "a class disappeared while the file was written"
+    );
+    assert_eq!(applied_count(&daemon, n, "file-change"), 1);
+
+    // Truncate, a pause longer than the quiet period, the rest: the empty
+    // file is refused (never applied), the whole one applied.
+    let csv2 = with_download_max(&csv1, rows[2], "62");
+    let n = daemon.count();
+    let floor = ClassFloor::watch(ns.name(), "ens19");
+    let mut f = std::fs::File::create(&path).unwrap();
+    std::thread::sleep(Duration::from_millis(1600));
+    let refused = daemon.wait_log(n, Duration::from_secs(5), |v| {
+        msg(v).starts_with("inputs refused")
+    });
+    assert!(
+        refused["refusal"].as_str().unwrap().contains("empty"),
+        "{refused}"
+    );
+    f.write_all(csv2.as_bytes()).unwrap();
+    drop(f);
+    let ev = daemon.wait_log(n, Duration::from_secs(5), applied("file-change"));
+    assert_eq!(ev["changed"].as_u64(), Some(1), "{ev}");
+    assert_eq!(floor.min(), classes0);
+
+    // A writer that never closes: applied once, after the quiet period.
+    let csv3 = with_download_max(&csv2, rows[3], "63");
+    let n = daemon.count();
+    let t0 = Instant::now();
+    let mut f = std::fs::File::create(&path).unwrap();
+    f.write_all(csv3.as_bytes()).unwrap();
+    f.flush().unwrap();
+    let ev = daemon.wait_log(n, Duration::from_secs(5), applied("file-change"));
+    assert!(
+        t0.elapsed() >= Duration::from_millis(900),
+        "before the quiet period"
+    );
+    assert_eq!(ev["changed"].as_u64(), Some(1), "{ev}");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        applied_count(&daemon, n, "file-change"),
+        1,
+        "{}",
+        daemon.dump()
+    );
+    drop(f);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        applied_count(&daemon, n, "file-change"),
+        1,
+        "{}",
+        daemon.dump()
+    );
+
+    // Cut short (an export that lost 30%), by rename: refused, the tree
+    // stays; `lqos confirm` applies it once.
+    let lines: Vec<&str> = csv3.lines().collect();
+    let keep = 1 + (lines.len() - 1) * 7 / 10;
+    let short = lines[..keep].join("\n") + "\n";
+    let before = tree(ns.name(), "ens19");
+    let n = daemon.count();
+    replace(&path, &short);
+    let refused = daemon.wait_log(n, Duration::from_secs(5), |v| {
+        msg(v).starts_with("inputs refused")
+    });
+    let gone = 1500 - circuits_in(&short);
+    let why = refused["refusal"].as_str().unwrap();
+    assert!(
+        why.starts_with(&format!("would remove {gone} of 1500 circuits")),
+        "{refused}"
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(tree(ns.name(), "ens19"), before);
+    let o = lqos(d, &["status", "--netns", ns.name(), "--state-dir", "st"]);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("pending:") && out.contains("lqos confirm"),
+        "{out}"
+    );
+    let o = lqos(d, &["confirm", "--netns", ns.name(), "--state-dir", "st"]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}{err}\nlog:\n{}", daemon.dump());
+    assert!(out.contains("confirm: applied"), "{out}");
+    assert_eq!(
+        tree(ns.name(), "ens19").classes.len(),
+        classes0 - gone,
+        "{}",
+        daemon.dump()
+    );
+
+    // An empty file by rename: refused.
+    let before = tree(ns.name(), "ens19");
+    let n = daemon.count();
+    replace(&path, "");
+    let refused = daemon.wait_log(n, Duration::from_secs(5), |v| {
+        msg(v).starts_with("inputs refused")
+    });
+    assert!(
+        refused["refusal"].as_str().unwrap().contains("empty"),
+        "{refused}"
+    );
+    assert_eq!(tree(ns.name(), "ens19"), before);
+    // The journal has what was applied.
+    let o = lqos(d, &["journal", "--netns", ns.name(), "--state-dir", "st"]);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("1: ") && out.contains(&format!("{} circuits", 1500 - gone)),
+        "{out}"
+    );
+}
+
+/// Distinct Circuit IDs of a ShapedDevices.csv.
+fn circuits_in(csv: &str) -> usize {
+    let mut rdr = csv::Reader::from_reader(csv.as_bytes());
+    rdr.records()
+        .map(|r| r.unwrap()[0].to_string())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+}

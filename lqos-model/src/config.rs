@@ -186,6 +186,112 @@ pub struct LqosSection {
     /// only while it carries traffic.
     #[serde(skip_serializing_if = "is_default")]
     pub lazy_leaves: bool,
+    /// `max_removals = 25 | "5%" | 0`: a reload that would remove more
+    /// circuits than this is refused until confirmed (`0`: no limit;
+    /// absent: more than 10% and more than 10 circuits).
+    #[serde(
+        deserialize_with = "removal_limit_value",
+        skip_serializing_if = "is_default"
+    )]
+    pub max_removals: RemovalLimit,
+}
+
+/// How many circuits a reload may remove before it is refused.
+///
+/// ```
+/// use lqos_model::RemovalLimit;
+/// assert_eq!("25".parse::<RemovalLimit>().unwrap(), RemovalLimit::Count(25));
+/// assert_eq!("5%".parse::<RemovalLimit>().unwrap(), RemovalLimit::Percent(5));
+/// assert_eq!("0".parse::<RemovalLimit>().unwrap(), RemovalLimit::Off);
+/// // The default: more than 10% and more than 10 circuits.
+/// assert!(!RemovalLimit::Default.exceeded(10, 20));
+/// assert!(!RemovalLimit::Default.exceeded(11, 200));
+/// assert!(RemovalLimit::Default.exceeded(11, 100));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RemovalLimit {
+    /// More than 10% of the circuits and more than 10 circuits.
+    #[default]
+    Default,
+    /// More than this many circuits.
+    Count(usize),
+    /// More than this percentage of the circuits.
+    Percent(u32),
+    /// No limit.
+    Off,
+}
+
+impl RemovalLimit {
+    /// Whether removing `removed` of `total` circuits goes over the limit.
+    pub fn exceeded(self, removed: usize, total: usize) -> bool {
+        // `removed > p% of total`, in integers: 100 * removed > p * total.
+        let over_pct = |p: u32| 100 * removed as u128 > u128::from(p) * total as u128;
+        match self {
+            RemovalLimit::Default => removed > 10 && over_pct(10),
+            RemovalLimit::Count(n) => removed > n,
+            RemovalLimit::Percent(p) => over_pct(p),
+            RemovalLimit::Off => false,
+        }
+    }
+}
+
+impl std::str::FromStr for RemovalLimit {
+    type Err = String;
+    /// `N` (a count) or `N%`; `0` (or `0%`) turns the limit off.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        let bad = || format!("{s:?} is not a count or a percentage (e.g. 25 or 5%)");
+        match s.strip_suffix('%') {
+            Some(p) => match p.trim().parse::<u32>() {
+                Ok(0) => Ok(RemovalLimit::Off),
+                Ok(p) if p <= 100 => Ok(RemovalLimit::Percent(p)),
+                _ => Err(bad()),
+            },
+            None => match s.parse::<usize>() {
+                Ok(0) => Ok(RemovalLimit::Off),
+                Ok(n) => Ok(RemovalLimit::Count(n)),
+                Err(_) => Err(bad()),
+            },
+        }
+    }
+}
+
+impl fmt::Display for RemovalLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RemovalLimit::Default => f.write_str("more than 10% and more than 10 circuits"),
+            RemovalLimit::Count(n) => write!(f, "more than {n} circuits"),
+            RemovalLimit::Percent(p) => write!(f, "more than {p}% of the circuits"),
+            RemovalLimit::Off => f.write_str("off"),
+        }
+    }
+}
+
+impl Serialize for RemovalLimit {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RemovalLimit::Count(n) => s.serialize_u64(*n as u64),
+            RemovalLimit::Percent(p) => s.collect_str(&format_args!("{p}%")),
+            RemovalLimit::Off => s.serialize_u64(0),
+            RemovalLimit::Default => s.serialize_none(),
+        }
+    }
+}
+
+/// `[lqos] max_removals`: an integer or a string (`"5%"`).
+fn removal_limit_value<'de, D: Deserializer<'de>>(d: D) -> Result<RemovalLimit, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Count(u64),
+        Text(String),
+    }
+    let text = match Raw::deserialize(d)? {
+        Raw::Count(n) => n.to_string(),
+        Raw::Text(t) => t,
+    };
+    text.parse()
+        .map_err(|e| serde::de::Error::custom(format!("[lqos] max_removals: {e}")))
 }
 
 /// `[bridge]`.
@@ -521,7 +627,18 @@ mod tests {
             e.to_string(),
             "lqos.conf:2: invalid config: invalid type: integer `3`, expected a boolean"
         );
+        let c = parse_config("lqos.conf", "[lqos]\nmax_removals = \"5%\"\n").unwrap();
+        assert_eq!(c.lqos.max_removals, RemovalLimit::Percent(5));
+        let c = parse_config("lqos.conf", "[lqos]\nmax_removals = 0\n").unwrap();
+        assert_eq!(c.lqos.max_removals, RemovalLimit::Off);
+        let e = parse_config("lqos.conf", "[lqos]\nmax_removals = \"lots\"\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("lqos.conf:2: invalid config: [lqos] max_removals: "),
+            "{e}"
+        );
         let d = parse_config("lqos.conf", "").unwrap();
+        assert_eq!(d.lqos.max_removals, RemovalLimit::Default);
         assert!(!d.lqos.lazy_leaves);
         assert_eq!(d.lqos.classifier, Classifier::None);
         assert_eq!(d.queues.default_sqm.line, None);
@@ -549,6 +666,15 @@ mod tests {
         );
         c.lqos.lazy_leaves = true;
         c.lqos.classifier = Classifier::Tc;
+        for limit in [
+            RemovalLimit::Count(7),
+            RemovalLimit::Percent(3),
+            RemovalLimit::Off,
+        ] {
+            c.lqos.max_removals = limit;
+            let back = parse_config("x", &toml::to_string(&c).unwrap()).unwrap();
+            assert_eq!(back, c);
+        }
         let back = parse_config("x", &toml::to_string(&c).unwrap()).unwrap();
         assert_eq!(back, c);
     }

@@ -57,7 +57,7 @@ mod write;
 
 pub use config::{
     parse_config, BridgeConfig, Classifier, Integration, Located, LongTermStats, LqosConfig,
-    LqosSection, QueueMode, QueuesConfig, SingleInterfaceConfig, Switch, TreeGuard,
+    LqosSection, QueueMode, QueuesConfig, RemovalLimit, SingleInterfaceConfig, Switch, TreeGuard,
 };
 pub use devices_index::{
     DevicesEdit, DevicesFallback, DevicesIndex, DevicesPatch, MAX_CHANGED_ROWS,

@@ -31,6 +31,9 @@ _lqos() {
             lqos,completions)
                 cmd="lqos__subcmd__completions"
                 ;;
+            lqos,confirm)
+                cmd="lqos__subcmd__confirm"
+                ;;
             lqos,diff)
                 cmd="lqos__subcmd__diff"
                 ;;
@@ -39,6 +42,9 @@ _lqos() {
                 ;;
             lqos,help)
                 cmd="lqos__subcmd__help"
+                ;;
+            lqos,journal)
+                cmd="lqos__subcmd__journal"
                 ;;
             lqos,man)
                 cmd="lqos__subcmd__man"
@@ -79,6 +85,9 @@ _lqos() {
             lqos__subcmd__help,completions)
                 cmd="lqos__subcmd__help__subcmd__completions"
                 ;;
+            lqos__subcmd__help,confirm)
+                cmd="lqos__subcmd__help__subcmd__confirm"
+                ;;
             lqos__subcmd__help,diff)
                 cmd="lqos__subcmd__help__subcmd__diff"
                 ;;
@@ -87,6 +96,9 @@ _lqos() {
                 ;;
             lqos__subcmd__help,help)
                 cmd="lqos__subcmd__help__subcmd__help"
+                ;;
+            lqos__subcmd__help,journal)
+                cmd="lqos__subcmd__help__subcmd__journal"
                 ;;
             lqos__subcmd__help,man)
                 cmd="lqos__subcmd__help__subcmd__man"
@@ -119,7 +131,7 @@ _lqos() {
 
     case "${cmd}" in
         lqos)
-            opts="-h -V --help --version check compare gen plan show diff apply verify bench watch status stats top man completions help"
+            opts="-h -V --help --version check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -133,7 +145,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__apply)
-            opts="-h --network --devices --config --plan --queues --sqm --strategy --classifier --netns --state-dir --backend --parallel --serial --combined --full --dry-run --rollback --verify --skip-memory-check --help"
+            opts="-h --network --devices --config --plan --queues --sqm --strategy --classifier --netns --state-dir --backend --parallel --serial --combined --full --dry-run --rollback --to --allow-removals --max-removals --verify --skip-memory-check --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -181,6 +193,14 @@ _lqos() {
                     ;;
                 --backend)
                     COMPREPLY=($(compgen -W "netlink tc" -- "${cur}"))
+                    return 0
+                    ;;
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-removals)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -346,6 +366,32 @@ _lqos() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lqos__subcmd__confirm)
+            opts="-h --netns --state-dir --wait --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lqos__subcmd__diff)
             opts="-h --old-network --old-devices --old-config --network --devices --config --queues --sqm --strategy --classifier --summary --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -447,7 +493,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__help)
-            opts="check compare gen plan show diff apply verify bench watch status stats top man completions help"
+            opts="check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -530,6 +576,20 @@ _lqos() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lqos__subcmd__help__subcmd__confirm)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lqos__subcmd__help__subcmd__diff)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -559,6 +619,20 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lqos__subcmd__help__subcmd__journal)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -677,6 +751,28 @@ _lqos() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lqos__subcmd__journal)
+            opts="-h --netns --state-dir --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -959,7 +1055,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__watch)
-            opts="-h --network --devices --config --queues --sqm --strategy --classifier --netns --state-dir --lazy-leaves --poll --idle --verify-every --debounce --no-incremental --retry --skip-memory-check --metrics --metrics-circuits --log-format --help"
+            opts="-h --network --devices --config --queues --sqm --strategy --classifier --netns --state-dir --lazy-leaves --poll --idle --verify-every --debounce --quiet-period --max-removals --no-incremental --retry --skip-memory-check --metrics --metrics-circuits --log-format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1014,6 +1110,14 @@ _lqos() {
                     return 0
                     ;;
                 --debounce)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --quiet-period)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-removals)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

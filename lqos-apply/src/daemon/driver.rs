@@ -6,15 +6,17 @@ use std::time::Instant;
 
 use super::core::{Reloader, Request, Response, Sample, SampleTarget, Settings};
 use super::event::{Event, Record, StateFile};
+use super::ingest::{FileEvent, InputFile};
 use crate::backend::{load_deletes_first, Backend, Cancel};
 use crate::engine::preflight;
 use crate::error::{ApplyError, Result};
 use crate::inputs::Inputs;
+use crate::journal::Journal;
 use crate::live::{read_live, LiveSource, NetlinkLive};
 use crate::netlink::ClassStats;
 use crate::session::{last_good_allocation, save_last_good};
 use crate::state::StateDir;
-use crate::watch::{WatchEvent, WatchStatus};
+use crate::watch::{unix_ms, Pending, WatchEvent, WatchStatus};
 
 /// Where the class counters of a lazy-leaf poll come from.
 pub trait Counters: Sync {
@@ -127,11 +129,19 @@ impl<'a> Driver<'a> {
         self.run(sink);
     }
 
-    /// An input file changed (applied after the debounce time, at
-    /// [`Driver::deadline`]).
-    pub fn file_changed(&mut self) {
+    /// Something happened to an input file (the edit is read once
+    /// complete, at [`Driver::deadline`]).
+    pub fn file_event(&mut self, file: InputFile, e: FileEvent) {
         let now = (self.clock)();
-        self.core.file_changed(now);
+        self.core.file_event(file, e, now);
+    }
+
+    /// An operator confirmed the refused inputs with sha256 `sha`
+    /// (`lqos confirm`): applied once, now.
+    pub fn confirm(&mut self, sha: &str, sink: &mut dyn FnMut(Event)) {
+        let now = (self.clock)();
+        self.core.confirm(sha, now);
+        self.run(sink);
     }
 
     /// A counter sample taken elsewhere (see [`Reloader::sample`]).
@@ -151,6 +161,7 @@ impl<'a> Driver<'a> {
         for e in self.pending.drain(..) {
             sink(e);
         }
+        self.drain(sink);
         loop {
             let now = (self.clock)();
             if !self.core.handle_timeout(now) {
@@ -186,6 +197,15 @@ impl<'a> Driver<'a> {
                 super::Output::Event(e) => sink(e),
                 super::Output::SaveLastGood => self.save_last_good(sink),
                 super::Output::Record(r) => self.record(r, sink),
+                super::Output::Pending(p) => {
+                    self.status.pending = p.map(|r| Pending {
+                        sha256: r.sha256,
+                        refusal: r.refusal,
+                        at_ms: unix_ms(std::time::SystemTime::now()),
+                    });
+                    self.save_status(sink);
+                }
+                super::Output::Journal => self.journal(sink),
             }
         }
     }
@@ -203,6 +223,23 @@ impl<'a> Driver<'a> {
                 what: StateFile::LastGood,
                 error,
             }),
+        }
+    }
+
+    fn journal(&mut self, sink: &mut dyn FnMut(Event)) {
+        let Some(set) = self.core.applied() else {
+            return;
+        };
+        let circuits = self.core.status().circuits;
+        let trigger = self.status.last.as_ref().map(|e| e.trigger);
+        let source = trigger.map_or("watch".to_string(), |t| format!("watch {t}"));
+        let netns = self.core.settings().netns.as_deref();
+        let r = Journal::open(self.state, netns).and_then(|j| j.push(set, circuits, &source));
+        if let Err(error) = r {
+            sink(Event::SaveFailed {
+                what: StateFile::Journal,
+                error,
+            });
         }
     }
 
@@ -232,7 +269,7 @@ impl<'a> Driver<'a> {
 /// Does what `req` asks.
 fn execute(inputs: &Inputs, k: Kernel<'_>, cancel: &Cancel, req: Request<'_>) -> Response {
     match req {
-        Request::ReadInputs => Response::Inputs(inputs.read()),
+        Request::ReadInputs => read_stable(inputs),
         Request::Links(devs) => Response::Links(
             devs.iter()
                 .map(|d| {
@@ -253,6 +290,34 @@ fn execute(inputs: &Inputs, k: Kernel<'_>, cancel: &Cancel, req: Request<'_>) ->
         Request::Sample(targets) => Response::Sample(sample(k.counters, targets)),
         Request::Continue => Response::Continue,
     }
+}
+
+/// What identifies a file's content for the stability check.
+fn stamp(p: &std::path::Path) -> Option<(u64, i64, i64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(p).ok()?;
+    Some((m.len(), m.mtime(), m.mtime_nsec(), m.ino()))
+}
+
+/// Reads the inputs and checks that no file changed while it was read
+/// (size, mtime and inode the same before and after).
+pub fn read_stable(inputs: &Inputs) -> Response {
+    let paths: Vec<&std::path::Path> = [
+        Some(inputs.network.as_path()),
+        Some(inputs.devices.as_path()),
+    ]
+    .into_iter()
+    .chain([inputs.config.as_deref()])
+    .flatten()
+    .collect();
+    let before: Vec<_> = paths.iter().map(|p| stamp(p)).collect();
+    let raw = inputs.read();
+    for (p, b) in paths.iter().zip(before) {
+        if stamp(p) != b {
+            return Response::InputsChanging(p.to_path_buf());
+        }
+    }
+    Response::Inputs(raw)
 }
 
 /// One class dump per target.

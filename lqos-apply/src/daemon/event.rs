@@ -75,6 +75,38 @@ pub enum Event {
         /// Why.
         reason: lqos_tc::KnownDiffError,
     },
+    /// An input file ends in the middle of a record after its writer
+    /// closed it: the rest is waited for (at most `wait`, then it is read
+    /// as it is).
+    PartialWrite {
+        /// The file.
+        file: super::InputFile,
+        /// How long at most.
+        wait: Duration,
+    },
+    /// An input file changed while it was read: read again soon.
+    InputsChanging {
+        /// The file.
+        path: std::path::PathBuf,
+    },
+    /// The removal guard refused the inputs: nothing was sent; the live
+    /// tree and the last good plan stay until they are confirmed.
+    RemovalsRefused {
+        /// What started the reload.
+        trigger: Trigger,
+        /// Why (how many circuits, the first few).
+        refusal: crate::guard::Refusal,
+        /// The inputs' sha256 (what a confirmation names).
+        sha256: String,
+    },
+    /// A confirmation that applies to nothing: no refusal is pending
+    /// (`pending` false), or it names other inputs.
+    ConfirmIgnored {
+        /// The sha256 it names.
+        sha256: String,
+        /// Whether a refusal is pending.
+        pending: bool,
+    },
     /// The inputs' bytes are what was last applied: nothing to do.
     Unchanged {
         /// What started the reload.
@@ -185,6 +217,8 @@ pub enum StateFile {
     LastGood,
     /// The status file (`lqos status`).
     Status,
+    /// The input journal.
+    Journal,
 }
 
 /// Why an edit took the full path instead of the incremental one.

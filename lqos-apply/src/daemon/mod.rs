@@ -5,13 +5,18 @@
 //!   owns the plan the daemon runs, the model of what the kernel holds
 //!   ([`KnownKernel`]: updated op by op as loads succeed, unknown after an
 //!   error, then read back), the lazy-leaf tracker and the timers. It takes
-//!   triggers (start, an edit, SIGHUP, a counter [`Sample`]) and `now`
+//!   triggers (start, an input file's events, SIGHUP, a confirmation, a
+//!   counter [`Sample`]) and `now`
 //!   values, asks for what it needs ([`Request`]: the input files, links,
 //!   a preflight, trees, memory, a load, counters) and reports what
 //!   happened ([`Output`]: typed [`Event`]s to log, the last good plan and
 //!   the status [`Record`]s to save). The full path (all inputs planned)
 //!   and the incremental one (a few ShapedDevices.csv rows re-planned in
 //!   place, diffed against the known state) end in the same load step.
+//!   An edit is read only when complete ([`ingest`]: after a close or a
+//!   rename, or a quiet period; never while it changes or ends mid-record),
+//!   and the removal guard ([`crate::guard`]) refuses one that would
+//!   remove too many circuits until it is confirmed.
 //! - [`Driver`]: the thin I/O around it (files, kernel, state directory,
 //!   clock); the embedding program keeps the loop (signals, the file
 //!   watcher, logging).
@@ -19,7 +24,7 @@
 //! A start and an edit, against the [`crate::Recording`] fake kernel:
 //!
 //! ```
-//! use lqos_apply::daemon::{Driver, Event, Kernel, LoadPath, Settings};
+//! use lqos_apply::daemon::{Driver, Event, FileEvent, InputFile, Kernel, LoadPath, Settings};
 //! use lqos_apply::{Inputs, PlanOverrides, Recording, StateDir};
 //!
 //! # struct NoCounters;
@@ -37,7 +42,6 @@
 //! let state = StateDir::open(dir.path().join("state")).unwrap();
 //! let mut settings = Settings::default();
 //! settings.overrides = PlanOverrides { sqm: Some("pfifo".parse().unwrap()), ..Default::default() };
-//! settings.debounce = std::time::Duration::ZERO;
 //! let k = Kernel { live: &kernel, backend: &kernel, counters: &NoCounters };
 //! let mut d = Driver::new(settings, Inputs::in_dir(dir.path()), &state, k);
 //! let mut events = Vec::new();
@@ -47,7 +51,7 @@
 //! // One circuit's download ceiling changes: one class change, incrementally.
 //! let edited = csv.replacen(",100,", ",77,", 1);
 //! std::fs::write(dir.path().join("ShapedDevices.csv"), edited).unwrap();
-//! d.file_changed();
+//! d.file_event(InputFile::Devices, FileEvent::Closed);
 //! events.clear();
 //! d.run(&mut |e| events.push(e));
 //! let applied = events.iter().find_map(|e| match e { Event::Applied(a) => Some(a), _ => None }).unwrap();
@@ -58,11 +62,15 @@
 mod core;
 mod driver;
 mod event;
+pub mod ingest;
 mod known;
 #[cfg(test)]
 mod tests;
 
-pub use self::core::{Output, Reloader, Request, Response, Sample, SampleTarget, Settings, Status};
+pub use self::core::{
+    Output, Refused, Reloader, Request, Response, Sample, SampleTarget, Settings, Status,
+};
 pub use driver::{sample, Counters, Driver, Kernel};
 pub use event::{Applied, Breakdown, Event, Fallback, LoadPath, Record, StateFile};
+pub use ingest::{FileEvent, InputFile};
 pub use known::{KnownKernel, OutOfStep};

@@ -123,6 +123,7 @@ fn settings(sqm: &str) -> Settings {
             ..Default::default()
         },
         verify_every: None,
+        debounce: Duration::from_millis(20),
         ..Settings::default()
     }
 }
@@ -248,7 +249,7 @@ fn edits_take_the_incremental_path_or_the_full_one_and_equal_a_full_plan() {
 
     // One row: incremental, one class change, and what a full plan gives.
     files.set_download_max(7, 3);
-    d.file_changed();
+    d.file_event(InputFile::Devices, FileEvent::Closed);
     let t_edit = clock.now();
     assert_eq!(d.deadline(), Some(t_edit + s.debounce));
     assert!(collect(|s| d.run(s)).is_empty(), "not before the debounce");
@@ -271,7 +272,7 @@ fn edits_take_the_incremental_path_or_the_full_one_and_equal_a_full_plan() {
 
     // The same bytes again: nothing to do.
     files.write_devices();
-    d.file_changed();
+    d.file_event(InputFile::Devices, FileEvent::Closed);
     clock.advance(s.debounce);
     let ev = collect(|s| d.run(s));
     assert!(
@@ -290,7 +291,7 @@ fn edits_take_the_incremental_path_or_the_full_one_and_equal_a_full_plan() {
     net_text.push('\n');
     files.write("network.json", &net_text);
     files.set_download_max(9, 5);
-    d.file_changed();
+    d.file_event(InputFile::Devices, FileEvent::Closed);
     clock.advance(s.debounce);
     let ev = collect(|s| d.run(s));
     assert!(
@@ -319,7 +320,7 @@ fn edits_take_the_incremental_path_or_the_full_one_and_equal_a_full_plan() {
 
     // And incremental again after a full one (the index was replaced).
     files.set_download_max(11, 2);
-    d.file_changed();
+    d.file_event(InputFile::Devices, FileEvent::Closed);
     clock.advance(s.debounce);
     let ev = collect(|s| d.run(s));
     assert!(matches!(
@@ -355,7 +356,7 @@ fn invalid_inputs_are_rejected_with_the_last_good_plan_kept() {
     let broken_row = lines[3].replacen(',', ",,", 1);
     lines[3] = &broken_row;
     files.write("ShapedDevices.csv", &(lines.join("\n") + "\n"));
-    d.file_changed();
+    d.file_event(InputFile::Devices, FileEvent::Closed);
     clock.advance(s.debounce);
     let ev = collect(|s| d.run(s));
     let problem = ev
@@ -381,7 +382,7 @@ fn invalid_inputs_are_rejected_with_the_last_good_plan_kept() {
     // A valid file again: applied, still incrementally (the kernel holds
     // the last good state).
     files.set_download_max(2, 4);
-    d.file_changed();
+    d.file_event(InputFile::Devices, FileEvent::Closed);
     clock.advance(s.debounce);
     let ev = collect(|s| d.run(s));
     assert!(matches!(
@@ -414,7 +415,7 @@ fn a_kernel_failure_is_retried_reading_back_and_converges() {
     // The next op to ens19 fails.
     kernel.fail_at("ens19", kernel.sent_for("ens19").len(), "Error: boom.");
     files.set_download_max(4, 6);
-    d.file_changed();
+    d.file_event(InputFile::Devices, FileEvent::Closed);
     clock.advance(s.debounce);
     let ev = collect(|s| d.run(s));
     let err = ev
@@ -650,4 +651,145 @@ fn a_load_that_does_not_fit_in_memory_is_refused_before_any_op() {
     assert!(summary.added > 400, "{summary:?}");
     assert!(kernel.sent().is_empty(), "nothing sent");
     assert!(d.deadline().is_some(), "retried");
+}
+
+/// A fixture of the tests below: files, kernel, state, a started driver.
+macro_rules! started {
+    ($files:ident, $kernel:ident, $state:ident, $d:ident, $clock:ident, $s:ident) => {
+        let $kernel = kernel();
+        let counters = FakeCounters {
+            kernel: &$kernel,
+            bytes: Mutex::default(),
+        };
+        let $state = StateDir::open($files.dir.path().join("st")).unwrap();
+        let k = Kernel {
+            live: &$kernel,
+            backend: &$kernel,
+            counters: &counters,
+        };
+        let $clock = Clock::new();
+        let $s = settings("pfifo");
+        let mut $d = driver($s.clone(), &$files, &$state, k, &$clock);
+        collect(|s| $d.start(s));
+    };
+}
+
+#[test]
+fn a_cut_short_file_is_refused_until_confirmed_and_then_applied_once() {
+    let mut files = Files::new(60);
+    started!(files, kernel, state, d, clock, s);
+    let plan0 = d.core().plan().unwrap().clone();
+    let sent0 = kernel.sent().len();
+    // The export lost its last 20 circuits.
+    let full = files.net.clone();
+    files.net.set_circuits(full.circuits()[..40].to_vec());
+    files.write_devices();
+    d.file_event(InputFile::Devices, FileEvent::Renamed);
+    clock.advance(s.debounce);
+    let ev = collect(|s| d.run(s));
+    let (refusal, sha) = ev
+        .iter()
+        .find_map(|e| match e {
+            Event::RemovalsRefused {
+                refusal, sha256, ..
+            } => Some((refusal.clone(), sha256.clone())),
+            _ => None,
+        })
+        .expect("refused");
+    let text = refusal.to_string();
+    assert!(
+        text.starts_with("would remove 20 of 60 circuits (33%)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{:?}", plan0.allocation.circuits[40].id)),
+        "{text}"
+    );
+    assert!(applied(&ev).is_none());
+    assert_eq!(kernel.sent().len(), sent0, "nothing sent");
+    trees_are(&kernel, &plan0);
+    let st = WatchStatus::load(&state, None).unwrap().unwrap();
+    assert_eq!(st.last.as_ref().unwrap().outcome, Outcome::Refused);
+    assert_eq!(st.pending.as_ref().unwrap().sha256, sha);
+    assert_eq!(d.deadline(), None, "not retried");
+
+    // A confirmation naming other inputs does nothing.
+    let ev = collect(|s| d.confirm("00", s));
+    assert!(
+        matches!(ev[..], [Event::ConfirmIgnored { pending: true, .. }]),
+        "{ev:?}"
+    );
+    // The confirmation: applied once.
+    let ev = collect(|s| d.confirm(&sha, s));
+    let a = applied(&ev).expect("applied");
+    assert_eq!(a.trigger, Trigger::Confirm);
+    assert!(a.summary.removed >= 40, "{a:?}");
+    assert_eq!(d.core().plan().unwrap().allocation.circuits.len(), 40);
+    trees_are(&kernel, d.core().plan().unwrap());
+    let st = WatchStatus::load(&state, None).unwrap().unwrap();
+    assert_eq!(st.pending, None);
+    // The journal: both input sets, newest first.
+    let j = crate::journal::Journal::open(&state, None).unwrap();
+    let e = j.entries().unwrap();
+    assert_eq!((e.len(), e[0].circuits, e[1].circuits), (2, 40, 60));
+    assert_eq!(e[0].sha256, sha);
+    // The same cut again after the full file: refused again (once).
+    files.net = full;
+    files.write_devices();
+    d.file_event(InputFile::Devices, FileEvent::Renamed);
+    clock.advance(s.debounce);
+    collect(|s| d.run(s));
+    assert_eq!(d.core().plan().unwrap().allocation.circuits.len(), 60);
+}
+
+#[test]
+fn a_file_ending_mid_record_or_empty_waits_and_an_empty_one_is_refused() {
+    let files = Files::new(30);
+    started!(files, kernel, state, d, clock, s);
+    let plan0 = d.core().plan().unwrap().clone();
+    let csv = std::fs::read(files.dir.path().join("ShapedDevices.csv")).unwrap();
+    let sent0 = kernel.sent().len();
+    // Closed in the middle of a record: waited for.
+    let path = files.dir.path().join("ShapedDevices.csv");
+    std::fs::write(&path, &csv[..csv.len() / 2 + 7]).unwrap();
+    d.file_event(InputFile::Devices, FileEvent::Closed);
+    clock.advance(s.debounce);
+    let ev = collect(|s| d.run(s));
+    assert!(
+        matches!(
+            ev[..],
+            [Event::PartialWrite {
+                file: InputFile::Devices,
+                ..
+            }]
+        ),
+        "{ev:?}"
+    );
+    assert_eq!(d.deadline(), Some(clock.now() + s.quiet));
+    // The rest comes with another close: applied (nothing changed).
+    std::fs::write(&path, &csv).unwrap();
+    d.file_event(InputFile::Devices, FileEvent::Written);
+    d.file_event(InputFile::Devices, FileEvent::Closed);
+    clock.advance(s.debounce);
+    let ev = collect(|s| d.run(s));
+    assert!(matches!(ev[..], [Event::Unchanged { .. }]), "{ev:?}");
+    assert_eq!(kernel.sent().len(), sent0);
+
+    // Truncated and left empty: after the quiet period, refused.
+    std::fs::write(&path, "").unwrap();
+    d.file_event(InputFile::Devices, FileEvent::Written);
+    clock.advance(s.quiet);
+    let ev = collect(|s| d.run(s));
+    assert!(
+        ev.iter().any(|e| matches!(
+            e,
+            Event::RemovalsRefused {
+                refusal: crate::guard::Refusal::Empty { of: 30, .. },
+                ..
+            }
+        )) || ev.iter().any(|e| matches!(e, Event::Rejected { .. })),
+        "{ev:?}"
+    );
+    assert_eq!(kernel.sent().len(), sent0);
+    trees_are(&kernel, &plan0);
 }

@@ -5,16 +5,19 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use lqos_apply::journal::Journal;
 use lqos_apply::{
-    apply_plan, last_good_allocation, resolve_state_dir, ApplyError, ApplyOptions, ApplyReport,
-    Backend, Cancel, Change, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive, NoProgress,
-    Parallelism, Prefetched, Progress, QueueCount, Session, StateDir, Stopped, TcBatch, TcMode,
+    apply_plan, guard, last_good_allocation, plan_raw, resolve_state_dir, ApplyError, ApplyOptions,
+    ApplyReport, Backend, Cancel, Change, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive,
+    NoProgress, Parallelism, Prefetched, Progress, QueueCount, RawInputs, Session, StateDir,
+    Stopped, TcBatch, TcMode,
 };
 use lqos_model::{LqosConfig, Network};
 use lqos_tc::{render_line, Plan};
 
+use super::inputs::print_report as print_problems;
 use super::inputs::InputArgs;
-use super::plan::{plan_with_network, PlanOptions};
+use super::plan::PlanOptions;
 use super::{EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK};
 
 /// Where the plan comes from: LibreQoS inputs (planned here) or a plan file.
@@ -81,9 +84,23 @@ pub struct Args {
     /// Print the ops that would be sent (tc syntax) and change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Re-apply the last plan that loaded successfully.
+    /// Re-apply the last plan that loaded successfully (with --to N: the
+    /// input set N of the journal, `lqos journal`).
     #[arg(long, conflicts_with = "plan")]
     pub rollback: bool,
+    /// With --rollback: the journal's input set N (1: the newest, 2: the
+    /// one live before it, ...).
+    #[arg(long, value_name = "N", requires = "rollback")]
+    pub to: Option<usize>,
+    /// Apply even when more circuits would be removed than the removal
+    /// guard allows (an empty input is refused all the same).
+    #[arg(long)]
+    pub allow_removals: bool,
+    /// Refuse to remove more circuits than this (a count, or a percentage
+    /// such as `5%`; `0`: no limit) [default: lqos.conf's `[lqos]
+    /// max_removals`, else more than 10% and more than 10 circuits].
+    #[arg(long, value_name = "N|P%")]
+    pub max_removals: Option<lqos_model::RemovalLimit>,
     /// Read the trees back after loading and verify them.
     #[arg(long)]
     pub verify: bool,
@@ -115,29 +132,64 @@ impl PlanArgs {
         state: &Path,
         netns: Option<&str>,
     ) -> anyhow::Result<Resolved> {
-        if let Some(p) = &self.plan {
+        self.resolve_from(live, state, netns, None)
+    }
+
+    /// [`PlanArgs::resolve_with_network`], planning `raw` (e.g. a journal
+    /// entry) instead of the files when given.
+    pub fn resolve_from(
+        &self,
+        live: &dyn LiveSource,
+        state: &Path,
+        netns: Option<&str>,
+        raw: Option<RawInputs>,
+    ) -> anyhow::Result<Resolved> {
+        let prev = last_good_allocation(state, netns).unwrap_or_else(|e| {
+            eprintln!("lqos: warning: ignoring the saved plan ({e}); classids may change");
+            None
+        });
+        if let (Some(p), None) = (&self.plan, &raw) {
             let (plan, network) = lqos_apply::read_plan_record(p)?;
             return Ok(Resolved {
                 plan,
                 network,
                 config: None,
+                previous: prev,
+                raw: None,
             });
         }
-        let prev = last_good_allocation(state, netns).unwrap_or_else(|e| {
-            eprintln!("lqos: warning: ignoring the saved plan ({e}); classids may change");
-            None
-        });
-        let planned = plan_with_network(
-            &self.inputs,
-            &self.options,
+        let inputs = self.inputs.inputs();
+        let raw = match raw {
+            Some(r) => r,
+            None => inputs.read()?,
+        };
+        let planned = match plan_raw(
+            &inputs,
+            &raw,
+            &self.options.overrides()?,
             QueueCount::FromInterfaces(live),
             prev.as_ref(),
-        )
-        .context("cannot plan (give --queues N if the interfaces cannot be probed)")?;
+        ) {
+            Ok(p) => {
+                print_problems(&p.report);
+                p
+            }
+            Err(ApplyError::InvalidInputs { report }) => {
+                print_problems(&report);
+                return Err(anyhow::Error::from(ApplyError::InvalidInputs { report }))
+                    .context("cannot plan (give --queues N if the interfaces cannot be probed)");
+            }
+            Err(e) => {
+                return Err(anyhow::Error::from(e))
+                    .context("cannot plan (give --queues N if the interfaces cannot be probed)")
+            }
+        };
         Ok(Resolved {
             plan: planned.plan,
             network: Some(planned.network),
             config: Some(planned.config),
+            previous: prev,
+            raw: Some(raw),
         })
     }
 }
@@ -150,6 +202,61 @@ pub struct Resolved {
     pub network: Option<Network>,
     /// The config it was planned with (`None` for a plan file).
     pub config: Option<LqosConfig>,
+    /// The last good plan's allocation, if there is one.
+    pub previous: Option<lqos_tc::Allocation>,
+    /// The inputs planned (`None` for a plan file).
+    pub raw: Option<RawInputs>,
+}
+
+impl Resolved {
+    /// The removal guard: an error (printed, with how to go on) when the
+    /// plan removes more circuits than the limit, or comes from an empty
+    /// input.
+    fn guard(&self, args: &Args) -> Result<(), ExitCode> {
+        let limit = args
+            .max_removals
+            .or(self.config.as_ref().map(|c| c.lqos.max_removals))
+            .unwrap_or_default();
+        let none = lqos_tc::Allocation::default();
+        let r = guard::removals(
+            self.previous.as_ref().unwrap_or(&none),
+            &self.plan.allocation,
+        );
+        let empty: Vec<&str> = self
+            .raw
+            .as_ref()
+            .and_then(|r| r.config.as_deref())
+            .filter(|c| c.trim().is_empty())
+            .map(|_| "lqos.conf")
+            .into_iter()
+            .collect();
+        match guard::check(limit, &r, &empty) {
+            Ok(()) => Ok(()),
+            Err(e @ guard::Refusal::TooManyRemovals { .. }) if args.allow_removals => {
+                eprintln!("lqos: --allow-removals: {e}");
+                Ok(())
+            }
+            Err(e) => {
+                eprintln!("lqos: refused: {e}; nothing was changed");
+                if matches!(e, guard::Refusal::TooManyRemovals { .. }) {
+                    eprintln!(
+                        "lqos: if that is meant, run again with --allow-removals (or set --max-removals / [lqos] max_removals)"
+                    );
+                }
+                Err(ExitCode::from(EXIT_ERROR))
+            }
+        }
+    }
+
+    /// Records the inputs as applied (the journal).
+    fn journal(&self, state: &StateDir, netns: Option<&str>, source: &str) {
+        let Some(raw) = &self.raw else { return };
+        let r = Journal::open(state, netns)
+            .and_then(|j| j.push(raw.into(), self.plan.allocation.circuits.len(), source));
+        if let Err(e) = r {
+            eprintln!("lqos: warning: cannot write the input journal: {e}");
+        }
+    }
 }
 
 /// indicatif progress over all ops of a load.
@@ -299,40 +406,54 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         cancel_on_signals()?
     };
-    if !args.rollback && !args.dry_run && args.source.plan.is_none() {
+    if (!args.rollback || args.to.is_some()) && !args.dry_run && args.source.plan.is_none() {
         let state = StateDir::open(&state_path)?;
         let lock = state.lock()?;
+        let from_journal = match args.to {
+            Some(n) => Some(Journal::open(&state, netns.as_deref())?.inputs(n)?.1),
+            None => None,
+        };
         let devs = args.source.inputs.inputs_quiet().interface_hint();
         let reader = NetlinkLive::new(netns.clone());
-        let (Resolved { plan, network, .. }, prefetched) =
-            Prefetched::overlap(&live, &reader, &devs, || {
-                args.source
-                    .resolve_with_network(&live, &state_path, netns.as_deref())
-            })?;
+        let (resolved, prefetched) = Prefetched::overlap(&live, &reader, &devs, || {
+            args.source
+                .resolve_from(&live, &state_path, netns.as_deref(), from_journal)
+        })?;
+        if let Err(code) = resolved.guard(&args) {
+            return Ok(code);
+        }
+        let (plan, network) = (&resolved.plan, resolved.network.as_ref());
         let session = Session {
             state: &state,
             netns: netns.as_deref(),
             live: &prefetched,
             backend: backend.as_ref(),
         };
-        let bar = progress_bar(&plan);
+        let bar = progress_bar(plan);
         let report = session.apply_planned_locked(
             &lock,
-            &plan,
-            network.as_ref(),
+            plan,
+            network,
             opts,
             &cancel.with(bar.as_ref().map_or(&NoProgress as &dyn Progress, |b| b)),
         );
         if let Some(b) = &bar {
             b.0.finish_and_clear();
         }
-        let code = finish(report?, Some(prefetched.timing()));
+        let report = report?;
+        if report.load.as_ref().is_some_and(|l| l.is_ok()) {
+            let source = match args.to {
+                Some(n) => format!("apply --rollback --to {n}"),
+                None => "apply".to_string(),
+            };
+            resolved.journal(&state, netns.as_deref(), &source);
+        }
+        let code = finish(report, Some(prefetched.timing()));
         // The process ends here: the plan, the network and the allocation
         // (a few hundred thousand small allocations at 10,000 circuits)
         // need not be freed one by one first. The lock is released as usual.
         std::mem::forget(prefetched);
-        std::mem::forget(network);
-        std::mem::forget(plan);
+        std::mem::forget(resolved);
         return code;
     }
 
@@ -342,6 +463,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let r = args
             .source
             .resolve_with_network(&live, &state_path, netns.as_deref())?;
+        if !args.dry_run {
+            if let Err(code) = r.guard(&args) {
+                return Ok(code);
+            }
+        }
         (Some(r.plan), r.network)
     };
 

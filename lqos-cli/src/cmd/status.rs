@@ -52,9 +52,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let ok = status
-        .last
-        .as_ref()
-        .is_none_or(|e| e.outcome == lqos_apply::watch::Outcome::Applied);
+    if status.pending.is_some() && !args.json {
+        println!(
+            "to apply the refused inputs once: lqos confirm (with the same --state-dir/--netns)"
+        );
+    }
+    let ok = status.pending.is_none()
+        && status
+            .last
+            .as_ref()
+            .is_none_or(|e| e.outcome == lqos_apply::watch::Outcome::Applied);
     Ok(ExitCode::from(if ok { EXIT_OK } else { EXIT_WARN }))
 }

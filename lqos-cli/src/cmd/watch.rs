@@ -44,7 +44,10 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use lqos_apply::daemon::{Driver, Event, Kernel, LoadPath, Settings, StateFile};
+use lqos_apply::daemon::{
+    Driver, Event, FileEvent, InputFile, Kernel, LoadPath, Settings, StateFile,
+};
+use lqos_apply::watch::{confirm_file, Confirmation};
 use lqos_apply::{ApplyError, Cancel, NetlinkBackend, NetlinkLive, Parallelism, StateDir, Stopped};
 use tracing::{debug, error, info, warn};
 
@@ -88,9 +91,21 @@ pub struct Args {
     /// Minutes between two verify-and-repair runs (0: never).
     #[arg(long, value_name = "MIN", default_value_t = 10.0)]
     pub verify_every: f64,
-    /// Milliseconds without further file events before applying.
-    #[arg(long, value_name = "MS", default_value_t = 20)]
+    /// Milliseconds to wait after an input file is closed or renamed into
+    /// place before reading it.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
     pub debounce: u64,
+    /// Seconds without file events after which a file written but never
+    /// closed is read anyway (and one that ends in the middle of a record
+    /// is read as it is).
+    #[arg(long, value_name = "SECS", default_value_t = 2.0)]
+    pub quiet_period: f64,
+    /// Refuse a reload that would remove more circuits than this (a count,
+    /// or a percentage such as `5%`; `0`: no limit) until `lqos confirm`
+    /// [default: lqos.conf's `[lqos] max_removals`, else more than 10% and
+    /// more than 10 circuits].
+    #[arg(long, value_name = "N|P%")]
+    pub max_removals: Option<lqos_model::RemovalLimit>,
     /// Always re-read and re-plan all input on an edit (no incremental
     /// path for edited ShapedDevices.csv rows).
     #[arg(long)]
@@ -214,6 +229,31 @@ fn log(e: Event, start: &StartInfo) {
             "diffing the whole tree against the known state"
         ),
         Event::Unchanged { trigger } => info!(%trigger, "inputs unchanged; nothing to apply"),
+        Event::PartialWrite { file, wait } => info!(
+            file = file.name(),
+            wait_ms = wait.as_millis() as u64,
+            "input ends in the middle of a record: waiting for the rest"
+        ),
+        Event::InputsChanging { path } => debug!(
+            path = %path.display(),
+            "input changed while read: reading again"
+        ),
+        Event::RemovalsRefused {
+            trigger,
+            refusal,
+            sha256,
+        } => error!(
+            %trigger,
+            refusal = %refusal,
+            sha256 = %sha256,
+            "inputs refused: nothing applied, the live tree and the last good plan stay; \
+             `lqos confirm` applies them once"
+        ),
+        Event::ConfirmIgnored { sha256, pending } => warn!(
+            sha256 = %sha256,
+            pending,
+            "confirmation ignored: it does not name the refused inputs"
+        ),
         Event::FullRebuild { dev, reason, ops } => {
             info!(dev = %dev, reason = %reason, ops, "full rebuild")
         }
@@ -292,6 +332,10 @@ fn log(e: Event, start: &StartInfo) {
             what: StateFile::Status,
             error,
         } => warn!(error = %error, "cannot write the status file"),
+        Event::SaveFailed {
+            what: StateFile::Journal,
+            error,
+        } => warn!(error = %error, "cannot write the input journal"),
         Event::LeavesUnreadable { error } => warn!(error = %error, "cannot read the leaves back"),
         Event::InSync => info!("verify: in sync"),
         Event::Repaired { ops } => {
@@ -334,6 +378,58 @@ fn log(e: Event, start: &StartInfo) {
     }
 }
 
+/// What a watcher event says about the input files (`files`: network,
+/// devices, config).
+fn input_events(ev: &notify::Event, files: &[PathBuf]) -> Vec<(InputFile, FileEvent)> {
+    use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
+    use notify::EventKind as K;
+    let which = |p: &PathBuf| {
+        let i = files.iter().position(|f| f == p)?;
+        Some([InputFile::Network, InputFile::Devices, InputFile::Config][i.min(2)])
+    };
+    let mut out = Vec::new();
+    for (i, p) in ev.paths.iter().enumerate() {
+        let Some(file) = which(p) else { continue };
+        let e = match ev.kind {
+            K::Access(AccessKind::Close(AccessMode::Write)) => FileEvent::Closed,
+            K::Access(_) | K::Modify(ModifyKind::Metadata(_)) => continue,
+            K::Modify(ModifyKind::Name(RenameMode::To)) => FileEvent::Renamed,
+            K::Modify(ModifyKind::Name(RenameMode::From)) => FileEvent::Removed,
+            // [from, to]
+            K::Modify(ModifyKind::Name(RenameMode::Both)) if i == 0 => FileEvent::Removed,
+            K::Modify(ModifyKind::Name(RenameMode::Both)) => FileEvent::Renamed,
+            K::Remove(_) => FileEvent::Removed,
+            _ => FileEvent::Written,
+        };
+        out.push((file, e));
+    }
+    out
+}
+
+/// A close after writing or a rename into place.
+fn is_written(kind: &notify::EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode, ModifyKind};
+    matches!(
+        kind,
+        notify::EventKind::Access(AccessKind::Close(AccessMode::Write))
+            | notify::EventKind::Modify(ModifyKind::Name(_))
+    )
+}
+
+/// The sha256 `lqos confirm` wrote (the file is removed: a confirmation
+/// is used once).
+fn take_confirmation(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    let _ = std::fs::remove_file(path);
+    match serde_json::from_slice::<Confirmation>(&bytes) {
+        Ok(c) => Some(c.sha256),
+        Err(e) => {
+            warn!(path = %path.display(), error = %e, "unreadable confirmation");
+            None
+        }
+    }
+}
+
 /// Runs `lqos watch` until SIGTERM/SIGINT.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     init_logging(args.log_format);
@@ -351,6 +447,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     settings.verify_every = (!verify_every.is_zero()).then_some(verify_every);
     settings.retry = secs(args.retry, "--retry")?.max(Duration::from_millis(100));
     settings.debounce = Duration::from_millis(args.debounce);
+    settings.quiet = secs(args.quiet_period, "--quiet-period")?;
+    settings.max_removals = args.max_removals;
     settings.incremental = !args.no_incremental;
     settings.memory_check = !args.skip_memory_check;
 
@@ -400,9 +498,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let _ = fs_tx.send(Loop::Fs(r));
     })
     .context("starting the file watcher")?;
+    let confirm_path = absolute(&state_path)?.join(confirm_file(netns.as_deref()));
     let mut dirs: Vec<PathBuf> = files
         .iter()
         .map(|f| f.parent().unwrap_or(Path::new("/")).to_path_buf())
+        .chain(confirm_path.parent().map(Path::to_path_buf))
         .collect();
     dirs.sort();
     dirs.dedup();
@@ -475,12 +575,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         match rx.recv_timeout(deadline.saturating_duration_since(now)) {
             Ok(Loop::Fs(Ok(ev))) => {
-                if matches!(ev.kind, notify::EventKind::Access(_)) {
+                if ev.paths.contains(&confirm_path) && is_written(&ev.kind) {
+                    if let Some(sha) = take_confirmation(&confirm_path) {
+                        info!(sha256 = %sha, "confirmation received: applying the refused inputs");
+                        d.confirm(&sha, sink);
+                    }
                     continue;
                 }
-                if ev.paths.iter().any(|p| files.contains(p)) {
-                    debug!(paths = ?ev.paths, kind = ?ev.kind, "input changed");
-                    d.file_changed();
+                for (file, e) in input_events(&ev, &files) {
+                    debug!(file = file.name(), event = ?e, kind = ?ev.kind, "input changed");
+                    d.file_event(file, e);
                 }
                 continue;
             }

@@ -19,6 +19,7 @@ impl Reloader {
                 let cand = Candidate {
                     plan: cur.plan,
                     index: cur.index,
+                    raw: None,
                     kind: CandidateKind::Incremental(b),
                 };
                 self.set_step(Step::Replanned { cand, at, b });

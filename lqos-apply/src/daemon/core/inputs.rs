@@ -6,6 +6,40 @@ use super::*;
 impl Reloader {
     pub(super) fn got_inputs(&mut self, readback: bool, raw: Result<RawInputs>, now: Instant) {
         let trigger = self.job_trigger();
+        // An edit made ready by a close or rename whose file still ends in
+        // the middle of a record: its writer is not done; wait.
+        if let (Ok(r), Some(Ready::Closed)) = (&raw, self.job.as_ref().and_then(|j| j.ready)) {
+            let network_known = self
+                .current
+                .as_ref()
+                .and_then(|c| c.index.as_ref())
+                .is_some_and(|i| i.network_text == r.network);
+            let file = if network_known {
+                // Unchanged network.json: only the other two are looked at.
+                partial_file(&RawInputs {
+                    network: "{}".into(),
+                    devices: Vec::new(),
+                    config: r.config.clone(),
+                })
+                .filter(|f| *f != InputFile::Devices)
+                .or_else(|| {
+                    (r.devices.is_empty() || !r.devices.ends_with(b"\n"))
+                        .then_some(InputFile::Devices)
+                })
+            } else {
+                partial_file(r)
+            };
+            if let Some(file) = file {
+                let since = self.job_since();
+                self.ready.partial(file, since, now);
+                self.emit(Event::PartialWrite {
+                    file,
+                    wait: self.settings.quiet,
+                });
+                self.job = None;
+                return;
+            }
+        }
         let raw = if !readback && trigger == Trigger::FileChange && self.settings.incremental {
             match self.try_incremental(raw) {
                 Incremental::Continue(step) => return self.set_step(*step),
@@ -36,6 +70,27 @@ impl Reloader {
                 return self.plan_failed(e, now);
             }
         };
+        // An empty file is refused before it is read as one without
+        // circuits (or as the built-in config).
+        let empty = [
+            (raw.network.trim().is_empty(), "network.json"),
+            (raw.devices.trim_ascii().is_empty(), "ShapedDevices.csv"),
+            (
+                raw.config.as_deref().is_some_and(|c| c.trim().is_empty()),
+                "lqos.conf",
+            ),
+        ]
+        .into_iter()
+        .find_map(|(e, what)| e.then_some(what));
+        if let Some(what) = empty {
+            self.decide_leaves(false);
+            let of = self.old_allocation().circuits.len();
+            let refusal = crate::guard::Refusal::Empty {
+                what: what.to_string(),
+                of,
+            };
+            return self.refuse(raw, refusal, now);
+        }
         let loaded = raw.load(&self.inputs);
         self.decide_leaves(loaded.config.lqos.lazy_leaves);
         if loaded.report.has_errors() {
@@ -44,8 +99,12 @@ impl Reloader {
             for p in loaded.report.errors() {
                 self.emit(Event::InvalidInput(p.clone()));
             }
-            self.emit(Event::Rejected { trigger, errors });
-            self.end_rejected(Outcome::Rejected, text, now);
+            self.end_rejected(
+                Outcome::Rejected,
+                text,
+                Event::Rejected { trigger, errors },
+                now,
+            );
             return;
         }
         // The queue count: given, or from the interfaces.
@@ -73,6 +132,23 @@ impl Reloader {
             }
         }
         self.plan_loaded(readback, raw, loaded, 0, now);
+    }
+
+    /// The inputs changed while they were read: read them again soon.
+    pub(super) fn inputs_changing(
+        &mut self,
+        readback: bool,
+        path: std::path::PathBuf,
+        now: Instant,
+    ) {
+        let job = self.job.take().expect("a job");
+        self.emit(Event::InputsChanging { path });
+        let at = now + self.settings.stable_retry;
+        if job.trigger == Trigger::FileChange {
+            self.ready.retry(job.since, now, self.settings.stable_retry);
+        } else {
+            self.again = Some((job.trigger, job.since, readback, at));
+        }
     }
 
     /// The first read of the inputs decides whether leaves are lazy (the
@@ -149,6 +225,9 @@ impl Reloader {
         );
         match r {
             Ok(plan) => {
+                if let Err(refusal) = self.guard(&raw, &loaded, &plan) {
+                    return self.refuse(raw, refusal, now);
+                }
                 for w in loaded.report.warnings() {
                     self.out
                         .push_back(Output::Event(Event::InputWarning(w.clone())));
@@ -174,22 +253,94 @@ impl Reloader {
         }
     }
 
+    /// The removal guard: too many circuits removed, or an empty input.
+    /// Confirmed inputs (a confirm's job, same sha256) pass once.
+    fn guard(
+        &mut self,
+        raw: &RawInputs,
+        loaded: &crate::inputs::LoadedInputs,
+        plan: &Plan,
+    ) -> std::result::Result<(), crate::guard::Refusal> {
+        let r = crate::guard::removals(self.old_allocation(), &plan.allocation);
+        let empty: Vec<&str> = raw
+            .config
+            .as_deref()
+            .filter(|c| c.trim().is_empty())
+            .map(|_| "lqos.conf")
+            .into_iter()
+            .collect();
+        let limit = self
+            .settings
+            .max_removals
+            .unwrap_or(loaded.config.lqos.max_removals);
+        let verdict = crate::guard::check(limit, &r, &empty);
+        if verdict.is_err() {
+            if let Some(sha) = self.allow_once.take() {
+                if InputSet::from(raw).sha256() == sha {
+                    return Ok(());
+                }
+            }
+        }
+        verdict
+    }
+
+    /// The allocation of the plan the daemon runs (or the saved one).
+    fn old_allocation(&self) -> &Allocation {
+        static EMPTY: std::sync::OnceLock<Allocation> = std::sync::OnceLock::new();
+        self.current
+            .as_ref()
+            .map(|c| &c.plan.allocation)
+            .or(self.previous.as_ref())
+            .unwrap_or_else(|| EMPTY.get_or_init(Allocation::default))
+    }
+
+    fn refuse(&mut self, raw: RawInputs, refusal: crate::guard::Refusal, now: Instant) {
+        let trigger = self.job_trigger();
+        let sha256 = InputSet::from(&raw).sha256();
+        let text = refusal.to_string();
+        let event = Event::RemovalsRefused {
+            trigger,
+            refusal: refusal.clone(),
+            sha256: sha256.clone(),
+        };
+        let r = Refused { sha256, refusal };
+        self.refused = Some(r.clone());
+        self.out.push_back(Output::Pending(Some(r)));
+        self.end_rejected(Outcome::Refused, text, event, now);
+    }
+
     pub(super) fn plan_refused(&mut self, error: ApplyError, now: Instant) {
         let trigger = self.job_trigger();
         let text = error.to_string();
-        self.emit(Event::PlanRefused { trigger, error });
-        self.end_rejected(Outcome::Rejected, text, now);
+        self.end_rejected(
+            Outcome::Rejected,
+            text,
+            Event::PlanRefused { trigger, error },
+            now,
+        );
     }
 
     pub(super) fn plan_failed(&mut self, error: ApplyError, now: Instant) {
         let trigger = self.job_trigger();
         let text = error.to_string();
-        self.emit(Event::PlanFailed { trigger, error });
-        self.end_rejected(Outcome::Failed, text, now);
+        self.end_rejected(
+            Outcome::Failed,
+            text,
+            Event::PlanFailed { trigger, error },
+            now,
+        );
     }
 
-    /// Ends a reload that sent nothing.
-    pub(super) fn end_rejected(&mut self, outcome: Outcome, error: String, now: Instant) {
+    /// Ends a reload that sent nothing: the status is recorded, then
+    /// `event` (the line that says so) reported, so that a reader who saw
+    /// the line finds the status written.
+    pub(super) fn end_rejected(
+        &mut self,
+        outcome: Outcome,
+        error: String,
+        event: Event,
+        now: Instant,
+    ) {
         let job = self.job.take().expect("a job");
         self.record(Record {
             trigger: job.trigger,
@@ -198,6 +349,7 @@ impl Reloader {
             took: now.saturating_duration_since(job.since),
             error: Some(error),
         });
+        self.emit(event);
         if outcome == Outcome::Failed {
             self.retry_at = Some(now + self.settings.retry);
         } else if job.trigger != Trigger::Verify {

@@ -175,6 +175,7 @@ impl Reloader {
             self.current = Some(Current {
                 plan: cand.plan,
                 index: None,
+                raw: None,
             });
             self.retry_at = Some(now + self.settings.retry);
             let record = Record {
@@ -219,6 +220,7 @@ impl Reloader {
         self.current = Some(Current {
             plan: cand.plan,
             index: cand.index,
+            raw: cand.raw,
         });
         self.status.active_leaves = self.active_leaves();
         if !verify && self.known.is_known() {
@@ -238,6 +240,10 @@ impl Reloader {
             took,
             path: path.clone(),
         });
+        let new_inputs = !verify;
+        if new_inputs && self.refused.take().is_some() {
+            self.out.push_back(Output::Pending(None));
+        }
         if matches!(path, LoadPath::Incremental(_)) {
             // Logged first: it marks kernel done; the state files after.
             self.emit(applied);
@@ -247,6 +253,9 @@ impl Reloader {
             self.out.push_back(Output::SaveLastGood);
             self.record(record);
             self.emit(applied);
+        }
+        if new_inputs {
+            self.out.push_back(Output::Journal);
         }
         if verify {
             let ops: Vec<String> = if readback {
@@ -316,6 +325,10 @@ impl Reloader {
 
     /// The timers a finished job of `trigger` sets.
     pub(super) fn after_job(&mut self, trigger: Trigger, now: Instant) {
+        if trigger == Trigger::Confirm {
+            // Once: a confirmation not used by this job is gone too.
+            self.allow_once = None;
+        }
         if trigger == Trigger::Start {
             self.next_verify = self.settings.verify_every.map(|v| now + v);
             if matches!(self.leaves, Some(Leaves::Lazy(Some(_)))) {
@@ -341,11 +354,13 @@ impl Reloader {
             since: now,
             at: now,
             read_at: now,
+            ready: None,
             step: Step::Sample,
         });
         let cand = Candidate {
             plan: cur.plan,
             index: cur.index,
+            raw: cur.raw,
             kind: CandidateKind::Verify,
         };
         self.load_with(cand, true, None, now);

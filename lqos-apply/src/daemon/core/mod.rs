@@ -14,11 +14,13 @@ use lqos_tc::{
 };
 
 use super::event::{Applied, Breakdown, Event, Fallback, LoadPath, Record};
+use super::ingest::{partial_file, FileEvent, InputFile, Readiness, Ready};
 use super::known::KnownKernel;
 use crate::backend::{IfaceOps, LoadReport};
 use crate::engine::{plan_change, plan_changes, LoadKind};
 use crate::error::{ApplyError, Result};
 use crate::inputs::{given_queues, interface_names, Inputs, PlanOverrides, QueueCount, RawInputs};
+use crate::journal::InputSet;
 use crate::lazy::{self, LeafTracker};
 use crate::live::LinkSummary;
 use crate::memory::{check_memory, MemInfo};
@@ -45,8 +47,16 @@ pub struct Settings {
     pub verify_every: Option<Duration>,
     /// Time before retrying a load that failed.
     pub retry: Duration,
-    /// Quiet time after the last file event before an edit is applied.
+    /// Time after a close or rename of an input file before it is read.
     pub debounce: Duration,
+    /// Time without events after which a file written but never closed is
+    /// read anyway (and a file cut short is read as it is).
+    pub quiet: Duration,
+    /// Time before reading again inputs that changed while being read.
+    pub stable_retry: Duration,
+    /// The removal guard's limit instead of lqos.conf's `[lqos]
+    /// max_removals`.
+    pub max_removals: Option<lqos_model::RemovalLimit>,
     /// Edits of a few ShapedDevices.csv rows take the incremental path.
     pub incremental: bool,
     /// Refuse loads whose new leaves would not fit in memory.
@@ -64,7 +74,10 @@ impl Default for Settings {
             idle: Duration::from_secs(300),
             verify_every: Some(Duration::from_secs(600)),
             retry: Duration::from_secs(10),
-            debounce: Duration::from_millis(20),
+            debounce: Duration::ZERO,
+            quiet: Duration::from_secs(2),
+            stable_retry: Duration::from_millis(20),
+            max_removals: None,
             incremental: true,
             memory_check: true,
         }
@@ -101,6 +114,9 @@ pub enum Request<'a> {
 pub enum Response {
     /// To [`Request::ReadInputs`].
     Inputs(Result<RawInputs>),
+    /// To [`Request::ReadInputs`]: this file changed while it was read
+    /// (size, mtime or inode): read again later.
+    InputsChanging(std::path::PathBuf),
     /// To [`Request::Links`]: the interfaces in the order asked (a missing
     /// one is [`ApplyError::NoInterface`]).
     Links(Result<Vec<LinkSummary>>),
@@ -146,6 +162,22 @@ pub enum Output {
     SaveLastGood,
     /// The outcome of a trigger: stamp it and write the status file.
     Record(Record),
+    /// The removal guard refused inputs (`Some`), or what it refused is
+    /// no longer pending (`None`): stamp it and keep it in the status.
+    Pending(Option<Refused>),
+    /// Record the inputs just applied ([`Reloader::applied`]) in the
+    /// journal.
+    Journal,
+}
+
+/// Inputs the removal guard refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// Their sha256 ([`crate::journal::InputSet::sha256`]): what a
+    /// confirmation names.
+    pub sha256: String,
+    /// Why.
+    pub refusal: crate::guard::Refusal,
 }
 
 /// The status numbers of the daemon (for the status file).
@@ -166,6 +198,22 @@ pub struct Status {
 struct Current {
     plan: Plan,
     index: Option<InputsIndex>,
+    /// The inputs, when there is no index to hold them.
+    raw: Option<RawInputs>,
+}
+
+impl Current {
+    fn applied(&self) -> Option<InputSet<'_>> {
+        match (&self.index, &self.raw) {
+            (Some(i), _) => Some(InputSet {
+                network: &i.network_text,
+                devices: i.devices.bytes(),
+                config: i.config_text.as_deref(),
+            }),
+            (None, Some(r)) => Some(r.into()),
+            (None, None) => None,
+        }
+    }
 }
 
 /// What the incremental edit path keeps of the inputs of the current
@@ -182,10 +230,18 @@ struct InputsIndex {
 }
 
 impl InputsIndex {
-    /// `None` if ShapedDevices.csv cannot be indexed.
-    fn new(inputs: &Inputs, raw: RawInputs, net: Network, plan: &Plan) -> Option<InputsIndex> {
-        let devices = DevicesIndex::new(&inputs.devices_label(), raw.devices, &net)?;
-        Some(InputsIndex {
+    /// The inputs handed back if ShapedDevices.csv cannot be indexed.
+    fn new(
+        inputs: &Inputs,
+        raw: RawInputs,
+        net: Network,
+        plan: &Plan,
+    ) -> std::result::Result<InputsIndex, RawInputs> {
+        let Some(devices) = DevicesIndex::new(&inputs.devices_label(), raw.devices.clone(), &net)
+        else {
+            return Err(raw);
+        };
+        Ok(InputsIndex {
             network_text: raw.network,
             config_text: raw.config,
             net,
@@ -214,6 +270,8 @@ struct Job {
     at: Instant,
     /// When the job started (its inputs were asked for).
     read_at: Instant,
+    /// How the edit of a file-change job became ready.
+    ready: Option<Ready>,
     step: Step,
 }
 
@@ -287,6 +345,8 @@ enum Incremental {
 struct Candidate {
     plan: Plan,
     index: Option<InputsIndex>,
+    /// The inputs, when not indexed.
+    raw: Option<RawInputs>,
     kind: CandidateKind,
 }
 
@@ -362,8 +422,16 @@ pub struct Reloader {
     start_at: Option<Instant>,
     hup_at: Option<Instant>,
     sample_in: Option<(Sample, Instant)>,
-    /// (first, last) file event of an edit not yet applied.
-    edit: Option<(Instant, Instant)>,
+    /// The pending edit of the input files.
+    ready: Readiness,
+    /// A reload to start again at a time (its inputs were changing).
+    again: Option<(Trigger, Instant, bool, Instant)>,
+    /// What the removal guard refused last (until applied or replaced).
+    refused: Option<Refused>,
+    /// A confirmation of `refused` (its sha256), and when it came.
+    confirmed: Option<(String, Instant)>,
+    /// The sha256 the guard lets through once (during a confirm's job).
+    allow_once: Option<String>,
     retry_at: Option<Instant>,
     next_poll: Option<Instant>,
     next_verify: Option<Instant>,
@@ -376,6 +444,7 @@ impl Reloader {
     /// A reloader for `inputs` (their paths label problems), planning
     /// with `previous`'s classids until it has a plan of its own.
     pub fn new(settings: Settings, inputs: Inputs, previous: Option<Allocation>) -> Reloader {
+        let (settings_quiet, settings_settle) = (settings.quiet, settings.debounce);
         Reloader {
             settings,
             inputs,
@@ -389,7 +458,11 @@ impl Reloader {
             start_at: None,
             hup_at: None,
             sample_in: None,
-            edit: None,
+            ready: Readiness::new(settings_quiet, settings_settle),
+            again: None,
+            refused: None,
+            confirmed: None,
+            allow_once: None,
             retry_at: None,
             next_poll: None,
             next_verify: None,
@@ -431,14 +504,40 @@ impl Reloader {
     /// Apply now, reading the kernel back (SIGHUP); a pending edit is part
     /// of it.
     pub fn reload_now(&mut self, now: Instant) {
-        self.edit = None;
+        self.ready.clear();
         self.hup_at = Some(now);
     }
 
-    /// An input file changed at `now`: applied once no further change came
-    /// for the debounce time.
-    pub fn file_changed(&mut self, now: Instant) {
-        self.edit = Some((self.edit.map_or(now, |(first, _)| first), now));
+    /// Something happened to an input file at `now` ([`super::ingest`]
+    /// says when the edit is complete).
+    pub fn file_event(&mut self, file: InputFile, e: FileEvent, now: Instant) {
+        self.ready.event(file, e, now);
+    }
+
+    /// An operator confirmed the refused inputs with sha256 `sha`: they
+    /// are applied once (if the files still hold them).
+    pub fn confirm(&mut self, sha: &str, now: Instant) {
+        match &self.refused {
+            Some(r) if r.sha256 == sha => self.confirmed = Some((sha.to_string(), now)),
+            Some(_) => self.emit(Event::ConfirmIgnored {
+                sha256: sha.to_string(),
+                pending: true,
+            }),
+            None => self.emit(Event::ConfirmIgnored {
+                sha256: sha.to_string(),
+                pending: false,
+            }),
+        }
+    }
+
+    /// What the removal guard refused last, until applied or replaced.
+    pub fn refused(&self) -> Option<&Refused> {
+        self.refused.as_ref()
+    }
+
+    /// The inputs of the plan the daemon runs (for the journal).
+    pub fn applied(&self) -> Option<InputSet<'_>> {
+        self.current.as_ref().and_then(Current::applied)
     }
 
     /// A sample of the counters taken at `now` outside the reloader's own
@@ -458,7 +557,9 @@ impl Reloader {
             self.start_at,
             self.hup_at,
             self.sample_in.as_ref().map(|(_, t)| *t),
-            self.edit.map(|(_, last)| last + self.settings.debounce),
+            self.confirmed.as_ref().map(|(_, t)| *t),
+            self.again.map(|(_, _, _, at)| at),
+            self.ready.deadline(),
             self.retry_at,
             self.next_poll.filter(|_| lazy),
             self.next_verify,
@@ -485,15 +586,23 @@ impl Reloader {
                 since: t,
                 at: now,
                 read_at: now,
+                ready: None,
                 step: Step::Sample,
             });
             self.poll_sample(sample, now);
-        } else if let Some((first, _)) = self
-            .edit
-            .filter(|(_, last)| now >= *last + self.settings.debounce)
+        } else if let Some((sha, t)) = self.confirmed.take() {
+            self.allow_once = Some(sha);
+            self.begin_reload(Trigger::Confirm, t, now, false);
+        } else if let Some((trigger, since, readback, _)) =
+            self.again.filter(|(_, _, _, at)| now >= *at)
         {
-            self.edit = None;
+            self.again = None;
+            self.begin_reload(trigger, since, now, readback);
+        } else if let Some((first, how)) = self.ready.take(now) {
             self.begin_reload(Trigger::FileChange, first, now, false);
+            if let Some(j) = self.job.as_mut() {
+                j.ready = Some(how);
+            }
         } else if self.retry_at.is_some_and(|r| now >= r) {
             self.retry_at = None;
             self.begin_reload(Trigger::Retry, now, now, true);
@@ -556,6 +665,9 @@ impl Reloader {
             (Step::Inputs { readback }, Response::Inputs(raw)) => {
                 self.got_inputs(readback, raw, now)
             }
+            (Step::Inputs { readback }, Response::InputsChanging(path)) => {
+                self.inputs_changing(readback, path, now)
+            }
             (
                 Step::Links {
                     readback,
@@ -583,15 +695,25 @@ impl Reloader {
                 let kind = CandidateKind::Full {
                     plan: now.saturating_duration_since(since_read),
                 };
-                let index = None;
                 if self.settings.incremental {
-                    let index = InputsIndex::new(&self.inputs, raw, network, &plan);
-                    self.set_step(Step::Indexed {
-                        readback,
-                        cand: Candidate { plan, index, kind },
-                    });
+                    let (index, raw) = match InputsIndex::new(&self.inputs, raw, network, &plan) {
+                        Ok(i) => (Some(i), None),
+                        Err(raw) => (None, Some(raw)),
+                    };
+                    let cand = Candidate {
+                        plan,
+                        index,
+                        raw,
+                        kind,
+                    };
+                    self.set_step(Step::Indexed { readback, cand });
                 } else {
-                    let cand = Candidate { plan, index, kind };
+                    let cand = Candidate {
+                        plan,
+                        index: None,
+                        raw: Some(raw),
+                        kind,
+                    };
                     self.begin_load(cand, readback, now);
                 }
             }
@@ -687,6 +809,7 @@ impl Reloader {
             since,
             at: now,
             read_at: now,
+            ready: None,
             step: Step::Inputs { readback },
         });
     }

@@ -23,6 +23,7 @@ impl Reloader {
             since: now,
             at: now,
             read_at: now,
+            ready: None,
             step: Step::Sample,
         });
     }

@@ -1,0 +1,225 @@
+//! The input journal: the last [`JOURNAL_LEN`] input sets that were
+//! applied, in the state directory, with their time, sha256 and circuit
+//! count, so an operator can see and restore what was live before
+//! (`lqos journal`, `lqos apply --rollback --to N`).
+//!
+//! Files are stored once by content (a `network.json` that did not change
+//! is not stored again) and removed when no entry names them.
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::{ApplyError, Result};
+use crate::inputs::RawInputs;
+use crate::state::StateDir;
+
+/// How many input sets the journal keeps.
+pub const JOURNAL_LEN: usize = 5;
+
+/// The bytes of one input set, borrowed.
+#[derive(Debug, Clone, Copy)]
+pub struct InputSet<'a> {
+    /// `network.json`.
+    pub network: &'a str,
+    /// `ShapedDevices.csv`.
+    pub devices: &'a [u8],
+    /// `lqos.conf`, if one was used.
+    pub config: Option<&'a str>,
+}
+
+impl<'a> From<&'a RawInputs> for InputSet<'a> {
+    fn from(r: &'a RawInputs) -> InputSet<'a> {
+        InputSet {
+            network: &r.network,
+            devices: &r.devices,
+            config: r.config.as_deref(),
+        }
+    }
+}
+
+impl InputSet<'_> {
+    /// The sha256 of the set (hex): of each file's sha256, in order.
+    pub fn sha256(&self) -> String {
+        let mut h = Sha256::new();
+        h.update(sha256_hex(self.network.as_bytes()));
+        h.update(sha256_hex(self.devices));
+        if let Some(c) = self.config {
+            h.update(sha256_hex(c.as_bytes()));
+        }
+        format!("{:x}", h.finalize())
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    format!("{:x}", Sha256::digest(bytes))
+}
+
+/// One applied input set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalEntry {
+    /// Milliseconds since the Unix epoch when it was applied.
+    pub at_ms: u64,
+    /// [`InputSet::sha256`].
+    pub sha256: String,
+    /// Circuits it has.
+    pub circuits: usize,
+    /// What applied it (`watch file-change`, `apply`, ...).
+    pub source: String,
+    /// sha256 of `network.json`.
+    pub network: String,
+    /// sha256 of `ShapedDevices.csv`.
+    pub devices: String,
+    /// sha256 of `lqos.conf`, if one was used.
+    pub config: Option<String>,
+}
+
+/// The journal of one network namespace in a state directory.
+#[derive(Debug)]
+pub struct Journal {
+    dir: StateDir,
+}
+
+const INDEX: &str = "index.json";
+
+impl Journal {
+    /// The journal of `netns` (its own subdirectory, created if needed).
+    pub fn open(state: &StateDir, netns: Option<&str>) -> Result<Journal> {
+        let name = match netns {
+            None => "journal".to_string(),
+            Some(ns) => format!("journal.netns-{ns}"),
+        };
+        Ok(Journal {
+            dir: StateDir::open(state.path().join(name))?,
+        })
+    }
+
+    /// The entries, newest first.
+    pub fn entries(&self) -> Result<Vec<JournalEntry>> {
+        Ok(self.dir.load_json(INDEX)?.unwrap_or_default())
+    }
+
+    /// Records `inputs` as applied by `source` (nothing when the newest
+    /// entry has the same sha256). Returns whether an entry was added.
+    pub fn push(&self, inputs: InputSet<'_>, circuits: usize, source: &str) -> Result<bool> {
+        let mut entries = self.entries()?;
+        let sha = inputs.sha256();
+        if entries.first().is_some_and(|e| e.sha256 == sha) {
+            return Ok(false);
+        }
+        let put = |bytes: &[u8]| -> Result<String> {
+            let h = sha256_hex(bytes);
+            if self.dir.read(&h)?.is_none() {
+                crate::state::write_atomic(&self.dir.path().join(&h), bytes)?;
+            }
+            Ok(h)
+        };
+        let entry = JournalEntry {
+            at_ms: crate::watch::unix_ms(SystemTime::now()),
+            sha256: sha,
+            circuits,
+            source: source.to_string(),
+            network: put(inputs.network.as_bytes())?,
+            devices: put(inputs.devices)?,
+            config: inputs.config.map(|c| put(c.as_bytes())).transpose()?,
+        };
+        entries.insert(0, entry);
+        entries.truncate(JOURNAL_LEN);
+        self.dir.save_json(INDEX, &entries)?;
+        // Files no entry names any more.
+        let keep: std::collections::HashSet<&str> = entries
+            .iter()
+            .flat_map(|e| [Some(&e.network), Some(&e.devices), e.config.as_ref()])
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        if let Ok(rd) = std::fs::read_dir(self.dir.path()) {
+            for f in rd.flatten() {
+                let name = f.file_name();
+                let name = name.to_string_lossy();
+                if name.len() == 64 && !keep.contains(name.as_ref()) {
+                    let _ = std::fs::remove_file(f.path());
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// The inputs of entry `n` (1: the newest).
+    pub fn inputs(&self, n: usize) -> Result<(JournalEntry, RawInputs)> {
+        let entries = self.entries()?;
+        let e = n
+            .checked_sub(1)
+            .and_then(|i| entries.get(i))
+            .cloned()
+            .ok_or_else(|| ApplyError::State {
+                path: self.dir.path().join(INDEX),
+                message: format!("the journal has {} entries, not {n}", entries.len()),
+            })?;
+        let get = |h: &str| -> Result<Vec<u8>> {
+            self.dir.read(h)?.ok_or_else(|| ApplyError::State {
+                path: self.dir.path().join(h),
+                message: "a journal file is missing".into(),
+            })
+        };
+        let text = |h: &str| -> Result<String> {
+            String::from_utf8(get(h)?).map_err(|_| ApplyError::State {
+                path: self.dir.path().join(h),
+                message: "not UTF-8".into(),
+            })
+        };
+        let raw = RawInputs {
+            network: text(&e.network)?,
+            devices: get(&e.devices)?,
+            config: e.config.as_deref().map(text).transpose()?,
+        };
+        Ok((e, raw))
+    }
+
+    /// Where the files of entry `e` are (network, devices, config).
+    pub fn paths(&self, e: &JournalEntry) -> [Option<std::path::PathBuf>; 3] {
+        let p = |h: &str| Some(self.dir.path().join(h));
+        [
+            p(&e.network),
+            p(&e.devices),
+            e.config.as_deref().and_then(p),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_last_five_sets_stores_files_once_and_restores_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::open(dir.path()).unwrap();
+        let j = Journal::open(&state, Some("x")).unwrap();
+        let set = |i: usize| RawInputs {
+            network: "{}".into(),
+            devices: format!("Circuit ID\n{i}\n").into_bytes(),
+            config: None,
+        };
+        assert!(j.push((&set(0)).into(), 1, "apply").unwrap());
+        // The same again: nothing.
+        assert!(!j.push((&set(0)).into(), 1, "apply").unwrap());
+        for i in 1..8 {
+            assert!(j.push((&set(i)).into(), 1, "watch file-change").unwrap());
+        }
+        let e = j.entries().unwrap();
+        assert_eq!(e.len(), JOURNAL_LEN);
+        assert_eq!(e[0].sha256, InputSet::from(&set(7)).sha256());
+        // One network file for all, one devices file each.
+        let files = std::fs::read_dir(dir.path().join("journal.netns-x"))
+            .unwrap()
+            .filter(|f| f.as_ref().unwrap().file_name().len() == 64)
+            .count();
+        assert_eq!(files, 1 + JOURNAL_LEN);
+        let (entry, raw) = j.inputs(2).unwrap();
+        assert_eq!(raw, set(6));
+        assert_eq!(entry.source, "watch file-change");
+        assert!(j.inputs(6).is_err());
+    }
+}
