@@ -13,9 +13,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use lqos_tc::libreqos::{libreqos_trees, LibreQosState};
-use lqos_tc::TcTree;
+use lqos_tc::{Allocation, TcTree};
 
 use crate::error::{ApplyError, Result};
+use crate::live::LiveSource;
 
 /// `shaping/queuingStructure.json` under LibreQoS's state directory.
 pub const QUEUING_STRUCTURE: &str = "shaping/queuingStructure.json";
@@ -54,6 +55,39 @@ impl LibreQosDir {
             dir: dir.to_path_buf(),
             state,
         })
+    }
+
+    /// The allocation to plan from so that the tree LibreQoS built is kept:
+    /// LibreQoS's classids ([`LibreQosState::allocation`]) and, with
+    /// `live`, the leaf handles the kernel holds on the `download` and
+    /// `upload` interfaces (one interface twice on a stick).
+    pub fn seed(
+        &self,
+        live: Option<&dyn LiveSource>,
+        download: &str,
+        upload: &str,
+    ) -> Result<Allocation> {
+        let mut alloc = self.state.allocation();
+        if let Some(live) = live {
+            let down = live.dump(download)?;
+            let up = if upload == download {
+                down.clone()
+            } else {
+                live.dump(upload)?
+            };
+            self.state.adopt_leaves(&mut alloc, &down, &up);
+        }
+        Ok(alloc)
+    }
+
+    /// TX queues to plan for: LibreQoS's queues per direction, twice that
+    /// on a stick (where each direction gets half).
+    pub fn tx_queues(&self) -> u32 {
+        if self.state.up_offset() != 0 {
+            2 * self.state.queues
+        } else {
+            self.state.queues
+        }
     }
 
     /// The tc text LibreQoS loaded: `tc` if given, else the bakery's

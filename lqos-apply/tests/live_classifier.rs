@@ -115,11 +115,14 @@ struct Topo {
     subscriber: ScratchNetns,
 }
 
-fn topo() -> Topo {
+/// The three namespaces, each `tag-*`, with the shaper's veth pairs
+/// (16 TX queues): `ens20` to "internet"'s `inet0`, `ens19` to
+/// "subscriber"'s `sub0` (the shaper's ends up).
+fn three_namespaces(tag: &str) -> Topo {
     let t = Topo {
-        shaper: ScratchNetns::create(&unique_name("lqos-cls", "shaper")).unwrap(),
-        internet: ScratchNetns::create(&unique_name("lqos-cls", "inet")).unwrap(),
-        subscriber: ScratchNetns::create(&unique_name("lqos-cls", "sub")).unwrap(),
+        shaper: ScratchNetns::create(&unique_name(tag, "shaper")).unwrap(),
+        internet: ScratchNetns::create(&unique_name(tag, "inet")).unwrap(),
+        subscriber: ScratchNetns::create(&unique_name(tag, "sub")).unwrap(),
     };
     let (s, i, u) = (&t.shaper, &t.internet, &t.subscriber);
     for (dev, peer, other) in [("ens20", "inet0", i.name()), ("ens19", "sub0", u.name())] {
@@ -146,6 +149,12 @@ fn topo() -> Topo {
         .unwrap();
         s.ip(&["link", "set", dev, "up"]).unwrap();
     }
+    t
+}
+
+fn topo() -> Topo {
+    let t = three_namespaces("lqos-cls");
+    let (s, i, u) = (&t.shaper, &t.internet, &t.subscriber);
     s.ip(&["addr", "add", "192.0.2.1/24", "dev", "ens20"])
         .unwrap();
     s.ip(&["addr", "add", "100.64.0.254/24", "dev", "ens19"])
@@ -793,36 +802,8 @@ fn ipv6_subscribers_are_shaped_at_their_ceil_through_the_classifier() {
         ("B6", 500, "fd00:64:2::/64", "fd00:64:2::10"),
         ("C6", 600, "fd00:64:3::/56", "fd00:64:3:7::10"),
     ];
-    let t = Topo {
-        shaper: ScratchNetns::create(&unique_name("lqos-cls6", "shaper")).unwrap(),
-        internet: ScratchNetns::create(&unique_name("lqos-cls6", "inet")).unwrap(),
-        subscriber: ScratchNetns::create(&unique_name("lqos-cls6", "sub")).unwrap(),
-    };
+    let t = three_namespaces("lqos-cls6");
     let (s, i, u) = (&t.shaper, &t.internet, &t.subscriber);
-    for (dev, peer, other) in [("ens20", "inet0", i.name()), ("ens19", "sub0", u.name())] {
-        s.ip(&[
-            "link",
-            "add",
-            dev,
-            "numtxqueues",
-            "16",
-            "numrxqueues",
-            "16",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            peer,
-            "numtxqueues",
-            "16",
-            "numrxqueues",
-            "16",
-            "netns",
-            other,
-        ])
-        .unwrap();
-        s.ip(&["link", "set", dev, "up"]).unwrap();
-    }
     let addr = |ns: &ScratchNetns, a: &str, dev: &str| {
         ns.ip(&["-6", "addr", "add", a, "dev", dev, "nodad"])
             .unwrap()
@@ -1049,9 +1030,10 @@ fn ipv6_flow_with_so_priority_is_shaped_at_its_ceil() {
 
 /// On a stick (LibreQoS's `[single_interface]`): one interface carries
 /// both directions, download on the first half of its TX queues, upload on
-/// the second. A router on a stick forwards between the internet and the
-/// subscribers out of the same interface; each circuit's download flow is
-/// held to its download ceil and its upload flow to its upload ceil.
+/// the second. The shaper forwards between the internet and the
+/// subscribers in and out of the same interface; each circuit's download
+/// flow is held to its download ceil and its upload flow to its upload
+/// ceil.
 #[test]
 fn on_a_stick_shapes_both_directions_at_their_ceils() {
     if !classifier_available("live_classifier_stick") {
@@ -1085,21 +1067,49 @@ fn on_a_stick_shapes_both_directions_at_their_ceils() {
             lan.name(),
         ])
         .unwrap();
-    lan.ip(&["link", "add", "br0", "type", "bridge"]).unwrap();
+    // "lan" routes the internet's and the subscribers' traffic to the
+    // shaper (policy routing by the interface it came in on) and delivers
+    // what the shaper sends back: every packet crosses ens19 out of the
+    // shaper once, in its direction. (The lab's kernel has no bridge.)
     for (port, peer, ns) in [("i0", "inet0", inet.name()), ("u0", "sub0", sub.name())] {
         lan.ip(&[
             "link", "add", port, "type", "veth", "peer", "name", peer, "netns", ns,
         ])
         .unwrap();
     }
-    for port in ["s0", "i0", "u0"] {
-        lan.ip(&["link", "set", port, "master", "br0"]).unwrap();
-        lan.ip(&["link", "set", port, "up"]).unwrap();
+    for (dev, a) in [
+        ("s0", "10.9.9.2/24"),
+        ("i0", "192.0.2.1/24"),
+        ("u0", "100.64.0.254/24"),
+    ] {
+        lan.ip(&["addr", "add", a, "dev", dev]).unwrap();
+        lan.ip(&["link", "set", dev, "up"]).unwrap();
     }
-    lan.ip(&["link", "set", "br0", "up"]).unwrap();
+    lan.ip(&["route", "add", "default", "via", "10.9.9.1", "table", "100"])
+        .unwrap();
+    for dev in ["i0", "u0"] {
+        lan.ip(&["rule", "add", "iif", dev, "table", "100"])
+            .unwrap();
+    }
+    for key in [
+        "net.ipv4.ip_forward",
+        "net.ipv4.conf.all.rp_filter",
+        "net.ipv4.conf.s0.rp_filter",
+    ] {
+        sysctl(
+            lan.name(),
+            key,
+            if key.ends_with("forward") { "1" } else { "0" },
+        );
+    }
     shaper.ip(&["link", "set", "ens19", "up"]).unwrap();
-    for a in ["192.0.2.1/24", "100.64.0.254/24"] {
-        shaper.ip(&["addr", "add", a, "dev", "ens19"]).unwrap();
+    shaper
+        .ip(&["addr", "add", "10.9.9.1/24", "dev", "ens19"])
+        .unwrap();
+    for net in ["192.0.2.0/24", "100.64.0.0/24"] {
+        shaper
+            .ip(&["route", "add", net, "via", "10.9.9.2", "dev", "ens19"])
+            .unwrap();
     }
     sysctl(shaper.name(), "net.ipv4.ip_forward", "1");
     sysctl(shaper.name(), "net.ipv4.conf.all.send_redirects", "0");

@@ -359,3 +359,67 @@ fn names_comments_and_addresses_are_patched_moves_and_new_ids_are_not() {
         s = next;
     }
 }
+
+/// Squashing (LibreQoS's rule) depends on all of a node's circuits: an
+/// edit that makes a node's minimums squash, or stop squashing, is planned
+/// in full; an edit inside a squashed node is patched with the squashed
+/// rate.
+#[test]
+fn an_edit_that_changes_a_nodes_squashing_is_planned_in_full() {
+    use lqos_model::{Circuit, Node};
+    let node = Node {
+        name: "Site".into(),
+        id: None,
+        node_type: None,
+        download: Rate::from_mbps(100),
+        upload: Rate::from_mbps(100),
+        virtual_node: false,
+    };
+    let circuit = |id: &str, min: u64, max: u64| Circuit {
+        id: id.into(),
+        name: id.into(),
+        parent: Some("Site".into()),
+        download_min: Rate::from_mbps(min),
+        upload_min: Rate::from_mbps(1),
+        download_max: Rate::from_mbps(max),
+        upload_max: Rate::from_mbps(10),
+        comment: Default::default(),
+        sqm: None,
+        devices: vec![],
+    };
+    let net = |mins: [u64; 2], max: u64| {
+        let mut n = Network::new();
+        n.add_node(None, node.clone()).unwrap();
+        n.add_circuit(circuit("a", mins[0], max));
+        n.add_circuit(circuit("b", mins[1], 80));
+        n
+    };
+    let cfg = PlanConfig::bridge("ens19", "ens20", 1);
+    // 40 + 40 fit in the 99 the node guarantees; 40 + 70 do not.
+    let old = net([40, 40], 80);
+    let mut p = lqos_tc::plan(&old, &cfg, None).unwrap();
+    let edit = vec![(1, circuit("b", 70, 80))];
+    let index = PlanIndex::new(&p);
+    assert_eq!(
+        lqos_tc::replan_circuits(&mut p, &index, &old, &edit),
+        Replan::Full(lqos_tc::ReplanFallback::SquashChanges("Site".into()))
+    );
+    // Squashed before and after: patched, and equal to the full plan.
+    let old = net([60, 60], 80);
+    let mut p = lqos_tc::plan(&old, &cfg, None).unwrap();
+    let edit = vec![(0, circuit("a", 60, 90))];
+    let index = PlanIndex::new(&p);
+    assert!(matches!(
+        lqos_tc::replan_circuits(&mut p, &index, &old, &edit),
+        Replan::Patched(_)
+    ));
+    let full = lqos_tc::plan(&net([60, 60], 90), &cfg, Some(&p.allocation)).unwrap();
+    assert_eq!(p.interfaces, full.interfaces);
+    let a = p.interfaces[0].tree().classes
+        [&lqos_tc::TcHandle::new(1, p.allocation.circuits[0].minor)]
+        .clone();
+    assert_eq!(
+        (a.htb.rate, a.htb.ceil),
+        (Rate::from_mbps(1), Rate::from_mbps(90))
+    );
+}

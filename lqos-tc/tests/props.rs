@@ -239,8 +239,30 @@ fn check_plan(net: &Network, p: &Plan) -> Result<(), TestCaseError> {
         ],
         _ => unreachable!(),
     };
+    // Per node: its circuits' count and summed minimums (LibreQoS squashes
+    // them all when the sums exceed what the node guarantees).
+    let mut per_node: HashMap<u32, (u64, u64, u64)> = HashMap::new();
     for slot in &p.allocation.circuits {
         let c = circuits[slot.id.as_str()];
+        let e = per_node.entry(slot.parent).or_default();
+        *e = (
+            e.0 + 1,
+            e.1 + c.download_min.bps(),
+            e.2 + c.upload_min.bps(),
+        );
+    }
+    for slot in &p.allocation.circuits {
+        let c = circuits[slot.id.as_str()];
+        let (n, sum_d, sum_u) = per_node[&slot.parent];
+        let node = |dir: Direction, tree: &TcTree| {
+            let id = TcHandle::new(p.major(dir, slot.queue), slot.minor);
+            tree.classes[&tree.classes[&id].parent].htb.rate
+        };
+        let (nd, nu) = (
+            node(Direction::Download, &trees[0].1),
+            node(Direction::Upload, &trees[1].1),
+        );
+        let squashed = lqos_tc::squashes(Rate::from_bps(sum_d), Rate::from_bps(sum_u), nd, nu);
         for (dir, tree) in &trees {
             let id = TcHandle::new(p.major(*dir, slot.queue), slot.minor);
             let class = &tree.classes[&id];
@@ -250,9 +272,13 @@ fn check_plan(net: &Network, p: &Plan) -> Result<(), TestCaseError> {
                 _ => (c.upload_min, c.upload_max),
             };
             prop_assert_eq!(class.htb.ceil, max.min(parent_ceil), "{:?} {:?}", dir, slot);
-            if min < class.htb.ceil {
+            if squashed {
+                let m = lqos_tc::squashed_min(n, nd, nu);
+                prop_assert_eq!(class.htb.rate, lqos_tc::squashed_rate(m, class.htb.ceil));
+            } else if min < class.htb.ceil {
                 prop_assert_eq!(class.htb.rate, min);
             }
+            prop_assert!(class.htb.rate <= class.htb.ceil);
             prop_assert_eq!(class.htb.prio, 3);
         }
     }

@@ -50,11 +50,11 @@ fn tree_shape_matches_libreqos() {
     );
     assert_eq!(
         lines[3],
-        "class add dev ens19 parent 1:1 classid 1:2 htb rate 249750kbit ceil 999mbit prio 5 quantum 59920"
+        "class add dev ens19 parent 1:1 classid 1:2 htb rate 249mbit ceil 999mbit prio 5 quantum 59980"
     );
     assert_eq!(
         lines[4],
-        "qdisc add dev ens19 parent 1:2 handle 3: cake diffserv4"
+        "qdisc add dev ens19 parent 1:2 handle 2003: cake diffserv4"
     );
     assert_eq!(down.setup_ops, 1 + 2 * 4);
     let t = down.tree();
@@ -73,6 +73,8 @@ fn tree_shape_matches_libreqos() {
         .find(|n| n.name == "AP_A")
         .unwrap();
     assert_eq!((s1.queue, s1.minor), (0, 3));
+    // Top-level nodes hang at the HTB's root, beside `:1`.
+    assert_eq!(class(&t, 1, 3).parent, TcHandle::new(1, 0));
     assert_eq!(class(&t, 1, 3).htb.ceil, Rate::from_mbps(1000));
     assert_eq!(class(&t, 1, 3).htb.rate, Rate::from_mbps(999));
     assert_eq!(class(&tu, 1, 3).htb.ceil, Rate::from_mbps(500));
@@ -99,7 +101,8 @@ fn tree_shape_matches_libreqos() {
     assert_eq!(c3.queue, 1);
     assert_eq!(class(&t, 2, c3.minor).htb.rate, Rate::from_mbps(99));
     // Every leaf has an explicit handle; the first circuit leaf follows the
-    // HTB majors (1-2) and the default-class leaves (3-4).
+    // HTB majors (1-2) and twice as many (3-4, once the default classes'
+    // leaves; those are LibreQoS's bakery's now, 2003: and 2005:).
     assert_eq!(c1.leaf_download, Some(5));
     assert_eq!(
         p.interfaces[0].queue_class_counts,
@@ -217,25 +220,26 @@ fn virtual_nodes_get_no_class_and_unparented_circuits_get_generated_parents() {
 fn htb_depth_limit_is_a_clear_error() {
     let mut net = Network::new();
     let mut parent: Option<String> = None;
-    for i in 0..7 {
+    for i in 0..8 {
         let name = format!("L{i}");
         net.add_node(parent.as_deref(), node(&name, 100, 100))
             .unwrap();
         parent = Some(name);
     }
-    // 7 nodes + link class = 8 levels: fine without circuits.
+    // 8 node levels (top-level nodes at the HTB root are level 1): fine
+    // without circuits.
     plan(&net, &cfg(1), None).unwrap();
-    net.add_circuit(circuit("deep", Some("L6"), "1", "10", "1", "10"));
+    net.add_circuit(circuit("deep", Some("L7"), "1", "10", "1", "10"));
     let e = plan(&net, &cfg(1), None).unwrap_err();
     assert!(matches!(e, PlanError::TooDeep { levels: 9, .. }), "{e}");
     assert!(
-        e.to_string().contains("circuit \"deep\" under node \"L6\""),
+        e.to_string().contains("circuit \"deep\" under node \"L7\""),
         "{e}"
     );
     net.set_circuits(vec![]);
-    net.add_node(Some("L6"), node("L7", 100, 100)).unwrap();
+    net.add_node(Some("L7"), node("L8", 100, 100)).unwrap();
     let e = plan(&net, &cfg(1), None).unwrap_err();
-    assert!(e.to_string().contains("node \"L7\""), "{e}");
+    assert!(e.to_string().contains("node \"L8\""), "{e}");
 }
 
 #[test]

@@ -145,7 +145,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__apply)
-            opts="-h --network --devices --config --plan --queues --sqm --strategy --classifier --netns --state-dir --backend --parallel --serial --combined --full --dry-run --rollback --to --allow-removals --max-removals --verify --skip-memory-check --help"
+            opts="-h --network --devices --config --plan --queues --sqm --strategy --classifier --adopt-libreqos --netns --state-dir --backend --parallel --serial --combined --full --dry-run --rollback --to --allow-removals --max-removals --verify --skip-memory-check --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -181,6 +181,10 @@ _lqos() {
                     ;;
                 --classifier)
                     COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
+                    return 0
+                    ;;
+                --adopt-libreqos)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --netns)
@@ -799,7 +803,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__plan)
-            opts="-h --network --devices --config --queues --sqm --strategy --classifier --previous --root-delete --out --with-ops --help"
+            opts="-h --network --devices --config --queues --sqm --strategy --classifier --previous --adopt-libreqos --root-delete --out --with-ops --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -834,6 +838,10 @@ _lqos() {
                     return 0
                     ;;
                 --previous)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --adopt-libreqos)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1001,7 +1009,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__verify)
-            opts="-h --network --devices --config --plan --queues --sqm --strategy --classifier --netns --state-dir --last --json --lazy-leaves --help"
+            opts="-h --network --devices --config --plan --queues --sqm --strategy --classifier --adopt-libreqos --netns --state-dir --last --json --lazy-leaves --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1037,6 +1045,10 @@ _lqos() {
                     ;;
                 --classifier)
                     COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
+                    return 0
+                    ;;
+                --adopt-libreqos)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --netns)

@@ -82,6 +82,7 @@ round-robin\t'LibreQoS\'s round robin over top-level nodes'"
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
 none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l previous -d 'A previous plan.json: keep its classids for circuits and nodes that still exist' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand plan" -l adopt-libreqos -d 'Plan from the allocation a LibreQoS box recorded in its state directory DIR (shaping/queuingStructure.json, stats/statsByCircuit.json): LibreQoS\'s classids, so ip_map.csv matches its XDP map. Leaf handles are lqos\'s (`lqos apply --adopt-libreqos` takes the kernel\'s)' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l out -d 'Output directory (created if missing)' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l root-delete -d 'Start each tc file with `qdisc del dev X root`'
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l with-ops -d 'Also store the ops in plan.json (by default it holds the config, the tc-relevant inputs and the allocation; readers re-derive the ops)'
@@ -124,6 +125,7 @@ complete -c lqos -n "__fish_lqos_using_subcommand apply" -l strategy -d 'How top
 round-robin\t'LibreQoS\'s round robin over top-level nodes'"
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
 none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l adopt-libreqos -d 'Adopt the tree a LibreQoS box built: plan from the allocation in LibreQoS\'s state directory DIR (shaping/queuingStructure.json, stats/statsByCircuit.json: every node\'s and circuit\'s classid) and the leaf handles the kernel holds, instead of the last good plan, so LibreQoS\'s tree and classids are kept (its XDP map stays right). Afterwards the saved plan keeps them' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l backend -d 'Loader' -r -f -a "netlink\t'rtnetlink, many requests per sendmsg'
@@ -150,6 +152,7 @@ complete -c lqos -n "__fish_lqos_using_subcommand verify" -l strategy -d 'How to
 round-robin\t'LibreQoS\'s round robin over top-level nodes'"
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
 none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l adopt-libreqos -d 'Adopt the tree a LibreQoS box built: plan from the allocation in LibreQoS\'s state directory DIR (shaping/queuingStructure.json, stats/statsByCircuit.json: every node\'s and circuit\'s classid) and the leaf handles the kernel holds, instead of the last good plan, so LibreQoS\'s tree and classids are kept (its XDP map stays right). Afterwards the saved plan keeps them' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l last -d 'Verify against the last plan `lqos apply` loaded successfully'

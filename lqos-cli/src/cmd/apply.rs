@@ -15,6 +15,7 @@ use lqos_apply::{
 use lqos_model::{LqosConfig, Network};
 use lqos_tc::{render_line, Plan};
 
+use super::adopt::adopt;
 use super::inputs::print_report as print_problems;
 use super::inputs::InputArgs;
 use super::plan::PlanOptions;
@@ -32,6 +33,14 @@ pub struct PlanArgs {
     /// Planner options (ignored with --plan).
     #[command(flatten)]
     pub options: PlanOptions,
+    /// Adopt the tree a LibreQoS box built: plan from the allocation in
+    /// LibreQoS's state directory DIR (shaping/queuingStructure.json,
+    /// stats/statsByCircuit.json: every node's and circuit's classid) and
+    /// the leaf handles the kernel holds, instead of the last good plan, so
+    /// LibreQoS's tree and classids are kept (its XDP map stays right).
+    /// Afterwards the saved plan keeps them.
+    #[arg(long, value_name = "DIR", conflicts_with = "plan")]
+    pub adopt_libreqos: Option<PathBuf>,
 }
 
 /// Where the kernel state is.
@@ -144,10 +153,20 @@ impl PlanArgs {
         netns: Option<&str>,
         raw: Option<RawInputs>,
     ) -> anyhow::Result<Resolved> {
-        let prev = last_good_allocation(state, netns).unwrap_or_else(|e| {
-            eprintln!("lqos: warning: ignoring the saved plan ({e}); classids may change");
-            None
-        });
+        // Adopting: LibreQoS's allocation stands for the last good plan's
+        // (classids to keep, and what the removal guard counts from).
+        let mut options = self.options.clone();
+        let adoption = match &self.adopt_libreqos {
+            Some(dir) => Some(adopt(dir, &self.inputs, &mut options, Some(live))?),
+            None => None,
+        };
+        let prev = match &adoption {
+            Some(a) => Some(a.seed.clone()),
+            None => last_good_allocation(state, netns).unwrap_or_else(|e| {
+                eprintln!("lqos: warning: ignoring the saved plan ({e}); classids may change");
+                None
+            }),
+        };
         if let (Some(p), None) = (&self.plan, &raw) {
             let (plan, network) = lqos_apply::read_plan_record(p)?;
             return Ok(Resolved {
@@ -166,7 +185,7 @@ impl PlanArgs {
         let planned = match plan_raw(
             &inputs,
             &raw,
-            &self.options.overrides()?,
+            &options.overrides()?,
             QueueCount::FromInterfaces(live),
             prev.as_ref(),
         ) {
@@ -184,6 +203,9 @@ impl PlanArgs {
                     .context("cannot plan (give --queues N if the interfaces cannot be probed)")
             }
         };
+        if let Some(a) = &adoption {
+            a.report(&planned.plan)?;
+        }
         Ok(Resolved {
             plan: planned.plan,
             network: Some(planned.network),
@@ -406,7 +428,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         cancel_on_signals()?
     };
-    if (!args.rollback || args.to.is_some()) && !args.dry_run && args.source.plan.is_none() {
+    if (!args.rollback || args.to.is_some())
+        && !args.dry_run
+        && args.source.plan.is_none()
+        && args.source.adopt_libreqos.is_none()
+    {
         let state = StateDir::open(&state_path)?;
         let lock = state.lock()?;
         let from_journal = match args.to {

@@ -67,13 +67,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         print!("{cmp}");
     }
-    let (_, circuits_real) = cmp.circuit_directions();
-    let (_, nodes_real) = cmp.node_directions();
-    let clean = circuits_real == 0
-        && nodes_real == 0
-        && cmp.only_libreqos.is_empty()
-        && cmp.only_lqos.is_empty();
-    Ok(ExitCode::from(if clean { EXIT_OK } else { EXIT_WARN }))
+    Ok(ExitCode::from(if cmp.only_expected() {
+        EXIT_OK
+    } else {
+        EXIT_WARN
+    }))
 }
 
 /// The counts part of a comparison's text (its first lines, up to the

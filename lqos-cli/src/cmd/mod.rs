@@ -1,5 +1,6 @@
 //! One module per subcommand: `Args` (clap) and `run`.
 
+pub mod adopt;
 pub mod apply;
 pub mod bench;
 pub mod check;

@@ -78,6 +78,13 @@ pub struct Args {
     /// still exist.
     #[arg(long, value_name = "FILE")]
     pub previous: Option<PathBuf>,
+    /// Plan from the allocation a LibreQoS box recorded in its state
+    /// directory DIR (shaping/queuingStructure.json,
+    /// stats/statsByCircuit.json): LibreQoS's classids, so ip_map.csv
+    /// matches its XDP map. Leaf handles are lqos's (`lqos apply
+    /// --adopt-libreqos` takes the kernel's).
+    #[arg(long, value_name = "DIR", conflicts_with = "previous")]
+    pub adopt_libreqos: Option<PathBuf>,
     /// Start each tc file with `qdisc del dev X root`.
     #[arg(long)]
     pub root_delete: bool,
@@ -201,12 +208,24 @@ fn write_plan_json(
 /// same as written one after the other.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let previous = args.previous.as_deref().map(read_plan).transpose()?;
+    let mut options = args.options.clone();
+    let adoption = match &args.adopt_libreqos {
+        Some(dir) => Some(super::adopt::adopt(dir, &args.inputs, &mut options, None)?),
+        None => None,
+    };
+    let prev = match &adoption {
+        Some(a) => Some(&a.seed),
+        None => previous.as_ref().map(|p| &p.allocation),
+    };
     let Planned { plan, network, .. } = plan_with_network(
         &args.inputs,
-        &args.options,
+        &options,
         QueueCount::Default(DEFAULT_QUEUES),
-        previous.as_ref().map(|p| &p.allocation),
+        prev,
     )?;
+    if let Some(a) = &adoption {
+        a.report(&plan)?;
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let (out, rd) = (&args.out, args.root_delete);

@@ -7,9 +7,21 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The `lqos` binary: the one cargo built for these tests, or `lqos` on
+/// PATH where this test binary runs on another machine (the lab's guest
+/// has the release build of the same tree on its PATH).
+pub fn lqos_bin() -> PathBuf {
+    let built = Path::new(env!("CARGO_BIN_EXE_lqos"));
+    if built.exists() {
+        built.to_path_buf()
+    } else {
+        PathBuf::from("lqos")
+    }
+}
+
 /// Runs the built `lqos` with `args` in `dir`.
 pub fn lqos(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lqos"))
+    Command::new(lqos_bin())
         .args(args)
         .current_dir(dir)
         .output()
@@ -118,4 +130,28 @@ pub fn udp_sender(ns: &str, dev: &str, priority: u32, tos: u8) -> std::net::UdpS
     })
     .join()
     .unwrap()
+}
+
+/// The LibreQoS-shaped fixture (`tests/fixtures/libreqos/`: a small
+/// network's inputs and LibreQoS's state for it).
+pub fn libreqos_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/libreqos")
+}
+
+/// The fixture's files copied into `dir`, each passed through
+/// `edit(path, text)` on the way.
+pub fn copy_libreqos_fixture(dir: &Path, edit: impl Fn(&str, String) -> String) {
+    for f in [
+        "network.json",
+        "ShapedDevices.csv",
+        "lqos.conf",
+        "state/shaping/queuingStructure.json",
+        "state/stats/statsByCircuit.json",
+        "state/debug/linux_tc_rust.txt",
+    ] {
+        let text = std::fs::read_to_string(libreqos_fixture().join(f)).unwrap();
+        let to = dir.join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::write(to, edit(f, text)).unwrap();
+    }
 }

@@ -68,14 +68,15 @@ impl ShapedDevices {
 /// - Lines starting with `#` are comments, anywhere in the file. Blank lines
 ///   and rows whose fields are all empty are skipped. CRLF line ends and a
 ///   UTF-8 byte order mark are accepted. Fields may be quoted (`"a, b"`).
-/// - **13-field rows under a longer header.** LibreQoS itself reads rows by
+/// - **13-field rows under a longer header.** Older LibreQoS read rows by
 ///   position, in the legacy 13-column order (Circuit ID, Circuit Name,
 ///   Device ID, Device Name, Parent Node, MAC, IPv4, IPv6, Download Min,
 ///   Upload Min, Download Max, Upload Max, Comment), whatever the header
-///   says. LibreQoS's own `ShapedDevices.example.csv` depends on that: its
-///   header has 15 columns but its rows have 13 fields. So a row with exactly
-///   13 fields under a header of more columns is read in that legacy order,
-///   as LibreQoS reads it, and the file gets one warning saying so.
+///   said, and LibreQoS's own `ShapedDevices.example.csv` still has a
+///   15-column header over 13-field rows. LibreQoS HEAD reads the columns
+///   by header name and refuses that file; lqos reads a row of exactly 13
+///   fields under a longer header in the legacy order, with one warning for
+///   the file.
 /// - Other rows with fewer fields than the header are accepted when only
 ///   optional trailing columns are missing (they read as empty); otherwise
 ///   the row is an error and skipped. Rows with more fields than the header

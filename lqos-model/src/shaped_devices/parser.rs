@@ -437,7 +437,7 @@ impl<'f> Parser<'f> {
                 Problem::warning(
                     self.file,
                     format!(
-                        "{} row(s) have 13 fields but the header has {} columns; read them in the legacy 13-column order (Circuit ID, Circuit Name, Device ID, Device Name, Parent Node, MAC, IPv4, IPv6, rates, Comment), as LibreQoS does",
+                        "{} row(s) have 13 fields but the header has {} columns; read them in the legacy 13-column order (Circuit ID, Circuit Name, Device ID, Device Name, Parent Node, MAC, IPv4, IPv6, rates, Comment), as older LibreQoS did (LibreQoS 1.5 refuses such a file)",
                         self.legacy_rows, self.header_len
                     ),
                 )

@@ -21,7 +21,7 @@ pub const CURRENT_HEADER: [&str; 16] = [
     "sqm",
 ];
 
-/// The legacy 13-column order, which LibreQoS uses positionally.
+/// The legacy 13-column order (which older LibreQoS read positionally).
 pub const LEGACY_HEADER: [&str; 13] = [
     "Circuit ID",
     "Circuit Name",

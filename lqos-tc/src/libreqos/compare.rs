@@ -118,26 +118,60 @@ impl fmt::Display for Entity {
     }
 }
 
-/// Why a difference is expected.
+/// Why a difference is expected: what LibreQoS does that lqos does not
+/// copy (the README lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Note {
     /// LibreQoS prints rates with one decimal (`100.2mbit` for 100.25);
     /// lqos keeps them exact.
     OneDecimal,
-    /// LibreQoS.py writes cake's `rtt 300` without a unit (300 µs) where
-    /// it means milliseconds; its bakery and lqos write `300ms`.
-    RttUnit,
+    /// LibreQoS truncates node rates to whole Mbps; lqos keeps them exact.
+    WholeMbps,
     /// lqos's balanced strategy puts top-level nodes in other queues than
     /// LibreQoS's round robin (`--strategy round-robin` is LibreQoS's).
     Balanced,
+    /// LibreQoS creates every generated parent node (one per queue), used
+    /// or not; lqos only when a circuit needs one.
+    UnusedGenerated,
+    /// On a stick LibreQoS's bakery gives upload circuits no leaf qdisc;
+    /// lqos gives them their leaf.
+    StickUploadLeaf,
+    /// LibreQoS.py writes cake's `rtt 300` without a unit (300 µs) where
+    /// it means milliseconds; its bakery and lqos write `300ms`.
+    RttUnit,
+    /// LibreQoS.py raises cake's rtt only at exactly 1, 2, 3 or 4 Mbit;
+    /// its bakery and lqos for every ceil up to 4 Mbit.
+    RttWholeMbit,
+    /// LibreQoS.py writes `rate 0kbit` where 1 Mbit minus 1 Mbit leaves
+    /// nothing; its bakery and lqos give 10 kbit.
+    ZeroRate,
+    /// LibreQoS.py rounds the default class's quarter of the link; its
+    /// bakery (and lqos) round down.
+    DefaultRounding,
+    /// LibreQoS caps download classes at `uplink_bandwidth_mbps` (its
+    /// download capacity reads the uplink setting); lqos uses
+    /// `downlink_bandwidth_mbps`.
+    UplinkAsDownlink,
+    /// LibreQoS.py takes every class's quantum with the uplink's r2q; its
+    /// bakery and lqos with each direction's own link's (the larger link's
+    /// for `:1` and `:2`).
+    PyR2q,
 }
 
 impl fmt::Display for Note {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Note::OneDecimal => "LibreQoS's one-decimal rate",
-            Note::RttUnit => "LibreQoS.py's rtt without unit",
+            Note::WholeMbps => "LibreQoS's whole-Mbps node rate",
             Note::Balanced => "lqos's balanced queues",
+            Note::UnusedGenerated => "LibreQoS's unused generated parent node",
+            Note::StickUploadLeaf => "LibreQoS's bakery gives no upload leaf on a stick",
+            Note::RttUnit => "LibreQoS.py's rtt without unit",
+            Note::RttWholeMbit => "LibreQoS.py's rtt raise only at whole 1-4 Mbit",
+            Note::ZeroRate => "LibreQoS.py's rate 0kbit",
+            Note::DefaultRounding => "LibreQoS.py's rounded default-class rate",
+            Note::UplinkAsDownlink => "LibreQoS's download capacity from the uplink setting",
+            Note::PyR2q => "LibreQoS.py's r2q from the uplink",
         })
     }
 }
@@ -182,8 +216,9 @@ pub struct Comparison {
     pub circuits: usize,
     /// Nodes in both trees.
     pub nodes: usize,
-    /// Classes only LibreQoS has (per direction).
-    pub only_libreqos: Vec<(Entity, Dir)>,
+    /// Classes only LibreQoS has (per direction), with the note that
+    /// explains it, if any.
+    pub only_libreqos: Vec<(Entity, Dir, Option<Note>)>,
     /// Classes only lqos has.
     pub only_lqos: Vec<(Entity, Dir)>,
     /// Every field that differs, by class.
@@ -220,6 +255,14 @@ impl Comparison {
         self.only_libreqos.is_empty() && self.only_lqos.is_empty() && self.differences.is_empty()
     }
 
+    /// True when every difference has a [`Note`] (and no class is missing
+    /// on one side without one).
+    pub fn only_expected(&self) -> bool {
+        self.only_lqos.is_empty()
+            && self.only_libreqos.iter().all(|o| o.2.is_some())
+            && self.differences.iter().all(|d| d.note.is_some())
+    }
+
     /// Differences per (circuit or not, field, note).
     pub fn counts(&self) -> BTreeMap<(bool, &'static str, Option<Note>), usize> {
         let mut m = BTreeMap::new();
@@ -235,9 +278,10 @@ impl fmt::Display for Comparison {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (cd, cr) = self.circuit_directions();
         let (nd, nr) = self.node_directions();
+        let unexplained = self.only_libreqos.iter().filter(|o| o.2.is_none()).count();
         writeln!(
             f,
-            "{} circuits and {} nodes in both; {} classes only in LibreQoS, {} only in lqos",
+            "{} circuits and {} nodes in both; {} classes only in LibreQoS ({unexplained} without a note), {} only in lqos",
             self.circuits,
             self.nodes,
             self.only_libreqos.len(),
@@ -254,8 +298,11 @@ impl fmt::Display for Comparison {
                 None => writeln!(f, "  {what} {field}: {n}")?,
             }
         }
-        for (e, d) in &self.only_libreqos {
-            writeln!(f, "only in LibreQoS: {e} {d}")?;
+        for (e, d, note) in &self.only_libreqos {
+            match note {
+                Some(n) => writeln!(f, "only in LibreQoS: {e} {d} ({n})")?,
+                None => writeln!(f, "only in LibreQoS: {e} {d}")?,
+            }
         }
         for (e, d) in &self.only_lqos {
             writeln!(f, "only in lqos: {e} {d}")?;
@@ -280,8 +327,9 @@ type Views<'a> = BTreeMap<(Entity, Dir), View<'a>>;
 /// A class's direction and 0-based queue from its interface and major.
 type DirOf<'f> = &'f dyn Fn(&str, u16) -> Option<(Dir, u32)>;
 
-/// The classes of `trees` named by `name_of(dir, classid)`; `dir_of(dev,
-/// major)` gives a class's direction and 0-based queue.
+/// The classes of `trees` by name: `name_of(classid)` names nodes and
+/// circuits (`:1` and `:2` are the queue's own), `dir_of(dev, major)` gives
+/// a class's direction and 0-based queue.
 fn views<'a>(
     trees: &'a BTreeMap<String, TcTree>,
     dir_of: DirOf<'_>,
@@ -345,6 +393,18 @@ pub fn libreqos_printed(r: Rate) -> Rate {
     };
     let v: f64 = text.parse().unwrap_or(0.0);
     Rate::from_bps((v * scale).round() as u64)
+}
+
+/// LibreQoS.py's default-class rate for a default class of ceil `ceil`
+/// (`cap - 1`): Python's `round((cap - 1) / 4)`, halves to even.
+fn python_round_quarter(ceil: Rate) -> u64 {
+    let quarters = ceil.mbps_floor();
+    let (whole, rest) = (quarters / 4, quarters % 4);
+    match rest {
+        0 | 1 => whole,
+        2 if whole % 2 == 0 => whole,
+        _ => whole + 1,
+    }
 }
 
 fn show_rate(r: Rate) -> String {
@@ -436,12 +496,40 @@ pub fn compare(trees: &BTreeMap<String, TcTree>, state: &LibreQosState, plan: &P
         .map(|n| n.name.as_str())
         .collect();
     let balanced = plan.config.strategy == QueueStrategy::Balanced;
+    let (cap_d, cap_u) = (plan.config.download_capacity, plan.config.upload_capacity);
+    let r2q_d = crate::r2q_for(cap_d);
+    let r2q_max = crate::r2q_for(cap_d.max(cap_u));
+    // A download class as LibreQoS builds it when it reads the uplink
+    // setting as the download capacity: (rate, ceil) by entity.
+    let with_uplink = |e: &Entity, lqos_ceil: Rate| -> (Rate, Rate) {
+        match e {
+            Entity::Link(_) => (cap_u, cap_u),
+            Entity::Default(_) => (
+                crate::default_class_rate(cap_u),
+                cap_u.saturating_sub(Rate::from_mbps(1)),
+            ),
+            _ => {
+                let c = lqos_ceil.min(cap_u);
+                (crate::just_below(c), c)
+            }
+        }
+    };
     let mut cmp = Comparison::default();
     let mut nodes = BTreeSet::new();
     let mut circuits = BTreeSet::new();
+    let generated: BTreeSet<&str> = state
+        .nodes
+        .iter()
+        .filter(|n| n.generated)
+        .map(|n| n.name.as_str())
+        .collect();
+    let used: BTreeSet<&str> = state.circuits.iter().map(|c| c.parent.as_str()).collect();
     for ((entity, dir), a) in &lq {
         let Some(b) = lo.get(&(entity.clone(), *dir)) else {
-            cmp.only_libreqos.push((entity.clone(), *dir));
+            let note = matches!(entity, Entity::Node(n)
+                if generated.contains(n.as_str()) && !used.contains(n.as_str()))
+            .then_some(Note::UnusedGenerated);
+            cmp.only_libreqos.push((entity.clone(), *dir, note));
             continue;
         };
         match entity {
@@ -474,13 +562,42 @@ pub fn compare(trees: &BTreeMap<String, TcTree>, state: &LibreQosState, plan: &P
             }
         }
         if a.parent != b.parent {
-            push("parent", a.parent.clone(), b.parent.clone(), None);
+            // Balanced spreads circuits without a parent over the generated
+            // parent nodes by load, LibreQoS in turn.
+            let generated_both = [&a.parent, &b.parent]
+                .iter()
+                .all(|p| p.starts_with("node \"Generated_PN_"));
+            let note = (balanced && generated_both).then_some(Note::Balanced);
+            push("parent", a.parent.clone(), b.parent.clone(), note);
         }
         let (ah, bh) = (&a.class.htb, &b.class.htb);
         for (field, l, o) in [("rate", ah.rate, bh.rate), ("ceil", ah.ceil, bh.ceil)] {
             if l.bytes_per_sec() != o.bytes_per_sec() {
-                let note = (libreqos_printed(o).bytes_per_sec() == l.bytes_per_sec())
-                    .then_some(Note::OneDecimal);
+                let same = |r: Rate| r.bytes_per_sec() == l.bytes_per_sec();
+                let whole = Rate::from_mbps(o.mbps_floor());
+                let (ur, uc) = with_uplink(entity, bh.ceil);
+                let uplink = if field == "rate" { ur } else { uc };
+                let note = if same(libreqos_printed(o)) {
+                    Some(Note::OneDecimal)
+                } else if *dir == Dir::Download
+                    && cap_d != cap_u
+                    && (same(uplink) || same(libreqos_printed(uplink)))
+                {
+                    Some(Note::UplinkAsDownlink)
+                } else if matches!(entity, Entity::Node(_))
+                    && (same(whole) || same(libreqos_printed(whole)))
+                {
+                    Some(Note::WholeMbps)
+                } else if l.is_zero() {
+                    Some(Note::ZeroRate)
+                } else if matches!(entity, Entity::Default(_))
+                    && field == "rate"
+                    && same(Rate::from_mbps(python_round_quarter(bh.ceil)))
+                {
+                    Some(Note::DefaultRounding)
+                } else {
+                    None
+                };
                 push(field, show_rate(l), show_rate(o), note);
             }
         }
@@ -488,27 +605,60 @@ pub fn compare(trees: &BTreeMap<String, TcTree>, state: &LibreQosState, plan: &P
             push("prio", ah.prio.to_string(), bh.prio.to_string(), None);
         }
         if ah.quantum != bh.quantum {
+            let ceil_or_link = match entity {
+                Entity::Link(_) | Entity::Default(_) => {
+                    if *dir == Dir::Download {
+                        cap_d
+                    } else {
+                        cap_u
+                    }
+                }
+                _ => bh.ceil,
+            };
+            let r2q = if matches!(entity, Entity::Link(_) | Entity::Default(_)) {
+                r2q_max
+            } else {
+                r2q_d
+            };
+            let uplink_ceil = match entity {
+                Entity::Link(_) | Entity::Default(_) => cap_u,
+                _ => bh.ceil.min(cap_u),
+            };
+            let note = if *dir == Dir::Download
+                && cap_d != cap_u
+                && ah.quantum == crate::quantum_for(uplink_ceil, r2q)
+            {
+                Some(Note::UplinkAsDownlink)
+            } else if ah.quantum == crate::quantum_for(ceil_or_link, crate::r2q_for(cap_u)) {
+                Some(Note::PyR2q)
+            } else {
+                None
+            };
             push(
                 "quantum",
                 ah.quantum.to_string(),
                 bh.quantum.to_string(),
-                None,
+                note,
             );
         }
         let leaf_differs = match (a.leaf, b.leaf) {
             (None, None) => None,
             (Some(l), Some(o)) => {
                 let drift = kind_drift(l, o);
-                (!drift.is_empty()).then(|| {
-                    let rtt_unit = matches!(
-                        (l, o),
-                        (QdiscKind::Cake(x), QdiscKind::Cake(y))
-                            if drift.iter().all(|d| d.field == "rtt_us")
-                                && x.rtt_us.zip(y.rtt_us).is_some_and(|(x, y)| x * 1000 == y)
-                    );
-                    rtt_unit.then_some(Note::RttUnit)
+                (!drift.is_empty()).then(|| match (l, o) {
+                    (QdiscKind::Cake(x), QdiscKind::Cake(y))
+                        if drift.iter().all(|d| d.field == "rtt_us") =>
+                    {
+                        match (x.rtt_us, y.rtt_us) {
+                            (Some(x), Some(y)) if x * 1000 == y => Some(Note::RttUnit),
+                            (None, Some(_)) => Some(Note::RttWholeMbit),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
                 })
             }
+            (None, Some(_)) if stick && *dir == Dir::Upload => Some(Some(Note::StickUploadLeaf)),
             _ => Some(None),
         };
         if let Some(note) = leaf_differs {

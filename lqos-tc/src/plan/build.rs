@@ -10,13 +10,17 @@ use crate::ipmap::IpMap;
 use crate::{Interfaces, PlanConfig, Qdisc, QdiscKind, TcHandle, TcOp};
 
 /// Stage 4: the ops per interface (the queue layout, then every node
-/// parents first, then every circuit: class, then its leaf) and the
-/// allocation to feed back next time.
+/// parents first, top-level nodes at their HTB's root beside `:1` as in
+/// LibreQoS, then every circuit: class, then its leaf) and the allocation
+/// to feed back next time. Quantums use LibreQoS's bakery's r2q: the
+/// larger link's for `:1` and `:2`, each direction's own link's for nodes
+/// and circuits.
 pub(super) fn build(h: Hierarchy, queue: &[u32], ids: &Ids, cfg: &PlanConfig) -> Plan {
     let q = cfg.queues_per_direction() as usize;
     let stick = matches!(cfg.interfaces, Interfaces::OnAStick { .. });
     let n = h.ents.len();
     let r2q = r2q_for(cfg.download_capacity.max(cfg.upload_capacity));
+    let (r2q_d, r2q_u) = (r2q_for(cfg.download_capacity), r2q_for(cfg.upload_capacity));
     let up_off = if stick { q as u16 } else { 0 };
     let leaves_d = h.circ.iter().filter(|p| p.leaf_d != NO_LEAF).count();
     let leaves_u = h.circ.iter().filter(|p| p.leaf_u != NO_LEAF).count();
@@ -51,7 +55,7 @@ pub(super) fn build(h: Hierarchy, queue: &[u32], ids: &Ids, cfg: &PlanConfig) ->
                 let pm = node_minor[p as usize];
                 (TcHandle::new(md, pm), TcHandle::new(mu, pm))
             }
-            None => (TcHandle::new(md, 1), TcHandle::new(mu, 1)),
+            None => (TcHandle::new(md, 0), TcHandle::new(mu, 0)),
         };
         let minor = node_minor[e];
         let (cd, cu) = (h.ceil_d[e], h.ceil_u[e]);
@@ -62,7 +66,7 @@ pub(super) fn build(h: Hierarchy, queue: &[u32], ids: &Ids, cfg: &PlanConfig) ->
             just_below(cd),
             cd,
             3,
-            r2q,
+            r2q_d,
         ));
         let up_ops = if stick { &mut ops_d } else { &mut ops_u };
         up_ops.push(htb_class(
@@ -71,7 +75,7 @@ pub(super) fn build(h: Hierarchy, queue: &[u32], ids: &Ids, cfg: &PlanConfig) ->
             just_below(cu),
             cu,
             3,
-            r2q,
+            r2q_u,
         ));
     }
     for ((r, c), &e) in h.circ.iter().zip(&ids.circ).zip(&h.circ_ent) {
@@ -84,7 +88,7 @@ pub(super) fn build(h: Hierarchy, queue: &[u32], ids: &Ids, cfg: &PlanConfig) ->
             TcHandle::new(mu, node_minor[e]),
         );
         let (cid_d, cid_u) = (TcHandle::new(md, c.minor), TcHandle::new(mu, c.minor));
-        ops_d.push(htb_class(nd, cid_d, r.rate_d, r.ceil_d, 3, r2q));
+        ops_d.push(htb_class(nd, cid_d, r.rate_d, r.ceil_d, 3, r2q_d));
         if r.leaf_d != NO_LEAF {
             ops_d.push(TcOp::AddQdisc(Qdisc::leaf(
                 cid_d,
@@ -93,7 +97,7 @@ pub(super) fn build(h: Hierarchy, queue: &[u32], ids: &Ids, cfg: &PlanConfig) ->
             )));
         }
         let up_ops = if stick { &mut ops_d } else { &mut ops_u };
-        up_ops.push(htb_class(nu, cid_u, r.rate_u, r.ceil_u, 3, r2q));
+        up_ops.push(htb_class(nu, cid_u, r.rate_u, r.ceil_u, 3, r2q_u));
         if r.leaf_u != NO_LEAF {
             up_ops.push(TcOp::AddQdisc(Qdisc::leaf(
                 cid_u,

@@ -49,7 +49,7 @@ pub enum PlanError {
         direction: &'static str,
     },
     /// The hierarchy is deeper than HTB allows.
-    #[error("{what} would be HTB class level {levels}; HTB allows {max} (the link class counts as one): flatten network.json", max = HTB_LEVELS)]
+    #[error("{what} would be HTB class level {levels}; HTB allows {max} (top-level nodes are level 1): flatten network.json", max = HTB_LEVELS)]
     TooDeep {
         /// `node "X"` or `circuit "Y" under node "X"`.
         what: String,

@@ -8,7 +8,7 @@ use lqos_model::{Circuit, Network, Rate};
 
 use super::leaf::{kind_index, LeafChooser};
 use super::queues::argmin;
-use super::rates::circuit_rates;
+use super::rates::{circuit_rates, just_below, squashed_min, squashed_rate, squashes};
 use super::{CircuitSlot, PlanError, Previous, HTB_LEVELS};
 use crate::{PlanConfig, QdiscKind, QueueStrategy};
 use hashbrown::{DefaultHashBuilder, HashMap, HashSet};
@@ -193,8 +193,9 @@ pub(super) fn hierarchy<'n>(
         check_unique_ids(circuits)?;
     }
 
-    // Generated parent nodes, one pinned to each queue; a circuit keeps
-    // the one it had, new ones are spread by the queue strategy.
+    // Generated parent nodes, one per queue (their queues are stage 2's);
+    // a circuit keeps the one it had, new ones are spread by the queue
+    // strategy.
     let first_gen = ents.len();
     if !unparented.is_empty() {
         for i in 0..q {
@@ -218,7 +219,7 @@ pub(super) fn hierarchy<'n>(
         let mut counts = vec![0usize; q];
         let mut pending = Vec::new();
         for &ci in &unparented {
-            match prev.generated_queue(slots[ci as usize].id.as_str(), q) {
+            match prev.generated_parent(slots[ci as usize].id.as_str(), q) {
                 Some(k) => {
                     circ_ent[ci as usize] = (first_gen + k) as u32;
                     counts[k] += 1;
@@ -226,6 +227,8 @@ pub(super) fn hierarchy<'n>(
                 None => pending.push(ci),
             }
         }
+        // LibreQoS: the i-th circuit without a parent (file order) goes
+        // under Generated_PN_(i mod queues + 1).
         for (i, ci) in pending.into_iter().enumerate() {
             let k = match cfg.strategy {
                 QueueStrategy::RoundRobin => i % q,
@@ -239,10 +242,18 @@ pub(super) fn hierarchy<'n>(
     for &e in &circ_ent {
         circ_count[e as usize] += 1;
     }
+    squash(
+        circuits,
+        &circ_ent,
+        &circ_count,
+        &ceil_d,
+        &ceil_u,
+        &mut circ,
+    );
 
-    // HTB depth: the link class is level 1.
+    // HTB depth: top-level nodes are classes at the HTB's root (level 1).
     for (e, ent) in ents.iter().enumerate() {
-        let level = ent.depth + 1;
+        let level = ent.depth;
         if level > HTB_LEVELS {
             return Err(PlanError::TooDeep {
                 what: format!("node {:?}", ent.name),
@@ -268,6 +279,39 @@ pub(super) fn hierarchy<'n>(
         slots,
         kinds,
     })
+}
+
+/// LibreQoS's minimum squashing: where the minimums of a node's circuits
+/// add up to more than the node guarantees (its rate, [`just_below`] its
+/// ceil) in either direction, each of them gets [`squashed_min`] instead
+/// ([`squashed_rate`] under its ceil), both directions.
+fn squash(
+    circuits: &[Circuit],
+    circ_ent: &[u32],
+    circ_count: &[u32],
+    ceil_d: &[Rate],
+    ceil_u: &[Rate],
+    circ: &mut [CircRates],
+) {
+    let n = circ_count.len();
+    let (mut sum_d, mut sum_u) = (vec![0u64; n], vec![0u64; n]);
+    for (c, &e) in circuits.iter().zip(circ_ent) {
+        sum_d[e as usize] = sum_d[e as usize].saturating_add(c.download_min.bps());
+        sum_u[e as usize] = sum_u[e as usize].saturating_add(c.upload_min.bps());
+    }
+    let min: Vec<Option<Rate>> = (0..n)
+        .map(|e| {
+            let (nd, nu) = (just_below(ceil_d[e]), just_below(ceil_u[e]));
+            squashes(Rate::from_bps(sum_d[e]), Rate::from_bps(sum_u[e]), nd, nu)
+                .then(|| squashed_min(u64::from(circ_count[e]), nd, nu))
+        })
+        .collect();
+    for (r, &e) in circ.iter_mut().zip(circ_ent) {
+        if let Some(m) = min[e as usize] {
+            r.rate_d = squashed_rate(m, r.ceil_d);
+            r.rate_u = squashed_rate(m, r.ceil_u);
+        }
+    }
 }
 
 /// Rejects two circuits with one ID (the exact check, run when the hashes
@@ -313,7 +357,7 @@ mod tests {
     fn hierarchy_names_the_node_that_is_too_deep() {
         let mut net = Network::new();
         let mut parent: Option<String> = None;
-        for i in 0..HTB_LEVELS {
+        for i in 0..=HTB_LEVELS {
             let name = format!("N{i}");
             net.add_node(parent.as_deref(), node(&name, 100, false))
                 .unwrap();
@@ -325,7 +369,7 @@ mod tests {
         assert_eq!(
             e,
             PlanError::TooDeep {
-                what: "node \"N7\"".into(),
+                what: "node \"N8\"".into(),
                 levels: 9
             }
         );

@@ -2,7 +2,7 @@
 
 use super::bits::Bits;
 use super::hierarchy::Hierarchy;
-use super::layout::{devices, htbs_per_dev};
+use super::layout::{default_leaf_major, devices, htbs_per_dev};
 use super::leaf::NO_LEAF;
 use super::{PlanError, Previous};
 use crate::{Interfaces, PlanConfig};
@@ -25,8 +25,8 @@ pub(super) struct Ids {
 
 /// Stage 3: class minors per queue (survivors of `prev` keep theirs, then
 /// the lowest free ones from 3, nodes before circuits) and leaf qdisc
-/// majors per device (after the HTB majors and the default-class leaves,
-/// skipping `7fff:` and `ffff:`; survivors keep theirs).
+/// majors per device (after the HTB majors, skipping the default classes'
+/// leaves, `7fff:` and `ffff:`; survivors keep theirs).
 pub(super) fn ids(
     h: &Hierarchy,
     queue: &[u32],
@@ -77,8 +77,14 @@ pub(super) fn ids(
         }
     }
 
-    let leaf_base = 2 * htbs_per_dev(cfg) + 1;
-    let new_pool = || Bits::new((0..leaf_base).chain([0x7fff, 0xffff]), 0xffff);
+    let htbs = htbs_per_dev(cfg);
+    let leaf_base = 2 * htbs + 1;
+    let reserved = || {
+        (0..leaf_base)
+            .chain([0x7fff, 0xffff])
+            .chain((1..=htbs).map(|m| u32::from(default_leaf_major(m as u16))))
+    };
+    let new_pool = || Bits::new(reserved(), 0xffff);
     let mut pools = [new_pool(), new_pool()];
     let up_pool = if stick { 0 } else { 1 };
     if prev.alloc.is_some() {
@@ -110,7 +116,7 @@ pub(super) fn ids(
         PlanError::LeafMajorOverflow {
             interface: if pool == 0 { dev_d } else { dev_u },
             needed,
-            available: 0x10000 - leaf_base as usize - 2,
+            available: 0x10000 - leaf_base as usize - 2 - htbs as usize,
         }
     };
     for (c, r) in circ.iter_mut().zip(&h.circ) {

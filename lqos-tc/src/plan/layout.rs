@@ -4,8 +4,14 @@
 
 use lqos_model::Rate;
 
-use super::rates::htb_class;
-use crate::{Interfaces, LeafSpec, PlanConfig, Qdisc, TcHandle, TcOp};
+use super::rates::{default_class_rate, htb_class, quantum_for};
+use crate::{Class, Interfaces, LeafSpec, PlanConfig, Qdisc, TcHandle, TcOp};
+
+/// The leaf qdisc handle of HTB `major:`'s default class `:2`: LibreQoS's
+/// bakery's (`0x2000 + 2 major + 1`), so a tree LibreQoS built keeps it.
+pub const fn default_leaf_major(major: u16) -> u16 {
+    0x2000 + 2 * major + 1
+}
 
 /// The download and upload device names.
 pub(crate) fn devices(cfg: &PlanConfig) -> (String, String) {
@@ -33,9 +39,9 @@ pub(super) fn htbs_per_dev(cfg: &PlanConfig) -> u32 {
 
 /// The queue layout of one device's direction: per queue the HTB qdisc
 /// (major `queue + 1 + off`), top class `:1` at `cap`, default class `:2`
-/// and its leaf.
+/// (rate [`default_class_rate`], ceil `cap - 1 Mbit`, prio 5, the link's
+/// quantum, as LibreQoS) and its leaf ([`default_leaf_major`]).
 pub(super) fn layout_ops(ops: &mut Vec<TcOp>, cfg: &PlanConfig, cap: Rate, off: u16, r2q: u64) {
-    let htbs = htbs_per_dev(cfg) as u16;
     for i in 0..cfg.queues_per_direction() as u16 {
         let m = i + 1 + off;
         if !single_queue(cfg) {
@@ -49,20 +55,18 @@ pub(super) fn layout_ops(ops: &mut Vec<TcOp>, cfg: &PlanConfig, cap: Rate, off: 
             0,
             r2q,
         ));
-        let dceil = cap.saturating_sub(Rate::from_mbps(1));
-        let drate = Rate::from_bps(dceil.bps() / 4);
-        ops.push(htb_class(
+        ops.push(TcOp::AddClass(Class::htb(
             TcHandle::new(m, 1),
             TcHandle::new(m, 2),
-            drate,
-            dceil,
+            default_class_rate(cap),
+            cap.saturating_sub(Rate::from_mbps(1)),
             5,
-            r2q,
-        ));
+            quantum_for(cap, r2q),
+        )));
         if let LeafSpec::Qdisc(k) = &cfg.default_sqm {
             ops.push(TcOp::AddQdisc(Qdisc::leaf(
                 TcHandle::new(m, 2),
-                htbs + m,
+                default_leaf_major(m),
                 k.clone(),
             )));
         }

@@ -31,7 +31,11 @@ mod types;
 
 pub use error::{PlanError, SqmError};
 pub(crate) use ip_map::filter_slots;
-pub use rates::{just_below, quantum_for, r2q_for, QUANTUM_MAX, QUANTUM_MIN};
+pub use layout::default_leaf_major;
+pub use rates::{
+    default_class_rate, just_below, quantum_for, r2q_for, squashed_min, squashed_rate, squashes,
+    MIN_RATE, QUANTUM_MAX, QUANTUM_MIN,
+};
 pub use types::{Allocation, CircuitSlot, Direction, FilterSlot, InterfacePlan, NodeSlot, Plan};
 
 use crate::{PlanConfig, TcHandle};
@@ -47,7 +51,8 @@ use queues::queues;
 /// Handle of the mq root on every interface.
 pub const MQ_HANDLE: TcHandle = TcHandle::new(0x7fff, 0);
 
-/// Class levels HTB allows (the link's top class counts as one).
+/// Class levels HTB allows (top-level nodes, at an HTB's root, are level
+/// 1; their circuits at most level 8).
 pub const HTB_LEVELS: u32 = 8;
 
 /// Plans the trees for `net`.
@@ -88,6 +93,25 @@ pub fn plan(
     let queue = queues(&h, cfg, &prev);
     let ids = ids(&h, &queue, cfg, &prev)?;
     let mut plan = build(h, &queue, &ids, cfg);
+    if cfg.observe {
+        observe_only(&mut plan);
+        return Ok(plan);
+    }
     classify_stage(&mut plan, net.circuits(), previous);
     Ok(plan)
+}
+
+/// LibreQoS's `queue_mode = "observe"`: each interface keeps only its
+/// `mq` root (nothing when the root would be an HTB: an interface with one
+/// TX queue keeps the kernel's default), no classifier, an empty IP map.
+/// The allocation stays, so shaping again keeps the classids.
+fn observe_only(plan: &mut Plan) {
+    for ip in &mut plan.interfaces {
+        ip.ops.truncate(1);
+        ip.ops.retain(
+            |op| matches!(op, crate::TcOp::ReplaceQdisc(q) if q.kind == crate::QdiscKind::Mq),
+        );
+        ip.setup_ops = ip.ops.len();
+        ip.queue_class_counts.clear();
+    }
 }

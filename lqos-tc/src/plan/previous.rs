@@ -30,18 +30,12 @@ impl<'a> Previous<'a> {
         }
     }
 
-    /// The previous circuit slot of a circuit that hung under a generated
-    /// parent node of queue `< q`: its queue.
-    pub(super) fn generated_queue(&self, id: &str, q: usize) -> Option<usize> {
-        self.circuits
-            .get(id)
-            .filter(|s| {
-                (s.queue as usize) < q
-                    && self
-                        .alloc
-                        .and_then(|p| p.nodes.get(s.parent as usize))
-                        .is_some_and(|n| n.generated)
-            })
-            .map(|s| s.queue as usize)
+    /// The generated parent node a circuit hung under, if it did and that
+    /// node is one of this plan's `q`: its index `k` (`Generated_PN_{k+1}`).
+    pub(super) fn generated_parent(&self, id: &str, q: usize) -> Option<usize> {
+        let slot = self.circuits.get(id)?;
+        let node = self.alloc?.nodes.get(slot.parent as usize)?;
+        let k: usize = node.name.strip_prefix("Generated_PN_")?.parse().ok()?;
+        (node.generated && (1..=q).contains(&k)).then(|| k - 1)
     }
 }

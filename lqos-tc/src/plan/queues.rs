@@ -5,10 +5,13 @@ use super::Previous;
 use crate::{PlanConfig, QueueStrategy};
 
 /// Stage 2: the 0-based queue of every node. Each top-level subtree lives
-/// in one queue (HTB limits cannot cross HTB qdiscs): a generated parent
-/// node in its own queue, a surviving top-level node in its previous one,
-/// new ones by the queue strategy (round-robin in input order, or the
-/// largest subtrees first onto the least loaded queue). Children inherit.
+/// in one queue (HTB limits cannot cross HTB qdiscs): a surviving
+/// top-level node (generated or not) in its previous one; new ones by the
+/// queue strategy. Round robin is LibreQoS's: the top-level names sorted,
+/// `Generated_PN_1..=q` among them (whether or not they are created), the
+/// i-th in queue `i mod q`. Balanced pins `Generated_PN_k` to queue `k-1`
+/// and puts the largest subtrees first onto the least loaded queue.
+/// Children inherit.
 #[allow(clippy::needless_range_loop)] // parallel per-node arrays
 pub(super) fn queues(h: &Hierarchy, cfg: &PlanConfig, prev: &Previous) -> Vec<u32> {
     let q = cfg.queues_per_direction() as usize;
@@ -25,36 +28,45 @@ pub(super) fn queues(h: &Hierarchy, cfg: &PlanConfig, prev: &Previous) -> Vec<u3
     let mut queue = vec![u32::MAX; n];
     let mut load = vec![0u64; q];
     let mut new_tops = Vec::new();
-    let mut top_index = 0usize;
     for e in 0..n {
         if ents[e].parent.is_some() {
             continue;
         }
-        if ents[e].generated {
-            queue[e] = (e - h.first_gen) as u32;
-        } else if let Some(s) = prev
+        if let Some(s) = prev
             .nodes
             .get(ents[e].name.as_ref())
-            .filter(|s| (s.queue as usize) < q)
+            .filter(|s| (s.queue as usize) < q && s.generated == ents[e].generated)
         {
             queue[e] = s.queue;
+        } else if ents[e].generated && cfg.strategy == QueueStrategy::Balanced {
+            queue[e] = (e - h.first_gen) as u32;
         } else {
-            new_tops.push((top_index, e));
+            new_tops.push(e);
         }
         if queue[e] != u32::MAX {
             load[queue[e] as usize] += size[e];
         }
-        top_index += 1;
     }
     match cfg.strategy {
         QueueStrategy::RoundRobin => {
-            for (i, e) in new_tops {
+            let generated: Vec<String> = (1..=q).map(|k| format!("Generated_PN_{k}")).collect();
+            let mut names: Vec<&str> = ents
+                .iter()
+                .filter(|e| e.parent.is_none() && !e.generated)
+                .map(|e| e.name.as_ref())
+                .chain(generated.iter().map(String::as_str))
+                .collect();
+            names.sort_unstable();
+            for e in new_tops {
+                let i = names
+                    .binary_search(&ents[e].name.as_ref())
+                    .unwrap_or_default();
                 queue[e] = (i % q) as u32;
             }
         }
         QueueStrategy::Balanced => {
-            new_tops.sort_by(|a, b| size[b.1].cmp(&size[a.1]).then(a.0.cmp(&b.0)));
-            for (_, e) in new_tops {
+            new_tops.sort_by(|&a, &b| size[b].cmp(&size[a]).then(a.cmp(&b)));
+            for e in new_tops {
                 let k = argmin(&load);
                 queue[e] = k as u32;
                 load[k] += size[e];
@@ -90,7 +102,8 @@ mod tests {
         let mut c = cfg(2);
         let none = Previous::new(None, 2);
         let h = hierarchy(&net, &c, &none).unwrap();
-        // Round-robin in input order; children inherit; generated PNs pinned.
+        // Round-robin over the sorted top-level names with the generated
+        // ones (Generated_PN_1, _2, Site_A, Site_B); children inherit.
         assert_eq!(queues(&h, &c, &none), [0, 0, 1, 0, 1]);
         // Balanced: the larger subtree (Site_A: 2 nodes + 2 circuits) goes
         // to the less loaded queue (PN_1 holds the orphan on queue 0).

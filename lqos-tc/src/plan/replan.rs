@@ -14,12 +14,12 @@
 use hashbrown::{HashMap, HashSet};
 
 use ipnet::IpNet;
-use lqos_model::{Circuit, Network, SmolStr};
+use lqos_model::{Circuit, Network, Rate, SmolStr};
 
 use super::ip_map::push_circuit_entries;
 use super::layout::devices;
 use super::leaf::LeafChooser;
-use super::rates::{circuit_rates, htb_class, r2q_for};
+use super::rates::{circuit_rates, htb_class, r2q_for, squashed_min, squashed_rate, squashes};
 use super::PlanError;
 pub use crate::diff::{known_diff, KnownDiffError};
 use crate::ipmap::{sort_key, IpMap, IpMapEntry};
@@ -110,6 +110,20 @@ pub enum ReplanFallback {
     /// the plan.
     #[error("addresses changed with the tc classifier")]
     AddressesWithTcClassifier,
+    /// The edit changes whether the minimums of a node's circuits are
+    /// squashed (LibreQoS's rule), which changes its other circuits too.
+    #[error("the minimums of node {0:?}'s circuits become squashed or stop being squashed")]
+    SquashChanges(String),
+}
+
+/// A node's circuits' minimums (bits/s) before and after an edit.
+#[derive(Clone, Copy, Default)]
+struct NodeMins {
+    n: u64,
+    old_d: u64,
+    old_u: u64,
+    new_d: u64,
+    new_u: u64,
 }
 
 /// One direction's place of a circuit: interface, class op, leaf op.
@@ -155,7 +169,33 @@ fn try_replan(
     }
     let stick = matches!(cfg.interfaces, Interfaces::OnAStick { .. });
     let q = plan.allocation.queues;
-    let r2q = r2q_for(cfg.download_capacity.max(cfg.upload_capacity));
+    let (r2q_d, r2q_u) = (r2q_for(cfg.download_capacity), r2q_for(cfg.upload_capacity));
+    // The minimums of the edited circuits' nodes, summed before and after
+    // the edit (squashing depends on all of a node's circuits).
+    let mut sums: HashMap<u32, NodeMins> = HashMap::default();
+    for (ci, _) in new {
+        if let Some(s) = plan.allocation.circuits.get(*ci) {
+            sums.entry(s.parent).or_default();
+        }
+    }
+    for (slot, c) in plan.allocation.circuits.iter().zip(olds) {
+        if let Some(m) = sums.get_mut(&slot.parent) {
+            m.n += 1;
+            m.old_d += c.download_min.bps();
+            m.old_u += c.upload_min.bps();
+        }
+    }
+    for m in sums.values_mut() {
+        (m.new_d, m.new_u) = (m.old_d, m.old_u);
+    }
+    for (ci, c) in new {
+        if let (Some(slot), Some(old_c)) = (plan.allocation.circuits.get(*ci), olds.get(*ci)) {
+            if let Some(m) = sums.get_mut(&slot.parent) {
+                m.new_d = m.new_d - old_c.download_min.bps() + c.download_min.bps();
+                m.new_u = m.new_u - old_c.upload_min.bps() + c.upload_min.bps();
+            }
+        }
+    }
     let mut chooser = LeafChooser {
         cfg,
         cache: HashMap::default(),
@@ -186,12 +226,26 @@ fn try_replan(
         let (at_u, old_u) = find_class(iface_u, TcHandle::new(mu, slot.minor))?;
         let (_, node_d) = find_class(iface_d, old_d.parent)?;
         let (_, node_u) = find_class(iface_u, old_u.parent)?;
-        let (rate_d, ceil_d) = circuit_rates(c.download_min, c.download_max, node_d.htb.ceil);
-        let (rate_u, ceil_u) = circuit_rates(c.upload_min, c.upload_max, node_u.htb.ceil);
+        let (mut rate_d, ceil_d) = circuit_rates(c.download_min, c.download_max, node_d.htb.ceil);
+        let (mut rate_u, ceil_u) = circuit_rates(c.upload_min, c.upload_max, node_u.htb.ceil);
+        let m = sums.get(&slot.parent).copied().unwrap_or_default();
+        let (nd, nu) = (node_d.htb.rate, node_u.htb.rate);
+        let was = squashes(Rate::from_bps(m.old_d), Rate::from_bps(m.old_u), nd, nu);
+        let is = squashes(Rate::from_bps(m.new_d), Rate::from_bps(m.new_u), nd, nu);
+        if was != is {
+            let node = plan.allocation.nodes.get(slot.parent as usize);
+            return Err(ReplanFallback::SquashChanges(
+                node.map(|n| n.name.clone()).unwrap_or_default(),
+            ));
+        }
+        if is {
+            let min = squashed_min(m.n, nd, nu);
+            (rate_d, rate_u) = (squashed_rate(min, ceil_d), squashed_rate(min, ceil_u));
+        }
         let (leaf_d, leaf_u) = chooser
             .choose(c, ceil_d, ceil_u)
             .map_err(ReplanFallback::Sqm)?;
-        for (iface, at, old, rate, ceil, leaf, major) in [
+        for (iface, at, old, rate, ceil, leaf, major, r2q) in [
             (
                 iface_d,
                 at_d,
@@ -200,6 +254,7 @@ fn try_replan(
                 ceil_d,
                 leaf_d,
                 slot.leaf_download,
+                r2q_d,
             ),
             (
                 iface_u,
@@ -209,6 +264,7 @@ fn try_replan(
                 ceil_u,
                 leaf_u,
                 slot.leaf_upload,
+                r2q_u,
             ),
         ] {
             let leaf_at = index.leaves[iface].get(&old.classid).copied();
