@@ -107,6 +107,12 @@ pub enum DecodeError {
         /// The qdisc.
         handle: TcHandle,
     },
+    /// A qdisc delete on the clsact hook naming another handle than `ffff:`.
+    #[error("malformed netlink message: qdisc delete on the clsact hook with handle {handle}")]
+    ClsactHandle {
+        /// The handle the request names.
+        handle: TcHandle,
+    },
     /// A class request of another kind than `htb`.
     #[error("malformed netlink message: class request without kind htb")]
     NotHtbClass,
