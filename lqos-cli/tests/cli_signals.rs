@@ -6,34 +6,16 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
-use common::{code, lqos, text};
+use common::{assert_in_sync, class_count as classes, code, lqos, spawn, text};
 use lqos_apply::netns::{require_netns, ScratchNetns};
 use nix::sys::signal::Signal;
 
 /// Circuits of the generated network: a first load of several seconds on
 /// this kind of machine (pfifo leaves, 16 queues, two interfaces).
 const CIRCUITS: usize = 6000;
-
-fn spawn(dir: &Path, args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_lqos"))
-        .args(args)
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn lqos")
-}
-
-/// The number of HTB classes on `dev` (a probe of a load's progress);
-/// `None` when the dump raced the load too often.
-fn classes(ns: &ScratchNetns, dev: &str) -> Option<usize> {
-    let mut s = lqos_apply::netlink::NetlinkSocket::open_in_netns(ns.name()).unwrap();
-    let l = s.link(dev).unwrap();
-    s.dump(l.ifindex).ok().map(|t| t.classes.len())
-}
 
 /// Waits until the load under way has created classes on the first
 /// interface (for a rebuild, which deletes both old trees first: once the
@@ -79,25 +61,6 @@ fn interrupt(
 
 fn saved_plan(dir: &Path, ns: &ScratchNetns) -> Option<Vec<u8>> {
     std::fs::read(dir.join(format!("st/last-plan.netns-{}.json", ns.name()))).ok()
-}
-
-/// `lqos verify` of the files against the kernel: in sync.
-fn assert_in_sync(dir: &Path, ns: &ScratchNetns) {
-    let o = lqos(
-        dir,
-        &[
-            "verify",
-            "--netns",
-            ns.name(),
-            "--state-dir",
-            "st",
-            "--sqm",
-            "pfifo",
-        ],
-    );
-    let (out, err) = text(&o);
-    assert_eq!(code(&o), 0, "{out}\n{err}");
-    assert!(out.contains("in sync"), "{out}");
 }
 
 fn apply_args<'a>(ns: &'a ScratchNetns, extra: &[&'a str]) -> Vec<&'a str> {
