@@ -14,6 +14,9 @@
 //! - `lab test`: build the live test binaries, run them all in the guest
 //!   (with `--nics`) with cake, the classifier and netns required.
 //!
+//! `cargo xtask soak --minutes M --circuits N` is the daemon's soak run on
+//! the host (root; `soak.rs`).
+//!
 //! Exit status: the guest command's, or 125 when the lab itself fails
 //! (no qemu, download failed, guest panicked, timeout); the message names
 //! the step.
@@ -29,6 +32,7 @@ use clap::{Args, Parser, Subcommand};
 mod cpio;
 mod fetch;
 mod initramfs;
+mod soak;
 mod vm;
 
 /// Exit status when the lab itself fails (as `git bisect run` and
@@ -49,6 +53,9 @@ enum Task {
         #[command(subcommand)]
         cmd: LabCmd,
     },
+    /// The daemon's soak run on the host (root): `lqos watch` in a scratch
+    /// netns under random edits for M minutes, `lqos verify` after each.
+    Soak(soak::SoakArgs),
 }
 
 #[derive(Subcommand)]
@@ -423,6 +430,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.task {
         Task::Lab { cmd } => lab(cmd),
+        Task::Soak(a) => Lab::new().and_then(|l| soak::soak(&l, &a)),
     };
     match result {
         Ok(rc) => ExitCode::from(rc.clamp(0, 255) as u8),
