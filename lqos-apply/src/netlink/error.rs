@@ -113,6 +113,15 @@ pub enum DecodeError {
         /// The handle the request names.
         handle: TcHandle,
     },
+    /// A rate in bytes/s too large for lqos's bits/s (`tc` cannot set one:
+    /// it reads rates in bits/s).
+    #[error("malformed netlink message: {handle}: rate of {bytes_per_sec} bytes/s")]
+    RateTooLarge {
+        /// The class or qdisc.
+        handle: TcHandle,
+        /// The rate the message gives.
+        bytes_per_sec: u64,
+    },
     /// A class request of another kind than `htb`.
     #[error("malformed netlink message: class request without kind htb")]
     NotHtbClass,

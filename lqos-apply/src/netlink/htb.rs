@@ -45,6 +45,18 @@ pub(crate) fn encode_qdisc(buf: &mut Vec<u8>, h: &HtbQdisc) -> Result<(), Encode
     nest_end(buf, nest)
 }
 
+/// A kernel rate in bytes/s as lqos's bits/s; one that does not fit (no
+/// `tc` command sets it) is an error, never a saturated rate.
+pub(crate) fn rate_from_bytes(bytes_per_sec: u64, handle: TcHandle) -> Result<Rate, DecodeError> {
+    bytes_per_sec
+        .checked_mul(8)
+        .map(Rate::from_bps)
+        .ok_or(DecodeError::RateTooLarge {
+            handle,
+            bytes_per_sec,
+        })
+}
+
 /// The qdisc's options back from a request or a dump. Without a whole
 /// `TCA_HTB_INIT` the message is no HTB qdisc (the kernel refuses to create
 /// one, and always dumps it): an error, never a qdisc made up of defaults.
@@ -173,8 +185,8 @@ pub(crate) fn decode_class(
         TcHandle::from_raw(h.parent)
     };
     let htb = HtbClass {
-        rate: Rate::from_bps(rate.saturating_mul(8)),
-        ceil: Rate::from_bps(ceil.saturating_mul(8)),
+        rate: rate_from_bytes(rate, classid)?,
+        ceil: rate_from_bytes(ceil, classid)?,
         burst: Some(clock.xmit_size(rate, u32_at(p, 24))),
         cburst: Some(clock.xmit_size(ceil, u32_at(p, 28))),
         quantum: u32_at(p, 32),

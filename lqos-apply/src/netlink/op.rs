@@ -142,7 +142,7 @@ pub(crate) fn decode_qdisc(payload: &[u8]) -> Result<(i32, Qdisc), DecodeError> 
         "bfifo" => QdiscKind::Bfifo {
             limit: fifo::decode(opts),
         },
-        "cake" => QdiscKind::Cake(cake::decode(opts)),
+        "cake" => QdiscKind::Cake(cake::decode(opts, TcHandle::from_raw(h.handle))?),
         "fq_codel" => QdiscKind::FqCodel(fq_codel::decode(opts)),
         other => QdiscKind::Other(other.to_string()),
     };
