@@ -34,6 +34,11 @@ pub struct Spec<'a> {
     pub nics: bool,
     /// Printed by `/init` with the exit status when the command ends.
     pub marker: String,
+    /// Further modules to pack and load (names, e.g. `dummy`), with their
+    /// dependencies.
+    pub modules: Vec<String>,
+    /// Host directories packed at their own paths.
+    pub trees: Vec<PathBuf>,
 }
 
 /// Builds the archive bytes.
@@ -79,7 +84,7 @@ pub fn build(spec: &Spec) -> Result<Vec<u8>> {
         }
     }
 
-    let order = module_order(&f.modules)?;
+    let order = module_order(&f.modules, &spec.modules)?;
     let mut list = String::new();
     for rel in &order {
         let host = f.modules.join(rel);
@@ -95,8 +100,8 @@ pub fn build(spec: &Spec) -> Result<Vec<u8>> {
         Entry::File(list.into_bytes(), 0o644),
     );
 
-    for dir in test_data_dirs(spec.repo)? {
-        add_tree(&mut a, &dir)?;
+    for dir in test_data_dirs(spec.repo)?.iter().chain(&spec.trees) {
+        add_tree(&mut a, dir)?;
     }
 
     a.insert(
@@ -234,9 +239,10 @@ fn wanted_module(rel: &str) -> bool {
         || ["veth.ko", "virtio_net.ko", "virtio_pci.ko"].contains(&name)
 }
 
-/// Module paths (relative to the modules dir) in an order in which each
-/// module's `depends=` come before it.
-pub fn module_order(modules: &Path) -> Result<Vec<String>> {
+/// Module paths (relative to the modules dir) of the lab's modules and
+/// the `extra` ones (names), in an order in which each module's
+/// `depends=` come before it.
+pub fn module_order(modules: &Path, extra: &[String]) -> Result<Vec<String>> {
     let mut by_name: BTreeMap<String, String> = BTreeMap::new();
     collect_modules(modules, modules, &mut by_name)?;
     if by_name.is_empty() {
@@ -244,11 +250,12 @@ pub fn module_order(modules: &Path) -> Result<Vec<String>> {
     }
     let mut order = vec![];
     let mut seen = BTreeSet::new();
-    let roots: Vec<String> = by_name
+    let mut roots: Vec<String> = by_name
         .iter()
         .filter(|(_, rel)| wanted_module(rel))
         .map(|(n, _)| n.clone())
         .collect();
+    roots.extend(extra.iter().map(|n| n.replace('-', "_")));
     for name in roots {
         visit(&name, modules, &by_name, &mut seen, &mut order, 0)?;
     }

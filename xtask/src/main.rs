@@ -13,6 +13,14 @@
 //!   repository's test data at its host path (also the working directory).
 //! - `lab test`: build the live test binaries, run them all in the guest
 //!   (with `--nics`) with cake, the classifier and netns required.
+//! - `lab kernel`: build the lab kernel from Debian's source of the stock
+//!   kernel's version, unpatched and with `lab/kernel/*.patch`, for
+//!   `run`/`test --kernel unpatched|patched` (the default stays `stock`).
+//! - `lab indr-replay`: build the `lab/kernel/indr_replay` test module
+//!   against each kernel and check, in the guest, that an indirect block
+//!   callback registered late is replayed every bound block.
+//! - `lab tdc`: the kernel's tc selftests (tdc) for HTB, flower, ingress,
+//!   fq_codel and skbedit on each kernel.
 //!
 //! Exit status: the guest command's, or 125 when the lab itself fails
 //! (no qemu, download failed, guest panicked, timeout); the message names
@@ -29,7 +37,10 @@ use clap::{Args, Parser, Subcommand};
 mod cpio;
 mod fetch;
 mod initramfs;
+mod kernel;
 mod vm;
+
+use kernel::Kernel;
 
 /// Exit status when the lab itself fails (as `git bisect run` and
 /// `docker run` use it: not a status the guest command could mean).
@@ -82,6 +93,55 @@ enum LabCmd {
         #[arg(last = true)]
         test_args: Vec<String>,
     },
+    /// Build the unpatched and the patched lab kernel from Debian's source
+    /// (into target/lab/kernel; takes long: both cores, niced).
+    Kernel {
+        #[command(flatten)]
+        build: BuildArgs,
+    },
+    /// Check the replay of indirect block callbacks with the indr_replay
+    /// test module on each kernel (built against each), and that all
+    /// kernels replay the same blocks.
+    IndrReplay {
+        /// Kernels to check (repeatable; default: stock, unpatched, patched).
+        #[arg(long = "kernel", value_enum)]
+        kernels: Vec<Kernel>,
+        /// HTB classes per TX queue in the test tree.
+        #[arg(long, default_value_t = 40)]
+        classes: u32,
+        #[command(flatten)]
+        build: BuildArgs,
+    },
+    /// Run the kernel's own tc selftests (tdc, from the lab kernel's
+    /// source) for HTB, flower, ingress, fq_codel and skbedit on each
+    /// kernel (needs the host's bash and Debian's /usr/bin/python3).
+    Tdc {
+        /// Kernels to run them on (repeatable; default: stock, unpatched, patched).
+        #[arg(long = "kernel", value_enum)]
+        kernels: Vec<Kernel>,
+    },
+}
+
+#[derive(Args, Clone)]
+struct BuildArgs {
+    /// make -j (default: the number of CPUs).
+    #[arg(long)]
+    jobs: Option<u32>,
+    /// Hold this lock file (flock) while make runs, in holds of at most 15
+    /// minutes (e.g. a machine-wide measurement lock).
+    #[arg(long)]
+    lock: Option<PathBuf>,
+}
+
+impl BuildArgs {
+    fn opts(&self) -> kernel::BuildOpts {
+        kernel::BuildOpts {
+            jobs: self.jobs.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(2, |n| n.get() as u32)
+            }),
+            lock: self.lock.clone(),
+        }
+    }
 }
 
 #[derive(Args, Clone)]
@@ -102,6 +162,17 @@ struct VmArgs {
     /// is real hardware virtualisation (not this project's PVM machines).
     #[arg(long, default_value = "tcg", value_parser = ["tcg", "kvm"])]
     accel: String,
+    /// The guest kernel: Debian's (`stock`), or one built by `lab kernel`.
+    #[arg(long, value_enum, default_value_t = Kernel::Stock)]
+    kernel: Kernel,
+    /// Also pack and load this kernel module (e.g. `dummy`), with its
+    /// dependencies. Repeatable.
+    #[arg(long = "module", value_name = "NAME")]
+    modules: Vec<String>,
+    /// Also pack this host directory, at its own path (e.g. a Python's
+    /// library for a script that needs one). Repeatable.
+    #[arg(long = "tree", value_name = "DIR")]
+    trees: Vec<PathBuf>,
 }
 
 /// Paths of the lab.
@@ -171,14 +242,16 @@ fn build_lqos(lab: &Lab) -> Result<PathBuf> {
 }
 
 /// Builds the initramfs for `command` and boots it; the command's status.
+/// With `tee`, the command's output is also written there.
 fn run_in_guest(
     lab: &Lab,
     vm: &VmArgs,
     lqos: &Path,
     executables: BTreeMap<String, PathBuf>,
     command: String,
+    tee: Option<PathBuf>,
 ) -> Result<i32> {
-    let fetched = fetch::fetch(lab)?;
+    let fetched = kernel::select(lab, fetch::fetch(lab)?, vm.kernel)?;
     let marker = format!(
         "@@lqos-lab-exit-{}-{}@@",
         std::process::id(),
@@ -195,6 +268,14 @@ fn run_in_guest(
         command,
         nics: vm.nics,
         marker: marker.clone(),
+        modules: vm.modules.clone(),
+        trees: vm
+            .trees
+            .iter()
+            .map(|t| {
+                std::fs::canonicalize(t).with_context(|| format!("lab run: --tree {}", t.display()))
+            })
+            .collect::<Result<_>>()?,
     };
     let bytes = initramfs::build(&spec).context("lab run: building the initramfs")?;
     let dir = vm::run_dir(&lab.dir)?;
@@ -203,7 +284,8 @@ fn run_in_guest(
         .with_context(|| format!("lab run: writing {}", initrd.display()))?;
     let console = dir.join("console.log");
     eprintln!(
-        "lab: booting {} ({}, {} MiB, {} vCPUs{}; initramfs {} MiB; kernel log {})",
+        "lab: booting {} {} ({}, {} MiB, {} vCPUs{}; initramfs {} MiB; kernel log {})",
+        vm.kernel.name(),
         fetched.release,
         vm.accel.to_uppercase(),
         vm.mem,
@@ -222,6 +304,7 @@ fn run_in_guest(
         cpus: vm.cpus,
         nics: vm.nics,
         timeout: Duration::from_secs(vm.timeout),
+        tee,
     };
     let rc = vm::boot(&fetched, &initrd, &console, &boot, &marker);
     let _ = std::fs::remove_file(&initrd);
@@ -378,7 +461,14 @@ fn lab(cmd: LabCmd) -> Result<i32> {
                     lqos.display()
                 );
             }
-            run_in_guest(&lab, &vm, &lqos, extra_executables(&exe)?, cmd.join(" "))
+            run_in_guest(
+                &lab,
+                &vm,
+                &lqos,
+                extra_executables(&exe)?,
+                cmd.join(" "),
+                None,
+            )
         }
         LabCmd::Test {
             mut vm,
@@ -414,9 +504,174 @@ fn lab(cmd: LabCmd) -> Result<i32> {
                 &lqos,
                 exes,
                 test_script(&script_tests, &test_args),
+                None,
             )
         }
+        LabCmd::Kernel { build } => {
+            let stock = fetch::fetch(&lab)?;
+            kernel::build(&lab, &stock, &build.opts())?;
+            Ok(0)
+        }
+        LabCmd::IndrReplay {
+            mut kernels,
+            classes,
+            build,
+        } => {
+            if kernels.is_empty() {
+                kernels = vec![Kernel::Stock, Kernel::Unpatched, Kernel::Patched];
+            }
+            indr_replay(&lab, &kernels, classes, &build.opts())
+        }
+        LabCmd::Tdc { mut kernels } => {
+            if kernels.is_empty() {
+                kernels = vec![Kernel::Stock, Kernel::Unpatched, Kernel::Patched];
+            }
+            tdc(&lab, &kernels)
+        }
     }
+}
+
+/// `lab tdc`: lab/kernel/tdc.sh on each kernel; 0 when all passed.
+fn tdc(lab: &Lab, kernels: &[Kernel]) -> Result<i32> {
+    let stock = fetch::fetch(lab)?;
+    let lqos = build_lqos(lab)?;
+    let tests = kernel::stock_source(lab, &stock)?.join("tools/testing/selftests/tc-testing");
+    // Debian's python (not a pyenv shim): the binary and its library.
+    let python = std::fs::canonicalize("/usr/bin/python3")
+        .context("lab tdc: no /usr/bin/python3 (Debian: apt-get install python3)")?;
+    let version = python
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| n.starts_with("python3."))
+        .with_context(|| format!("lab tdc: {} is not python3.X", python.display()))?
+        .to_string();
+    let library = PathBuf::from("/usr/lib").join(&version);
+    let bash = fetch::which("bash").context("lab tdc: no bash on the host")?;
+    let mut results = vec![];
+    for &k in kernels {
+        let vm = VmArgs {
+            nics: true,
+            mem: 2048,
+            cpus: 2,
+            timeout: 3600,
+            accel: "tcg".into(),
+            kernel: k,
+            modules: vec!["dummy".into()],
+            trees: vec![library.clone(), tests.clone()],
+        };
+        let exes = extra_executables(&[python.clone(), bash.clone()])?;
+        let log = lab.dir.join(format!("kernel/tdc-{}.log", k.name()));
+        let rc = run_in_guest(
+            lab,
+            &vm,
+            &lqos,
+            exes,
+            format!(
+                "sh lab/kernel/tdc.sh {}",
+                quote(&tests.display().to_string())
+            ),
+            Some(log.clone()),
+        )?;
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let summary = text
+            .lines()
+            .rfind(|l| l.starts_with("tdc: ") && l.contains(" ok, "))
+            .unwrap_or("tdc: no summary")
+            .to_string();
+        results.push((k, rc, summary));
+    }
+    for (k, rc, summary) in &results {
+        println!(
+            "lab tdc: {}: {summary}{}",
+            k.name(),
+            if *rc == 0 { "" } else { " (FAILED)" }
+        );
+    }
+    Ok(if results.iter().all(|r| r.1 == 0) {
+        0
+    } else {
+        1
+    })
+}
+
+/// `lab indr-replay`: the module built against and run on each kernel;
+/// 0 when every run passed and all replayed the same blocks.
+fn indr_replay(
+    lab: &Lab,
+    kernels: &[Kernel],
+    classes: u32,
+    opts: &kernel::BuildOpts,
+) -> Result<i32> {
+    let stock = fetch::fetch(lab)?;
+    let lqos = build_lqos(lab)?;
+    let mut transcripts: Vec<(Kernel, i32, Vec<String>)> = vec![];
+    for &k in kernels {
+        let ko = kernel::external_module(lab, &stock, k, "indr_replay", opts)?;
+        let mut exes = BTreeMap::new();
+        exes.insert(format!("{}/indr_replay.ko", initramfs::LAB), ko);
+        let vm = VmArgs {
+            nics: true,
+            mem: 2048,
+            cpus: 2,
+            timeout: 1800,
+            accel: "tcg".into(),
+            kernel: k,
+            modules: vec![],
+            trees: vec![],
+        };
+        let log = lab.dir.join(format!("kernel/indr-replay-{}.log", k.name()));
+        let rc = run_in_guest(
+            lab,
+            &vm,
+            &lqos,
+            exes,
+            format!(
+                "sh lab/kernel/indr-replay.sh /{}/indr_replay.ko {classes}",
+                initramfs::LAB
+            ),
+            Some(log.clone()),
+        )?;
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        transcripts.push((k, rc, replay_lines(&text)));
+    }
+    let mut ok = true;
+    for (k, rc, _) in &transcripts {
+        println!(
+            "indr-replay: {}: {}",
+            k.name(),
+            if *rc == 0 { "ok" } else { "FAILED" }
+        );
+        ok &= *rc == 0;
+    }
+    if let Some((first, _, lines)) = transcripts.first() {
+        for (k, _, other) in &transcripts[1..] {
+            if other != lines {
+                ok = false;
+                println!(
+                    "indr-replay: {} replayed other blocks than {}:
+  {}
+  vs
+  {}",
+                    k.name(),
+                    first.name(),
+                    other.join("\n  "),
+                    lines.join("\n  ")
+                );
+            }
+        }
+        if ok && transcripts.len() > 1 {
+            println!("indr-replay: all kernels replayed the same blocks at every step");
+        }
+    }
+    Ok(if ok { 0 } else { 1 })
+}
+
+/// The lines of an indr-replay transcript that must agree across kernels.
+fn replay_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.starts_with("replay:") || l.starts_with("live:"))
+        .map(str::to_string)
+        .collect()
 }
 
 fn main() -> ExitCode {

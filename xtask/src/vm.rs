@@ -28,6 +28,8 @@ pub struct Boot {
     pub nics: bool,
     /// Give up (and kill qemu) after this long.
     pub timeout: Duration,
+    /// Also write the command's output to this file.
+    pub tee: Option<PathBuf>,
 }
 
 /// A host network namespace holding the NICs' tap backends; removed on drop.
@@ -169,7 +171,14 @@ pub fn boot(f: &Fetched, initrd: &Path, console: &Path, boot: &Boot, marker: &st
 
     let (tx, rx) = mpsc::channel::<i32>();
     let marker_owned = marker.to_string();
-    let reader = std::thread::spawn(move || stream(stdout, &marker_owned, tx));
+    let tee = match &boot.tee {
+        Some(p) => Some(
+            std::fs::File::create(p)
+                .with_context(|| format!("lab run: creating {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let reader = std::thread::spawn(move || stream(stdout, &marker_owned, tx, tee));
     let err_reader = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = stderr.read_to_string(&mut s);
@@ -245,9 +254,9 @@ pub fn boot(f: &Fetched, initrd: &Path, console: &Path, boot: &Boot, marker: &st
     }
 }
 
-/// Copies the guest's output to stdout until the marker line, whose
-/// number it sends.
-fn stream(mut out: impl Read, marker: &str, tx: mpsc::Sender<i32>) {
+/// Copies the guest's output to stdout (and `tee`) until the marker line,
+/// whose number it sends.
+fn stream(mut out: impl Read, marker: &str, tx: mpsc::Sender<i32>, mut tee: Option<std::fs::File>) {
     let mut stdout = std::io::stdout();
     let mut line = Vec::new();
     let mut buf = [0u8; 8192];
@@ -268,6 +277,9 @@ fn stream(mut out: impl Read, marker: &str, tx: mpsc::Sender<i32>) {
                 } else {
                     let _ = stdout.write_all(&line);
                     let _ = stdout.flush();
+                    if let Some(f) = tee.as_mut() {
+                        let _ = f.write_all(&line);
+                    }
                 }
                 line.clear();
             }
