@@ -132,27 +132,39 @@ pub fn udp_sender(ns: &str, dev: &str, priority: u32, tos: u8) -> std::net::UdpS
     .unwrap()
 }
 
-/// The LibreQoS-shaped fixture (`tests/fixtures/libreqos/`: a small
-/// network's inputs and LibreQoS's state for it).
+/// The LibreQoS fixture (`tests/fixtures/libreqos/`: a small network's
+/// inputs and what LibreQoS 455bc13b wrote for them: its state files and
+/// the tc commands of LibreQoS.py and of its bakery).
 pub fn libreqos_fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/libreqos")
 }
 
-/// The fixture's files copied into `dir`, each passed through
-/// `edit(path, text)` on the way.
-pub fn copy_libreqos_fixture(dir: &Path, edit: impl Fn(&str, String) -> String) {
+/// The fixture's files copied into `dir`: with `pfifo`, the variant whose
+/// `default_sqm` is `pfifo` (no cake or fq_codel leaf; `pfifo/` holds
+/// LibreQoS's output for it).
+pub fn copy_libreqos_fixture(dir: &Path, pfifo: bool) {
+    let base = libreqos_fixture();
+    let variant = if pfifo {
+        base.join("pfifo")
+    } else {
+        base.clone()
+    };
+    let from = |f: &str| match f {
+        "network.json" => base.join(f),
+        _ => variant.join(f),
+    };
     for f in [
         "network.json",
         "ShapedDevices.csv",
         "lqos.conf",
         "state/shaping/queuingStructure.json",
         "state/stats/statsByCircuit.json",
+        "state/debug/linux_tc.txt",
         "state/debug/linux_tc_rust.txt",
     ] {
-        let text = std::fs::read_to_string(libreqos_fixture().join(f)).unwrap();
         let to = dir.join(f);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::write(to, edit(f, text)).unwrap();
+        std::fs::copy(from(f), to).unwrap();
     }
 }
 
