@@ -254,6 +254,22 @@ pub enum Stopped {
         /// The interface of that line.
         dev: String,
     },
+    /// The load was cancelled ([`crate::Progress::cancelled`], e.g. on
+    /// SIGTERM) and stopped between two batches.
+    #[error("stopped on request{}", unsure_text(*.unsure))]
+    Cancelled {
+        /// Ops after the applied ones whose outcome is unknown: lines
+        /// `tc -b` still held when it was killed (0 for netlink, which
+        /// waits for the ACKs of the batch in flight).
+        unsure: usize,
+    },
+}
+
+fn unsure_text(unsure: usize) -> String {
+    match unsure {
+        0 => String::new(),
+        n => format!("; tc was killed holding {n} more line(s), their outcome is unknown"),
+    }
 }
 
 /// Why a plan cannot be applied at all.

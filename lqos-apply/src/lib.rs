@@ -95,8 +95,9 @@ mod verify;
 pub mod watch;
 
 pub use backend::{
-    load_deletes_first, Backend, CountProgress, IfaceOps, IfaceReport, LoadReport, NetlinkBackend,
-    NoProgress, Parallelism, Progress, Recording, RootDelete, TcBatch, TcMode,
+    load_deletes_first, Backend, Cancel, CountProgress, IfaceOps, IfaceReport, LoadReport,
+    NetlinkBackend, NoProgress, Parallelism, Progress, Recording, RootDelete, TcBatch, TcMode,
+    WithCancel, RECORDING_BATCH,
 };
 #[cfg(feature = "test-util")]
 pub use backend::{Fault, Faulty};

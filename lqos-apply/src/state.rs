@@ -31,6 +31,9 @@ pub const STATE_DIR_ENV: &str = "LQOS_STATE_DIR";
 pub const LAST_PLAN_FILE: &str = "last-plan.json";
 /// The lock file.
 pub const LOCK_FILE: &str = "apply.lock";
+/// How often a refused [`StateDir::lock`] reads the holder's pid (2 ms
+/// apart) before it gives up naming it.
+const HOLDER_READS: usize = 50;
 
 /// Picks the state directory: the explicit one, else `$LQOS_STATE_DIR`,
 /// else [`DEFAULT_STATE_DIR`].
@@ -124,12 +127,21 @@ impl StateDir {
                 Ok(ApplyLock { _lock: lock, path })
             }
             Err((mut file, Errno::EWOULDBLOCK)) => {
-                let mut s = String::new();
-                let _ = file.read_to_string(&mut s);
-                Err(ApplyError::Locked {
-                    path,
-                    holder: s.trim().parse().ok(),
-                })
+                // The holder writes its pid right after it took the lock:
+                // a lock taken a moment ago may not show it yet.
+                let mut holder = None;
+                for _ in 0..HOLDER_READS {
+                    let mut s = String::new();
+                    let _ = file
+                        .seek(SeekFrom::Start(0))
+                        .and_then(|_| file.read_to_string(&mut s));
+                    holder = s.trim().parse().ok();
+                    if holder.is_some() {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                Err(ApplyError::Locked { path, holder })
             }
             Err((_, errno)) => Err(ApplyError::io(
                 format!("locking {}", path.display()),
@@ -319,6 +331,37 @@ mod tests {
             e.contains("lock file") && e.contains("owned by uid 65534"),
             "{e}"
         );
+    }
+
+    /// Regression: two applies started together; the one refused read the
+    /// lock file between the other's flock and its pid write, and named no
+    /// holder.
+    #[test]
+    fn a_lock_taken_a_moment_ago_still_names_its_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = StateDir::open(dir.path().join("s")).unwrap();
+        let path = st.path().join(LOCK_FILE);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .unwrap();
+        let mut held = Flock::lock(file, FlockArg::LockExclusiveNonblock).unwrap();
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            held.write_all(b"4242").unwrap();
+            held.flush().unwrap();
+            held
+        });
+        match st.lock() {
+            Err(ApplyError::Locked { holder, .. }) => assert_eq!(holder, Some(4242)),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        drop(late.join().unwrap());
+        drop(st.lock().unwrap());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use lqos_apply::{
     load_saved_plan, ApplyError, ApplyOptions, NoProgress, Recording, Session, StateDir,
 };
-use lqos_apply::{Fault, Faulty};
+use lqos_apply::{Fault, Faulty, RECORDING_BATCH};
 use proptest::prelude::*;
 
 mod common;
@@ -98,5 +98,86 @@ proptest! {
         // And nothing is left to do.
         let again = s.apply(&plan, ApplyOptions { dry_run: true, ..opts(false) }, &NoProgress).unwrap();
         prop_assert_eq!(again.changes.iter().map(|c| c.stream.len()).sum::<usize>(), 0);
+    }
+}
+
+/// Cancels the load once `after` ops were reported sent.
+struct CancelAfter {
+    after: usize,
+    sent: std::sync::atomic::AtomicUsize,
+}
+
+impl lqos_apply::Progress for CancelAfter {
+    fn advance(&self, _dev: &str, n: usize) {
+        self.sent.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn cancelled(&self) -> bool {
+        self.sent.load(std::sync::atomic::Ordering::SeqCst) >= self.after
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// A load cancelled (SIGTERM, Ctrl-C) at any point stops between two
+    /// batches, reports exactly the ops the kernel got, saves nothing, and
+    /// the next apply converges.
+    #[test]
+    fn a_load_cancelled_at_any_point_saves_nothing_and_the_next_apply_converges(
+        at in 0.0f64..1.0,
+        first_load in any::<bool>(),
+        full in any::<bool>(),
+    ) {
+        let g = generated(300, 12);
+        let good = plan_for(&g, &g.network, None);
+        let kernel = Recording::new().with_link("ens19", 16).with_link("ens20", 16);
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::open(dir.path()).unwrap();
+        let s = Session { state: &state, netns: None, live: &kernel, backend: &kernel };
+        let (net, plan) = if first_load {
+            (g.network.clone(), good.clone())
+        } else {
+            s.apply_planned(&good, Some(&g.network), opts(false), &NoProgress).unwrap();
+            let net = mutate(&g.network, 40, 20);
+            let plan = plan_for(&g, &net, Some(&good.allocation));
+            (net, plan)
+        };
+        let before = kernel.sent().len();
+        let dry = s.apply(&plan, ApplyOptions { dry_run: true, ..opts(full) }, &NoProgress).unwrap();
+        let n: usize = dry.changes.iter().map(|c| c.stream.len()).sum();
+        prop_assume!(n > 0);
+        let cancel = CancelAfter { after: (at * n as f64) as usize, sent: Default::default() };
+        let r = s.apply_planned(&plan, Some(&net), opts(full), &cancel).unwrap();
+        let load = r.load.unwrap();
+        let applied = load.ops_applied();
+        // It stops at the next batch boundary.
+        prop_assert!(applied <= cancel.after + RECORDING_BATCH, "{} ops after a cancel at {}", applied, cancel.after);
+        prop_assert_eq!(kernel.sent().len() - before, applied);
+        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        match load.into_result() {
+            Err(ApplyError::Incomplete { reason: lqos_apply::Stopped::Cancelled { unsure: 0 }, sent, total, .. }) => {
+                prop_assert!(sent < total);
+            }
+            Ok(_) => {
+                // The last batch was already under way: the load is complete.
+                prop_assert_eq!(applied, n);
+                prop_assert_eq!(saved.as_ref(), Some(&plan));
+                return Ok(());
+            }
+            other => prop_assert!(false, "{:?}", other.map(|r| r.ops_applied())),
+        }
+        if first_load {
+            prop_assert!(saved.is_none(), "a cancelled first load saved a plan");
+        } else {
+            prop_assert_eq!(saved.as_ref(), Some(&good));
+        }
+        let r = s
+            .apply_planned(&plan, Some(&net), ApplyOptions { verify_after: true, ..opts(false) }, &NoProgress)
+            .unwrap();
+        prop_assert!(r.load.unwrap().is_ok());
+        prop_assert!(r.verify.unwrap().is_clean());
+        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        prop_assert_eq!(saved.as_ref(), Some(&plan));
     }
 }

@@ -21,6 +21,7 @@
 //!   (every circuit's series).
 //!
 //! Prints the median and spread of each and the ratio of the medians.
+//! `stats_poll --poll-only ...` makes the polls alone (for a profiler).
 //! `stats_poll --synthetic N --runs R` times `/metrics` alone for a
 //! generated plan of N circuits with cake leaves (every circuit with
 //! counters and four tins; no kernel).
@@ -32,39 +33,47 @@ mod metrics;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use lqos_apply::stats::openmetrics::{CircuitSeries, Labels};
 use lqos_apply::stats::{StatsIndex, StatsTracker};
 use lqos_apply::{load_saved_plan, NetlinkLive, StateDir};
 
-fn cpu() -> Duration {
-    let me = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF).unwrap();
-    let ch = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap();
-    let t = |u: nix::sys::resource::Usage| {
-        let d = |tv: nix::sys::time::TimeVal| {
-            Duration::from_secs(tv.tv_sec() as u64) + Duration::from_micros(tv.tv_usec() as u64)
-        };
-        d(u.user_time()) + d(u.system_time())
+/// User and system CPU of this process and its waited-for children.
+fn cpu() -> (Duration, Duration) {
+    use nix::sys::resource::{getrusage, Usage, UsageWho};
+    let d = |tv: nix::sys::time::TimeVal| {
+        Duration::from_secs(tv.tv_sec() as u64) + Duration::from_micros(tv.tv_usec() as u64)
     };
-    t(me) + t(ch)
+    let [me, ch]: [Usage; 2] =
+        [UsageWho::RUSAGE_SELF, UsageWho::RUSAGE_CHILDREN].map(|w| getrusage(w).unwrap());
+    (
+        d(me.user_time()) + d(ch.user_time()),
+        d(me.system_time()) + d(ch.system_time()),
+    )
 }
 
-/// Median, min and max in ms.
-fn summary(v: &mut [(Duration, Duration)]) -> String {
+/// One timed run: wall, user CPU, system CPU.
+type Took = (Duration, Duration, Duration);
+
+/// Median (wall, its run's user and system CPU), min and max in ms.
+fn summary(v: &mut [Took]) -> String {
     v.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let mid = v[v.len() / 2];
     format!(
-        "median {:.1} ms wall ({:.1} ms CPU), min {:.1}, max {:.1}",
+        "median {:.1} ms wall ({:.1} ms user + {:.1} ms sys), min {:.1}, max {:.1}",
         ms(mid.0),
         ms(mid.1),
+        ms(mid.2),
         ms(v[0].0),
         ms(v[v.len() - 1].0)
     )
 }
 
-fn time<T>(f: impl FnOnce() -> T) -> (T, (Duration, Duration)) {
-    let (w, c) = (Instant::now(), cpu());
+fn time<T>(f: impl FnOnce() -> T) -> (T, Took) {
+    let (w, (u, s)) = (Instant::now(), cpu());
     let r = f();
-    (r, (w.elapsed(), cpu() - c))
+    let (u2, s2) = cpu();
+    (r, (w.elapsed(), u2 - u, s2 - s))
 }
 
 /// tc's output parsed: JSON; or, where iproute2 (6.1) prints text even
@@ -128,6 +137,7 @@ fn synthetic(n: usize, runs: usize) {
                                 xstats: LeafXstats::Cake(CakeXstats {
                                     tins: vec![
                                         CakeTin {
+                                            sent_packets: 1,
                                             peak_delay_us: 1234,
                                             avg_delay_us: 456,
                                             ..CakeTin::default()
@@ -148,20 +158,24 @@ fn synthetic(n: usize, runs: usize) {
     let mut tracker = StatsTracker::new(&index);
     tracker.observe(&index, &raw, Duration::ZERO);
     let stats = tracker.observe(&index, &raw, Duration::from_secs(1));
-    let shared = Arc::new(Mutex::new(metrics::Shared {
-        stats: Some(stats),
+    let shared = Mutex::new(metrics::Shared {
+        latest: Some(Arc::new(metrics::Snapshot {
+            stats,
+            labels: Arc::new(Labels::new(&index)),
+        })),
         ..Default::default()
-    }));
-    let registry = metrics::registry(shared, metrics::CircuitSeries::All);
+    });
     let mut v = Vec::new();
-    let mut lines = 0;
+    let mut out = Vec::new();
     for _ in 0..runs {
-        let (text, t) = time(|| metrics::render(&registry));
-        lines = text.lines().count();
+        out.clear();
+        let ((), t) = time(|| metrics::render(&mut out, &shared, CircuitSeries::All).unwrap());
         v.push(t);
     }
+    let lines = out.iter().filter(|&&b| b == b'\n').count();
     println!(
-        "/metrics of {n} circuits with cake leaves (synthetic, {lines} lines): {}",
+        "/metrics of {n} circuits with cake leaves, every tin busy (synthetic, {lines} lines, {} bytes): {}",
+        out.len(),
         summary(&mut v)
     );
 }
@@ -189,20 +203,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let index = StatsIndex::new(&plan);
     let mut tracker = StatsTracker::new(&index);
     let start = Instant::now();
+    if args.iter().any(|a| a == "--poll-only") {
+        // For a profiler: the polls alone.
+        for _ in 0..runs {
+            let raw = live.poll_stats(&index, true).expect("poll");
+            std::hint::black_box(tracker.observe(&index, &raw, start.elapsed()));
+        }
+        return Ok(());
+    }
     let devs: Vec<String> = index.devs().map(str::to_string).collect();
     let (mut ours, mut theirs, mut render) = (Vec::new(), Vec::new(), Vec::new());
-    let shared = Arc::new(Mutex::new(metrics::Shared::default()));
-    let registry = metrics::registry(shared.clone(), metrics::CircuitSeries::All);
+    let (mut dumps, mut maps) = (Vec::new(), Vec::new());
+    let shared = Mutex::new(metrics::Shared::default());
+    let labels = Arc::new(Labels::new(&index));
     let mut lines = 0;
+    let mut out = Vec::new();
     for _ in 0..runs {
-        let (stats, t) = time(|| {
-            let raw = live.poll_stats(&index, true).expect("poll");
-            tracker.observe(&index, &raw, start.elapsed())
-        });
-        ours.push(t);
-        shared.lock().unwrap().stats = Some(stats);
-        let (text, t) = time(|| metrics::render(&registry));
-        lines = text.lines().count();
+        let (raw, td) = time(|| live.poll_stats(&index, true).expect("poll"));
+        let (stats, tm) = time(|| tracker.observe(&index, &raw, start.elapsed()));
+        dumps.push(td);
+        maps.push(tm);
+        ours.push((td.0 + tm.0, td.1 + tm.1, td.2 + tm.2));
+        shared.lock().unwrap().latest = Some(Arc::new(metrics::Snapshot {
+            stats,
+            labels: labels.clone(),
+        }));
+        out.clear();
+        let ((), t) = time(|| metrics::render(&mut out, &shared, CircuitSeries::All).unwrap());
+        lines = out.iter().filter(|&&b| b == b'\n').count();
         render.push(t);
         let (_, t) = time(|| {
             for dev in &devs {
@@ -222,7 +250,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         });
         theirs.push(t);
     }
-    let med = |v: &mut Vec<(Duration, Duration)>| {
+    let med = |v: &mut Vec<Took>| {
         v.sort();
         v[v.len() / 2].0.as_secs_f64()
     };
@@ -235,6 +263,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "lqos poll (dumps, decode, map, rates): {}",
         summary(&mut ours)
     );
+    println!("  of which dumps and decode: {}", summary(&mut dumps));
+    println!("  of which map and rates: {}", summary(&mut maps));
     println!(
         "tc -s -j class+qdisc show of both interfaces, parsed: {}",
         summary(&mut theirs)

@@ -45,6 +45,11 @@ enum Command {
     /// Diff two plans (or two sets of inputs) into tc ops.
     Diff(cmd::diff::Args),
     /// Load a plan into the kernel (incremental by default).
+    ///
+    /// Ctrl-C or SIGTERM stops the load at its next batch of netlink
+    /// messages (tc -b: its next line) and exits 130 with the ops applied;
+    /// nothing is saved, and the next apply continues from there. A second
+    /// Ctrl-C exits at once.
     Apply(cmd::apply::Args),
     /// Compare the live kernel tree with a plan.
     Verify(cmd::verify::Args),
@@ -70,7 +75,9 @@ enum Command {
     /// logged with the failing op and retried after --retry seconds.
     ///
     /// Signals: SIGHUP applies now (reading the kernel back, so drift is
-    /// repaired); SIGTERM and SIGINT exit 0 and leave the tree as it is.
+    /// repaired); SIGTERM and SIGINT exit 0 and leave the tree as it is (a
+    /// load under way stops at its next batch; the next start loads the
+    /// rest).
     ///
     /// Lazy leaves (--lazy-leaves, or `[lqos] lazy_leaves = true` in
     /// lqos.conf): circuits start without their leaf qdisc; every --poll

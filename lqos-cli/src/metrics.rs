@@ -1,22 +1,14 @@
 //! `lqos watch --metrics ADDR`: the daemon's statistics and health as
-//! Prometheus text (`GET /metrics`), encoded by prometheus-client from the
-//! latest [`Stats`] on every scrape.
+//! OpenMetrics text (`GET /metrics`).
 //!
-//! Series (base units, counters `_total`):
-//! - per circuit and direction (labels `circuit_id`, `direction`):
-//!   `lqos_circuit_sent_bytes_total`, `_sent_packets_total`,
-//!   `_drops_total`, `_overlimits_total`, `_ecn_marks_total`; gauges
-//!   `lqos_circuit_backlog_bytes`, `lqos_circuit_ceil_bits_per_second`,
-//!   and for cake leaves `lqos_circuit_cake_delay_seconds` (label `tin`,
-//!   `delay` = `peak`|`avg`|`base`);
-//! - `lqos_circuit_info{circuit_id, name, parent} 1`: names and parents in
-//!   one series, so the counters' labels stay bounded;
-//! - per node (label `node`, `direction`): the same counters and gauges;
-//! - the daemon: `lqos_reloads_total{trigger, outcome}`,
-//!   `lqos_reload_last_timestamp_seconds`, `_duration_seconds`,
-//!   `lqos_reload_last_ops{change}`, `lqos_reload_last_success`,
-//!   `lqos_lazy_leaves_active`, `lqos_stats_poll_duration_seconds`,
-//!   `lqos_stats_polls_total`, `lqos_stats_poll_errors_total`.
+//! The circuit and node series are [`lqos_apply::stats::openmetrics`]'s
+//! (labels escaped once per plan, [`Labels`]); the daemon's own, encoded by
+//! prometheus-client at each scrape, follow:
+//! `lqos_reloads_total{trigger, outcome}`,
+//! `lqos_reload_last_timestamp_seconds`, `_duration_seconds`,
+//! `lqos_reload_last_ops{change}`, `lqos_reload_last_success`,
+//! `lqos_lazy_leaves_active`, `lqos_stats_poll_duration_seconds`,
+//! `lqos_stats_polls_total`, `lqos_stats_poll_errors_total`.
 //!
 //! `--metrics-circuits all|top:N|none` bounds the circuit series on very
 //! large networks (top: the N busiest by download + upload rate).
@@ -24,7 +16,10 @@
 //! The server is a small accept loop (std sockets, requests parsed by
 //! httparse): one request per connection, at most 8 KiB of request head,
 //! 2 s to send it; anything else gets a 4xx status and the connection is
-//! closed.
+//! closed. The answer is written as it is rendered (no copy of the whole
+//! text is kept; the end of the body is the end of the connection and the
+//! closing `# EOF`), from a snapshot of the latest poll taken without
+//! holding the poll's lock while writing.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -34,7 +29,9 @@ use std::time::{Duration, Instant};
 
 use lqos_apply::daemon::{Counters, Event};
 use lqos_apply::netlink::ClassStats;
-use lqos_apply::stats::{Dir, DirStats, RawIface, RawStats, Stats, StatsIndex, StatsTracker};
+pub use lqos_apply::stats::openmetrics::CircuitSeries;
+use lqos_apply::stats::openmetrics::{Labels, EOF};
+use lqos_apply::stats::{RawIface, RawStats, Stats, StatsIndex, StatsTracker};
 use lqos_apply::NetlinkLive;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -42,29 +39,16 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
-/// Which circuits get series.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CircuitSeries {
-    /// Every circuit.
-    All,
-    /// The N busiest (download + upload rate) at each scrape.
-    Top(usize),
-    /// None (nodes and the daemon only).
-    None,
-}
-
-impl std::str::FromStr for CircuitSeries {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "all" => Ok(CircuitSeries::All),
-            "none" => Ok(CircuitSeries::None),
-            _ => s
-                .strip_prefix("top:")
-                .and_then(|n| n.parse().ok())
-                .map(CircuitSeries::Top)
-                .ok_or_else(|| format!("{s:?}: give all, none or top:N")),
-        }
+/// `--metrics-circuits`: `all`, `none` or `top:N`.
+pub fn parse_circuit_series(s: &str) -> Result<CircuitSeries, String> {
+    match s {
+        "all" => Ok(CircuitSeries::All),
+        "none" => Ok(CircuitSeries::None),
+        _ => s
+            .strip_prefix("top:")
+            .and_then(|n| n.parse().ok())
+            .map(CircuitSeries::Top)
+            .ok_or_else(|| format!("{s:?}: give all, none or top:N")),
     }
 }
 
@@ -91,37 +75,48 @@ pub struct Health {
     pub poll_errors: u64,
 }
 
+/// One poll's statistics with the label sets of their plan.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The statistics.
+    pub stats: Stats,
+    /// Their plan's label sets (built once per plan).
+    pub labels: Arc<Labels>,
+}
+
 /// The state behind `/metrics`: the latest statistics and the health.
 #[derive(Debug, Default)]
 pub struct Shared {
     /// The latest poll's statistics.
-    pub stats: Option<Stats>,
+    pub latest: Option<Arc<Snapshot>>,
     /// The daemon's health.
     pub health: Health,
 }
 
-#[derive(Debug)]
-struct LqosCollector {
-    shared: Arc<Mutex<Shared>>,
+/// `/metrics` as OpenMetrics text, written to `out` as it is rendered:
+/// the circuit and node series of the latest poll, the daemon's health,
+/// `# EOF`. The lock on `shared` is held only to take a snapshot.
+pub fn render(
+    out: &mut dyn Write,
+    shared: &Mutex<Shared>,
     circuits: CircuitSeries,
+) -> std::io::Result<()> {
+    let (latest, health) = {
+        let sh = shared.lock().expect("metrics state");
+        (sh.latest.clone(), sh.health.clone())
+    };
+    if let Some(s) = &latest {
+        lqos_apply::stats::openmetrics::render(out, &s.stats, &s.labels, circuits)?;
+    }
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(health));
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode_registry(&mut text, &registry)
+        .map_err(std::io::Error::other)?;
+    text.push_str(EOF);
+    out.write_all(text.as_bytes())
 }
 
-/// A registry whose only collector encodes `shared` at each scrape.
-pub fn registry(shared: Arc<Mutex<Shared>>, circuits: CircuitSeries) -> Registry {
-    let mut r = Registry::default();
-    r.register_collector(Box::new(LqosCollector { shared, circuits }));
-    r
-}
-
-/// `/metrics` as Prometheus text.
-pub fn render(registry: &Registry) -> String {
-    let mut out = String::with_capacity(1 << 20);
-    prometheus_client::encoding::text::encode(&mut out, registry).expect("writing to a String");
-    out
-}
-
-/// One family's samples: label set (borrowed: no allocation per sample)
-/// and value.
 fn counter<S: prometheus_client::encoding::EncodeLabelSet>(
     e: &mut DescriptorEncoder,
     name: &str,
@@ -148,127 +143,10 @@ fn gauge<S: prometheus_client::encoding::EncodeLabelSet>(
     Ok(())
 }
 
-/// The counters and gauges every circuit and node direction has.
-type Field = (&'static str, &'static str, fn(&DirStats) -> u64);
-
-const COUNTERS: [Field; 5] = [
-    ("sent_bytes", "Bytes sent", |d| d.bytes),
-    ("sent_packets", "Packets sent", |d| d.packets),
-    ("drops", "Packets dropped (class and leaf)", |d| d.drops),
-    ("overlimits", "HTB overlimit events", |d| d.overlimits),
-    ("ecn_marks", "Packets ECN-marked", |d| d.ecn_marks),
-];
-
-const GAUGES: [Field; 2] = [
-    ("backlog_bytes", "Bytes queued now", |d| d.backlog_bytes),
-    ("ceil_bits_per_second", "Planned ceil", |d| d.ceil_bps),
-];
-
-const TINS: [&str; 8] = ["0", "1", "2", "3", "4", "5", "6", "7"];
-
-impl Collector for LqosCollector {
+/// The daemon's health series.
+impl Collector for Health {
     fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let shared = self.shared.lock().expect("metrics state");
-        if let Some(stats) = &shared.stats {
-            let mut circuits: Vec<&lqos_apply::stats::CircuitStats> = match self.circuits {
-                CircuitSeries::None => Vec::new(),
-                _ => stats.circuits.iter().collect(),
-            };
-            if let CircuitSeries::Top(n) = self.circuits {
-                circuits.sort_by(|a, b| {
-                    (b.download.rate_bps + b.upload.rate_bps)
-                        .total_cmp(&(a.download.rate_bps + a.upload.rate_bps))
-                });
-                circuits.truncate(n);
-            }
-            // Labels borrow the names: no allocation per sample.
-            fn per_dir<'s>(id: &'s str, key: &'static str) -> [[(&'static str, &'s str); 2]; 2] {
-                Dir::BOTH.map(|d| [(key, id), ("direction", d.name())])
-            }
-            for (name, help, f) in COUNTERS {
-                counter(
-                    &mut e,
-                    &format!("lqos_circuit_{name}"),
-                    help,
-                    circuits.iter().flat_map(|c| {
-                        let [a, b] = per_dir(&c.id, "circuit_id");
-                        [(a, f(&c.download)), (b, f(&c.upload))]
-                    }),
-                )?;
-                counter(
-                    &mut e,
-                    &format!("lqos_node_{name}"),
-                    help,
-                    stats.nodes.iter().flat_map(|n| {
-                        let [a, b] = per_dir(&n.name, "node");
-                        [(a, f(&n.download)), (b, f(&n.upload))]
-                    }),
-                )?;
-            }
-            for (name, help, f) in GAUGES {
-                gauge(
-                    &mut e,
-                    &format!("lqos_circuit_{name}"),
-                    help,
-                    circuits.iter().flat_map(|c| {
-                        let [a, b] = per_dir(&c.id, "circuit_id");
-                        [(a, f(&c.download) as f64), (b, f(&c.upload) as f64)]
-                    }),
-                )?;
-                gauge(
-                    &mut e,
-                    &format!("lqos_node_{name}"),
-                    help,
-                    stats.nodes.iter().flat_map(|n| {
-                        let [a, b] = per_dir(&n.name, "node");
-                        [(a, f(&n.download) as f64), (b, f(&n.upload) as f64)]
-                    }),
-                )?;
-            }
-            gauge(
-                &mut e,
-                "lqos_circuit_cake_delay_seconds",
-                "cake tin queueing delay (peak, avg, base)",
-                circuits.iter().flat_map(|c| {
-                    Dir::BOTH.into_iter().flat_map(move |d| {
-                        c.dir(d).tins.iter().enumerate().flat_map(move |(i, t)| {
-                            [
-                                ("peak", t.peak_delay_us),
-                                ("avg", t.avg_delay_us),
-                                ("base", t.base_delay_us),
-                            ]
-                            .map(|(k, us)| {
-                                (
-                                    [
-                                        ("circuit_id", c.id.as_str()),
-                                        ("direction", d.name()),
-                                        ("tin", TINS[i.min(7)]),
-                                        ("delay", k),
-                                    ],
-                                    f64::from(us) / 1e6,
-                                )
-                            })
-                        })
-                    })
-                }),
-            )?;
-            gauge(
-                &mut e,
-                "lqos_circuit_info",
-                "A circuit's name and parent node (value 1)",
-                circuits.iter().map(|c| {
-                    (
-                        [
-                            ("circuit_id", c.id.as_str()),
-                            ("name", c.name.as_str()),
-                            ("parent", c.parent.as_str()),
-                        ],
-                        1.0,
-                    )
-                }),
-            )?;
-        }
-        let h = &shared.health;
+        let h = self;
         counter(
             &mut e,
             "lqos_reloads",
@@ -401,6 +279,7 @@ pub struct Poller<'a> {
 
 struct PollState {
     index: Option<StatsIndex>,
+    labels: Arc<Labels>,
     tracker: Option<StatsTracker>,
     pending: Vec<RawIface>,
     started: Instant,
@@ -414,6 +293,7 @@ impl<'a> Poller<'a> {
             live,
             state: Mutex::new(PollState {
                 index: None,
+                labels: Arc::default(),
                 tracker: None,
                 pending: Vec::new(),
                 started: Instant::now(),
@@ -432,6 +312,7 @@ impl<'a> Poller<'a> {
             (Some(old), Some(t)) => t.rebase(old, &index),
             _ => StatsTracker::new(&index),
         };
+        st.labels = Arc::new(Labels::new(&index));
         st.index = Some(index);
         st.tracker = Some(tracker);
         st.pending.clear();
@@ -484,9 +365,12 @@ impl<'a> Poller<'a> {
         else {
             return;
         };
-        let stats = tracker.observe(index, raw, now);
+        let snapshot = Arc::new(Snapshot {
+            stats: tracker.observe(index, raw, now),
+            labels: st.labels.clone(),
+        });
         let mut sh = self.shared.lock().expect("metrics state");
-        sh.stats = Some(stats);
+        sh.latest = Some(snapshot);
         sh.health.polls += 1;
         sh.health.poll_secs = took.as_secs_f64();
     }
@@ -543,30 +427,70 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr)
 }
 
+/// Time a client has to take the whole answer.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Serves `/metrics` from `listener` on a thread of its own, one
 /// connection at a time (each bounded in size and time).
-pub fn serve(listener: TcpListener, registry: Arc<Registry>) -> std::thread::JoinHandle<()> {
+pub fn serve(
+    listener: TcpListener,
+    shared: Arc<Mutex<Shared>>,
+    circuits: CircuitSeries,
+) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
         .name("lqos-metrics".into())
         .spawn(move || {
             for conn in listener.incoming() {
                 let Ok(stream) = conn else { continue };
-                let _ = handle(stream, &registry);
+                let _ = handle(stream, &shared, circuits);
             }
         })
         .expect("spawning the metrics thread")
 }
 
+/// What a request gets.
+enum Answer {
+    /// `/metrics` (`body`: false for HEAD).
+    Metrics { body: bool },
+    /// An error status with a short text.
+    Error(u16, &'static str),
+}
+
+/// A socket writer that gives up once the whole answer has taken longer
+/// than [`WRITE_TIMEOUT`] (each write is bounded by the socket's timeout
+/// too), so a client that reads slowly cannot hold the server.
+struct Deadline<'a> {
+    s: &'a mut TcpStream,
+    until: Instant,
+}
+
+impl Write for Deadline<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if Instant::now() > self.until {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.s.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.s.flush()
+    }
+}
+
 /// Reads one request head (bounded), answers it, closes.
-fn handle(mut s: TcpStream, registry: &Registry) -> std::io::Result<()> {
+fn handle(
+    mut s: TcpStream,
+    shared: &Mutex<Shared>,
+    circuits: CircuitSeries,
+) -> std::io::Result<()> {
     s.set_read_timeout(Some(READ_TIMEOUT))?;
     s.set_write_timeout(Some(Duration::from_secs(10)))?;
     let deadline = Instant::now() + READ_TIMEOUT;
     let mut buf = vec![0u8; MAX_HEAD];
     let mut len = 0;
-    let (status, body) = loop {
+    let answer = loop {
         if Instant::now() > deadline {
-            break (408, "request timeout\n".to_string());
+            break Answer::Error(408, "request timeout\n");
         }
         let n = match s.read(&mut buf[len..]) {
             Ok(0) => return Ok(()), // closed before a whole request
@@ -577,7 +501,7 @@ fn handle(mut s: TcpStream, registry: &Registry) -> std::io::Result<()> {
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
-                break (408, "request timeout\n".to_string());
+                break Answer::Error(408, "request timeout\n");
             }
             Err(e) => return Err(e),
         };
@@ -587,41 +511,59 @@ fn handle(mut s: TcpStream, registry: &Registry) -> std::io::Result<()> {
         match req.parse(&buf[..len]) {
             Ok(httparse::Status::Complete(_)) => {
                 break match (req.method, req.path) {
-                    (Some("GET" | "HEAD"), Some("/metrics")) => (200, render(registry)),
-                    (Some("GET" | "HEAD"), Some(_)) => (404, "not found: try /metrics\n".into()),
-                    _ => (405, "only GET /metrics\n".into()),
+                    (Some(m @ ("GET" | "HEAD")), Some("/metrics")) => {
+                        Answer::Metrics { body: m == "GET" }
+                    }
+                    (Some("GET" | "HEAD"), Some(_)) => {
+                        Answer::Error(404, "not found: try /metrics\n")
+                    }
+                    _ => Answer::Error(405, "only GET /metrics\n"),
                 };
             }
             Ok(httparse::Status::Partial) if len == buf.len() => {
-                break (431, "request head too large\n".into());
+                break Answer::Error(431, "request head too large\n");
             }
             Ok(httparse::Status::Partial) => continue,
             Err(httparse::Error::TooManyHeaders) => {
-                break (431, "too many headers\n".into());
+                break Answer::Error(431, "too many headers\n");
             }
-            Err(_) => break (400, "malformed request\n".into()),
+            Err(_) => break Answer::Error(400, "malformed request\n"),
         }
     };
-    let reason = match status {
-        200 => "OK",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        _ => "Request Header Fields Too Large",
+    let mut w = Deadline {
+        s: &mut s,
+        until: Instant::now() + WRITE_TIMEOUT,
     };
-    let ctype = if status == 200 {
-        "application/openmetrics-text; version=1.0.0; charset=utf-8"
-    } else {
-        "text/plain; charset=utf-8"
-    };
-    write!(
-        s,
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )?;
-    s.write_all(body.as_bytes())?;
-    s.flush()?;
+    match answer {
+        // The body's length is not known before it is written: it ends
+        // with the connection (and with `# EOF`, so a cut answer shows).
+        Answer::Metrics { body } => {
+            w.write_all(
+                b"HTTP/1.1 200 OK\r\n\
+                  Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\n\
+                  Connection: close\r\n\r\n",
+            )?;
+            if body {
+                render(&mut w, shared, circuits)?;
+            }
+        }
+        Answer::Error(status, text) => {
+            let reason = match status {
+                400 => "Bad Request",
+                404 => "Not Found",
+                405 => "Method Not Allowed",
+                408 => "Request Timeout",
+                _ => "Request Header Fields Too Large",
+            };
+            write!(
+                w,
+                "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            )?;
+        }
+    }
+    w.flush()?;
     let _ = s.shutdown(std::net::Shutdown::Both);
     Ok(())
 }
@@ -633,13 +575,17 @@ mod tests {
     use lqos_apply::netlink::{
         CakeTin, CakeXstats, ClassSample, Counters, LeafXstats, QdiscSample,
     };
+    use lqos_apply::stats::openmetrics::{tin_delays, COUNTERS, DELAY, DELAY_KINDS, GAUGES, INFO};
+    use lqos_apply::stats::{Dir, DirStats};
     use lqos_tc::{Direction, TcHandle};
+    use proptest::prelude::*;
 
-    /// A plan of 5 circuits with cake leaves, and statistics from two polls
-    /// in which every circuit sent bytes.
-    fn shared() -> Arc<Mutex<Shared>> {
+    /// A plan of `n` circuits with cake leaves (diffserv4), and statistics
+    /// from two polls in which every circuit sent bytes, all of them in
+    /// the Best Effort tin.
+    fn polled(n: usize) -> (StatsIndex, Stats) {
         let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 5,
+            circuits: n,
             ..Default::default()
         });
         let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 2);
@@ -668,13 +614,22 @@ mod tests {
                         } else {
                             c.leaf_download
                         };
+                        let mut tins = vec![CakeTin::default(); 4];
+                        tins[1] = CakeTin {
+                            sent_bytes: bytes,
+                            sent_packets: 3,
+                            peak_delay_us: 1_500_250,
+                            avg_delay_us: 1234,
+                            base_delay_us: 7,
+                            ..CakeTin::default()
+                        };
                         r.qdiscs.push(QdiscSample {
                             handle: TcHandle::new(leaf.unwrap(), 0),
                             parent: classid,
                             kind: "cake".into(),
                             counters: Counters::default(),
                             xstats: LeafXstats::Cake(CakeXstats {
-                                tins: vec![CakeTin::default(); 4],
+                                tins,
                                 ..CakeXstats::default()
                             }),
                         });
@@ -685,33 +640,65 @@ mod tests {
         };
         t.observe(&index, &raw(100), Duration::ZERO);
         let stats = t.observe(&index, &raw(1100), Duration::from_secs(1));
+        (index, stats)
+    }
+
+    fn shared() -> Mutex<Shared> {
+        let (index, stats) = polled(5);
         let mut h = Health::default();
         h.reloads.insert(("start".into(), "applied".into()), 1);
         h.last_reload_unix = Some(1.0);
         h.lazy_active = Some(3);
-        Arc::new(Mutex::new(Shared {
-            stats: Some(stats),
+        Mutex::new(Shared {
+            latest: Some(Arc::new(Snapshot {
+                stats,
+                labels: Arc::new(Labels::new(&index)),
+            })),
             health: h,
-        }))
+        })
+    }
+
+    fn text(shared: &Mutex<Shared>, which: CircuitSeries) -> String {
+        let mut out = Vec::new();
+        render(&mut out, shared, which).unwrap();
+        String::from_utf8(out).unwrap()
     }
 
     #[test]
     fn metrics_render_every_series_and_bound_the_circuits() {
-        let all = render(&registry(shared(), CircuitSeries::All));
+        let sh = shared();
+        let all = text(&sh, CircuitSeries::All);
         assert!(
             all.contains(
-                "lqos_circuit_sent_bytes_total{circuit_id=\"10001\",direction=\"download\"} 1100"
+                "lqos_circuit_sent_bytes_total{circuit_id=\"10001\",direction=\"download\"} 1100\n"
             ),
             "{all}"
         );
-        assert_eq!(all.matches("lqos_circuit_info{").count(), 5);
-        assert!(all.contains("lqos_circuit_cake_delay_seconds{"), "{all}");
+        assert!(all.ends_with("\n# EOF\n"));
+        assert_eq!(all.matches("\nlqos_circuit_info{").count(), 5);
+        assert!(all.contains("\n# TYPE lqos_circuit info\n"));
+        // Only the tin that carried traffic has delay series, in seconds.
+        assert!(all.contains(
+            "lqos_circuit_cake_delay_seconds{circuit_id=\"10001\",direction=\"upload\",tin=\"1\",delay=\"peak\"} 1.50025\n"
+        ), "{all}");
+        assert!(all.contains("tin=\"1\",delay=\"avg\"} 0.001234\n"));
+        assert!(all.contains("tin=\"1\",delay=\"base\"} 0.000007\n"));
+        assert!(!all.contains("tin=\"0\""));
+        assert_eq!(
+            all.matches("\nlqos_circuit_cake_delay_seconds{").count(),
+            5 * 2 * 3
+        );
         assert!(all.contains("lqos_reloads_total{trigger=\"start\",outcome=\"applied\"} 1"));
-        let top = render(&registry(shared(), CircuitSeries::Top(2)));
-        assert_eq!(top.matches("lqos_circuit_info{").count(), 2);
-        let none = render(&registry(shared(), CircuitSeries::None));
-        assert_eq!(none.matches("lqos_circuit_info{").count(), 0);
-        assert!(none.contains("lqos_node_sent_bytes_total{"));
+        // Every sample line is one the parser takes.
+        let samples = all.lines().filter(|l| !l.starts_with('#')).count();
+        let lines = all.lines().map(|l| Ok(l.to_string()));
+        let parsed = prometheus_parse::Scrape::parse(lines).unwrap();
+        assert_eq!(parsed.samples.len(), samples);
+        let top = text(&sh, CircuitSeries::Top(2));
+        assert_eq!(top.matches("\nlqos_circuit_info{").count(), 2);
+        let none = text(&sh, CircuitSeries::None);
+        assert_eq!(none.matches("\nlqos_circuit_info{").count(), 0);
+        assert!(none.contains("\nlqos_node_sent_bytes_total{"));
         // Every series the Grafana dashboard queries is served.
         let dash = include_str!("../../packaging/grafana/lqos.json");
         let mut names: Vec<&str> = dash
@@ -730,10 +717,183 @@ mod tests {
     }
 
     #[test]
+    fn top_n_keeps_the_busiest_circuits() {
+        let (index, mut stats) = polled(6);
+        stats.circuits[4].upload.rate_bps = 1e9;
+        stats.circuits[2].download.rate_bps = 5e8;
+        let sh = Mutex::new(Shared {
+            latest: Some(Arc::new(Snapshot {
+                stats,
+                labels: Arc::new(Labels::new(&index)),
+            })),
+            health: Health::default(),
+        });
+        let top = text(&sh, CircuitSeries::Top(2));
+        let ids: Vec<&str> = top
+            .lines()
+            .filter(|l| l.starts_with("lqos_circuit_info{"))
+            .map(|l| l.split('"').nth(1).unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            [index.circuits[4].id.as_str(), index.circuits[2].id.as_str()]
+        );
+    }
+
+    /// The same families encoded by prometheus-client, one label at a time
+    /// (what `/metrics` was before label sets were rendered once per plan).
+    struct Reference<'a>(&'a StatsIndex, &'a Stats);
+
+    impl std::fmt::Debug for Reference<'_> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Reference")
+        }
+    }
+
+    impl Collector for Reference<'static> {
+        fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+            use prometheus_client::metrics::MetricType;
+            let (index, stats) = (self.0, self.1);
+            let node_name = |p: u32| index.nodes[p as usize].name.as_str();
+            for (fields, ty) in [
+                (&COUNTERS[..], MetricType::Counter),
+                (&GAUGES[..], MetricType::Gauge),
+            ] {
+                for &(name, help, f) in fields {
+                    for (who, key) in [("circuit", "circuit_id"), ("node", "node")] {
+                        let family = format!("lqos_{who}_{name}");
+                        let mut m = e.encode_descriptor(&family, help, None, ty)?;
+                        let rows: Vec<(&str, [&DirStats; 2])> = if who == "circuit" {
+                            index
+                                .circuits
+                                .iter()
+                                .zip(&stats.circuits)
+                                .map(|(c, s)| (c.id.as_str(), [&s.download, &s.upload]))
+                                .collect()
+                        } else {
+                            index
+                                .nodes
+                                .iter()
+                                .zip(&stats.nodes)
+                                .map(|(n, s)| (n.name.as_str(), [&s.download, &s.upload]))
+                                .collect()
+                        };
+                        for (id, dirs) in rows {
+                            for (d, ds) in Dir::BOTH.into_iter().zip(dirs) {
+                                let labels = [(key, id), ("direction", d.name())];
+                                let enc = m.encode_family(&labels)?;
+                                match ty {
+                                    MetricType::Counter => ConstCounter::new(f(ds)).encode(enc)?,
+                                    _ => ConstGauge::new(f(ds) as i64).encode(enc)?,
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let mut m = e.encode_descriptor(DELAY.0, DELAY.1, None, MetricType::Gauge)?;
+            for (c, s) in index.circuits.iter().zip(&stats.circuits) {
+                for d in Dir::BOTH {
+                    for (tin, delays) in tin_delays(s.dir(d)) {
+                        for (k, us) in DELAY_KINDS.into_iter().zip(delays) {
+                            let tin = tin.to_string();
+                            let labels = [
+                                ("circuit_id", c.id.as_str()),
+                                ("direction", d.name()),
+                                ("tin", tin.as_str()),
+                                ("delay", k),
+                            ];
+                            ConstGauge::new(f64::from(us) / 1e6)
+                                .encode(m.encode_family(&labels)?)?;
+                        }
+                    }
+                }
+            }
+            let mut m = e.encode_descriptor(INFO.0, INFO.1, None, MetricType::Info)?;
+            for c in &index.circuits {
+                m.encode_info(&[
+                    ("circuit_id", c.id.as_str()),
+                    ("name", c.name.as_str()),
+                    ("parent", node_name(c.parent)),
+                ])?;
+            }
+            Ok(())
+        }
+    }
+
+    /// Lines equal, values equal as numbers (`0.5` and `5e-1` are one value).
+    fn assert_same_exposition(ours: &str, theirs: &str) {
+        let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+        assert_eq!(a.len(), b.len(), "{ours}\n----\n{theirs}");
+        for (x, y) in a.into_iter().zip(b) {
+            if x.starts_with('#') {
+                assert_eq!(x, y);
+                continue;
+            }
+            let (xs, xv) = x.rsplit_once(' ').unwrap();
+            let (ys, yv) = y.rsplit_once(' ').unwrap();
+            assert_eq!(xs, ys);
+            assert_eq!(
+                xv.parse::<f64>().unwrap(),
+                yv.parse::<f64>().unwrap(),
+                "{x} / {y}"
+            );
+        }
+    }
+
+    fn reference(index: &StatsIndex, stats: &Stats) -> String {
+        // The collector wants 'static: leak two small test values.
+        let (index, stats): (&'static StatsIndex, &'static Stats) = (
+            Box::leak(Box::new(index.clone())),
+            Box::leak(Box::new(stats.clone())),
+        );
+        let mut r = Registry::default();
+        r.register_collector(Box::new(Reference(index, stats)));
+        let mut s = String::new();
+        prometheus_client::encoding::text::encode_registry(&mut s, &r).unwrap();
+        s
+    }
+
+    fn ours(index: &StatsIndex, stats: &Stats) -> String {
+        let mut out = Vec::new();
+        lqos_apply::stats::openmetrics::render(
+            &mut out,
+            stats,
+            &Labels::new(index),
+            CircuitSeries::All,
+        )
+        .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        /// Names from the inputs are untrusted: whatever they hold
+        /// (quotes, backslashes, newlines, any Unicode), the exposition is
+        /// the one prometheus-client writes for the same series.
+        #[test]
+        fn the_exposition_is_prometheus_clients(
+            names in proptest::collection::vec("(\\PC|[\"\\\\\n]){0,12}", 8),
+            delays in proptest::collection::vec(any::<u32>(), 3),
+        ) {
+            let (mut index, mut stats) = polled(3);
+            for (i, c) in index.circuits.iter_mut().enumerate() {
+                c.id = names[2 * i].as_str().into();
+                c.name = names[2 * i + 1].as_str().into();
+            }
+            index.nodes[0].name = names[6].clone();
+            let t = &mut stats.circuits[0].upload.tins[1];
+            (t.peak_delay_us, t.avg_delay_us, t.base_delay_us) = (delays[0], delays[1], delays[2]);
+            assert_same_exposition(&ours(&index, &stats), &reference(&index, &stats));
+        }
+    }
+
+    #[test]
     fn circuit_series_parse() {
-        assert_eq!("all".parse(), Ok(CircuitSeries::All));
-        assert_eq!("top:50".parse(), Ok(CircuitSeries::Top(50)));
-        assert_eq!("none".parse(), Ok(CircuitSeries::None));
-        assert!("top:x".parse::<CircuitSeries>().is_err());
+        assert_eq!(parse_circuit_series("all"), Ok(CircuitSeries::All));
+        assert_eq!(parse_circuit_series("top:50"), Ok(CircuitSeries::Top(50)));
+        assert_eq!(parse_circuit_series("none"), Ok(CircuitSeries::None));
+        assert!(parse_circuit_series("top:x").is_err());
     }
 }

@@ -1,6 +1,6 @@
 //! `lqos compare --libreqos DIR` on the LibreQoS-shaped fixture
 //! (`tests/fixtures/libreqos/`): the tree lqos plans for LibreQoS's inputs
-//! against the one LibreQoS's bakery loaded, by name.
+//! against the ones LibreQoS's bakery and LibreQoS.py wrote, by name.
 
 mod common;
 
@@ -28,6 +28,31 @@ fn libreqos_tree_and_lqos_round_robin_plan_are_the_same() {
     assert_eq!(code(&o), 0, "{out}\n{err}");
     assert!(out.contains("6 circuits and 5 nodes in both; 0 classes only in LibreQoS (0 without a note), 0 only in lqos"), "{out}");
     assert!(out.contains("circuit directions that differ: 0 (0 without a note); node/queue class directions: 0 (0 without a note)"), "{out}");
+}
+
+#[test]
+fn libreqos_pys_own_linux_tc_differs_only_in_its_rounded_default_class() {
+    let o = lqos(
+        &fixture(),
+        &[
+            "compare",
+            "--libreqos",
+            "state",
+            "--tc",
+            "state/debug/linux_tc.txt",
+            "--strategy",
+            "round-robin",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}\n{err}");
+    assert!(out.contains("circuit directions that differ: 0 (0 without a note); node/queue class directions: 4 (0 without a note)"), "{out}");
+    assert_eq!(
+        out.matches("default class download rate: LibreQoS 250 Mbps, lqos 249 Mbps (LibreQoS.py's rounded default-class rate)").count()
+            + out.matches("default class upload rate: LibreQoS 250 Mbps, lqos 249 Mbps (LibreQoS.py's rounded default-class rate)").count(),
+        4,
+        "{out}"
+    );
 }
 
 #[test]

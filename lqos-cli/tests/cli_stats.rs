@@ -252,66 +252,6 @@ fn top_in_tmux(d: &std::path::Path, target: &[&str]) -> String {
 
 /// Whether this kernel has sch_cake (else the test is skipped, unless
 /// `LQOS_REQUIRE_CAKE=1`, as in the lab).
-fn cake_available(test: &str) -> bool {
-    let kind = lqos_tc::QdiscKind::Cake(Default::default());
-    match lqos_apply::KindProbe::new().probe(&kind).expect("probe") {
-        Ok(()) => true,
-        Err(r) if std::env::var("LQOS_REQUIRE_CAKE").as_deref() == Ok("1") => {
-            panic!("{test}: LQOS_REQUIRE_CAKE=1 but this kernel has no cake: {r}")
-        }
-        Err(r) => {
-            eprintln!(
-                "skipping {test}: no sch_cake here ({r}); run it in the lab: cargo xtask lab test"
-            );
-            false
-        }
-    }
-}
-
-/// With `cake diffserv4` leaves, an EF-marked flow moves the Voice tin's
-/// counters and not the Best Effort one's (tins as the kernel dumps them:
-/// Bulk, Best Effort, Video, Voice).
-#[test]
-fn cake_counts_an_ef_flow_in_the_voice_tin() {
-    if !require_netns("cli stats cake tins") || !cake_available("cli stats cake tins") {
-        return;
-    }
-    let (ns, dir) = netns_with_generated("tins", 1, 10);
-    let d = dir.path();
-    static_neighbour(&ns);
-    let target = ["--netns", ns.name(), "--state-dir", "st"];
-    let mut apply = vec!["apply", "--queues", "1", "--sqm", "cake diffserv4"];
-    apply.extend(target);
-    ok(&lqos(d, &apply));
-    let state = lqos_apply::StateDir::open(d.join("st")).unwrap();
-    let plan = lqos_apply::load_saved_plan(&state, Some(ns.name()))
-        .unwrap()
-        .unwrap()
-        .plan;
-    let c = &plan.allocation.circuits[0];
-    let classid = TcHandle::new(plan.major(Direction::Download, c.queue), c.minor);
-    // DSCP EF (46) << 2.
-    let s = udp_sender(ns.name(), "ens19", classid.raw(), 0xb8);
-    let mut sent = 0u64;
-    for _ in 0..200 {
-        if s.send(&[0u8; 200]).is_ok() {
-            sent += 1;
-        }
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    let mut q = vec!["stats", "--json", "--interval", "0", "--circuit", &c.id];
-    q.extend(target);
-    let j: serde_json::Value = serde_json::from_str(&ok(&lqos(d, &q))).unwrap();
-    let tins = j["circuits"][0]["download"]["tins"]
-        .as_array()
-        .unwrap()
-        .clone();
-    assert_eq!(tins.len(), 4, "{j}");
-    let pk = |i: usize| tins[i]["sent_packets"].as_u64().unwrap();
-    assert!(pk(3) >= sent * 99 / 100, "Voice: {} of {sent}: {j}", pk(3));
-    assert_eq!(pk(1), 0, "Best Effort moved: {j}");
-}
-
 /// Without a terminal `lqos top` says to use `lqos stats` (exit 2).
 #[test]
 fn top_without_a_terminal_points_to_stats() {

@@ -170,6 +170,11 @@ pub(crate) fn check_circuit(
                 "parent node {parent:?} does not exist in network.json"
             ))),
             Some(idx) => {
+                if shaping_ancestor(net, idx).is_none() {
+                    report.push(warn(format!(
+                        "parent node {parent:?} is virtual with no shaped node above it; the circuit goes under a generated parent node, as LibreQoS does"
+                    )));
+                }
                 if let Some(pa) = shaping_ancestor(net, idx) {
                     let pn = net.node(pa);
                     for (dir, max, cap) in [

@@ -93,6 +93,18 @@ fn virtual_parent_compares_with_nearest_real_ancestor() {
 }
 
 #[test]
+fn a_circuit_under_a_virtual_top_level_node_goes_under_a_generated_parent_as_in_libreqos() {
+    // LibreQoS: "Circuit '1' is parented to virtual top-level node 'V'.
+    // Attaching it as unparented for shaping."
+    let net = r#"{"V": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 1000, "virtual": true,
+        "children": {"AP": {"downloadBandwidthMbps": 100, "uploadBandwidthMbps": 100}}}}"#;
+    assert_eq!(
+        check(net, "1,a,d1,R,V,,10.0.0.1,,1,1,20,20,\n2,b,d2,R,AP,,10.0.0.2,,1,1,20,20,\n"),
+        ["warning: SD.csv:2: circuit \"1\": parent node \"V\" is virtual with no shaped node above it; the circuit goes under a generated parent node, as LibreQoS does"]
+    );
+}
+
+#[test]
 fn node_above_its_parent_is_a_warning() {
     let net = r#"{"Site": {"downloadBandwidthMbps": 100, "uploadBandwidthMbps": 100,
         "children": {"AP": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 100}}}}"#;

@@ -303,7 +303,7 @@ fn diff_classes(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
         while let Some(id) = stack.pop() {
             let nc = &new.classes[&id];
             if kept(id) {
-                if !class_satisfies(&old.classes[&id], nc) {
+                if !class_satisfies(&old.classes[&id], nc, new_kids.contains_key(&id)) {
                     changes.push(TcOp::ChangeClass(nc.clone()));
                 }
             } else {
@@ -358,11 +358,19 @@ pub fn known_diff<'a>(
 ) -> Result<Vec<TcOp>, KnownDiffError> {
     let mut leaves = Vec::new();
     let mut classes = Vec::new();
+    // The model's classes with children, read only for a class whose
+    // quantum or prio alone differs.
+    let mut inner = None;
     for op in ops {
         match op {
             TcOp::AddClass(nc) => match model.classes.get(&nc.classid) {
                 Some(oc) if oc.parent == nc.parent => {
-                    if !class_satisfies(oc, nc) {
+                    let satisfied = class_satisfies(oc, nc, false)
+                        || (class_satisfies(oc, nc, true)
+                            && inner
+                                .get_or_insert_with(|| rules::parents(model))
+                                .contains(&nc.classid));
+                    if !satisfied {
                         classes.push(TcOp::ChangeClass(nc.clone()));
                     }
                 }

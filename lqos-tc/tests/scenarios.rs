@@ -729,3 +729,21 @@ fn sqm_error_names_the_csv_line() {
         "{e}"
     );
 }
+
+/// Regression: on a single-queue interface the HTB is the root, created by
+/// `qdisc replace`; `htb_majors` (whose classes the lazy-leaf poll dumps)
+/// missed it, so that poll saw no classes there.
+#[test]
+fn htb_majors_include_a_single_queue_htb_root() {
+    let p = plan(&sites(), &cfg(1), None).unwrap();
+    for ip in &p.interfaces {
+        assert!(ip.ops[..ip.setup_ops]
+            .iter()
+            .any(|op| matches!(op, lqos_tc::TcOp::ReplaceQdisc(_))));
+        assert_eq!(ip.htb_majors().len(), 1, "{}", ip.dev);
+    }
+    let p = plan(&sites(), &cfg(4), None).unwrap();
+    for ip in &p.interfaces {
+        assert_eq!(ip.htb_majors().len(), 4, "{}", ip.dev);
+    }
+}

@@ -22,6 +22,9 @@
 //! - `lab tdc`: the kernel's tc selftests (tdc) for HTB, flower, ingress,
 //!   fq_codel and skbedit on each kernel.
 //!
+//! `cargo xtask soak --minutes M --circuits N` is the daemon's soak run on
+//! the host (root; `soak.rs`).
+//!
 //! Exit status: the guest command's, or 125 when the lab itself fails
 //! (no qemu, download failed, guest panicked, timeout); the message names
 //! the step.
@@ -38,6 +41,7 @@ mod cpio;
 mod fetch;
 mod initramfs;
 mod kernel;
+mod soak;
 mod vm;
 
 use kernel::Kernel;
@@ -60,6 +64,9 @@ enum Task {
         #[command(subcommand)]
         cmd: LabCmd,
     },
+    /// The daemon's soak run on the host (root): `lqos watch` in a scratch
+    /// netns under random edits for M minutes, `lqos verify` after each.
+    Soak(soak::SoakArgs),
 }
 
 #[derive(Subcommand)]
@@ -678,6 +685,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.task {
         Task::Lab { cmd } => lab(cmd),
+        Task::Soak(a) => Lab::new().and_then(|l| soak::soak(&l, &a)),
     };
     match result {
         Ok(rc) => ExitCode::from(rc.clamp(0, 255) as u8),

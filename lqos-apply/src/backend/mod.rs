@@ -20,7 +20,7 @@ mod tc;
 #[cfg(feature = "test-util")]
 pub use faults::{Fault, Faulty};
 pub use netlink::NetlinkBackend;
-pub use recording::Recording;
+pub use recording::{Recording, RECORDING_BATCH};
 pub use tc::{TcBatch, TcMode};
 
 /// What is sent to one interface: ops borrowed from a plan (a full build,
@@ -156,10 +156,89 @@ pub enum Parallelism {
     Parallel,
 }
 
-/// Receives progress while a load runs (ops handed to the kernel or to tc).
+/// Receives progress while a load runs (ops handed to the kernel or to
+/// tc), and tells it when to stop.
 pub trait Progress: Sync {
     /// `n` more ops of `dev` were sent.
     fn advance(&self, dev: &str, n: usize);
+
+    /// Whether the load should stop at its next safe point: the netlink
+    /// backend checks between two batches of requests (waiting for the
+    /// ACKs of the batch in flight), `tc -b` between two lines (then
+    /// closes tc's input, killing tc if the lines it still holds take
+    /// long). An interface stopped this way reports the ops applied so far
+    /// and [`ApplyError::Incomplete`] with [`Stopped::Cancelled`].
+    ///
+    /// [`Stopped::Cancelled`]: crate::error::Stopped::Cancelled
+    fn cancelled(&self) -> bool {
+        false
+    }
+}
+
+/// A cancellation flag for loads: set it (from a signal handler, another
+/// thread) and every load given it as (or inside) its [`Progress`] stops at
+/// its next safe point.
+///
+/// ```
+/// use lqos_apply::{Cancel, Progress};
+/// let cancel = Cancel::new();
+/// assert!(!cancel.cancelled());
+/// // e.g. signal_hook::flag::register(SIGTERM, cancel.flag())
+/// cancel.cancel();
+/// assert!(cancel.cancelled());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Cancel {
+    /// A flag that is not set.
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Sets the flag: loads stop at their next safe point.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// The shared flag itself (for `signal_hook::flag::register`, which
+    /// sets it from the signal handler).
+    pub fn flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        self.0.clone()
+    }
+
+    /// `progress`, stopping when this flag is set.
+    pub fn with<'a>(&'a self, progress: &'a dyn Progress) -> WithCancel<'a> {
+        WithCancel {
+            progress,
+            cancel: self,
+        }
+    }
+}
+
+impl Progress for Cancel {
+    fn advance(&self, _dev: &str, _n: usize) {}
+
+    fn cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A [`Progress`] that also stops when its [`Cancel`] is set
+/// ([`Cancel::with`]).
+pub struct WithCancel<'a> {
+    progress: &'a dyn Progress,
+    cancel: &'a Cancel,
+}
+
+impl Progress for WithCancel<'_> {
+    fn advance(&self, dev: &str, n: usize) {
+        self.progress.advance(dev, n);
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.cancelled() || self.progress.cancelled()
+    }
 }
 
 /// A [`Progress`] that ignores everything.

@@ -7,7 +7,7 @@ use super::{
     delete_placement, is_root_delete, root_delete_found_nothing, Backend, IfaceOps, IfaceReport,
     LoadReport, Parallelism, Progress, RootDelete,
 };
-use crate::error::ApplyError;
+use crate::error::{ApplyError, Stopped};
 use crate::live::{netlink_error, open_socket};
 use crate::netlink::{NetlinkSocket, SendOptions};
 use crate::timing::{CpuScope, Stopwatch};
@@ -51,6 +51,9 @@ impl NetlinkBackend {
         let mut applied = 0;
         let mut start = 0;
         while start < ops.len() {
+            if progress.cancelled() {
+                return (applied, Some(cancelled(dev)));
+            }
             // A root delete goes alone: when it finds nothing to delete, the
             // ops behind it in the same sendmsg would still be applied.
             let end = if is_root_delete(&ops[start]) {
@@ -68,7 +71,12 @@ impl NetlinkBackend {
                     last = n;
                 }
             };
-            match sock.send_ops(ifindex, &ops[start..end], &self.send, &mut report) {
+            let stop = || progress.cancelled();
+            match sock.send_ops_until(ifindex, &ops[start..end], &self.send, &mut report, &stop) {
+                Ok(stats) if stats.not_sent > 0 => {
+                    applied += stats.acked;
+                    return (applied, Some(cancelled(dev)));
+                }
                 Ok(stats) => {
                     applied += stats.acked;
                     start = end;
@@ -177,6 +185,27 @@ impl NetlinkBackend {
     }
 }
 
+/// The stop of a cancelled stream (its counts are the interface's, set by
+/// [`settle`]).
+fn cancelled(dev: &str) -> ApplyError {
+    ApplyError::Incomplete {
+        dev: dev.to_string(),
+        sent: 0,
+        total: 0,
+        reason: Stopped::Cancelled { unsure: 0 },
+        cause: None,
+    }
+}
+
+/// `rep` with a cancelled stream's counts: the ops applied (each ACKed)
+/// of the interface's whole stream.
+fn settle(mut rep: IfaceReport) -> IfaceReport {
+    if let Some(ApplyError::Incomplete { sent, total, .. }) = &mut rep.error {
+        (*sent, *total) = (rep.ops_applied, rep.ops_total);
+    }
+    rep
+}
+
 impl Backend for NetlinkBackend {
     fn describe(&self) -> String {
         match self.parallelism {
@@ -195,12 +224,12 @@ impl Backend for NetlinkBackend {
         let interfaces = match self.parallelism {
             Parallelism::Serial => ifaces
                 .iter()
-                .map(|i| self.load_iface(i, root_delete, progress))
+                .map(|i| settle(self.load_iface(i, root_delete, progress)))
                 .collect(),
             Parallelism::Parallel => std::thread::scope(|s| {
                 let handles: Vec<_> = ifaces
                     .iter()
-                    .map(|i| s.spawn(move || self.load_iface(i, root_delete, progress)))
+                    .map(|i| s.spawn(move || settle(self.load_iface(i, root_delete, progress))))
                     .collect();
                 handles
                     .into_iter()

@@ -160,8 +160,14 @@ impl Recording {
         // root deletes (a root delete on an empty device is a no-op here).
         let tree = s.trees.entry(dev.to_string()).or_default();
         let mut failure = None;
+        let mut cancelled = false;
         let mut i = 0;
         while i < upto {
+            // A batch of a netlink load: cancellation is honoured between.
+            if i % RECORDING_BATCH == 0 && progress.cancelled() {
+                cancelled = true;
+                break;
+            }
             if is_root_delete(&ops[i]) {
                 // The kernel answers ENOENT (benign) when only its own
                 // handle-0 default root is there.
@@ -171,22 +177,38 @@ impl Recording {
                         break;
                     }
                 }
+                progress.advance(dev, 1);
                 i += 1;
                 continue;
             }
             let j = ops[i..upto]
                 .iter()
                 .position(is_root_delete)
-                .map_or(upto, |p| i + p);
+                .map_or(upto, |p| i + p)
+                .min((i / RECORDING_BATCH + 1) * RECORDING_BATCH);
             if let Err((k, e)) = tree.apply_all(&ops[i..j]) {
                 failure = Some((i + k, e.to_string()));
                 break;
             }
+            progress.advance(dev, j - i);
             i = j;
         }
-        let failure = failure.or(stop);
-        let processed = failure.as_ref().map_or(ops.len(), |(i, _)| i + 1);
-        rep.ops_applied = failure.as_ref().map_or(ops.len(), |(i, _)| *i);
+        let failure = if cancelled { failure } else { failure.or(stop) };
+        let processed = match &failure {
+            Some((i, _)) => i + 1,
+            None if cancelled => i,
+            None => ops.len(),
+        };
+        rep.ops_applied = failure.as_ref().map_or(processed, |(i, _)| *i);
+        if cancelled && failure.is_none() {
+            rep.error = Some(ApplyError::Incomplete {
+                dev: dev.to_string(),
+                sent: rep.ops_applied,
+                total: ops.len(),
+                reason: crate::error::Stopped::Cancelled { unsure: 0 },
+                cause: None,
+            });
+        }
         if let Some((index, message)) = failure {
             rep.error = Some(ApplyError::OpFailed {
                 dev: dev.to_string(),
@@ -203,10 +225,13 @@ impl Recording {
                 .map(|op| (dev.to_string(), op.clone())),
         );
         drop(s);
-        progress.advance(dev, rep.ops_applied);
         rep
     }
 }
+
+/// Ops the fake applies between two checks of [`Progress::cancelled`]
+/// (as the netlink backend between two `sendmsg` batches).
+pub const RECORDING_BATCH: usize = 64;
 
 impl Backend for Recording {
     fn describe(&self) -> String {

@@ -74,11 +74,42 @@ struct BatchRun {
     timing: Timing,
     /// (index into the lines given, tc's error text).
     failures: Vec<(usize, String)>,
-    /// Lines processed (all of them with -force or on success; up to and
-    /// including the failing one otherwise).
+    /// Lines processed (all lines sent with -force or on success; up to
+    /// and including the failing one otherwise).
     processed: usize,
+    /// The load was cancelled: lines `processed..` were not sent, or (when
+    /// tc had to be killed) `unsure` of them were sent with their outcome
+    /// unknown.
+    cancelled: Option<Unsure>,
     /// Spawn / wait problem.
     fatal: Option<ApplyError>,
+}
+
+/// Lines sent to a killed tc past the ones it certainly ran.
+type Unsure = usize;
+
+/// The pipe to tc holds this much (`F_SETPIPE_SZ`; the default is 64 KiB):
+/// what tc still has to run after a cancelled load closes its input stays
+/// small (about 200 lines), so it ends within a fraction of a second.
+const TC_PIPE_BYTES: i32 = 16 << 10;
+/// What tc's own stdio buffer may hold on top of the pipe (it reads a pipe
+/// 4 KiB at a time; with margin).
+const TC_STDIO_BYTES: usize = 32 << 10;
+/// The writer's buffer in front of the pipe.
+const TC_WRITE_BUFFER: usize = 1 << 16;
+/// How long a cancelled tc may take to run the lines it holds before it is
+/// killed.
+const TC_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// What the writer thread did.
+#[derive(Default)]
+struct Written {
+    /// Lines handed to tc (whole: a line is written in one piece).
+    lines: usize,
+    /// Byte offset in tc's input after each line.
+    ends: Vec<usize>,
+    /// Stopped on request.
+    cancelled: bool,
 }
 
 impl TcBatch {
@@ -109,6 +140,7 @@ impl TcBatch {
             timing: sw.stop(),
             failures: vec![],
             processed: 0,
+            cancelled: None,
             fatal: Some(e),
         };
         let mut child = match self
@@ -122,40 +154,95 @@ impl TcBatch {
             Err(e) => return fail(ApplyError::io(format!("spawning {}", self.tc.display()), e)),
         };
         let stdin = child.stdin.take().expect("piped stdin");
+        let _ = nix::fcntl::fcntl(&stdin, nix::fcntl::FcntlArg::F_SETPIPE_SZ(TC_PIPE_BYTES));
+        let pipe_bytes = nix::fcntl::fcntl(&stdin, nix::fcntl::FcntlArg::F_GETPIPE_SZ)
+            .map_or(1 << 16, |n| n as usize);
         let mut stderr = child.stderr.take().expect("piped stderr");
         let mut err_text = String::new();
-        std::thread::scope(|s| {
-            s.spawn(move || {
-                let mut w = BufWriter::with_capacity(1 << 16, stdin);
+        let pid = child.id();
+        let (exited, tc_exited) = std::sync::mpsc::channel::<()>();
+        let (written, killed) = std::thread::scope(|s| {
+            let writer = s.spawn(move || {
+                let mut out = Written::default();
+                let mut w = BufWriter::with_capacity(TC_WRITE_BUFFER, stdin);
                 let mut pending = 0usize;
                 let mut last_dev = usize::MAX;
+                let mut offset = 0;
                 for l in lines {
+                    if progress.cancelled() {
+                        out.cancelled = true;
+                        break;
+                    }
                     let dev = &ifaces[l.iface].dev;
                     if l.iface != last_dev && pending > 0 {
                         progress.advance(&ifaces[last_dev].dev, pending);
                         pending = 0;
                     }
                     last_dev = l.iface;
-                    let text = render_line(dev, &at(&streams[l.iface], l.op));
-                    if w.write_all(text.as_bytes()).is_err() || w.write_all(b"\n").is_err() {
-                        return; // tc stopped reading (it exits at the first error)
+                    let mut text = render_line(dev, &at(&streams[l.iface], l.op));
+                    text.push('\n');
+                    // One write per line: the buffer holds whole lines.
+                    if w.write_all(text.as_bytes()).is_err() {
+                        // tc stopped reading (it exits at the first error,
+                        // or was killed).
+                        out.cancelled = progress.cancelled();
+                        return out;
                     }
+                    offset += text.len();
+                    out.ends.push(offset);
+                    out.lines += 1;
                     pending += 1;
                     if pending >= 256 {
                         progress.advance(dev, pending);
                         pending = 0;
                     }
                 }
-                let _ = w.flush();
-                if pending > 0 && last_dev != usize::MAX {
-                    progress.advance(&ifaces[last_dev].dev, pending);
+                if !out.cancelled {
+                    let _ = w.flush();
+                    if pending > 0 && last_dev != usize::MAX {
+                        progress.advance(&ifaces[last_dev].dev, pending);
+                    }
+                    return out; // Dropping the writer closes stdin: tc sees EOF.
                 }
-                // Dropping the writer closes stdin: tc sees EOF.
+                // Cancelled: the lines still buffered here are never sent;
+                // tc runs what it holds, then sees EOF.
+                let (stdin, unsent) = w.into_parts();
+                drop(stdin);
+                let unsent = unsent.map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count());
+                out.lines -= unsent;
+                out.ends.truncate(out.lines);
+                out
+            });
+            // Kills tc when a cancelled load's tc does not end within its
+            // grace time (also when the writer is blocked on a full pipe).
+            let watcher = s.spawn(move || {
+                use std::sync::mpsc::RecvTimeoutError::Timeout;
+                loop {
+                    match tc_exited.recv_timeout(std::time::Duration::from_millis(20)) {
+                        Err(Timeout) if progress.cancelled() => break,
+                        Err(Timeout) => continue,
+                        _ => return false,
+                    }
+                }
+                if tc_exited.recv_timeout(TC_GRACE) != Err(Timeout) {
+                    return false;
+                }
+                // Not reaped yet (the caller waits after this scope): the
+                // pid is still tc's.
+                let _ = nix::sys::signal::kill(
+                    Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+                true
             });
             let _ = stderr.read_to_string(&mut err_text);
+            let _ = exited.send(());
+            (
+                writer.join().unwrap_or_default(),
+                watcher.join().unwrap_or(false),
+            )
         });
         // Per-child CPU time: wait without reaping, read /proc, then reap.
-        let pid = child.id();
         let mut cpu = None;
         if !exclusive_child
             && waitid(
@@ -176,12 +263,27 @@ impl TcBatch {
             timing.sys = sys;
         }
         let failures = parse_tc_errors(&err_text);
-        let processed = if self.force || failures.is_empty() {
-            lines.len()
+        let sent = if written.cancelled {
+            written.lines
         } else {
-            (failures[0].0 + 1).min(lines.len())
+            lines.len()
         };
-        let fatal = if !status.success() && failures.is_empty() {
+        // A killed tc ran at least the lines before what its pipe, its
+        // buffer and the writer's could still hold.
+        let certain = if killed {
+            let total = written.ends.last().copied().unwrap_or(0);
+            let window = TC_WRITE_BUFFER + pipe_bytes + TC_STDIO_BYTES;
+            written.ends.partition_point(|&e| e + window <= total)
+        } else {
+            sent
+        };
+        let processed = if self.force || failures.is_empty() {
+            certain
+        } else {
+            (failures[0].0 + 1).min(certain)
+        };
+        let cancelled = (written.cancelled || killed).then_some(sent - certain);
+        let fatal = if !status.success() && failures.is_empty() && !killed {
             Some(ApplyError::Command {
                 cmd: format!("{:?}", self.command()),
                 message: format!("{status}: {}", err_text.trim()),
@@ -193,6 +295,7 @@ impl TcBatch {
             timing,
             failures,
             processed,
+            cancelled,
             fatal,
         }
     }
@@ -258,6 +361,24 @@ impl TcBatch {
                 if !failed[i] {
                     reports[l.iface].ops_applied += 1;
                 }
+            }
+            if let Some(unsure) = run.cancelled {
+                let mut unsure_of = vec![0; reports.len()];
+                for l in &slice[run.processed..run.processed + unsure] {
+                    unsure_of[l.iface] += 1;
+                }
+                for (r, unsure) in reports.iter_mut().zip(unsure_of) {
+                    if r.error.is_none() && r.ops_applied < r.ops_total {
+                        r.error = Some(ApplyError::Incomplete {
+                            dev: r.dev.clone(),
+                            sent: r.ops_applied,
+                            total: r.ops_total,
+                            reason: Stopped::Cancelled { unsure },
+                            cause: None,
+                        });
+                    }
+                }
+                break;
             }
             match restart_at {
                 Some(next) => start = next,
@@ -546,6 +667,53 @@ mod tests {
             let e = rep.into_result().unwrap_err();
             let cause = std::error::Error::source(&e).expect("a source").to_string();
             assert!(cause.contains("/nonexistent/lqos-test/tc"), "{cause}");
+        }
+    }
+
+    /// A tc that stops reading its input and never ends: a cancelled load
+    /// kills it after its grace time, and the lines it was given are
+    /// reported as of unknown outcome, none as applied.
+    #[test]
+    fn a_cancelled_load_kills_a_tc_that_does_not_end_and_counts_its_lines_as_unsure() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("tc");
+        std::fs::write(
+            &script,
+            "#!/bin/sh\nhead -c 20000 >/dev/null\nexec sleep 60\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut tc = TcBatch::new(None, TcMode::Serial);
+        tc.tc = script;
+        let ops: Vec<TcOp> = (0..5000u16)
+            .map(|i| TcOp::DeleteClass {
+                parent: lqos_tc::TcHandle::new(1, 1),
+                classid: lqos_tc::TcHandle::new(1, i + 3),
+            })
+            .collect();
+        // Cancelled from outside (a signal) while the writer waits on the
+        // full pipe.
+        let cancel = super::super::Cancel::new();
+        let t = std::time::Instant::now();
+        let rep = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                cancel.cancel();
+            });
+            tc.load(&[IfaceOps::new("ens19", ops)], RootDelete::None, &cancel)
+        });
+        eprintln!("returned after {:?}", t.elapsed());
+        let r = &rep.interfaces[0];
+        assert_eq!(r.ops_applied, 0);
+        match &r.error {
+            Some(ApplyError::Incomplete {
+                reason: Stopped::Cancelled { unsure },
+                sent: 0,
+                total: 5000,
+                ..
+            }) => assert!(*unsure >= 200 && *unsure < 5000, "{unsure}"),
+            e => panic!("{e:?}"),
         }
     }
 

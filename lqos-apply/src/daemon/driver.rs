@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::core::{Reloader, Request, Response, Sample, SampleTarget, Settings};
 use super::event::{Event, Record, StateFile};
 use super::ingest::{FileEvent, InputFile};
-use crate::backend::{load_deletes_first, Backend, NoProgress};
+use crate::backend::{load_deletes_first, Backend, Cancel};
 use crate::engine::preflight;
 use crate::error::{ApplyError, Result};
 use crate::inputs::Inputs;
@@ -59,6 +59,7 @@ pub struct Driver<'a> {
     status: WatchStatus,
     clock: Box<dyn FnMut() -> Instant + 'a>,
     pending: Vec<Event>,
+    cancel: Cancel,
 }
 
 impl<'a> Driver<'a> {
@@ -85,7 +86,17 @@ impl<'a> Driver<'a> {
             status: WatchStatus::new(netns.as_deref(), false),
             clock: Box::new(Instant::now),
             pending,
+            cancel: Cancel::new(),
         }
+    }
+
+    /// The same driver whose loads stop at their next safe point once
+    /// `cancel` is set (SIGTERM): such a load ends as a failed one (the
+    /// kernel read back next time, nothing saved as last good), with
+    /// [`crate::Stopped::Cancelled`] in its error.
+    pub fn with_cancel(mut self, cancel: Cancel) -> Driver<'a> {
+        self.cancel = cancel;
+        self
     }
 
     /// The same driver reading time from `clock` (tests).
@@ -161,7 +172,7 @@ impl<'a> Driver<'a> {
                 let Some(req) = self.core.next_request() else {
                     break;
                 };
-                let resp = execute(&self.inputs, self.kernel, req);
+                let resp = execute(&self.inputs, self.kernel, &self.cancel, req);
                 let now = (self.clock)();
                 self.core.handle(resp, now);
             }
@@ -256,7 +267,7 @@ impl<'a> Driver<'a> {
 }
 
 /// Does what `req` asks.
-fn execute(inputs: &Inputs, k: Kernel<'_>, req: Request<'_>) -> Response {
+fn execute(inputs: &Inputs, k: Kernel<'_>, cancel: &Cancel, req: Request<'_>) -> Response {
     match req {
         Request::ReadInputs => read_stable(inputs),
         Request::Links(devs) => Response::Links(
@@ -275,9 +286,7 @@ fn execute(inputs: &Inputs, k: Kernel<'_>, req: Request<'_>) -> Response {
             Response::Trees(read_live(k.live, &devs))
         }
         Request::MemInfo => Response::MemInfo(k.live.meminfo()),
-        Request::Send(streams) => {
-            Response::Sent(load_deletes_first(k.backend, streams, &NoProgress))
-        }
+        Request::Send(streams) => Response::Sent(load_deletes_first(k.backend, streams, cancel)),
         Request::Sample(targets) => Response::Sample(sample(k.counters, targets)),
         Request::Continue => Response::Continue,
     }

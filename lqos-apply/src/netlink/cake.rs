@@ -2,13 +2,12 @@
 //! `cake_parse_opt` sends them) encoded and decoded; its statistics
 //! (`TCA_CAKE_STATS_*`, per tin `TCA_CAKE_TIN_STATS_*`) decoded; its goldens.
 
-use lqos_model::Rate;
-use lqos_tc::{CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams};
+use lqos_tc::{CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, TcHandle};
 use serde::{Deserialize, Serialize};
 
 use super::attr::{attr_u32, attr_u64, attrs, get_u32, get_u64, nest_begin, nest_end};
 use super::consts::TCA_OPTIONS;
-use super::error::EncodeError;
+use super::error::{DecodeError, EncodeError};
 
 const TCA_CAKE_BASE_RATE64: u16 = 2;
 const TCA_CAKE_DIFFSERV_MODE: u16 = 3;
@@ -62,16 +61,17 @@ pub(crate) fn encode(buf: &mut Vec<u8>, c: &CakeParams) -> Result<(), EncodeErro
     nest_end(buf, nest)
 }
 
-/// cake's options back from a request or a dump.
-pub(crate) fn decode(opts: &[u8]) -> CakeParams {
+/// cake's options back from a request or a dump (of qdisc `handle`).
+pub(crate) fn decode(opts: &[u8], handle: TcHandle) -> Result<CakeParams, DecodeError> {
     let mut c = CakeParams::default();
     for (ty, v) in attrs(opts) {
         let x = get_u32(v);
         match ty {
             TCA_CAKE_BASE_RATE64 => {
-                c.bandwidth = get_u64(v)
-                    .filter(|&b| b != 0)
-                    .map(|b| Rate::from_bps(b.saturating_mul(8)))
+                c.bandwidth = match get_u64(v).filter(|&b| b != 0) {
+                    Some(b) => Some(super::htb::rate_from_bytes(b, handle)?),
+                    None => None,
+                }
             }
             // Unnamed numbers are kept as `Unknown(n)`: a newer kernel's mode
             // must not read back as "unset", which would satisfy the default.
@@ -86,7 +86,7 @@ pub(crate) fn decode(opts: &[u8]) -> CakeParams {
             _ => {}
         }
     }
-    c
+    Ok(c)
 }
 
 // enum TCA_CAKE_STATS_* and TCA_CAKE_TIN_STATS_* (uapi pkt_sched.h): the
@@ -223,6 +223,58 @@ fn decode_tin(v: &[u8]) -> CakeTin {
         }
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lqos_model::Rate;
+    use lqos_tc::{Qdisc, QdiscKind, TcOp};
+
+    /// Found by the `netlink_request` fuzz target: a cake base rate above
+    /// `u64::MAX / 8` bytes/s saturated to `u64::MAX` bits/s, which encodes
+    /// to another rate. No `tc` command sets such a rate (tc reads bits/s):
+    /// it is a decode error, for cake and for HTB classes alike.
+    #[test]
+    fn a_rate_beyond_u64_bits_per_second_is_a_decode_error() {
+        let clock = crate::netlink::PschedClock::default();
+        let cake = CakeParams {
+            bandwidth: Some(Rate::from_bps(8 * 0x0102_0304_0506)),
+            ..Default::default()
+        };
+        let q = Qdisc {
+            parent: TcHandle::new(1, 3),
+            handle: TcHandle::new(3, 0),
+            kind: QdiscKind::Cake(cake),
+        };
+        let mut buf = Vec::new();
+        crate::netlink::op::encode_op_with(&TcOp::AddQdisc(q), 2, 1, &clock, &mut buf).unwrap();
+        assert!(crate::netlink::op::decode_request(&buf, &clock).is_ok());
+        let at = buf
+            .windows(8)
+            .position(|w| w == 0x0102_0304_0506u64.to_ne_bytes())
+            .unwrap();
+        let huge = u64::MAX / 8 + 1;
+        buf[at..at + 8].copy_from_slice(&huge.to_ne_bytes());
+        assert_eq!(
+            crate::netlink::op::decode_request(&buf, &clock),
+            Err(DecodeError::RateTooLarge {
+                handle: TcHandle::new(3, 0),
+                bytes_per_sec: huge
+            })
+        );
+        assert_eq!(
+            crate::netlink::htb::rate_from_bytes(huge, TcHandle::new(1, 5)),
+            Err(DecodeError::RateTooLarge {
+                handle: TcHandle::new(1, 5),
+                bytes_per_sec: huge
+            })
+        );
+        assert_eq!(
+            crate::netlink::htb::rate_from_bytes(u64::MAX / 8, TcHandle::new(1, 5)),
+            Ok(Rate::from_bps(u64::MAX / 8 * 8))
+        );
+    }
 }
 
 /// Golden bytes: `tc` 6.1's requests (captured with strace on a kernel

@@ -101,6 +101,27 @@ pub enum DecodeError {
         /// The class.
         classid: TcHandle,
     },
+    /// An HTB qdisc message without a whole `TCA_HTB_INIT`.
+    #[error("malformed netlink message: htb qdisc {handle} without TCA_HTB_INIT")]
+    MissingHtbInit {
+        /// The qdisc.
+        handle: TcHandle,
+    },
+    /// A qdisc delete on the clsact hook naming another handle than `ffff:`.
+    #[error("malformed netlink message: qdisc delete on the clsact hook with handle {handle}")]
+    ClsactHandle {
+        /// The handle the request names.
+        handle: TcHandle,
+    },
+    /// A rate in bytes/s too large for lqos's bits/s (`tc` cannot set one:
+    /// it reads rates in bits/s).
+    #[error("malformed netlink message: {handle}: rate of {bytes_per_sec} bytes/s")]
+    RateTooLarge {
+        /// The class or qdisc.
+        handle: TcHandle,
+        /// The rate the message gives.
+        bytes_per_sec: u64,
+    },
     /// A class request of another kind than `htb`.
     #[error("malformed netlink message: class request without kind htb")]
     NotHtbClass,

@@ -45,24 +45,43 @@ pub(crate) fn encode_qdisc(buf: &mut Vec<u8>, h: &HtbQdisc) -> Result<(), Encode
     nest_end(buf, nest)
 }
 
-/// The qdisc's options back from a request or a dump.
-pub(crate) fn decode_qdisc(opts: &[u8]) -> HtbQdisc {
+/// A kernel rate in bytes/s as lqos's bits/s; one that does not fit (no
+/// `tc` command sets it) is an error, never a saturated rate.
+pub(crate) fn rate_from_bytes(bytes_per_sec: u64, handle: TcHandle) -> Result<Rate, DecodeError> {
+    bytes_per_sec
+        .checked_mul(8)
+        .map(Rate::from_bps)
+        .ok_or(DecodeError::RateTooLarge {
+            handle,
+            bytes_per_sec,
+        })
+}
+
+/// The qdisc's options back from a request or a dump. Without a whole
+/// `TCA_HTB_INIT` the message is no HTB qdisc (the kernel refuses to create
+/// one, and always dumps it): an error, never a qdisc made up of defaults.
+pub(crate) fn decode_qdisc(opts: &[u8], handle: TcHandle) -> Result<HtbQdisc, DecodeError> {
     let mut q = HtbQdisc {
         default_minor: 0,
         r2q: None,
         direct_qlen: None,
     };
+    let mut init = false;
     for (ty, v) in attrs(opts) {
         match ty {
             TCA_HTB_INIT if v.len() >= TC_HTB_GLOB_LEN => {
                 q.r2q = Some(u32_at(v, 4));
                 q.default_minor = u32_at(v, 8);
+                init = true;
             }
             TCA_HTB_DIRECT_QLEN => q.direct_qlen = get_u32(v),
             _ => {}
         }
     }
-    q
+    if !init {
+        return Err(DecodeError::MissingHtbInit { handle });
+    }
+    Ok(q)
 }
 
 /// Appends the `RTM_NEWTCLASS` request of `tc class add|change ... htb`.
@@ -166,8 +185,8 @@ pub(crate) fn decode_class(
         TcHandle::from_raw(h.parent)
     };
     let htb = HtbClass {
-        rate: Rate::from_bps(rate.saturating_mul(8)),
-        ceil: Rate::from_bps(ceil.saturating_mul(8)),
+        rate: rate_from_bytes(rate, classid)?,
+        ceil: rate_from_bytes(ceil, classid)?,
         burst: Some(clock.xmit_size(rate, u32_at(p, 24))),
         cburst: Some(clock.xmit_size(ceil, u32_at(p, 28))),
         quantum: u32_at(p, 32),
@@ -252,6 +271,34 @@ mod tests {
         let e = encode_op(&TcOp::AddClass(c), 1, 1, &mut buf).unwrap_err();
         assert!(matches!(e, EncodeError::ZeroRate { what: "rate", .. }));
         assert_eq!(buf, [1, 2, 3]);
+    }
+
+    /// Found by the `netlink_request` fuzz target: an HTB qdisc whose
+    /// `TCA_HTB_INIT` runs past its `TCA_OPTIONS` (so there is none) decoded
+    /// as `default 0` with the kernel's r2q, and encoded back with an
+    /// `r2q 10` it never had. The kernel refuses such a qdisc and never
+    /// dumps one: it is a decode error.
+    #[test]
+    fn an_htb_qdisc_without_a_whole_tca_htb_init_is_a_decode_error() {
+        let q = lqos_tc::Qdisc::htb(TcHandle::new(0x7fff, 1), 1, 2);
+        let mut buf = Vec::new();
+        encode_op(&TcOp::AddQdisc(q), 3, 1, &mut buf).unwrap();
+        let (_, good) = crate::netlink::op::decode_qdisc(&buf[16..]).unwrap();
+        assert!(matches!(good.kind, lqos_tc::QdiscKind::Htb(_)));
+        // TCA_OPTIONS' first attribute (after nlmsghdr, tcmsg and TCA_KIND
+        // "htb") is TCA_HTB_INIT: make it claim more than is there.
+        let init = 16 + 20 + 8 + 4;
+        assert_eq!(
+            u16::from_ne_bytes([buf[init + 2], buf[init + 3]]),
+            TCA_HTB_INIT
+        );
+        buf[init..init + 2].copy_from_slice(&0xe8u16.to_ne_bytes());
+        assert_eq!(
+            crate::netlink::op::decode_qdisc(&buf[16..]).unwrap_err(),
+            DecodeError::MissingHtbInit {
+                handle: TcHandle::new(1, 0)
+            }
+        );
     }
 
     proptest::proptest! {

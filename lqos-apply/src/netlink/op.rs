@@ -3,6 +3,7 @@
 //! module (`htb`, `cake`, `fq_codel`, `fifo`, `mq`, `clsact`, `flower`).
 //! Pure: no I/O.
 
+use lqos_tc::classify::CLSACT_HANDLE;
 use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp};
 
 use super::attr::{attr_str, kind_and_options};
@@ -134,14 +135,14 @@ pub(crate) fn decode_qdisc(payload: &[u8]) -> Result<(i32, Qdisc), DecodeError> 
     let kind = match kind {
         "mq" => QdiscKind::Mq,
         "clsact" => QdiscKind::Clsact,
-        "htb" => QdiscKind::Htb(htb::decode_qdisc(opts)),
+        "htb" => QdiscKind::Htb(htb::decode_qdisc(opts, TcHandle::from_raw(h.handle))?),
         "pfifo" => QdiscKind::Pfifo {
             limit: fifo::decode(opts),
         },
         "bfifo" => QdiscKind::Bfifo {
             limit: fifo::decode(opts),
         },
-        "cake" => QdiscKind::Cake(cake::decode(opts)),
+        "cake" => QdiscKind::Cake(cake::decode(opts, TcHandle::from_raw(h.handle))?),
         "fq_codel" => QdiscKind::FqCodel(fq_codel::decode(opts)),
         other => QdiscKind::Other(other.to_string()),
     };
@@ -184,6 +185,14 @@ pub fn decode_request(msg: &[u8], clock: &PschedClock) -> Result<(i32, TcOp), De
         }
         RTM_DELQDISC => {
             let (ifindex, handle, parent) = hdr(m.payload)?;
+            // The qdisc on the clsact/ingress hook is always ffff:, and a
+            // delete naming another handle there is refused by the kernel
+            // ("Invalid handle"); handle 0 means the one there.
+            let handle = match parent == lqos_tc::classify::CLSACT_PARENT {
+                false => handle,
+                true if handle == TcHandle::UNSPEC || handle == CLSACT_HANDLE => CLSACT_HANDLE,
+                true => return Err(DecodeError::ClsactHandle { handle }),
+            };
             Ok((ifindex, TcOp::delete_qdisc(parent, handle)))
         }
         RTM_NEWTCLASS => {
@@ -215,6 +224,44 @@ pub fn decode_request(msg: &[u8], clock: &PschedClock) -> Result<(i32, TcOp), De
 
 #[cfg(test)]
 mod tests {
+    /// Found by the `netlink_request` fuzz target: a qdisc delete on the
+    /// clsact hook (parent ffff:fff1) naming handle ffff:4 decoded as is
+    /// and encoded back as lqos's clsact delete (handle ffff:). The kernel
+    /// refuses such a request ("Invalid handle"): it is a decode error; the
+    /// handles the kernel accepts there (0 and ffff:) decode as ffff:.
+    #[test]
+    fn a_clsact_delete_naming_another_handle_is_a_decode_error() {
+        use super::*;
+        use lqos_tc::classify::CLSACT_PARENT;
+        let clock = PschedClock::default();
+        let request = |handle: TcHandle| {
+            let mut buf = Vec::new();
+            let m = Msg::begin(&mut buf, RTM_DELQDISC, NLM_F_REQUEST | NLM_F_ACK, 1);
+            tcmsg(m.buf, 3, handle, CLSACT_PARENT);
+            attr_str(m.buf, TCA_KIND, "clsact");
+            m.finish().unwrap();
+            buf
+        };
+        assert_eq!(
+            decode_request(&request(TcHandle::new(0xffff, 4)), &clock),
+            Err(DecodeError::ClsactHandle {
+                handle: TcHandle::new(0xffff, 4)
+            })
+        );
+        for h in [TcHandle::UNSPEC, CLSACT_HANDLE] {
+            assert_eq!(
+                decode_request(&request(h), &clock),
+                Ok((
+                    3,
+                    TcOp::DeleteQdisc {
+                        parent: CLSACT_PARENT,
+                        handle: CLSACT_HANDLE
+                    }
+                ))
+            );
+        }
+    }
+
     /// Encoded qdisc requests decode back to the same qdisc (the kernel's
     /// dumps use the same attributes), for every kind, cake and fq_codel
     /// included (this kernel cannot run them).

@@ -77,6 +77,9 @@ pub struct SendStats {
     pub warnings: Vec<(usize, String)>,
     /// `sendmsg` calls made.
     pub sendmsgs: usize,
+    /// Requests not sent because the call was stopped between two
+    /// batches (0 unless stopped).
+    pub not_sent: usize,
 }
 
 /// The first op the kernel (or the encoder) refused, and what is known
@@ -218,6 +221,8 @@ pub(crate) struct SendPipeline<'a> {
     lost: Option<io::Error>,
     /// No more datagrams will be read.
     closed: bool,
+    /// Stopped on request: no further batch is sent.
+    stopped: bool,
 }
 
 impl<'a> SendPipeline<'a> {
@@ -250,7 +255,20 @@ impl<'a> SendPipeline<'a> {
             first_err: None,
             lost: None,
             closed: false,
+            stopped: false,
         }
+    }
+
+    /// Sends no further batch: the ACKs of the batches in flight are still
+    /// read, so the outcome of every op sent is known; the rest are
+    /// counted in [`SendStats::not_sent`].
+    pub(crate) fn stop(&mut self) {
+        self.stopped = true;
+    }
+
+    /// Whether [`Self::stop`] was called.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped
     }
 
     /// Test hook: a smaller `sendmsg` size bound.
@@ -278,6 +296,7 @@ impl<'a> SendPipeline<'a> {
         buf.clear();
         let room = self.outstanding == 0 || self.outstanding + self.batch <= self.max_in_flight;
         if self.unconfirmed.is_some()
+            || self.stopped
             || self.first_err.is_some()
             || self.lost.is_some()
             || self.next >= self.ops.len()
@@ -423,6 +442,7 @@ impl<'a> SendPipeline<'a> {
             }
         }
         let Some(f) = self.first_err.take() else {
+            self.stats.not_sent = self.count(.., OpState::NotSent);
             return Ok(self.stats);
         };
         let index = f.index;
@@ -738,6 +758,29 @@ mod tests {
         let f = p.finish(None).unwrap_err();
         assert_eq!((f.index, f.errno, f.succeeded), (2, libc::EMSGSIZE, 2));
         assert_eq!(f.not_sent, 1);
+    }
+
+    #[test]
+    fn a_stopped_pipeline_sends_no_further_batch_and_reads_the_acks_in_flight() {
+        let ops = ops(10);
+        let mut p = pipeline(&ops, opts(4, 8));
+        let mut buf = Vec::new();
+        assert_eq!(p.poll_transmit(&mut buf), 4);
+        p.handle_transmit(Ok(()));
+        assert_eq!(p.poll_transmit(&mut buf), 4);
+        p.handle_transmit(Ok(()));
+        p.stop();
+        assert!(p.is_stopped());
+        assert_eq!(p.poll_transmit(&mut buf), 0);
+        // The eight in flight are still waited for.
+        for seq in BASE..BASE + 8 {
+            assert_eq!(p.poll_recv(), Some(RecvMode::Block));
+            p.handle_datagram(&ack(seq, 0, None));
+        }
+        assert_eq!(p.poll_transmit(&mut buf), 0);
+        assert_eq!(p.poll_recv(), None);
+        let stats = p.finish(None).unwrap();
+        assert_eq!((stats.sent, stats.acked, stats.not_sent), (8, 8, 2));
     }
 
     #[test]

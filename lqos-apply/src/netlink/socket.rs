@@ -361,9 +361,28 @@ impl NetlinkSocket {
         opts: &SendOptions,
         progress: &mut dyn FnMut(usize),
     ) -> Result<SendStats, OpFailure> {
+        self.send_ops_until(ifindex, ops, opts, progress, &|| false)
+    }
+
+    /// [`send_ops`](Self::send_ops) that sends no further batch once `stop`
+    /// returns true (checked before each `sendmsg`): the ACKs of the
+    /// batches in flight are still read, and the ops not sent are counted
+    /// in [`SendStats::not_sent`].
+    #[allow(clippy::result_large_err)]
+    pub fn send_ops_until(
+        &mut self,
+        ifindex: i32,
+        ops: &[TcOp],
+        opts: &SendOptions,
+        progress: &mut dyn FnMut(usize),
+        stop: &dyn Fn() -> bool,
+    ) -> Result<SendStats, OpFailure> {
         let base = self.take_seq(ops.len());
         let mut p = SendPipeline::new(ops, ifindex, base, opts, self.ack_capacity, self.clock);
         loop {
+            if !p.is_stopped() && stop() {
+                p.stop();
+            }
             if p.poll_transmit(&mut self.sendbuf) > 0 {
                 let sent = self.send_buf();
                 p.handle_transmit(sent);
@@ -401,17 +420,52 @@ impl NetlinkSocket {
     /// Classes: only HTB classes; a top class's parent is its qdisc
     /// (`1:`), burst/cburst are converted from ticks back to bytes.
     pub fn dump(&mut self, ifindex: i32) -> Result<TcTree, NetlinkError> {
-        // A dump that races a concurrent change is flagged NLM_F_DUMP_INTR:
-        // retry a few times, then report it.
+        // A dump that races a concurrent change is flagged NLM_F_DUMP_INTR;
+        // one whose replies found the receive buffer full is cut short
+        // (ENOBUFS: the kernel dropped a reply, the tree read so far is
+        // incomplete, never an empty or partial tree to trust): drain what
+        // is left of it and retry a few times, then report it.
         let mut attempt = 0;
         loop {
             match self.dump_once(ifindex) {
                 Err(NetlinkError::Kernel { errno, .. }) if errno == libc::EINTR && attempt < 3 => {
                     attempt += 1;
                 }
+                Err(NetlinkError::Io { source, .. })
+                    if source.raw_os_error() == Some(libc::ENOBUFS) && attempt < 3 =>
+                {
+                    self.drain();
+                    attempt += 1;
+                }
                 r => return r,
             }
         }
+    }
+
+    /// Reads and drops everything queued on the socket (the rest of a dump
+    /// that was cut short, stale replies) until nothing is left.
+    fn drain(&mut self) {
+        loop {
+            match self.recv_one(Msg::DONTWAIT) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Test hook: sends `n` requests (link lookups of `lo`) and leaves their
+    /// replies unread, so that a small receive buffer is full when the next
+    /// request's replies arrive (`ENOBUFS`).
+    #[doc(hidden)]
+    pub fn leave_replies_unread(&mut self, n: usize) -> Result<(), NetlinkError> {
+        for _ in 0..n {
+            let seq = self.take_seq(1);
+            self.sendbuf.clear();
+            msg::getlink_request(&mut self.sendbuf, "lo", seq);
+            self.send_buf().map_err(io_what("sending a link lookup"))?;
+        }
+        Ok(())
     }
 
     /// The byte and packet counters of every class of interface `ifindex`

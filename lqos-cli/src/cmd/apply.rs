@@ -8,8 +8,9 @@ use anyhow::Context;
 use lqos_apply::journal::Journal;
 use lqos_apply::{
     apply_plan, guard, last_good_allocation, plan_raw, resolve_state_dir, ApplyError, ApplyOptions,
-    ApplyReport, Backend, Change, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive, NoProgress,
-    Parallelism, Prefetched, Progress, QueueCount, RawInputs, Session, StateDir, TcBatch, TcMode,
+    ApplyReport, Backend, Cancel, Change, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive,
+    NoProgress, Parallelism, Prefetched, Progress, QueueCount, RawInputs, Session, StateDir,
+    Stopped, TcBatch, TcMode,
 };
 use lqos_model::{LqosConfig, Network};
 use lqos_tc::{render_line, Plan};
@@ -18,7 +19,7 @@ use super::adopt::adopt;
 use super::inputs::print_report as print_problems;
 use super::inputs::InputArgs;
 use super::plan::PlanOptions;
-use super::{EXIT_ERROR, EXIT_OK};
+use super::{EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK};
 
 /// Where the plan comes from: LibreQoS inputs (planned here) or a plan file.
 #[derive(clap::Args, Debug, Clone)]
@@ -369,6 +370,26 @@ fn backend(args: &Args, netns: Option<String>) -> Box<dyn Backend> {
     }
 }
 
+/// SIGINT (Ctrl-C) and SIGTERM cancel the load: it stops at the next
+/// batch of ops, reports what was applied and saves nothing; a second
+/// signal exits at once.
+fn cancel_on_signals() -> anyhow::Result<Cancel> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let cancel = Cancel::new();
+    for sig in [SIGINT, SIGTERM] {
+        // Registered first: it sees the flag the second signal finds set.
+        signal_hook::flag::register_conditional_shutdown(
+            sig,
+            i32::from(EXIT_INTERRUPTED),
+            cancel.flag(),
+        )
+        .context("installing the signal handlers")?;
+        signal_hook::flag::register(sig, cancel.flag())
+            .context("installing the signal handlers")?;
+    }
+    Ok(cancel)
+}
+
 fn no_state(state_path: &Path) -> anyhow::Error {
     anyhow::anyhow!(
         "no plan was applied successfully yet (state dir {}): nothing to roll back to",
@@ -401,6 +422,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // one reads the saved allocation, parses the inputs and plans (the
     // interfaces are known from lqos.conf alone). The lock keeps any other
     // apply from changing the trees between that read and the diff.
+    // (A dry run sends nothing: Ctrl-C ends it as usual.)
+    let cancel = if args.dry_run {
+        Cancel::new()
+    } else {
+        cancel_on_signals()?
+    };
     if (!args.rollback || args.to.is_some())
         && !args.dry_run
         && args.source.plan.is_none()
@@ -434,7 +461,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             plan,
             network,
             opts,
-            bar.as_ref().map_or(&NoProgress as &dyn Progress, |b| b),
+            &cancel.with(bar.as_ref().map_or(&NoProgress as &dyn Progress, |b| b)),
         );
         if let Some(b) = &bar {
             b.0.finish_and_clear();
@@ -520,9 +547,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(b) => b,
         None => &NoProgress,
     };
+    let progress = cancel.with(progress);
     let report = match &plan {
-        Some(p) => session.apply_planned(p, network.as_ref(), opts, progress),
-        None => session.rollback(opts, progress),
+        Some(p) => session.apply_planned(p, network.as_ref(), opts, &progress),
+        None => session.rollback(opts, &progress),
     };
     if let Some(b) = &bar {
         b.0.finish_and_clear();
@@ -561,7 +589,19 @@ fn finish(
     }
     print_report(&report);
     if let Some(load) = report.load.take() {
+        let applied = load.ops_applied();
         if let Err(e) = load.into_result() {
+            if let ApplyError::Incomplete {
+                reason: Stopped::Cancelled { .. },
+                ..
+            } = &e
+            {
+                eprintln!(
+                    "lqos: interrupted: stopped after {applied} ops ({e}); nothing was saved \
+                     (the last good plan stays); the next `lqos apply` continues from there"
+                );
+                return Ok(ExitCode::from(EXIT_INTERRUPTED));
+            }
             // With its causes (e.g. why the tc process failed).
             eprintln!("lqos: error: {:#}", anyhow::Error::from(e));
             eprintln!(

@@ -27,3 +27,5 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_WARN: u8 = 1;
 /// Bad input or a failed operation.
 pub const EXIT_ERROR: u8 = 2;
+/// Stopped by SIGINT or SIGTERM (128 + SIGINT, as shells report Ctrl-C).
+pub const EXIT_INTERRUPTED: u8 = 130;

@@ -23,7 +23,8 @@
 //!   stay, and the next change applies again.
 //! - a kernel error is logged with the failing op and retried after
 //!   `--retry` seconds (or at the next change); the daemon does not exit.
-//! - SIGHUP applies now; SIGTERM/SIGINT exit 0 and leave the tree as is.
+//! - SIGHUP applies now; SIGTERM/SIGINT exit 0 and leave the tree as is
+//!   (a load under way stops at its next batch, [`lqos_apply::Cancel`]).
 //! - every `--verify-every` minutes, verify and repair (the ops that
 //!   repaired drift are logged).
 //! - with lazy leaves, every `--poll` seconds one class dump per planned
@@ -47,7 +48,7 @@ use lqos_apply::daemon::{
     Driver, Event, FileEvent, InputFile, Kernel, LoadPath, Settings, StateFile,
 };
 use lqos_apply::watch::{confirm_file, Confirmation};
-use lqos_apply::{ApplyError, NetlinkBackend, NetlinkLive, Parallelism, StateDir};
+use lqos_apply::{ApplyError, Cancel, NetlinkBackend, NetlinkLive, Parallelism, StateDir, Stopped};
 use tracing::{debug, error, info, warn};
 
 use super::apply::{state_path, TargetArgs, PROBE_CACHE_FILE};
@@ -134,7 +135,8 @@ pub struct Args {
     /// Which circuits get series on /metrics: all, top:N (the N busiest at
     /// each scrape) or none (nodes and the daemon only), for very large
     /// networks.
-    #[arg(long, value_name = "WHICH", default_value = "all")]
+    #[arg(long, value_name = "WHICH", default_value = "all",
+          value_parser = crate::metrics::parse_circuit_series)]
     pub metrics_circuits: crate::metrics::CircuitSeries,
     /// Log format (logs go to stderr; under systemd, to the journal).
     #[arg(long, value_enum, default_value = "text")]
@@ -298,6 +300,14 @@ fn log(e: Event, start: &StartInfo) {
         } => {
             let what = if matches!(error, ApplyError::NotEnoughMemory { .. }) {
                 "not enough memory: nothing changed; will retry"
+            } else if matches!(
+                error,
+                ApplyError::Incomplete {
+                    reason: Stopped::Cancelled { .. },
+                    ..
+                }
+            ) {
+                "load stopped by a signal between two batches; the next start reads the kernel back"
             } else {
                 "kernel error; will retry"
             };
@@ -451,8 +461,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let live = NetlinkLive::new(netns.clone()).with_probe_cache(state_path.join(PROBE_CACHE_FILE));
     let backend = NetlinkBackend::new(netns.clone(), Parallelism::Serial);
 
-    // Signals and file events feed one channel.
+    // Signals and file events feed one channel; SIGTERM/SIGINT also stop
+    // a load under way at its next batch.
     let (tx, rx) = mpsc::channel::<Loop>();
+    let cancel = Cancel::new();
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGHUP,
         signal_hook::consts::SIGTERM,
@@ -461,11 +473,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     .context("installing signal handlers")?;
     {
         let tx = tx.clone();
+        let cancel = cancel.clone();
         std::thread::spawn(move || {
             for s in signals.forever() {
                 let e = if s == signal_hook::consts::SIGHUP {
                     Loop::Hup
                 } else {
+                    cancel.cancel();
                     Loop::Stop(s)
                 };
                 if tx.send(e).is_err() {
@@ -506,8 +520,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(addr) = args.metrics {
         let listener = crate::metrics::bind(addr)
             .with_context(|| format!("--metrics {addr}: cannot listen"))?;
-        let registry = crate::metrics::registry(shared.clone(), args.metrics_circuits);
-        crate::metrics::serve(listener, Arc::new(registry));
+        crate::metrics::serve(listener, shared.clone(), args.metrics_circuits);
         info!(addr = %addr, "metrics at http://{addr}/metrics");
     }
     let metrics_on = args.metrics.is_some();
@@ -535,7 +548,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // With metrics, the lazy-leaf poll's dumps feed them too.
         counters: if metrics_on { &poller } else { &live },
     };
-    let mut d = Driver::new(settings, inputs, &state, kernel);
+    let mut d = Driver::new(settings, inputs, &state, kernel).with_cancel(cancel);
     let mut next_stats = Instant::now();
     d.start(sink);
     loop {

@@ -132,26 +132,103 @@ pub fn udp_sender(ns: &str, dev: &str, priority: u32, tos: u8) -> std::net::UdpS
     .unwrap()
 }
 
-/// The LibreQoS-shaped fixture (`tests/fixtures/libreqos/`: a small
-/// network's inputs and LibreQoS's state for it).
+/// The LibreQoS fixture (`tests/fixtures/libreqos/`: a small network's
+/// inputs and what LibreQoS 455bc13b wrote for them: its state files and
+/// the tc commands of LibreQoS.py and of its bakery).
 pub fn libreqos_fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/libreqos")
 }
 
-/// The fixture's files copied into `dir`, each passed through
-/// `edit(path, text)` on the way.
-pub fn copy_libreqos_fixture(dir: &Path, edit: impl Fn(&str, String) -> String) {
+/// The fixture's files copied into `dir`: with `pfifo`, the variant whose
+/// `default_sqm` is `pfifo` (no cake or fq_codel leaf; `pfifo/` holds
+/// LibreQoS's output for it).
+pub fn copy_libreqos_fixture(dir: &Path, pfifo: bool) {
+    let base = libreqos_fixture();
+    let variant = if pfifo {
+        base.join("pfifo")
+    } else {
+        base.clone()
+    };
+    let from = |f: &str| match f {
+        "network.json" => base.join(f),
+        _ => variant.join(f),
+    };
     for f in [
         "network.json",
         "ShapedDevices.csv",
         "lqos.conf",
         "state/shaping/queuingStructure.json",
         "state/stats/statsByCircuit.json",
+        "state/debug/linux_tc.txt",
         "state/debug/linux_tc_rust.txt",
     ] {
-        let text = std::fs::read_to_string(libreqos_fixture().join(f)).unwrap();
         let to = dir.join(f);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::write(to, edit(f, text)).unwrap();
+        std::fs::copy(from(f), to).unwrap();
     }
+}
+
+/// Spawns the built `lqos` with `args` in `dir`, stdout and stderr piped.
+pub fn spawn(dir: &Path, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_lqos"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn lqos")
+}
+
+/// The number of HTB classes on `dev` in `ns` (a probe of a load's
+/// progress); `None` when the dump raced the load too often.
+pub fn class_count(ns: &lqos_apply::netns::ScratchNetns, dev: &str) -> Option<usize> {
+    let mut s = lqos_apply::netlink::NetlinkSocket::open_in_netns(ns.name()).unwrap();
+    let l = s.link(dev).unwrap();
+    s.dump(l.ifindex).ok().map(|t| t.classes.len())
+}
+
+/// Waits (up to 2 minutes) until `pred` holds, panicking with the output
+/// of `child` if it exits first.
+pub fn wait_while_running(child: &mut std::process::Child, what: &str, pred: impl Fn() -> bool) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !pred() {
+        if let Some(s) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            if let Some(e) = child.stderr.as_mut() {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut err);
+            }
+            panic!("exited ({s:?}) before {what}: {err}");
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "no {what} within 2 minutes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// `lqos verify` of the files in `dir` (pfifo leaves) against the kernel of
+/// `ns`: in sync.
+pub fn assert_in_sync(dir: &Path, ns: &lqos_apply::netns::ScratchNetns) {
+    let o = lqos(
+        dir,
+        &[
+            "verify",
+            "--netns",
+            ns.name(),
+            "--state-dir",
+            "st",
+            "--sqm",
+            "pfifo",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}\n{err}");
+    assert!(out.contains("in sync"), "{out}");
+}
+
+/// Sends `sig` to `child`.
+pub fn signal(child: &std::process::Child, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
 }

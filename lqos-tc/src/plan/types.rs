@@ -94,12 +94,18 @@ impl InterfacePlan {
             .unwrap_or(0)
     }
 
-    /// HTB majors on this interface, in order.
+    /// HTB majors on this interface, in order: the HTB under each mq
+    /// queue, or the HTB root of a single-queue interface (a replace).
     pub fn htb_majors(&self) -> Vec<u16> {
         self.ops[..self.setup_ops]
             .iter()
             .filter_map(|op| match op {
                 TcOp::AddQdisc(Qdisc {
+                    handle,
+                    kind: QdiscKind::Htb(_),
+                    ..
+                })
+                | TcOp::ReplaceQdisc(Qdisc {
                     handle,
                     kind: QdiscKind::Htb(_),
                     ..

@@ -244,16 +244,11 @@ impl Reloader {
         if new_inputs && self.refused.take().is_some() {
             self.out.push_back(Output::Pending(None));
         }
-        if matches!(path, LoadPath::Incremental(_)) {
-            // Logged first: it marks kernel done; the state files after.
-            self.emit(applied);
-            self.out.push_back(Output::SaveLastGood);
-            self.record(record);
-        } else {
-            self.out.push_back(Output::SaveLastGood);
-            self.record(record);
-            self.emit(applied);
-        }
+        // The state first, then the line that reports it: a reader who
+        // saw the line finds the status and the last good plan written.
+        self.out.push_back(Output::SaveLastGood);
+        self.record(record);
+        self.emit(applied);
         if new_inputs {
             self.out.push_back(Output::Journal);
         }

@@ -18,6 +18,8 @@
 //!   recreated object's counters are added to what its predecessor had
 //!   counted. Rates are the deltas over the time since the previous poll.
 //!
+//! - [`openmetrics::render`]: the [`Stats`] as OpenMetrics text.
+//!
 //! Drops of a circuit: its class's (a packet its leaf refused, and, with no
 //! explicit leaf, HTB's own fifo) plus those cake and fq_codel count inside
 //! (a packet they drop after taking it, which HTB never sees). pfifo and
@@ -39,6 +41,8 @@
 //! assert_eq!(s.circuits.len(), 5);
 //! assert_eq!(s.interval_secs, None);
 //! ```
+
+pub mod openmetrics;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -204,17 +208,11 @@ impl StatsIndex {
                 }
             }
             // Every HTB qdisc of the setup: the per-queue ones under mq, or
-            // the HTB root of a single-queue interface (a replace).
-            let htbs = ip.ops[..ip.setup_ops]
-                .iter()
-                .filter_map(|op| match op {
-                    TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q)
-                        if matches!(q.kind, lqos_tc::QdiscKind::Htb(_)) =>
-                    {
-                        Some(q.handle)
-                    }
-                    _ => None,
-                })
+            // the HTB root of a single-queue interface.
+            let htbs = ip
+                .htb_majors()
+                .into_iter()
+                .map(|m| TcHandle::new(m, 0))
                 .collect();
             ifaces.push(IfaceIndex {
                 dev: ip.dev.clone(),
