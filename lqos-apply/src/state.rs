@@ -35,6 +35,18 @@ pub const LOCK_FILE: &str = "apply.lock";
 /// apart) before it gives up naming it.
 const HOLDER_READS: usize = 50;
 
+/// Whether process `pid` exists.
+fn alive(pid: u32) -> bool {
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    raw > 0
+        && !matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None),
+            Err(Errno::ESRCH)
+        )
+}
+
 /// Picks the state directory: the explicit one, else `$LQOS_STATE_DIR`,
 /// else [`DEFAULT_STATE_DIR`].
 pub fn resolve_state_dir(explicit: Option<&Path>) -> PathBuf {
@@ -59,6 +71,14 @@ pub struct StateDir {
 pub struct ApplyLock {
     _lock: Flock<File>,
     path: PathBuf,
+}
+
+impl Drop for ApplyLock {
+    /// Clears the holder's pid before the lock goes, so that the next
+    /// refused run never names a process that no longer holds it.
+    fn drop(&mut self) {
+        let _ = self._lock.set_len(0);
+    }
 }
 
 impl ApplyLock {
@@ -135,7 +155,9 @@ impl StateDir {
                     let _ = file
                         .seek(SeekFrom::Start(0))
                         .and_then(|_| file.read_to_string(&mut s));
-                    holder = s.trim().parse().ok();
+                    // A pid left by a holder that died (killed: its
+                    // lock went, its pid stayed) is not the holder's.
+                    holder = s.trim().parse().ok().filter(|&pid| alive(pid));
                     if holder.is_some() {
                         break;
                     }
@@ -350,18 +372,56 @@ mod tests {
             .open(&path)
             .unwrap();
         let mut held = Flock::lock(file, FlockArg::LockExclusiveNonblock).unwrap();
+        let me = std::process::id();
         let late = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(20));
-            held.write_all(b"4242").unwrap();
+            held.write_all(me.to_string().as_bytes()).unwrap();
             held.flush().unwrap();
             held
         });
         match st.lock() {
-            Err(ApplyError::Locked { holder, .. }) => assert_eq!(holder, Some(4242)),
+            Err(ApplyError::Locked { holder, .. }) => assert_eq!(holder, Some(me)),
             other => panic!("{:?}", other.map(|_| ())),
         }
         drop(late.join().unwrap());
         drop(st.lock().unwrap());
+    }
+
+    /// Regression (cli_concurrency, two applies started together): the
+    /// refused one read the pid a previous, finished holder had left in the
+    /// lock file before the new holder wrote its own, and named the wrong
+    /// process. A released lock leaves no pid, and a dead one is not named.
+    #[test]
+    fn a_refused_lock_never_names_a_previous_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = StateDir::open(dir.path().join("s")).unwrap();
+        let path = st.path().join(LOCK_FILE);
+        drop(st.lock().unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), b"");
+
+        // A holder killed before its lock's drop leaves its pid behind.
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let dead = gone.id();
+        gone.wait().unwrap();
+        std::fs::write(&path, dead.to_string()).unwrap();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let mut held = Flock::lock(file, FlockArg::LockExclusiveNonblock).unwrap();
+        let me = std::process::id();
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            held.set_len(0).unwrap();
+            held.write_all(me.to_string().as_bytes()).unwrap();
+            held
+        });
+        match st.lock() {
+            Err(ApplyError::Locked { holder, .. }) => assert_eq!(holder, Some(me)),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        drop(late.join().unwrap());
     }
 
     #[test]
