@@ -355,6 +355,17 @@ mod tests {
         );
     }
 
+    /// A holder that writes `pid` into its lock file 20 ms after taking it.
+    fn writes_pid_later(mut held: Flock<File>, pid: u32) -> std::thread::JoinHandle<Flock<File>> {
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            held.set_len(0).unwrap();
+            held.write_all(pid.to_string().as_bytes()).unwrap();
+            held.flush().unwrap();
+            held
+        })
+    }
+
     /// Regression: two applies started together; the one refused read the
     /// lock file between the other's flock and its pid write, and named no
     /// holder.
@@ -371,14 +382,9 @@ mod tests {
             .mode(0o600)
             .open(&path)
             .unwrap();
-        let mut held = Flock::lock(file, FlockArg::LockExclusiveNonblock).unwrap();
+        let held = Flock::lock(file, FlockArg::LockExclusiveNonblock).unwrap();
         let me = std::process::id();
-        let late = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            held.write_all(me.to_string().as_bytes()).unwrap();
-            held.flush().unwrap();
-            held
-        });
+        let late = writes_pid_later(held, me);
         match st.lock() {
             Err(ApplyError::Locked { holder, .. }) => assert_eq!(holder, Some(me)),
             other => panic!("{:?}", other.map(|_| ())),
@@ -409,14 +415,9 @@ mod tests {
             .write(true)
             .open(&path)
             .unwrap();
-        let mut held = Flock::lock(file, FlockArg::LockExclusiveNonblock).unwrap();
+        let held = Flock::lock(file, FlockArg::LockExclusiveNonblock).unwrap();
         let me = std::process::id();
-        let late = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            held.set_len(0).unwrap();
-            held.write_all(me.to_string().as_bytes()).unwrap();
-            held
-        });
+        let late = writes_pid_later(held, me);
         match st.lock() {
             Err(ApplyError::Locked { holder, .. }) => assert_eq!(holder, Some(me)),
             other => panic!("{:?}", other.map(|_| ())),

@@ -498,30 +498,6 @@ fn watch_edits_take_the_incremental_path_and_match_a_full_plan() {
     assert_eq!(ev["changed"].as_u64(), Some(1), "{ev}");
 }
 
-/// A UDP socket in namespace `ns`, bound to `dev` and connected to a
-/// static neighbour, so every datagram leaves through `dev`'s qdiscs. One
-/// socket for the whole test: one flow, so one TX queue.
-fn udp_sender(ns: &str, dev: &str) -> std::net::UdpSocket {
-    let ns = ns.to_string();
-    let dev = dev.to_string();
-    std::thread::spawn(move || {
-        let target = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
-        nix::sched::setns(&target, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-        // The socket keeps the namespace it was created in.
-        let s = std::net::UdpSocket::bind("10.77.0.1:40000").unwrap();
-        nix::sys::socket::setsockopt(
-            &s,
-            nix::sys::socket::sockopt::BindToDevice,
-            &std::ffi::OsString::from(dev),
-        )
-        .unwrap();
-        s.connect("10.77.0.99:9").unwrap();
-        s
-    })
-    .join()
-    .unwrap()
-}
-
 /// Sends `packets` datagrams with `SO_PRIORITY` = `priority` (HTB takes a
 /// priority equal to one of its classids as that class).
 fn send_udp(s: &std::net::UdpSocket, priority: u32, packets: usize) {
@@ -549,18 +525,7 @@ fn lazy_leaves_follow_traffic() {
     }
     let ns =
         ScratchNetns::with_veth(&unique_name("lqos-cli", "lazy"), "ens19", "ens20", 4).unwrap();
-    ns.ip(&["addr", "add", "10.77.0.1/24", "dev", "ens19"])
-        .unwrap();
-    ns.ip(&[
-        "neigh",
-        "add",
-        "10.77.0.99",
-        "lladdr",
-        "02:00:00:00:00:99",
-        "dev",
-        "ens19",
-    ])
-    .unwrap();
+    common::static_neighbour(&ns);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     assert_eq!(
@@ -601,7 +566,9 @@ fn lazy_leaves_follow_traffic() {
 
     // Which TX queue does our flow take? A probe with priority 0 lands in
     // that queue's HTB default class (`N:2`).
-    let sender = udp_sender(ns.name(), "ens19");
+    // One socket for the whole test: one flow, so one TX queue; send_udp
+    // sets each circuit's priority.
+    let sender = common::udp_sender(ns.name(), "ens19", 0, 0);
     let before = class_bytes(ns.name(), "ens19");
     send_udp(&sender, 0, 3);
     let after = class_bytes(ns.name(), "ens19");
