@@ -169,6 +169,7 @@ impl RawInputs {
             config: loaded.config,
             report: loaded.report,
             config_path: inputs.config.clone(),
+            unshaped: loaded.unshaped,
         }
     }
 }
@@ -185,6 +186,9 @@ pub struct LoadedInputs {
     pub report: Report,
     /// The config file read, if any.
     pub config_path: Option<PathBuf>,
+    /// Circuits read but not shaped (their parent node is not in
+    /// `network.json`): [`lqos_model::Loaded::unshaped`].
+    pub unshaped: Vec<lqos_model::Circuit>,
 }
 
 impl LoadedInputs {
@@ -326,6 +330,8 @@ pub struct Planned {
     pub network: Network,
     /// The config it was planned with (defaults if none was given).
     pub config: LqosConfig,
+    /// Circuits read but not shaped: [`LoadedInputs::unshaped`].
+    pub unshaped: Vec<lqos_model::Circuit>,
 }
 
 /// Inputs to plan in one call: read, validate (errors fail with
@@ -363,6 +369,7 @@ pub fn plan_raw(
         report: loaded.report,
         network: loaded.network,
         config: loaded.config,
+        unshaped: loaded.unshaped,
     })
 }
 

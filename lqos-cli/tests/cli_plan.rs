@@ -103,11 +103,40 @@ fn plan_errors_are_clear() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing.json"));
-    // Invalid inputs (unknown parent) are refused before planning.
-    let dir = setup("c1,A,d1,R,Nowhere,,100.64.0.1,,1,1,10,10,\n");
+    // Invalid inputs (a zero rate) are refused before planning.
+    let dir = setup("c1,A,d1,R,AP_A,,100.64.0.1,,0,1,10,10,\n");
     let out = lqos(dir.path(), &["plan", "--out", "out"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Nowhere"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("download min 0 is zero"));
+}
+
+#[test]
+fn a_circuit_whose_parent_node_is_not_in_network_json_is_planned_unshaped_with_a_warning() {
+    let dir = setup(
+        "c1,A,d1,R,AP_A,,100.64.0.1,,1,1,10,10,\nc2,B,d2,R,Nowhere,,100.64.0.2,,1,1,10,10,\n",
+    );
+    let warning = "warning: ShapedDevices.csv:3: circuit \"c2\": parent node \"Nowhere\" does not exist in network.json; the circuit is not shaped";
+    let out = lqos(dir.path(), &["plan", "--out", "out"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains(warning));
+    let ip_map = std::fs::read_to_string(dir.path().join("out/ip_map.csv")).unwrap();
+    assert!(
+        ip_map.contains("100.64.0.1") && !ip_map.contains("100.64.0.2"),
+        "{ip_map}"
+    );
+    let out = lqos(dir.path(), &["check"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("1 circuits, 1 devices (1 more not shaped: parent node not in network.json)"),
+        "{text}"
+    );
+    assert!(text.contains(warning), "{text}");
 }
 
 #[test]

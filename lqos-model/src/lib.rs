@@ -17,7 +17,7 @@
 //!   for the files a LibreQoS user would have.
 //!
 //! ```
-//! use lqos_model::{load, Severity};
+//! use lqos_model::load;
 //!
 //! let network = r#"{
 //!   "Site_1": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 1000,
@@ -26,17 +26,21 @@
 //! let devices = "\
 //! Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment
 //! 10001,\"Main St, 5\",1,Router,AP_A,,100.64.0.1,,25,5,100,20,
-//! 10002,Shop,2,Router,AP_Z,,100.64.0.1,,25,5,100,20,
+//! 10002,Shop,2,Router,AP_A,,100.64.0.1,,25,5,100,20,
+//! 10003,Barn,3,Router,AP_Z,,100.64.0.3,,25,5,100,20,
 //! ";
 //! let loaded = load(("network.json", network), ("ShapedDevices.csv", devices.as_bytes()));
+//! // 10003's parent node is not in network.json: it is read but not shaped.
 //! assert_eq!(loaded.summary().circuits, 2);
+//! assert_eq!(loaded.unshaped[0].id, "10003");
 //! assert_eq!(loaded.summary().depth, 2);
-//! let errors: Vec<String> = loaded.report.errors().map(|p| p.to_string()).collect();
-//! assert_eq!(errors, [
-//!     "ShapedDevices.csv:3: circuit \"10002\": parent node \"AP_Z\" does not exist in network.json",
-//!     "ShapedDevices.csv:3: circuit \"10002\": IPv4 100.64.0.1/32 overlaps 100.64.0.1/32 of circuit \"10001\" (line 2)",
+//! let problems: Vec<String> = loaded.report.problems.iter().map(|p| format!("{}: {p}", p.severity)).collect();
+//! assert_eq!(problems, [
+//!     "error: ShapedDevices.csv:3: circuit \"10002\": IPv4 100.64.0.1/32 overlaps 100.64.0.1/32 of circuit \"10001\" (line 2)",
+//!     "warning: ShapedDevices.csv:4: circuit \"10003\": parent node \"AP_Z\" does not exist in network.json; \
+//! the circuit is not shaped (no class, no leaf, no IP mapping: its traffic goes to the default class), as LibreQoS does",
 //! ]);
-//! assert!(loaded.report.problems.iter().all(|p| p.severity == Severity::Error));
+//! assert!(loaded.require_valid().is_err());
 //! ```
 #![forbid(unsafe_code)]
 

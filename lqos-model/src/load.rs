@@ -16,6 +16,11 @@ pub struct Loaded {
     pub config: LqosConfig,
     /// Parse and validation problems of all files.
     pub report: Report,
+    /// Circuits of `ShapedDevices.csv` whose parent node is not in
+    /// `network.json` (a warning each): not in [`Loaded::network`], so
+    /// not shaped, as LibreQoS leaves them out of its tree. Their rates
+    /// are still checked.
+    pub unshaped: Vec<crate::Circuit>,
 }
 
 /// Counts for a person to read (`lqos check`'s summary).
@@ -112,6 +117,7 @@ pub fn load_with_config<R: Read>(
     let mut report = Report::new();
     let (nfile, ntext) = network;
     let (dfile, dreader) = devices;
+    let mut unshaped = Vec::new();
     let (mut net, network_ok, node_lines) = match parse_with_lines(nfile, ntext) {
         Ok((net, r, lines)) => {
             report.extend(r);
@@ -133,6 +139,7 @@ pub fn load_with_config<R: Read>(
                     dfile,
                     &mut report,
                 );
+                unshaped = take_unknown_parents(&net, &mut sd.circuits, dfile, &mut report);
             }
             net.set_circuits(sd.circuits);
         }
@@ -153,6 +160,9 @@ pub fn load_with_config<R: Read>(
     };
     let v = crate::validate::validate_with(&net, nfile, dfile, network_ok, &node_lines);
     report.extend(v);
+    for c in &unshaped {
+        crate::validate::check_circuit(&net, c, dfile, false, &mut report);
+    }
     // Group by file (network, devices, config), then by line; stable, so
     // problems of one line keep the order they were found in.
     let rank = |f: &str| {
@@ -171,7 +181,50 @@ pub fn load_with_config<R: Read>(
         network: net,
         config,
         report,
+        unshaped,
     }
+}
+
+/// Takes the circuits whose parent node is not in `net` (a hierarchy, not
+/// a flat network) out of `circuits`, with a warning each: LibreQoS (HEAD)
+/// loads such a file, attaches those circuits nowhere (no class, no leaf,
+/// no IP mapping: their traffic goes to the default class) and lists them
+/// as "not shaped"; lqos does the same.
+fn take_unknown_parents(
+    net: &Network,
+    circuits: &mut Vec<crate::Circuit>,
+    file: &str,
+    report: &mut Report,
+) -> Vec<crate::Circuit> {
+    if net.node_count() == 0 {
+        return Vec::new();
+    }
+    let unknown = |c: &crate::Circuit| {
+        c.parent
+            .as_ref()
+            .is_some_and(|p| net.node_by_name(p).is_none())
+    };
+    if !circuits.iter().any(unknown) {
+        return Vec::new();
+    }
+    let (unshaped, shaped): (Vec<_>, Vec<_>) =
+        std::mem::take(circuits).into_iter().partition(unknown);
+    *circuits = shaped;
+    for c in &unshaped {
+        let line = c.devices.first().map(|d| d.line).filter(|&l| l > 0);
+        let parent = c.parent.as_deref().unwrap_or_default();
+        report.push(
+            Problem::warning(
+                file,
+                format!(
+                    "parent node {parent:?} does not exist in network.json; the circuit is not shaped (no class, no leaf, no IP mapping: its traffic goes to the default class), as LibreQoS does"
+                ),
+            )
+            .at_opt(line)
+            .circuit(&c.id),
+        );
+    }
+    unshaped
 }
 
 fn check_config(c: &LqosConfig, file: &str, report: &mut Report) {

@@ -5,6 +5,8 @@ use lqos_model::{load, load_with_config, Severity, MAX_NODE_DEPTH};
 
 const H13: &str = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment";
 
+const H15: &str = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,Parent Node ID,Anchor Node ID,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment";
+
 const NET: &str = r#"{
   "Site": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 1000,
     "children": {
@@ -55,12 +57,41 @@ fn absurd_rates_are_errors() {
     );
 }
 
+const NOT_SHAPED: &str = "the circuit is not shaped (no class, no leaf, no IP mapping: its traffic goes to the default class), as LibreQoS does";
+
 #[test]
-fn unknown_parent_is_an_error() {
+fn unknown_parent_is_a_warning_and_the_circuit_is_not_shaped() {
     assert_eq!(
         check(NET, "1,a,d1,R,AP_Z,,10.0.0.1,,1,1,2,2,\n"),
-        ["error: SD.csv:2: circuit \"1\": parent node \"AP_Z\" does not exist in network.json"]
+        [format!("warning: SD.csv:2: circuit \"1\": parent node \"AP_Z\" does not exist in network.json; {NOT_SHAPED}")]
     );
+    let csv = format!("{H13}\n1,a,d1,R,AP_Z,,10.0.0.1,,1,1,2,2,\n2,b,d2,R,AP_A,,10.0.0.2,,1,1,2,2,\n3,c,d3,R,AP_Z,,10.0.0.3,,1,1,2,2,\n");
+    let l = load(("network.json", NET), ("SD.csv", csv.as_bytes()));
+    assert!(l.require_valid().is_ok());
+    let ids = |cs: &[lqos_model::Circuit]| cs.iter().map(|c| c.id.to_string()).collect::<Vec<_>>();
+    assert_eq!(ids(l.network.circuits()), ["2"]);
+    assert_eq!(ids(&l.unshaped), ["1", "3"]);
+}
+
+#[test]
+fn unknown_parent_circuit_still_has_its_rates_checked() {
+    assert_eq!(
+        check(NET, "1,a,d1,R,AP_Z,,10.0.0.1,,0,1,2,2,\n"),
+        [
+            format!("warning: SD.csv:2: circuit \"1\": parent node \"AP_Z\" does not exist in network.json; {NOT_SHAPED}"),
+            "error: SD.csv:2: circuit \"1\": download min 0 is zero".to_string(),
+        ]
+    );
+}
+
+#[test]
+fn unknown_parent_with_a_known_parent_node_id_is_shaped_under_that_node() {
+    let net =
+        r#"{"Site": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 1000, "id": "s1"}}"#;
+    let csv = format!("{H15}\n1,a,d1,R,Gone,s1,,,10.0.0.1,,1,1,2,2,\n");
+    let l = load(("network.json", net), ("SD.csv", csv.as_bytes()));
+    assert!(l.unshaped.is_empty());
+    assert_eq!(l.network.circuits()[0].parent.as_deref(), Some("Site"));
 }
 
 #[test]
@@ -238,12 +269,12 @@ fn all_problems_of_all_files_in_one_report_sorted_by_file_and_line() {
             "error: SD.csv:2: circuit \"1\": download min 0 is zero",
             "error: SD.csv:3: circuit \"2\": download max \"x\" is not a number",
             "error: SD.csv:3: circuit \"2\": row skipped because of its rates",
-            "error: SD.csv:4: circuit \"3\": parent node \"AP_B\" does not exist in network.json",
+            &format!("warning: SD.csv:4: circuit \"3\": parent node \"AP_B\" does not exist in network.json; {NOT_SHAPED}"),
             "error: lqos.conf: [bridge] to_internet and to_network are the same interface \"eth0\"",
         ]
     );
-    assert_eq!(l.report.error_count(), 5);
-    assert_eq!(l.report.warnings().count(), 1);
+    assert_eq!(l.report.error_count(), 4);
+    assert_eq!(l.report.warnings().count(), 2);
     assert!(l.require_valid().is_err());
 }
 

@@ -330,3 +330,36 @@ fn observe_mode_keeps_only_the_mq_roots() {
     // Shaping again keeps the classids the observe plan allocated.
     assert_eq!(p.allocation.circuits.len(), 1);
 }
+
+#[test]
+fn a_circuit_whose_parent_node_is_not_in_network_json_is_not_shaped() {
+    // LibreQoS HEAD loads the file, attaches the circuit nowhere (no
+    // class, no leaf, no IP mapping) and lists it as not shaped; the
+    // other circuits are planned as if its row were not there.
+    let net = r#"{"Site": {"downloadBandwidthMbps": 500, "uploadBandwidthMbps": 500,
+        "children": {"AP": {"downloadBandwidthMbps": 100, "uploadBandwidthMbps": 100}}}}"#;
+    let row_ip = |id: &str, parent: &str, ip: &str| {
+        format!("{id},{id},{id}-d,R,{parent},,,,{ip},,1,1,10,10,,")
+    };
+    let shaped = [
+        row_ip("a", "AP", "100.64.0.1"),
+        row_ip("b", "Site", "100.64.0.2"),
+        row_ip("c", "", "100.64.0.3"),
+    ];
+    let orphan = row_ip("o", "Gone", "100.64.0.9");
+    let mut rows = shaped.to_vec();
+    rows.insert(1, orphan);
+    let p = planned(net, &rows, &conf(""), 2, true);
+    let without = planned(net, &shaped, &conf(""), 2, true);
+    assert!(p.allocation.circuits.iter().all(|c| c.id != "o"));
+    assert_eq!(p.allocation, without.allocation);
+    assert_eq!(trees(&p), trees(&without));
+    assert!(p.ip_map.lookup("100.64.0.9".parse().unwrap()).is_none());
+    for (ip, id) in [("100.64.0.1", "a"), ("100.64.0.3", "c")] {
+        assert_eq!(p.ip_map.lookup(ip.parse().unwrap()).unwrap().circuit_id, id);
+    }
+    // The circuit without a parent still goes under a generated parent
+    // node: only an unknown name leaves a circuit out.
+    let c = p.allocation.circuits.iter().find(|c| c.id == "c").unwrap();
+    assert!(p.allocation.nodes[c.parent as usize].generated);
+}

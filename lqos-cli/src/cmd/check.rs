@@ -34,8 +34,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         s.nodes,
         s.depth
     );
+    let unshaped = match loaded.unshaped.len() {
+        0 => String::new(),
+        n => format!(" ({n} more not shaped: parent node not in network.json)"),
+    };
     println!(
-        "{}: {} circuits, {} devices",
+        "{}: {} circuits, {} devices{unshaped}",
         args.inputs.devices.display(),
         s.circuits,
         s.devices

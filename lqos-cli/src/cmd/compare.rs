@@ -9,7 +9,7 @@ use lqos_apply::QueueCount;
 use lqos_tc::libreqos::compare;
 
 use super::inputs::InputArgs;
-use super::plan::{plan_with, PlanOptions};
+use super::plan::{plan_with_network, PlanOptions};
 use super::{EXIT_OK, EXIT_WARN};
 
 /// Arguments of `lqos compare`.
@@ -50,13 +50,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             per_dir
         });
     }
-    let plan = plan_with(
+    let planned = plan_with_network(
         &args.inputs,
         &options,
         QueueCount::Default(lq.state.queues),
         None,
     )?;
-    let cmp = compare(&trees, &lq.state, &plan);
+    let cmp = compare(&trees, &lq.state, &planned.plan);
+    let unshaped = Unshaped::new(
+        &lq.state.unattached,
+        planned.unshaped.iter().map(|c| c.id.as_str()),
+    );
     println!(
         "compared with LibreQoS's {} ({} queues per direction)",
         tc_file.display(),
@@ -67,7 +71,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         print!("{cmp}");
     }
-    Ok(ExitCode::from(if cmp.only_expected() {
+    print!("{unshaped}");
+    Ok(ExitCode::from(if cmp.only_expected() && unshaped.same() {
         EXIT_OK
     } else {
         EXIT_WARN
@@ -86,4 +91,81 @@ fn summary_lines(text: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The circuits neither tree shapes: LibreQoS's unattached ones (no
+/// classid in statsByCircuit.json) and lqos's unshaped ones (their parent
+/// node is not in network.json).
+#[derive(Debug, PartialEq, Eq)]
+struct Unshaped {
+    both: usize,
+    only_libreqos: Vec<String>,
+    only_lqos: Vec<String>,
+}
+
+impl Unshaped {
+    fn new<'a>(libreqos: &[String], lqos: impl Iterator<Item = &'a str>) -> Unshaped {
+        use std::collections::BTreeSet;
+        let lq: BTreeSet<&str> = libreqos.iter().map(String::as_str).collect();
+        let ours: BTreeSet<&str> = lqos.collect();
+        let own = |a: &BTreeSet<&str>, b: &BTreeSet<&str>| {
+            a.difference(b).map(|s| s.to_string()).collect::<Vec<_>>()
+        };
+        Unshaped {
+            both: lq.intersection(&ours).count(),
+            only_libreqos: own(&lq, &ours),
+            only_lqos: own(&ours, &lq),
+        }
+    }
+
+    fn same(&self) -> bool {
+        self.only_libreqos.is_empty() && self.only_lqos.is_empty()
+    }
+}
+
+impl std::fmt::Display for Unshaped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.both == 0 && self.same() {
+            return Ok(());
+        }
+        writeln!(
+            f,
+            "circuits not shaped (no class): {} in both, {} only by LibreQoS, {} only by lqos",
+            self.both,
+            self.only_libreqos.len(),
+            self.only_lqos.len()
+        )?;
+        for id in &self.only_libreqos {
+            writeln!(f, "not shaped only by LibreQoS: circuit {id}")?;
+        }
+        for id in &self.only_lqos {
+            writeln!(f, "not shaped only by lqos: circuit {id}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unshaped_circuits_are_compared_by_id() {
+        let lq = ["e33".to_string(), "e34".to_string()];
+        let same = Unshaped::new(&lq, ["e34", "e33"].into_iter());
+        assert!(same.same());
+        assert_eq!(
+            same.to_string(),
+            "circuits not shaped (no class): 2 in both, 0 only by LibreQoS, 0 only by lqos\n"
+        );
+        let other = Unshaped::new(&lq, ["e33", "x"].into_iter());
+        assert!(!other.same());
+        assert_eq!(
+            other.to_string(),
+            "circuits not shaped (no class): 1 in both, 1 only by LibreQoS, 1 only by lqos\n\
+             not shaped only by LibreQoS: circuit e34\n\
+             not shaped only by lqos: circuit x\n"
+        );
+        assert_eq!(Unshaped::new(&[], std::iter::empty()).to_string(), "");
+    }
 }

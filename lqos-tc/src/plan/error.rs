@@ -29,7 +29,10 @@ pub enum PlanError {
         /// Why.
         reason: SqmError,
     },
-    /// A circuit names a parent node that is not in the network.
+    /// A circuit names a parent node that is not in the network. Only a
+    /// network built in code gets here: reading the files
+    /// ([`lqos_model::load`]) leaves such circuits out of the network,
+    /// unshaped, with a warning, as LibreQoS does.
     #[error("circuit {circuit:?}: parent node {parent:?} is not in network.json")]
     UnknownParent {
         /// Circuit ID.
