@@ -119,7 +119,7 @@ impl fmt::Display for Entity {
 }
 
 /// Why a difference is expected: what LibreQoS does that lqos does not
-/// copy (the README lists them).
+/// copy (docs/libreqos.md lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Note {
     /// LibreQoS prints rates with one decimal (`100.2mbit` for 100.25);
