@@ -66,6 +66,7 @@
 //!   pairs for tests and benchmarks.
 
 pub mod adopt;
+pub mod alloc;
 mod backend;
 pub mod daemon;
 mod engine;

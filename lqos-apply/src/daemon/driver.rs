@@ -162,6 +162,7 @@ impl<'a> Driver<'a> {
             sink(e);
         }
         self.drain(sink);
+        let mut reloaded = false;
         loop {
             let now = (self.clock)();
             if !self.core.handle_timeout(now) {
@@ -172,11 +173,18 @@ impl<'a> Driver<'a> {
                 let Some(req) = self.core.next_request() else {
                     break;
                 };
+                reloaded |= matches!(req, Request::ReadInputs | Request::Send(_));
                 let resp = execute(&self.inputs, self.kernel, &self.cancel, req);
                 let now = (self.clock)();
                 self.core.handle(resp, now);
             }
             self.drain(sink);
+        }
+        if reloaded {
+            // A reload's plans, streams and messages are freed by now; without
+            // this glibc keeps their pages and the daemon's RSS stays at the
+            // largest reload's high-water mark.
+            crate::alloc::release_free_heap();
         }
     }
 
