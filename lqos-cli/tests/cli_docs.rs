@@ -156,7 +156,11 @@ fn quoted_repository_paths_exist() {
         }
     }
     assert!(checked > 10, "only {checked} paths found");
-    assert!(bad.is_empty(), "paths that do not exist:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "paths that do not exist:\n{}",
+        bad.join("\n")
+    );
 }
 
 #[test]
