@@ -60,6 +60,7 @@
 //! ```
 
 mod core;
+mod describe;
 mod driver;
 mod event;
 pub mod ingest;
@@ -70,6 +71,7 @@ mod tests;
 pub use self::core::{
     Output, Refused, Reloader, Request, Response, Sample, SampleTarget, Settings, Status,
 };
+pub use describe::{Level, LogLine, Value, REPAIRS_LOGGED};
 pub use driver::{sample, Counters, Driver, Kernel};
 pub use event::{Applied, Breakdown, Event, Fallback, LoadPath, Record, StateFile};
 pub use ingest::{FileEvent, InputFile};

@@ -1,42 +1,12 @@
 //! `lqos watch`: the reload daemon.
 //!
-//! Runs in the foreground (systemd `Type=exec`), holds the state
-//! directory's apply lock for its whole life (a concurrent `lqos apply` is
-//! refused, naming the daemon's pid), applies once at start, then:
-//!
-//! - watches the directories of the three input files (integrations and
-//!   editors replace files by rename, which a watch on the file itself
-//!   would lose), waits for `--debounce` ms of quiet, re-plans and applies
-//!   incrementally. While the kernel is known to hold exactly what the
-//!   daemon last loaded, the diff is computed against that, without reading
-//!   the kernel back; after any error, at SIGHUP and at every periodic
-//!   verify it reads the kernel back instead.
-//! - an edit of a few ShapedDevices.csv rows (nothing else changed) takes
-//!   the incremental path: only those rows are re-read and checked
-//!   ([`lqos_model::DevicesIndex`]), only their circuits re-planned in place
-//!   ([`lqos_tc::replan_circuits`]) and diffed against the known kernel
-//!   state ([`lqos_tc::known_diff`]); the result is what the full path
-//!   would load.
-//!   Every other edit (and every edit with an error) takes the full path.
-//! - inputs that fail validation are never applied: every problem is
-//!   logged (file, line, circuit), the live tree and the last good plan
-//!   stay, and the next change applies again.
-//! - a kernel error is logged with the failing op and retried after
-//!   `--retry` seconds (or at the next change); the daemon does not exit.
-//! - SIGHUP applies now; SIGTERM/SIGINT exit 0 and leave the tree as is
-//!   (a load under way stops at its next batch, [`lqos_apply::Cancel`]).
-//! - every `--verify-every` minutes, verify and repair (the ops that
-//!   repaired drift are logged).
-//! - with lazy leaves, every `--poll` seconds one class dump per planned
-//!   HTB qdisc gives circuits whose counters moved their leaf, and takes it
-//!   from circuits idle for `--idle` seconds ([`lqos_apply::lazy`]).
-//!
-//! Every event is one log line with its numbers; the last one is also in
-//! the status file `lqos status` prints.
-//!
-//! The daemon itself is [`lqos_apply::daemon`] (the decisions and the I/O
-//! driver); this module keeps the flags, the logging, the signals, the
-//! file watcher and the loop.
+//! The daemon itself is [`lqos_apply::daemon`]: the decisions
+//! ([`lqos_apply::daemon::Reloader`]), the I/O ([`Driver`]) and what each
+//! event says ([`Event::describe`]). This module keeps the flags, the
+//! logging (with this binary's advice, in `log`), the signals, the file
+//! watcher and the loop. It runs in the foreground (systemd `Type=exec`)
+//! and holds the state directory's apply lock for its whole life; what it
+//! does on each change is in docs/daemon.md.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -44,17 +14,21 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use lqos_apply::daemon::{
-    Driver, Event, FileEvent, InputFile, Kernel, LoadPath, Settings, StateFile,
-};
+use lqos_apply::daemon::{Driver, Event, FileEvent, InputFile, Kernel, Settings};
 use lqos_apply::watch::{confirm_file, Confirmation};
-use lqos_apply::{ApplyError, Cancel, NetlinkBackend, NetlinkLive, Parallelism, StateDir, Stopped};
-use tracing::{debug, error, info, warn};
+use lqos_apply::{Cancel, NetlinkBackend, NetlinkLive, Parallelism, StateDir};
+use tracing::{debug, info, warn};
 
 use super::apply::{state_path, TargetArgs, PROBE_CACHE_FILE};
 use super::inputs::InputArgs;
 use super::plan::PlanOptions;
 use super::EXIT_OK;
+
+mod log;
+use log::{log, StartInfo};
+
+/// The target of the daemon's log lines.
+const TARGET: &str = module_path!();
 
 /// `--log-format` values.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,212 +145,6 @@ fn init_logging(format: LogFormat) {
 
 fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
     std::path::absolute(p).with_context(|| format!("resolving {}", p.display()))
-}
-
-/// Milliseconds with one decimal.
-fn ms1(d: Duration) -> String {
-    format!("{:.1}", d.as_secs_f64() * 1e3)
-}
-
-/// Milliseconds with two decimals.
-fn ms2(d: Duration) -> String {
-    format!("{:.2}", d.as_secs_f64() * 1e3)
-}
-
-/// What is logged once the daemon knows whether leaves are lazy.
-struct StartInfo {
-    netns: Option<String>,
-    files: Vec<PathBuf>,
-    state_dir: PathBuf,
-}
-
-/// One log line per event.
-fn log(e: Event, start: &StartInfo) {
-    match e {
-        Event::SavedPlanIgnored { error } => {
-            warn!(error = %error, "ignoring the saved plan; classids may change")
-        }
-        Event::Started { lazy_leaves } => info!(
-            netns = start.netns.as_deref(),
-            lazy_leaves,
-            files = ?start.files,
-            state_dir = %start.state_dir.display(),
-            "lqos watch started"
-        ),
-        Event::InputWarning(p) => warn!(problem = %p, "input warning"),
-        Event::InvalidInput(p) => error!(
-            file = %p.file,
-            line = p.line,
-            circuit = p.circuit.as_deref(),
-            problem = %p,
-            "invalid input"
-        ),
-        Event::Rejected { trigger, errors } => error!(
-            %trigger,
-            errors,
-            "inputs rejected: nothing applied, the live tree and the last good plan stay"
-        ),
-        Event::PlanRefused { trigger, error } => {
-            error!(%trigger, error = %error, "inputs rejected: nothing applied")
-        }
-        Event::PlanFailed { trigger, error } => error!(%trigger, error = %error, "cannot plan"),
-        Event::Indexed { took, indexed } => debug!(
-            ms = ms1(took),
-            indexed, "inputs indexed for incremental edits"
-        ),
-        Event::PlannedInFull { reason } => debug!(reason = %reason, "edit planned in full"),
-        Event::WholeTreeDiff { reason } => debug!(
-            reason = %reason,
-            "diffing the whole tree against the known state"
-        ),
-        Event::Unchanged { trigger } => info!(%trigger, "inputs unchanged; nothing to apply"),
-        Event::PartialWrite { file, wait } => info!(
-            file = file.name(),
-            wait_ms = wait.as_millis() as u64,
-            "input ends in the middle of a record: waiting for the rest"
-        ),
-        Event::InputsChanging { path } => debug!(
-            path = %path.display(),
-            "input changed while read: reading again"
-        ),
-        Event::RemovalsRefused {
-            trigger,
-            refusal,
-            sha256,
-        } => error!(
-            %trigger,
-            refusal = %refusal,
-            sha256 = %sha256,
-            "inputs refused: nothing applied, the live tree and the last good plan stay; \
-             `lqos confirm` applies them once"
-        ),
-        Event::ConfirmIgnored { sha256, pending } => warn!(
-            sha256 = %sha256,
-            pending,
-            "confirmation ignored: it does not name the refused inputs"
-        ),
-        Event::FullRebuild { dev, reason, ops } => {
-            info!(dev = %dev, reason = %reason, ops, "full rebuild")
-        }
-        Event::Applied(a) => {
-            let s = a.summary;
-            match a.path {
-                LoadPath::Full {
-                    plan,
-                    load,
-                    readback,
-                } => info!(
-                    trigger = %a.trigger,
-                    added = s.added,
-                    changed = s.changed,
-                    removed = s.removed,
-                    ms = ms1(a.took),
-                    plan_ms = ms1(plan),
-                    load_ms = ms1(load),
-                    readback,
-                    "applied"
-                ),
-                LoadPath::Incremental(b) => info!(
-                    trigger = %a.trigger,
-                    added = s.added,
-                    changed = s.changed,
-                    removed = s.removed,
-                    ms = ms1(a.took),
-                    incremental = true,
-                    rows = b.rows,
-                    circuits = b.circuits,
-                    parse_ms = ms2(b.parse),
-                    plan_ms = ms2(b.plan),
-                    diff_ms = ms2(b.diff),
-                    load_ms = ms2(b.load),
-                    "applied"
-                ),
-            }
-        }
-        Event::LoadFailed {
-            trigger,
-            summary: s,
-            error,
-        } => {
-            let what = if matches!(error, ApplyError::NotEnoughMemory { .. }) {
-                "not enough memory: nothing changed; will retry"
-            } else if matches!(
-                error,
-                ApplyError::Incomplete {
-                    reason: Stopped::Cancelled { .. },
-                    ..
-                }
-            ) {
-                "load stopped by a signal between two batches; the next start reads the kernel back"
-            } else {
-                "kernel error; will retry"
-            };
-            error!(
-                %trigger,
-                added = s.added,
-                changed = s.changed,
-                removed = s.removed,
-                error = %crate::hints::with_hint(&error),
-                "{what}"
-            )
-        }
-        Event::OutOfStep { dev } => warn!(
-            dev = %dev,
-            "the daemon's model of the kernel went out of step; reading back next time"
-        ),
-        Event::LastGoodSaved { took } => debug!(ms = ms2(took), "last good plan saved"),
-        Event::SaveFailed {
-            what: StateFile::LastGood,
-            error,
-        } => warn!(error = %error, "cannot save the last good plan"),
-        Event::SaveFailed {
-            what: StateFile::Status,
-            error,
-        } => warn!(error = %error, "cannot write the status file"),
-        Event::SaveFailed {
-            what: StateFile::Journal,
-            error,
-        } => warn!(error = %error, "cannot write the input journal"),
-        Event::LeavesUnreadable { error } => warn!(error = %error, "cannot read the leaves back"),
-        Event::InSync => info!("verify: in sync"),
-        Event::Repaired { ops } => {
-            for line in ops.iter().take(50) {
-                warn!(op = %line, "verify: repaired drift");
-            }
-            warn!(ops = ops.len(), "verify: repaired drift");
-        }
-        Event::CountersUnreadable { dev, error } => warn!(
-            dev = %dev,
-            error = %error,
-            "leaf poll: cannot read class counters"
-        ),
-        Event::LeavesDeferred {
-            dev,
-            added,
-            deferred,
-            mem,
-        } => warn!(
-            dev = %dev,
-            added,
-            deferred,
-            mem_available_mib = mem.available >> 20,
-            margin_mib = mem.margin() >> 20,
-            "leaf poll: not enough memory for every active circuit's leaf; \
-             the rest stay without until memory frees up (--sqm fq_codel \
-             or more memory)"
-        ),
-        Event::LeafKernelError { dev, error } => {
-            error!(dev = %dev, error = %error, "leaf poll: kernel error")
-        }
-        Event::LeavesUnchanged { active } => debug!(active, "leaf poll: no change"),
-        Event::Leaves {
-            added,
-            removed,
-            active,
-            took,
-        } => info!(added, removed, active, ms = ms1(took), "leaves"),
-        e => debug!(event = ?e, "event"),
-    }
 }
 
 /// What a watcher event says about the input files (`files`: network,
