@@ -169,12 +169,12 @@ pub enum ApplyError {
         problem: UnsafeState,
     },
     /// The saved state is unreadable or missing.
-    #[error("state {path}: {message}")]
+    #[error("state {path}: {reason}")]
     State {
         /// The state file or directory.
         path: PathBuf,
-        /// What is wrong.
-        message: String,
+        /// What is wrong with it.
+        reason: StateProblem,
     },
     /// The plan itself is unusable.
     #[error("plan: {0}")]
@@ -279,6 +279,60 @@ pub enum PlanProblem {
     /// It names no interface.
     #[error("the plan has no interfaces")]
     NoInterfaces,
+}
+
+/// What is wrong with a file or directory of the saved state.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateProblem {
+    /// The state path exists but is not a directory.
+    #[error("is not a directory")]
+    NotADirectory,
+    /// A value could not be written as JSON.
+    #[error("cannot serialize: {0}")]
+    Serialize(serde_json::Error),
+    /// A state file is not JSON of the shape this version writes (the
+    /// error has its line and column).
+    #[error("not valid JSON for this version of lqos: {0}")]
+    Json(serde_json::Error),
+    /// The saved plan does not parse (the error has its line and column).
+    #[error("not a saved lqos plan: {0}; remove it to start afresh")]
+    NotASavedPlan(serde_json::Error),
+    /// The saved plan is in a format this version does not read.
+    #[error(
+        "saved plan format {found} is not one this lqos reads (1 or {known}); \
+         remove it to start afresh (classids may then change)"
+    )]
+    UnknownFormat {
+        /// The file's format.
+        found: u32,
+        /// The newest format this version reads (it reads 1 too).
+        known: u32,
+    },
+    /// A plan record (saved, or a plan file) cannot be turned back into
+    /// its plan or network.
+    #[error("{0}")]
+    Record(lqos_tc::RecordError),
+    /// A plan cannot be recorded.
+    #[error("cannot record the plan: {0}")]
+    Unrecordable(lqos_tc::RecordError),
+    /// No plan was saved: there is nothing to roll back to.
+    #[error("no plan was applied successfully yet: nothing to roll back to")]
+    NothingSaved,
+    /// The journal has fewer entries than the one asked for.
+    #[error("the journal has {entries} entries, not {asked}")]
+    NoJournalEntry {
+        /// Entries it has.
+        entries: usize,
+        /// The entry asked for (1: the newest).
+        asked: usize,
+    },
+    /// A file a journal entry names is not in the journal.
+    #[error("a journal file is missing")]
+    JournalFileMissing,
+    /// A journal file that holds text is not UTF-8.
+    #[error("not UTF-8")]
+    NotUtf8,
 }
 
 /// What makes a state path unsafe to use.

@@ -27,7 +27,7 @@ use lqos_tc::{
     Allocation, Classifier, Interfaces, LeafSpec, Plan, PlanConfig, PlanRecord, QueueStrategy,
 };
 
-use crate::error::{ApplyError, Result};
+use crate::error::{ApplyError, Result, StateProblem};
 use crate::live::LiveSource;
 
 /// Default file names, as LibreQoS names them.
@@ -386,7 +386,7 @@ pub fn read_plan_record(path: &Path) -> Result<(Plan, Option<Network>)> {
         .map_err(|e| ApplyError::io(format!("cannot read plan {}", path.display()), e))?;
     let record_err = |e: lqos_tc::RecordError| ApplyError::State {
         path: path.to_path_buf(),
-        message: e.to_string(),
+        reason: StateProblem::Record(e),
     };
     match serde_json::from_slice::<PlanRecord>(&bytes) {
         Ok(rec) => {

@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::{ApplyError, Result};
+use crate::error::{ApplyError, Result, StateProblem};
 use crate::inputs::RawInputs;
 use crate::state::StateDir;
 
@@ -155,18 +155,21 @@ impl Journal {
             .cloned()
             .ok_or_else(|| ApplyError::State {
                 path: self.dir.path().join(INDEX),
-                message: format!("the journal has {} entries, not {n}", entries.len()),
+                reason: StateProblem::NoJournalEntry {
+                    entries: entries.len(),
+                    asked: n,
+                },
             })?;
         let get = |h: &str| -> Result<Vec<u8>> {
             self.dir.read(h)?.ok_or_else(|| ApplyError::State {
                 path: self.dir.path().join(h),
-                message: "a journal file is missing".into(),
+                reason: StateProblem::JournalFileMissing,
             })
         };
         let text = |h: &str| -> Result<String> {
             String::from_utf8(get(h)?).map_err(|_| ApplyError::State {
                 path: self.dir.path().join(h),
-                message: "not UTF-8".into(),
+                reason: StateProblem::NotUtf8,
             })
         };
         let raw = RawInputs {

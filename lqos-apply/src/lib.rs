@@ -107,7 +107,8 @@ pub use engine::{
     LoadKind,
 };
 pub use error::{
-    ApplyError, ClassifierMissing, PlanProblem, QdiscRefusal, Result, Stopped, UnsafeState,
+    ApplyError, ClassifierMissing, PlanProblem, QdiscRefusal, Result, StateProblem, Stopped,
+    UnsafeState,
 };
 pub use inputs::{
     given_queues, interface_names, plan_config, plan_files, plan_raw, read_plan, read_plan_record,

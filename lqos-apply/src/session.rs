@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Progress};
 use crate::engine::{apply_plan, ApplyOptions, ApplyReport};
-use crate::error::{ApplyError, Result};
+use crate::error::{ApplyError, Result, StateProblem};
 use crate::live::LiveSource;
 use crate::state::{ApplyLock, StateDir};
 
@@ -70,7 +70,7 @@ fn read_state(state: &StateDir, netns: Option<&str>) -> Result<Option<OnDisk>> {
     };
     let bad = |e: serde_json::Error| ApplyError::State {
         path: path.clone(),
-        message: format!("not a saved lqos plan: {e}; remove it to start afresh"),
+        reason: StateProblem::NotASavedPlan(e),
     };
     let v: VersionOnly = serde_json::from_slice(&bytes).map_err(bad)?;
     match v.version {
@@ -82,10 +82,10 @@ fn read_state(state: &StateDir, netns: Option<&str>) -> Result<Option<OnDisk>> {
         ))),
         n => Err(ApplyError::State {
             path,
-            message: format!(
-                "saved plan format {n} is not one this lqos reads (1 or {SAVED_PLAN_VERSION}); \
-                 remove it to start afresh (classids may then change)"
-            ),
+            reason: StateProblem::UnknownFormat {
+                found: n,
+                known: SAVED_PLAN_VERSION,
+            },
         }),
     }
 }
@@ -109,7 +109,7 @@ pub fn load_saved(
     let path = state.path().join(saved_plan_file(netns));
     let bad = |e: lqos_tc::RecordError| ApplyError::State {
         path: path.clone(),
-        message: e.to_string(),
+        reason: StateProblem::Record(e),
     };
     Ok(match read_state(state, netns)? {
         None => None,
@@ -180,7 +180,7 @@ pub fn save_last_good(
     let file = saved_plan_file(netns);
     let record = PlanRecordRef::new(plan, net, false).map_err(|e| ApplyError::State {
         path: state.path().join(&file),
-        message: format!("cannot record the plan: {e}"),
+        reason: StateProblem::Unrecordable(e),
     })?;
     // The record is the last field of a state file as written here, so
     // "unchanged" is a byte comparison of the file's tail (no second parse).
@@ -295,7 +295,7 @@ impl Session<'_> {
         let (saved, net) =
             load_saved(self.state, self.netns)?.ok_or_else(|| ApplyError::State {
                 path: self.state.path().join(saved_plan_file(self.netns)),
-                message: "no plan was applied successfully yet: nothing to roll back to".into(),
+                reason: StateProblem::NothingSaved,
             })?;
         Ok(self
             .apply_planned(&saved.plan, net.as_ref(), opts, progress)?
@@ -310,6 +310,64 @@ mod tests {
 
     fn plan(circuits: usize, seed: u64) -> Plan {
         net_and_plan(circuits, seed).1
+    }
+
+    /// A saved plan that cannot be read is a typed reason with the file's
+    /// path: its format, or where its JSON breaks.
+    #[test]
+    fn unreadable_saved_plans_say_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::open(dir.path()).unwrap();
+        let path = dir.path().join(saved_plan_file(None));
+        std::fs::write(&path, br#"{"version":9}"#).unwrap();
+        let e = load_saved(&state, None).unwrap_err();
+        let ApplyError::State {
+            path: p,
+            reason: StateProblem::UnknownFormat { found, known },
+        } = &e
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!((p, *found, *known), (&path, 9, SAVED_PLAN_VERSION));
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "state {}: saved plan format 9 is not one this lqos reads (1 or 2); \
+                 remove it to start afresh (classids may then change)",
+                path.display()
+            )
+        );
+        std::fs::write(&path, b"{\n  \"version\": 2,\n  oops").unwrap();
+        let e = load_saved(&state, None).unwrap_err();
+        let ApplyError::State {
+            reason: StateProblem::NotASavedPlan(j),
+            ..
+        } = &e
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!((j.line(), j.column()), (3, 3));
+        assert!(e.to_string().contains("not a saved lqos plan: "), "{e}");
+        std::fs::remove_file(&path).unwrap();
+        let s = Session {
+            state: &state,
+            netns: None,
+            live: &Recording::new(),
+            backend: &Recording::new(),
+        };
+        let e = s
+            .rollback(ApplyOptions::default(), &NoProgress)
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ApplyError::State {
+                    reason: StateProblem::NothingSaved,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -20,7 +20,7 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::error::{ApplyError, Result, UnsafeState};
+use crate::error::{ApplyError, Result, StateProblem, UnsafeState};
 
 /// Default state directory when neither `--state-dir` nor `LQOS_STATE_DIR`
 /// is given.
@@ -104,7 +104,7 @@ impl StateDir {
         if !meta.is_dir() {
             return Err(ApplyError::State {
                 path,
-                message: "is not a directory".into(),
+                reason: StateProblem::NotADirectory,
             });
         }
         check_private(&path, &meta, "state dir")?;
@@ -176,7 +176,7 @@ impl StateDir {
     pub fn save_json<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
         let bytes = serde_json::to_vec_pretty(value).map_err(|e| ApplyError::State {
             path: self.path.join(name),
-            message: format!("cannot serialize: {e}"),
+            reason: StateProblem::Serialize(e),
         })?;
         write_atomic(&self.path.join(name), &bytes)
     }
@@ -185,7 +185,7 @@ impl StateDir {
     pub fn save_json_compact<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
         let bytes = serde_json::to_vec(value).map_err(|e| ApplyError::State {
             path: self.path.join(name),
-            message: format!("cannot serialize: {e}"),
+            reason: StateProblem::Serialize(e),
         })?;
         write_atomic(&self.path.join(name), &bytes)
     }
@@ -210,7 +210,7 @@ impl StateDir {
             .map(Some)
             .map_err(|e| ApplyError::State {
                 path,
-                message: format!("not valid JSON for this version of lqos: {e}"),
+                reason: StateProblem::Json(e),
             })
     }
 }
