@@ -109,10 +109,12 @@ fn emit(line: &LogLine) {
     let mut values: Vec<Option<Recorded>> = (0..FIELDS).map(|_| None).collect();
     values[0] = Some(Recorded::Text(display(line.message.as_str())));
     for (name, v) in &line.fields {
-        let i = keys
-            .iter()
-            .position(|k| k.name() == *name)
-            .unwrap_or_else(|| panic!("no log field {name}"));
+        // A field the callsites lack is a bug of this list: tests fail on
+        // it; the daemon logs the line without it rather than stop.
+        let Some(i) = keys.iter().position(|k| k.name() == *name) else {
+            debug_assert!(false, "no log field {name} in the callsites");
+            continue;
+        };
         values[i] = Some(match v {
             Value::Text(s) => Recorded::Text(display(s.as_str())),
             Value::Str(s) => Recorded::Str(s.as_str()),
