@@ -480,3 +480,61 @@ fn apply_refuses_too_many_removals_until_allowed_and_rolls_back_from_the_journal
     let o = run(&["apply", "--allow-removals"]);
     assert_eq!(code(&o), 0, "{:?}", text(&o));
 }
+
+/// A circuit whose Parent Node is not in network.json: `lqos apply` loads
+/// the rest, warns naming the file, line, circuit and node, and gives that
+/// circuit nothing in the kernel (the tree verifies in sync against the
+/// files, and has as many classes as without the circuit).
+#[test]
+fn apply_loads_a_circuit_with_an_unknown_parent_node_unshaped_with_a_warning() {
+    if !require_netns("cli apply unshaped") {
+        return;
+    }
+    let (ns, dir) = common::netns_with_generated("unshaped", 2, 20);
+    let d = dir.path();
+    let args = ["--netns", ns.name(), "--state-dir", "st", "--sqm", "pfifo"];
+    let run = |cmd: &str| {
+        let mut a = vec![cmd];
+        a.extend(args);
+        lqos(d, &a)
+    };
+    let classes = || {
+        let o = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                ns.name(),
+                "tc",
+                "class",
+                "show",
+                "dev",
+                "ens20",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).lines().count()
+    };
+    let o = run("apply");
+    assert_eq!(code(&o), 0, "{:?}", text(&o));
+    let before = classes();
+
+    let csv = d.join("ShapedDevices.csv");
+    let mut rows = std::fs::read_to_string(&csv).unwrap();
+    let line = rows.lines().count() + 1;
+    rows.push_str(
+        "99999,\"Lost\",\"99999-1\",\"Router\",\"Nowhere\",\"\",\"\",\"\",\"100.127.0.9\",\"\",5,1,50,10,\"\",\"\"\n",
+    );
+    std::fs::write(&csv, rows).unwrap();
+    let o = run("apply");
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}\n{err}");
+    let warning = format!(
+        "ShapedDevices.csv:{line}: circuit \"99999\": parent node \"Nowhere\" does not exist in network.json; the circuit is not shaped"
+    );
+    assert!(err.contains(&warning), "{err}");
+    assert_eq!(classes(), before, "the unshaped circuit got a class");
+    let o = run("verify");
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}\n{err}");
+    assert!(out.contains("in sync"), "{out}");
+}

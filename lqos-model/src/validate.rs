@@ -151,9 +151,17 @@ pub(crate) fn check_circuit(
                 report.push(err(format!("{dir} min {min} is above {dir} max {max}")));
             }
         }
-        if c.devices
-            .iter()
-            .all(|d| d.ipv4.is_empty() && d.ipv6.is_empty())
+        // A circuit left unshaped (its parent node is not in network.json)
+        // has no class for traffic to reach: its own warning says so.
+        let unshaped = !check_parents
+            && !flat
+            && c.parent
+                .as_ref()
+                .is_some_and(|p| net.node_by_name(p).is_none());
+        if !unshaped
+            && c.devices
+                .iter()
+                .all(|d| d.ipv4.is_empty() && d.ipv6.is_empty())
         {
             report.push(warn(
                 "circuit has no IPv4 or IPv6 address; no traffic will reach its class".to_string(),

@@ -244,6 +244,19 @@ fn circuit_without_addresses_is_a_warning() {
     );
 }
 
+/// Regression: an unshaped circuit (parent node not in network.json) with
+/// no address was also warned that "no traffic will reach its class", but
+/// it has no class.
+#[test]
+fn an_unshaped_circuit_without_addresses_is_not_told_about_a_class() {
+    let problems = check(NET, "1,a,d1,R,NoSuchAP,,,,1,1,2,2,\n");
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].starts_with("warning: SD.csv:2: circuit \"1\": parent node \"NoSuchAP\" does not exist in network.json; the circuit is not shaped"),
+        "{problems:?}"
+    );
+}
+
 #[test]
 fn all_problems_of_all_files_in_one_report_sorted_by_file_and_line() {
     let net = r#"{"AP_A": {"downloadBandwidthMbps": 0, "uploadBandwidthMbps": 100}}"#;
