@@ -1,6 +1,7 @@
 //! Concurrency (the real binary, spawned, in a private network namespace):
 //! two `lqos apply` at once, `lqos apply` and a second daemon while `lqos
-//! watch` runs. One owner of the tree at a time, no interleaved loads.
+//! watch` runs, a daemon killed in the middle of an edit and restarted.
+//! One owner of the tree at a time, no interleaved loads, no lost edit.
 //! Skipped without root unless LQOS_REQUIRE_NETNS=1.
 
 mod common;
@@ -150,4 +151,79 @@ fn while_the_daemon_runs_apply_and_a_second_daemon_are_refused_naming_its_pid() 
     // Its lock is released with it.
     let o = lqos(d, &apply_args(ns.name(), &[]));
     assert_eq!(code(&o), 0, "{:?}", text(&o));
+}
+
+/// `n` new single-device circuits under `parent`, as `ShapedDevices.csv`
+/// rows (ids from 50,000, addresses in 100.96.0.0/16).
+fn new_rows(n: usize, parent: &str) -> String {
+    (0..n)
+        .map(|i| {
+            let id = 50_000 + i;
+            format!(
+                "{id},\"New {i}\",\"{id}-1\",\"Router\",\"{parent}\",\"\",\"\",\"\",\"100.96.{}.{}\",\"\",5,1,50,10,\"\",\"\"\n",
+                i / 250,
+                i % 250 + 1
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_daemon_killed_mid_edit_and_restarted_loses_no_edit_and_is_the_only_owner() {
+    if !require_netns("cli watch killed mid-edit") {
+        return;
+    }
+    let (ns, dir) = common::netns_with_generated("killedit", 4, 300);
+    let d = dir.path();
+    let mut daemon = spawn(d, &watch_args(ns.name()));
+    let log = Log::of(&mut daemon);
+    wait_while_running(&mut daemon, "the start load", || log.has(applied("start")));
+    let start = class_count(&ns, "ens19").unwrap();
+
+    // The edit: 1,500 circuits more (thousands of ops). SIGKILL once the
+    // kernel has the first of them: no clean stop, no state saved.
+    let csv = d.join("ShapedDevices.csv");
+    let mut rows = std::fs::read_to_string(&csv).unwrap();
+    let parent = rows
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split("\",\"")
+        .nth(3)
+        .unwrap()
+        .to_string();
+    rows.push_str(&new_rows(1500, &parent));
+    let tmp = d.join("ShapedDevices.csv.new");
+    std::fs::write(&tmp, &rows).unwrap();
+    std::fs::rename(&tmp, &csv).unwrap();
+    wait_while_running(&mut daemon, "the edit's first classes", || {
+        class_count(&ns, "ens19").is_some_and(|n| n > start)
+    });
+    common::signal(&daemon, Signal::SIGKILL);
+    daemon.wait().unwrap();
+    let at_kill = class_count(&ns, "ens19").unwrap();
+    eprintln!("ens19: {start} classes before the edit, {at_kill} when killed");
+    assert!(
+        at_kill < start + 1500,
+        "the edit's load ended before the kill ({at_kill} classes): nothing was cut"
+    );
+
+    // The restart takes over the dead daemon's lock and converges to the
+    // edited file: the edit is not lost.
+    let mut daemon = spawn(d, &watch_args(ns.name()));
+    let log = Log::of(&mut daemon);
+    wait_while_running(&mut daemon, "the restart's load", || {
+        log.has(applied("start"))
+    });
+    assert_in_sync(d, &ns);
+    assert!(
+        class_count(&ns, "ens19").unwrap() >= start + 1500,
+        "{}",
+        log.dump()
+    );
+    // One owner: the restarted daemon, named by a refused apply.
+    assert_refused_by(&lqos(d, &apply_args(ns.name(), &[])), daemon.id());
+    common::signal(&daemon, Signal::SIGTERM);
+    let status = daemon.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", log.dump());
 }
