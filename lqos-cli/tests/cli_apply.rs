@@ -498,22 +498,7 @@ fn apply_loads_a_circuit_with_an_unknown_parent_node_unshaped_with_a_warning() {
         a.extend(args);
         lqos(d, &a)
     };
-    let classes = || {
-        let o = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                ns.name(),
-                "tc",
-                "class",
-                "show",
-                "dev",
-                "ens20",
-            ])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).lines().count()
-    };
+    let classes = || common::class_count(&ns, "ens20").unwrap();
     let o = run("apply");
     assert_eq!(code(&o), 0, "{:?}", text(&o));
     let before = classes();
@@ -521,9 +506,7 @@ fn apply_loads_a_circuit_with_an_unknown_parent_node_unshaped_with_a_warning() {
     let csv = d.join("ShapedDevices.csv");
     let mut rows = std::fs::read_to_string(&csv).unwrap();
     let line = rows.lines().count() + 1;
-    rows.push_str(
-        "99999,\"Lost\",\"99999-1\",\"Router\",\"Nowhere\",\"\",\"\",\"\",\"100.127.0.9\",\"\",5,1,50,10,\"\",\"\"\n",
-    );
+    rows.push_str(&common::device_row("99999", "Nowhere", "100.127.0.9"));
     std::fs::write(&csv, rows).unwrap();
     let o = run("apply");
     let (out, err) = text(&o);
@@ -533,8 +516,5 @@ fn apply_loads_a_circuit_with_an_unknown_parent_node_unshaped_with_a_warning() {
     );
     assert!(err.contains(&warning), "{err}");
     assert_eq!(classes(), before, "the unshaped circuit got a class");
-    let o = run("verify");
-    let (out, err) = text(&o);
-    assert_eq!(code(&o), 0, "{out}\n{err}");
-    assert!(out.contains("in sync"), "{out}");
+    common::assert_in_sync(d, &ns);
 }

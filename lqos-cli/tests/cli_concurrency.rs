@@ -158,12 +158,8 @@ fn while_the_daemon_runs_apply_and_a_second_daemon_are_refused_naming_its_pid() 
 fn new_rows(n: usize, parent: &str) -> String {
     (0..n)
         .map(|i| {
-            let id = 50_000 + i;
-            format!(
-                "{id},\"New {i}\",\"{id}-1\",\"Router\",\"{parent}\",\"\",\"\",\"\",\"100.96.{}.{}\",\"\",5,1,50,10,\"\",\"\"\n",
-                i / 250,
-                i % 250 + 1
-            )
+            let ipv4 = format!("100.96.{}.{}", i / 250, i % 250 + 1);
+            common::device_row(&(50_000 + i).to_string(), parent, &ipv4)
         })
         .collect()
 }

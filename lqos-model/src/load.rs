@@ -161,7 +161,7 @@ pub fn load_with_config<R: Read>(
     let v = crate::validate::validate_with(&net, nfile, dfile, network_ok, &node_lines);
     report.extend(v);
     for c in &unshaped {
-        crate::validate::check_circuit(&net, c, dfile, false, &mut report);
+        crate::validate::check_rates(c, dfile, &mut report);
     }
     // Group by file (network, devices, config), then by line; stable, so
     // problems of one line keep the order they were found in.

@@ -114,6 +114,37 @@ fn check_circuits(net: &Network, file: &str, check_parents: bool, report: &mut R
     }
 }
 
+/// A circuit's rates: none zero or absurd, no min above its max. The only
+/// rules of a circuit left unshaped (its parent node is not in
+/// network.json): it has no class for an address or a parent to matter to.
+pub(crate) fn check_rates(c: &crate::Circuit, file: &str, report: &mut Report) {
+    let line = c.devices.first().map(|d| d.line).filter(|&l| l > 0);
+    let err = |m: String| Problem::error(file, m).at_opt(line).circuit(&c.id);
+    let rates = [
+        ("download min", c.download_min),
+        ("upload min", c.upload_min),
+        ("download max", c.download_max),
+        ("upload max", c.upload_max),
+    ];
+    for (label, r) in rates {
+        if r.is_zero() {
+            report.push(err(format!("{label} {r} is zero")));
+        } else if r > MAX_RATE {
+            report.push(err(format!(
+                "{label} {r} Mbps is absurdly large (above {MAX_RATE} Mbps)"
+            )));
+        }
+    }
+    for (dir, min, max) in [
+        ("download", c.download_min, c.download_max),
+        ("upload", c.upload_min, c.upload_max),
+    ] {
+        if min > max {
+            report.push(err(format!("{dir} min {min} is above {dir} max {max}")));
+        }
+    }
+}
+
 /// The rules of one circuit alone (rates, addresses present, parent node):
 /// what [`validate`] reports for `c` apart from address overlaps.
 pub(crate) fn check_circuit(
@@ -124,44 +155,14 @@ pub(crate) fn check_circuit(
     report: &mut Report,
 ) {
     let flat = net.node_count() == 0;
+    check_rates(c, file, report);
     {
         let line = c.devices.first().map(|d| d.line).filter(|&l| l > 0);
         let err = |m: String| Problem::error(file, m).at_opt(line).circuit(&c.id);
         let warn = |m: String| Problem::warning(file, m).at_opt(line).circuit(&c.id);
-        let rates = [
-            ("download min", c.download_min),
-            ("upload min", c.upload_min),
-            ("download max", c.download_max),
-            ("upload max", c.upload_max),
-        ];
-        for (label, r) in rates {
-            if r.is_zero() {
-                report.push(err(format!("{label} {r} is zero")));
-            } else if r > MAX_RATE {
-                report.push(err(format!(
-                    "{label} {r} Mbps is absurdly large (above {MAX_RATE} Mbps)"
-                )));
-            }
-        }
-        for (dir, min, max) in [
-            ("download", c.download_min, c.download_max),
-            ("upload", c.upload_min, c.upload_max),
-        ] {
-            if min > max {
-                report.push(err(format!("{dir} min {min} is above {dir} max {max}")));
-            }
-        }
-        // A circuit left unshaped (its parent node is not in network.json)
-        // has no class for traffic to reach: its own warning says so.
-        let unshaped = !check_parents
-            && !flat
-            && c.parent
-                .as_ref()
-                .is_some_and(|p| net.node_by_name(p).is_none());
-        if !unshaped
-            && c.devices
-                .iter()
-                .all(|d| d.ipv4.is_empty() && d.ipv6.is_empty())
+        if c.devices
+            .iter()
+            .all(|d| d.ipv4.is_empty() && d.ipv6.is_empty())
         {
             report.push(warn(
                 "circuit has no IPv4 or IPv6 address; no traffic will reach its class".to_string(),

@@ -80,6 +80,15 @@ pub fn legacy_header() -> String {
     lqos_model::LEGACY_HEADER.join(",")
 }
 
+/// A one-device circuit as a `ShapedDevices.csv` row in the columns `lqos
+/// gen` writes: id `id`, under `parent`, IPv4 `ipv4`, 5/1 Mbps min, 50/10
+/// max, with its newline.
+pub fn device_row(id: &str, parent: &str, ipv4: &str) -> String {
+    format!(
+        "{id},\"Circuit {id}\",\"{id}-1\",\"Router\",\"{parent}\",\"\",\"\",\"\",\"{ipv4}\",\"\",5,1,50,10,\"\",\"\"\n"
+    )
+}
+
 /// A LibreQoS sample file (`samples/libreqos/NAME`, kept once for all
 /// crates).
 pub fn sample(name: &str) -> PathBuf {
