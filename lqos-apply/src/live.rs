@@ -347,10 +347,13 @@ impl NetlinkLive {
     /// ([`crate::stats`]): per planned HTB its class dump (counters, 64-bit
     /// packets, HTB's statistics) and, with `leaves`, one qdisc dump per
     /// interface (the leaves' counters, cake's per-tin and fq_codel's
-    /// statistics).
+    /// statistics) where [`StatsIndex::leaf_dump_needed`]: a dump of
+    /// 100,000 classes' pfifo leaves or kernel defaults would cost as much
+    /// as the class dumps and add nothing.
     pub fn poll_stats(&self, index: &StatsIndex, leaves: bool) -> Result<RawStats> {
         let mut out = RawStats::default();
         for (dev, htbs) in index.htbs() {
+            let leaves = leaves && index.leaf_dump_needed(dev);
             out.interfaces.push(self.poll_iface(dev, htbs, leaves)?);
         }
         Ok(out)

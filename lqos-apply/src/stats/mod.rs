@@ -8,7 +8,9 @@
 //! - [`NetlinkLive::poll_stats`](crate::NetlinkLive::poll_stats): the I/O, per interface one class dump per
 //!   planned HTB (counters, 64-bit packets, HTB's statistics) and,
 //!   with `leaves`, one qdisc dump (the leaves' counters, cake's per-tin
-//!   and fq_codel's statistics). [`RawIface::class_stats`] gives the same
+//!   and fq_codel's statistics) where a planned leaf keeps statistics of
+//!   its own: an interface whose leaves are all pfifo or bfifo, or that
+//!   has none, is not dumped ([`StatsIndex::leaf_dump_needed`]). [`RawIface::class_stats`] gives the same
 //!   class dumps to lazy leaves ([`crate::lazy::LeafTracker::observe`]),
 //!   so one set of dumps serves both.
 //! - [`StatsTracker::observe`] (pure: values and a monotonic time in): the
@@ -47,7 +49,7 @@ pub mod openmetrics;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use lqos_tc::{Direction, Plan, TcHandle, TcOp};
+use lqos_tc::{Direction, Plan, QdiscKind, TcHandle, TcOp};
 use serde::Serialize;
 use smol_str::SmolStr;
 
@@ -122,6 +124,12 @@ struct IfaceIndex {
     classes: HashMap<u32, (Owner, Dir)>,
     /// Leaf qdisc major -> circuit, direction.
     leaves: HashMap<u16, (u32, Dir)>,
+    /// The planned leaves' kinds when every one is pfifo or bfifo (or
+    /// there is none): such leaves count nothing their class does not
+    /// (they only refuse, and a refusal is the class's drop), so the poll
+    /// leaves out the interface's qdisc dump. `None`: some leaf keeps
+    /// statistics of its own (cake, fq_codel, another kind).
+    fifo_leaves: Option<HashMap<u16, &'static str>>,
 }
 
 /// Which classid and leaf is which circuit or node, per interface (built
@@ -191,7 +199,21 @@ impl StatsIndex {
                     classes.insert(id.raw(), (Owner::Node(i as u32), d));
                 }
             }
+            let mut fifo_leaves = Some(HashMap::new());
             for op in &ip.ops {
+                if let TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) = op {
+                    if leaves.contains_key(&q.handle.major()) {
+                        let fifo = match q.kind {
+                            QdiscKind::Pfifo { .. } => Some("pfifo"),
+                            QdiscKind::Bfifo { .. } => Some("bfifo"),
+                            _ => None,
+                        };
+                        fifo_leaves = fifo_leaves.zip(fifo).map(|(mut m, k)| {
+                            m.insert(q.handle.major(), k);
+                            m
+                        });
+                    }
+                }
                 let (TcOp::AddClass(c) | TcOp::ChangeClass(c)) = op else {
                     continue;
                 };
@@ -220,6 +242,7 @@ impl StatsIndex {
                 htbs,
                 classes,
                 leaves,
+                fifo_leaves,
             });
         }
         StatsIndex {
@@ -232,6 +255,17 @@ impl StatsIndex {
     /// The planned interfaces, in plan order.
     pub fn devs(&self) -> impl Iterator<Item = &str> {
         self.ifaces.iter().map(|i| i.dev.as_str())
+    }
+
+    /// Whether a poll of `dev` needs its qdisc dump for the leaves'
+    /// statistics: `false` when every planned leaf is a pfifo or bfifo
+    /// (their counts are their class's) or there is none. `true` for a
+    /// device not in the index.
+    pub fn leaf_dump_needed(&self, dev: &str) -> bool {
+        self.ifaces
+            .iter()
+            .find(|i| i.dev == dev)
+            .is_none_or(|i| i.fifo_leaves.is_none())
     }
 
     /// The HTB qdiscs of `dev` whose class dumps the poll reads.
@@ -616,6 +650,14 @@ impl StatsTracker {
                     drop_deltas[i as usize][d.i()] += dd;
                 }
             }
+            if let (Some(fifo), true) = (&ii.fifo_leaves, r.qdiscs.is_empty()) {
+                // No dump taken (fifo leaves only): the kind is the plan's.
+                for (m, kind) in fifo {
+                    if let Some(&(i, d)) = ii.leaves.get(m) {
+                        circuits[i as usize].dir_mut(d).leaf = Some((*kind).to_string());
+                    }
+                }
+            }
             for q in &r.qdiscs {
                 if q.handle.minor() != 0 {
                     continue;
@@ -831,6 +873,38 @@ mod tests {
         assert_eq!(s.circuits[0].download.rate_bps, 8000.0);
         assert_eq!(s.circuits[0].download.bytes, 2000);
         assert_eq!(s.circuits[0].download.drop_rate, 0.0);
+    }
+
+    #[test]
+    fn fifo_leaves_need_no_qdisc_dump_and_report_their_planned_kind() {
+        for (sqm, needed, kind) in [
+            ("pfifo", false, Some("pfifo")),
+            ("bfifo limit 100000", false, Some("bfifo")),
+            ("none", false, None),
+            ("fq_codel", true, None),
+            ("cake diffserv4", true, None),
+        ] {
+            let (_, plan) = crate::test_fixtures::bridge_plan(3, 2, sqm);
+            let index = StatsIndex::new(&plan);
+            for dev in index.devs() {
+                assert_eq!(index.leaf_dump_needed(dev), needed, "{sqm} {dev}");
+            }
+            assert!(index.leaf_dump_needed("not-planned"));
+            if needed {
+                continue;
+            }
+            // Without a qdisc dump, each circuit's drops are its class's
+            // and its leaf is the planned one.
+            let s = StatsTracker::new(&index).observe(
+                &index,
+                &raw(&plan, &[(1000, 3), (10, 0), (0, 0)], None),
+                Duration::ZERO,
+            );
+            let c0 = &s.circuits[0];
+            assert_eq!((c0.download.drops, c0.upload.drops), (3, 3), "{sqm}");
+            assert_eq!(c0.download.leaf.as_deref(), kind, "{sqm}");
+            assert_eq!(s.circuits[2].upload.leaf.as_deref(), kind, "{sqm}");
+        }
     }
 
     /// Regression guard: a class or leaf recreated (full reload, lazy leaf
