@@ -91,7 +91,7 @@ impl Inputs {
     /// path; `network.json` and `lqos.conf` must be UTF-8).
     pub fn read(&self) -> Result<RawInputs> {
         let read = |p: &Path, what: &str| {
-            std::fs::read(p)
+            read_noatime(p)
                 .map_err(|e| ApplyError::io(format!("cannot read {what} {}", p.display()), e))
         };
         let network = read(&self.network, "network file")?;
@@ -373,6 +373,28 @@ pub fn plan_raw(
     })
 }
 
+/// Reads a whole file without updating its access time (`O_NOATIME`,
+/// falling back to a plain open where the kernel refuses the flag: not
+/// the file's owner, without `CAP_FOWNER`). A file just written has an
+/// access time older than its change, so under `relatime` every read
+/// after an edit would dirty the inode: one more metadata write, and a
+/// wait on the filesystem's journal, per edit the daemon reads.
+pub fn read_noatime(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOATIME)
+        .open(path)
+    {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => std::fs::File::open(path)?,
+        r => r?,
+    };
+    let mut out = Vec::with_capacity(f.metadata().map_or(0, |m| m.len() as usize));
+    f.read_to_end(&mut out)?;
+    Ok(out)
+}
+
 /// Reads a plan file (`plan.json` as `lqos plan` writes it).
 pub fn read_plan(path: &Path) -> Result<Plan> {
     Ok(read_plan_record(path)?.0)
@@ -416,6 +438,34 @@ mod tests {
 
     fn conf() -> LqosConfig {
         lqos_model::generate(&lqos_model::GenParams::default()).config
+    }
+
+    /// Regression guard: reading the inputs after an edit dirtied their
+    /// inode (the access time moved), a metadata write per edit.
+    #[test]
+    fn reading_inputs_leaves_their_access_time_alone() {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(DEVICES_FILE);
+        std::fs::write(&p, b"Circuit ID\n").unwrap();
+        // An access time older than the change, as after a writer's edit.
+        let old = nix::sys::time::TimeSpec::new(1_000_000, 0);
+        let now = nix::sys::time::TimeSpec::new(2_000_000, 0);
+        nix::sys::stat::utimensat(
+            nix::fcntl::AT_FDCWD,
+            &p,
+            &old,
+            &now,
+            nix::sys::stat::UtimensatFlags::FollowSymlink,
+        )
+        .unwrap();
+        let atime = || std::fs::metadata(&p).unwrap().atime();
+        assert_eq!(read_noatime(&p).unwrap(), b"Circuit ID\n");
+        assert_eq!(atime(), 1_000_000, "O_NOATIME read moved the access time");
+        std::fs::read(&p).unwrap();
+        if atime() == 1_000_000 {
+            eprintln!("note: this filesystem keeps no access times (noatime): the check above could not fail here");
+        }
     }
 
     #[test]
