@@ -269,6 +269,17 @@ fn edits_take_the_incremental_path_or_the_full_one_and_equal_a_full_plan() {
     let full = files.full_plan(&s, &prev);
     assert_eq!(d.core().plan().unwrap(), &full);
     trees_are(&kernel, &full);
+    // The last good state is the compact record (inputs and allocation, no
+    // ops) of the edited network, and re-plans to the running plan.
+    let text =
+        String::from_utf8(state.read(&crate::saved_plan_file(None)).unwrap().unwrap()).unwrap();
+    assert!(
+        text.contains("\"inputs\":") && !text.contains("\"interfaces\":["),
+        "{}",
+        &text[..text.len().min(400)]
+    );
+    let saved = crate::load_saved_plan(&state, None).unwrap().unwrap();
+    assert_eq!(saved.plan, full);
 
     // The same bytes again: nothing to do.
     files.write_devices();

@@ -481,6 +481,12 @@ impl Reloader {
         self.current.as_ref().map(|c| &c.plan)
     }
 
+    /// The network model [`plan`](Self::plan) was planned from (kept in
+    /// step with incremental edits), when the inputs could be indexed.
+    pub fn network(&self) -> Option<&Network> {
+        self.current.as_ref()?.index.as_ref().map(|i| &i.net)
+    }
+
     /// The model of the kernel.
     pub fn known(&self) -> &KnownKernel {
         &self.known
