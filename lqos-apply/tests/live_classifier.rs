@@ -13,7 +13,10 @@
 //! (`:2`) and is not held to any circuit's ceil; after one address moves to
 //! another circuit, one apply (one filter replaced per interface) re-steers
 //! it to the new circuit's ceil while the other flows are not disturbed (no
-//! 100 ms bucket empty or above 1.3x ceil).
+//! 100 ms bucket empty or above 1.3x ceil). Rates leave out the times this
+//! machine stalled (a watch thread's 5 ms sleeps waking 25 ms late or
+//! more, and 150 ms after): a TCG guest on a busy host stops altogether
+//! for a while, and no shaper delivers then.
 //!
 //! Needs root, namespaces, Linux >= 6.0 with cls_flower and act_skbedit.
 //! Where those are missing (this project's host kernel has no flower) it
@@ -418,22 +421,123 @@ fn send_flows(
     })
 }
 
-/// Wire kbit/s over [from, to) of datagrams of `wire` bytes.
-fn rate_kbit(times: &[Duration], wire: u64, from: Duration, to: Duration) -> f64 {
-    let n = times.iter().filter(|t| **t >= from && **t < to).count();
-    n as f64 * wire as f64 * 8.0 / 1000.0 / (to - from).as_secs_f64()
+/// A watch on this machine's scheduling: a thread that sleeps 5 ms at a
+/// time and files every wake-up later than [`STALL`] as a stall. A TCG
+/// guest whose host is busy stops altogether for tens or hundreds of
+/// milliseconds; no shaper delivers anything then, and what HTB lost
+/// in that time it does not make up (its tokens are capped at one burst).
+/// Rates are therefore taken over the window minus the stalls.
+struct StallWatch {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<Vec<(Duration, Duration)>>,
 }
 
-/// Packets per 100 ms bucket over [from, to).
-fn buckets(times: &[Duration], from: Duration, to: Duration) -> Vec<usize> {
-    let n = ((to - from).as_millis() / BUCKET.as_millis()) as usize;
+/// A wake-up this late (for a 5 ms sleep) is a stall.
+const STALL: Duration = Duration::from_millis(25);
+/// After a stall: the time for the queues to drain the packets held over
+/// it and HTB's burst to pass, left out of rates too.
+const RECOVERY: Duration = Duration::from_millis(150);
+
+impl StallWatch {
+    fn start(start: Instant) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut stalls = Vec::new();
+            while !s.load(Ordering::Relaxed) {
+                let before = start.elapsed();
+                std::thread::sleep(Duration::from_millis(5));
+                let after = start.elapsed();
+                if after - before > STALL {
+                    stalls.push((before + Duration::from_millis(5), after));
+                }
+            }
+            stalls
+        });
+        StallWatch { stop, thread }
+    }
+
+    /// Stops the watch; the stalls seen, each widened by [`RECOVERY`].
+    fn finish(self) -> Vec<(Duration, Duration)> {
+        self.stop.store(true, Ordering::Relaxed);
+        let stalls = self.thread.join().unwrap();
+        if !stalls.is_empty() {
+            let ms: Vec<String> = stalls
+                .iter()
+                .map(|(a, b)| format!("{:.2}s+{}ms", a.as_secs_f64(), (*b - *a).as_millis()))
+                .collect();
+            eprintln!(
+                "stalls of this machine (left out of rates): {}",
+                ms.join(", ")
+            );
+        }
+        stalls.into_iter().map(|(a, b)| (a, b + RECOVERY)).collect()
+    }
+}
+
+/// `[from, to)` less the stalls of a [`StallWatch`].
+#[derive(Clone, Copy)]
+struct Window<'a> {
+    from: Duration,
+    to: Duration,
+    skip: &'a [(Duration, Duration)],
+}
+
+impl Window<'_> {
+    /// Whether `t` is in the window and outside every stall.
+    fn counts(&self, t: Duration) -> bool {
+        t >= self.from && t < self.to && !self.skip.iter().any(|(a, b)| t >= *a && t < *b)
+    }
+
+    /// Whether `[a, b)` overlaps a stall.
+    fn disturbed(&self, a: Duration, b: Duration) -> bool {
+        self.skip.iter().any(|(s, e)| *s < b && a < *e)
+    }
+
+    /// The window's time outside the stalls.
+    fn clean(&self) -> Duration {
+        let lost: Duration = self
+            .skip
+            .iter()
+            .map(|(a, b)| (*b).min(self.to).saturating_sub((*a).max(self.from)))
+            .sum();
+        (self.to - self.from).saturating_sub(lost)
+    }
+
+    /// Wire kbit/s of datagrams of `wire` bytes at `times` over the
+    /// window's clean time. Fails the test, saying why, when stalls took
+    /// more than half of the window: no rate can be judged then.
+    fn rate(&self, times: &[Duration], wire: u64) -> f64 {
+        let clean = self.clean();
+        assert!(
+            clean * 2 >= self.to - self.from,
+            "this machine stalled for {:.2} of the {:.2} s window from {:.1} s: too slow to judge a rate",
+            (self.to - self.from - clean).as_secs_f64(),
+            (self.to - self.from).as_secs_f64(),
+            self.from.as_secs_f64()
+        );
+        let n = times.iter().filter(|t| self.counts(**t)).count();
+        n as f64 * wire as f64 * 8.0 / 1000.0 / clean.as_secs_f64()
+    }
+}
+
+/// Packets per 100 ms bucket over [from, to), `None` for a bucket a stall
+/// touched.
+fn buckets(times: &[Duration], w: Window<'_>) -> Vec<Option<usize>> {
+    let n = ((w.to - w.from).as_millis() / BUCKET.as_millis()) as usize;
     let mut b = vec![0usize; n];
-    for t in times.iter().filter(|t| **t >= from && **t < to) {
-        if let Some(x) = b.get_mut(((*t - from).as_millis() / BUCKET.as_millis()) as usize) {
+    for t in times.iter().filter(|t| **t >= w.from && **t < w.to) {
+        if let Some(x) = b.get_mut(((*t - w.from).as_millis() / BUCKET.as_millis()) as usize) {
             *x += 1; // a last partial bucket is left out
         }
     }
-    b
+    b.into_iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let a = w.from + BUCKET * i as u32;
+            (!w.disturbed(a, a + BUCKET)).then_some(n)
+        })
+        .collect()
 }
 
 /// Bytes sent per HTB class on `dev`, from `tc -s class show` text
@@ -479,6 +583,7 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
     assert!(again.values().all(Vec::is_empty), "{again:?}");
 
     let start = Instant::now();
+    let stalls = StallWatch::start(start);
     let stop = Arc::new(AtomicBool::new(false));
     let got: Arrivals = Arc::default();
     let addrs: Vec<&str> = CIRCUITS
@@ -515,19 +620,37 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
         r.join().unwrap();
     }
     let got = got.lock().unwrap().clone();
+    let stalls = stalls.finish();
     let bytes = class_bytes(&t.shaper, "ens19");
     eprintln!(
         "live_classifier: move applied in {:.3}s; per address: sent, delivered (packets), phase-1 kbit/s",
         (applied_at - moved_at).as_secs_f64()
     );
     let after = applied_at + secs(1.5);
+    let (before, moved, whole) = (
+        Window {
+            from: warm,
+            to: moved_at,
+            skip: &stalls,
+        },
+        Window {
+            from: after,
+            to: end,
+            skip: &stalls,
+        },
+        Window {
+            from: warm,
+            to: end,
+            skip: &stalls,
+        },
+    );
     for (a, sent) in &offered {
         eprintln!(
             "  {a}: offered {:.0} / delivered {:.0} kbit/s before the move, offered {:.0} / delivered {:.0} after",
-            rate_kbit(sent, WIRE, warm, moved_at),
-            rate_kbit(&got[a], WIRE, warm, moved_at),
-            rate_kbit(sent, WIRE, after, end),
-            rate_kbit(&got[a], WIRE, after, end),
+            before.rate(sent, WIRE),
+            before.rate(&got[a], WIRE),
+            moved.rate(sent, WIRE),
+            moved.rate(&got[a], WIRE),
         );
     }
 
@@ -557,8 +680,9 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
         } else {
             *c as f64
         };
-        for (from, to) in [(warm, moved_at), (after, end)] {
-            let o = rate_kbit(&offered[a], WIRE, from, to);
+        for w in [before, moved] {
+            let (from, to) = (w.from, w.to);
+            let o = w.rate(&offered[a], WIRE);
             assert!(
                 o >= 1.1 * c,
                 "the generator offered {a} (circuit {id}) only {o:.0} kbit/s in {:.1}..{:.1}s (ceil {c}): this machine is too slow for the test",
@@ -572,7 +696,7 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
         let a = addr.unwrap();
         within(
             &format!("{a} (circuit {id}) before the move"),
-            rate_kbit(&got[a], WIRE, warm, moved_at),
+            before.rate(&got[a], WIRE),
             ceil(id),
         );
     }
@@ -614,7 +738,7 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
     // are indivisible).
     within(
         "the moved address at circuit E",
-        rate_kbit(&got[MOVER], WIRE, after, end),
+        moved.rate(&got[MOVER], WIRE),
         ceil("E"),
     );
     for (id, _, addr) in steady {
@@ -622,7 +746,8 @@ fn classifier_steers_forwarded_traffic_and_reload_resteers_one_address() {
         let max = (1.3 * ceil(id) * 1000.0 / 8.0 * BUCKET.as_secs_f64() / WIRE as f64).floor()
             as usize
             + 1;
-        for (i, n) in buckets(&got[a], warm, end).iter().enumerate() {
+        for (i, n) in buckets(&got[a], whole).iter().enumerate() {
+            let Some(n) = n else { continue };
             let at = warm.as_secs_f64() + i as f64 * BUCKET.as_secs_f64();
             assert!(
                 *n > 0,
@@ -763,19 +888,19 @@ fn netns_sh(ns: &str, script: &str) {
 }
 
 /// Asserts each flow of `flows` (key, ceil kbit) was offered above 1.1x
-/// its ceil and delivered at its ceil +/-10% over `[from, to)`.
+/// its ceil and delivered at its ceil +/-10% over the window `w`.
 fn assert_at_ceils(
     what: &str,
     flows: &[(String, u64)],
     offered: &BTreeMap<String, Vec<Duration>>,
     got: &BTreeMap<String, Vec<Duration>>,
     wire_of: impl Fn(&str) -> u64,
-    (from, to): (Duration, Duration),
+    w: Window<'_>,
 ) {
     for (key, ceil) in flows {
-        let w = wire_of(key);
-        let o = rate_kbit(&offered[key], w, from, to);
-        let r = rate_kbit(&got[key], w, from, to);
+        let wire = wire_of(key);
+        let o = w.rate(&offered[key], wire);
+        let r = w.rate(&got[key], wire);
         eprintln!("{what}: {key}: offered {o:.0}, delivered {r:.0} kbit/s (ceil {ceil})");
         assert!(
             o >= 1.1 * *ceil as f64,
@@ -844,6 +969,7 @@ fn ipv6_subscribers_are_shaped_at_their_ceil_through_the_classifier() {
     apply(s, &live, &p);
 
     let start = Instant::now();
+    let stalls = StallWatch::start(start);
     let stop = Arc::new(AtomicBool::new(false));
     let got: Arrivals = Arc::default();
     let hosts: Vec<&str> = V6.iter().map(|v| v.3).collect();
@@ -862,7 +988,13 @@ fn ipv6_subscribers_are_shaped_at_their_ceil_through_the_classifier() {
         r.join().unwrap();
     }
     let got = got.lock().unwrap().clone();
-    assert_at_ceils("ipv6", &flows, &offered, &got, wire, (secs(2.5), secs(5.5)));
+    let stalls = stalls.finish();
+    let w = Window {
+        from: secs(2.5),
+        to: secs(5.5),
+        skip: &stalls,
+    };
+    assert_at_ceils("ipv6", &flows, &offered, &got, wire, w);
     // Each flow went through its own circuit's class (the IP map's).
     let bytes = class_bytes(s, "ens19");
     for (_, _, _, host) in V6 {
@@ -986,6 +1118,7 @@ fn ipv6_flow_with_so_priority_is_shaped_at_its_ceil() {
     );
 
     let start = Instant::now();
+    let stalls = StallWatch::start(start);
     let stop = Arc::new(AtomicBool::new(false));
     let got: Arrivals = Arc::default();
     let rx = receivers(sub.name(), start, stop.clone(), got.clone(), &[HOST]);
@@ -1010,13 +1143,18 @@ fn ipv6_flow_with_so_priority_is_shaped_at_its_ceil() {
         r.join().unwrap();
     }
     let got = got.lock().unwrap().clone();
+    let stalls = stalls.finish();
     assert_at_ceils(
         "ipv6 SO_PRIORITY",
         &[(HOST.to_string(), CEIL)],
         &offered,
         &got,
         wire,
-        (secs(2.5), secs(5.5)),
+        Window {
+            from: secs(2.5),
+            to: secs(5.5),
+            skip: &stalls,
+        },
     );
     let bytes = class_bytes(&shaper, "ens19");
     let b = bytes.get(&e.download.classid).copied().unwrap_or(0);
@@ -1147,6 +1285,7 @@ fn on_a_stick_shapes_both_directions_at_their_ceils() {
     apply(&shaper, &live, &p);
 
     let start = Instant::now();
+    let stalls = StallWatch::start(start);
     let stop = Arc::new(AtomicBool::new(false));
     let got: Arrivals = Arc::default();
     // Download: internet -> each subscriber address (port PORT). Upload:
@@ -1230,7 +1369,12 @@ fn on_a_stick_shapes_both_directions_at_their_ceils() {
         r.join().unwrap();
     }
     let got = got.lock().unwrap().clone();
-    let window = (secs(2.5), secs(5.5));
+    let stalls = stalls.finish();
+    let window = Window {
+        from: secs(2.5),
+        to: secs(5.5),
+        skip: &stalls,
+    };
     assert_at_ceils("stick download", &down, &offered, &got, |_| WIRE, window);
     assert_at_ceils("stick upload", &up, &offered, &got, |_| WIRE, window);
     // Each direction in its own class: download majors 1..=8, upload 9..=16.
