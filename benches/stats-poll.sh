@@ -15,7 +15,7 @@
 # then EDITS in place, 2 s apart (docs/benchmarks.md, "lqos watch"; build
 # it with `--example watch_latency`). SITES=N: `lqos gen --sites N`.
 # The namespace (and its tree) is deleted at exit, timed.
-set -eu
+set -euo pipefail
 n=${1:-10000}
 sqm=${2:-pfifo}
 runs=${RUNS:-7}
@@ -54,7 +54,7 @@ if [ -n "${PERF:-}" ]; then
     perf record -q -e cpu-clock -g -o "$work/perf.data" -- \
         "${STATS_POLL:-$bin/examples/stats_poll}" --netns "$ns" --state-dir st --runs 20 --poll-only
     perf report -i "$work/perf.data" --stdio --no-children --sort sym 2>/dev/null \
-        | grep -E '^ +[0-9.]+%' | head -40 >"$PERF"
+        | grep -E '^ +[0-9.]+%' | head -40 >"$PERF" || true
     echo "profile of 20 polls: $PERF"
 fi
 port=$(( 20000 + $$ % 20000 ))
@@ -70,9 +70,9 @@ for i in 1 2 3; do
     curl -s -o /dev/null -w "scrape $i: %{size_download} bytes, first byte after %{time_starttransfer} s, all in %{time_total} s (curl)\n" \
         "http://127.0.0.1:$port/metrics"
 done
-curl -s "http://127.0.0.1:$port/metrics" | grep '^lqos_stats_poll' | sed 's/^/the daemon: /'
+curl -s "http://127.0.0.1:$port/metrics" | grep '^lqos_stats_poll' | sed 's/^/the daemon: /' || true
 grep -E 'VmHWM|VmRSS' "/proc/$wpid/status" | sed 's/^/lqos watch --metrics: /'
-grep -o '"message":"applied"[^}]*"trigger":"start"[^}]*\|"message":"inputs unchanged[^}]*' "$work/watch.log" | head -n 1 | sed 's/^/its start: /'
+grep -o '"message":"applied"[^}]*"trigger":"start"[^}]*\|"message":"inputs unchanged[^}]*' "$work/watch.log" | head -n 1 | sed 's/^/its start: /' || true
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -n "${LATENCY:-}" ]; then
     kill "$wpid" && wait "$wpid" 2>/dev/null || true
