@@ -60,6 +60,9 @@ pub struct Driver<'a> {
     clock: Box<dyn FnMut() -> Instant + 'a>,
     pending: Vec<Event>,
     cancel: Cancel,
+    /// The buffer the next read of `ShapedDevices.csv` goes into (one the
+    /// reloader handed back, see [`Reloader::take_spare`]).
+    spare: Vec<u8>,
 }
 
 impl<'a> Driver<'a> {
@@ -87,6 +90,7 @@ impl<'a> Driver<'a> {
             clock: Box::new(Instant::now),
             pending,
             cancel: Cancel::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -174,9 +178,17 @@ impl<'a> Driver<'a> {
                     break;
                 };
                 reloaded |= matches!(req, Request::ReadInputs | Request::Send(_));
-                let resp = execute(&self.inputs, self.kernel, &self.cancel, req);
+                let resp = match req {
+                    Request::ReadInputs => {
+                        read_stable_into(&self.inputs, std::mem::take(&mut self.spare))
+                    }
+                    req => execute(&self.inputs, self.kernel, &self.cancel, req),
+                };
                 let now = (self.clock)();
                 self.core.handle(resp, now);
+                if let Some(b) = self.core.take_spare() {
+                    self.spare = b;
+                }
             }
             self.drain(sink);
         }
@@ -320,6 +332,12 @@ fn stamp(p: &std::path::Path) -> Option<(u64, i64, i64, u64)> {
 /// Reads the inputs and checks that no file changed while it was read
 /// (size, mtime and inode the same before and after).
 pub fn read_stable(inputs: &Inputs) -> Response {
+    read_stable_into(inputs, Vec::new())
+}
+
+/// [`read_stable`] reading `ShapedDevices.csv` into `buffer` (see
+/// [`Inputs::read_reusing`]).
+pub fn read_stable_into(inputs: &Inputs, buffer: Vec<u8>) -> Response {
     let paths: Vec<&std::path::Path> = [
         Some(inputs.network.as_path()),
         Some(inputs.devices.as_path()),
@@ -329,7 +347,7 @@ pub fn read_stable(inputs: &Inputs) -> Response {
     .flatten()
     .collect();
     let before: Vec<_> = paths.iter().map(|p| stamp(p)).collect();
-    let raw = inputs.read();
+    let raw = inputs.read_reusing(buffer);
     for (p, b) in paths.iter().zip(before) {
         if stamp(p) != b {
             return Response::InputsChanging(p.to_path_buf());

@@ -15,7 +15,8 @@ impl Reloader {
         let idx = cur.index.as_mut().expect("checked by try_incremental");
         match lqos_tc::replan_circuits(&mut cur.plan, &idx.plan, &idx.net, &patch.circuits) {
             Replan::Patched(at) => {
-                idx.devices.commit(&mut idx.net, patch, raw.devices);
+                let old = idx.devices.commit(&mut idx.net, patch, raw.devices);
+                self.spare = Some(old);
                 let cand = Candidate {
                     plan: cur.plan,
                     index: cur.index,

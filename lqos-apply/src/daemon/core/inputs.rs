@@ -185,7 +185,10 @@ impl Reloader {
             return Incremental::Full(Fallback::OtherFileChanged, Ok(raw));
         }
         let patch = match idx.devices.edit(&idx.net, &raw.devices) {
-            DevicesEdit::Same => return Incremental::Unchanged,
+            DevicesEdit::Same => {
+                self.spare = Some(raw.devices);
+                return Incremental::Unchanged;
+            }
             DevicesEdit::Full(why) => return Incremental::Full(Fallback::Devices(why), Ok(raw)),
             DevicesEdit::Patch(p) => p,
         };

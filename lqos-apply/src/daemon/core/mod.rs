@@ -438,6 +438,9 @@ pub struct Reloader {
     /// Links asked for (kept for [`Request::Links`]'s borrow).
     asked: Vec<String>,
     targets: Vec<SampleTarget>,
+    /// Bytes of `ShapedDevices.csv` no longer needed (replaced by an edit,
+    /// or read and found unchanged), for the next read to reuse.
+    spare: Option<Vec<u8>>,
 }
 
 impl Reloader {
@@ -468,6 +471,7 @@ impl Reloader {
             next_verify: None,
             asked: Vec::new(),
             targets: Vec::new(),
+            spare: None,
         }
     }
 
@@ -485,6 +489,14 @@ impl Reloader {
     /// step with incremental edits), when the inputs could be indexed.
     pub fn network(&self) -> Option<&Network> {
         self.current.as_ref()?.index.as_ref().map(|i| &i.net)
+    }
+
+    /// A buffer of `ShapedDevices.csv` bytes the reloader no longer needs
+    /// (the old bytes an edit replaced, or an unchanged read), to read the
+    /// next [`Response::Inputs`] into: a large file's fresh buffer costs
+    /// its page faults on every edit. `None` when there is none.
+    pub fn take_spare(&mut self) -> Option<Vec<u8>> {
+        self.spare.take()
     }
 
     /// The model of the kernel.
