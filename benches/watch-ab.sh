@@ -1,0 +1,49 @@
+#!/bin/bash
+# The edit latency of two builds of lqos on one loaded tree, alternating
+# (docs/benchmarks.md, "lqos watch"): a difference between builds smaller
+# than the machine's drift between runs shows only this way.
+#   BIN_A=/path/to/a/target/release BIN_B=target/release \
+#       bash benches/watch-ab.sh [N circuits, default 100000] [EDITS, 30] [ROUNDS, 2]
+# Each BIN_* holds `lqos` and `examples/watch_latency` (`cargo build
+# --release -p lqos-cli --bins --example watch_latency`). The tree (`lqos
+# gen --circuits N --sites 64`, `--sqm none`, veth ens19/ens20 with 16 TX
+# queues) is loaded once by B's lqos in a scratch namespace; then each
+# round runs A's daemon, then B's, EDITS edits by rename 2 s apart; the
+# namespace is deleted at exit, timed.
+set -euo pipefail
+n=${1:-100000}
+edits=${2:-30}
+rounds=${3:-2}
+A=${BIN_A:?BIN_A: the first build's target/release}
+B=${BIN_B:?BIN_B: the second build's target/release}
+ns=lqos-ab-$$
+work=$(mktemp -d)
+cleanup() {
+    t0=$(date +%s)
+    for dev in ens19 ens20; do
+        ip netns exec "$ns" tc qdisc del dev "$dev" root 2>/dev/null || true
+    done
+    echo "tree deleted in $(( $(date +%s) - t0 )) s"
+    ip netns del "$ns" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+ip netns add "$ns"
+ip netns exec "$ns" ip link add ens19 numtxqueues 16 type veth peer name ens20 numtxqueues 16
+ip netns exec "$ns" ip link set ens19 up
+ip netns exec "$ns" ip link set ens20 up
+cd "$work"
+echo "$(date -u '+%F %T UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+"$B/lqos" gen --circuits "$n" --sites 64 --out . >/dev/null
+t0=$(date +%s)
+"$B/lqos" apply --netns "$ns" --state-dir st --queues 16 --sqm none | tail -n 1
+echo "loaded in $(( $(date +%s) - t0 )) s"
+for round in $(seq 1 "$rounds"); do
+    for v in A B; do
+        bin=$A
+        [ "$v" = B ] && bin=$B
+        echo "== round $round, $v, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+        LQOS_BIN="$bin/lqos" "$bin/examples/watch_latency" 0 none "$edits" --netns "$ns" \
+            --dir "$work" --state-dir st --gap 2000 | grep -E "outside clock|daemon: first|read \+ find"
+    done
+done
