@@ -98,27 +98,22 @@ impl Inputs {
     /// the buffer of the bytes it no longer needs: at 100,000 circuits a
     /// fresh 15 MB buffer costs more in page faults than the read itself.
     pub fn read_reusing(&self, buffer: Vec<u8>) -> Result<RawInputs> {
-        let read = |p: &Path, what: &str| {
-            read_noatime(p)
+        let read = |p: &Path, what: &str, mut into: Vec<u8>| {
+            read_noatime_into(p, &mut into)
+                .map(|()| into)
                 .map_err(|e| ApplyError::io(format!("cannot read {what} {}", p.display()), e))
         };
-        let network = read(&self.network, "network file")?;
+        let network = read(&self.network, "network file", Vec::new())?;
         let network = String::from_utf8(network).map_err(|e| {
             ApplyError::io(
                 format!("network file {}", self.network.display()),
                 std::io::Error::new(std::io::ErrorKind::InvalidData, e),
             )
         })?;
-        let mut devices = buffer;
-        read_noatime_into(&self.devices, &mut devices).map_err(|e| {
-            ApplyError::io(
-                format!("cannot read devices file {}", self.devices.display()),
-                e,
-            )
-        })?;
+        let devices = read(&self.devices, "devices file", buffer)?;
         let config = match &self.config {
             Some(p) => {
-                let bytes = read(p, "config file")?;
+                let bytes = read(p, "config file", Vec::new())?;
                 Some(String::from_utf8(bytes).map_err(|e| {
                     ApplyError::io(
                         format!("config file {}", p.display()),
@@ -393,13 +388,7 @@ pub fn plan_raw(
 /// access time older than its change, so under `relatime` every read
 /// after an edit would dirty the inode: one more metadata write, and a
 /// wait on the filesystem's journal, per edit the daemon reads.
-pub fn read_noatime(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    read_noatime_into(path, &mut out)?;
-    Ok(out)
-}
-
-/// [`read_noatime`] into `out` (cleared first; its allocation is reused).
+/// The bytes go into `out` (cleared first; its allocation is reused).
 pub fn read_noatime_into(path: &Path, out: &mut Vec<u8>) -> std::io::Result<()> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
@@ -482,7 +471,9 @@ mod tests {
         )
         .unwrap();
         let atime = || std::fs::metadata(&p).unwrap().atime();
-        assert_eq!(read_noatime(&p).unwrap(), b"Circuit ID\n");
+        let mut bytes = Vec::new();
+        read_noatime_into(&p, &mut bytes).unwrap();
+        assert_eq!(bytes, b"Circuit ID\n");
         assert_eq!(atime(), 1_000_000, "O_NOATIME read moved the access time");
         std::fs::read(&p).unwrap();
         if atime() == 1_000_000 {

@@ -178,12 +178,13 @@ impl<'a> Driver<'a> {
                     break;
                 };
                 reloaded |= matches!(req, Request::ReadInputs | Request::Send(_));
-                let resp = match req {
-                    Request::ReadInputs => {
-                        read_stable_into(&self.inputs, std::mem::take(&mut self.spare))
-                    }
-                    req => execute(&self.inputs, self.kernel, &self.cancel, req),
-                };
+                let resp = execute(
+                    &self.inputs,
+                    self.kernel,
+                    &self.cancel,
+                    req,
+                    &mut self.spare,
+                );
                 let now = (self.clock)();
                 self.core.handle(resp, now);
                 if let Some(b) = self.core.take_spare() {
@@ -297,9 +298,16 @@ impl<'a> Driver<'a> {
 }
 
 /// Does what `req` asks.
-fn execute(inputs: &Inputs, k: Kernel<'_>, cancel: &Cancel, req: Request<'_>) -> Response {
+/// `spare`: the buffer a read of `ShapedDevices.csv` goes into.
+fn execute(
+    inputs: &Inputs,
+    k: Kernel<'_>,
+    cancel: &Cancel,
+    req: Request<'_>,
+    spare: &mut Vec<u8>,
+) -> Response {
     match req {
-        Request::ReadInputs => read_stable(inputs),
+        Request::ReadInputs => read_stable(inputs, std::mem::take(spare)),
         Request::Links(devs) => Response::Links(
             devs.iter()
                 .map(|d| {
@@ -329,15 +337,10 @@ fn stamp(p: &std::path::Path) -> Option<(u64, i64, i64, u64)> {
     Some((m.len(), m.mtime(), m.mtime_nsec(), m.ino()))
 }
 
-/// Reads the inputs and checks that no file changed while it was read
-/// (size, mtime and inode the same before and after).
-pub fn read_stable(inputs: &Inputs) -> Response {
-    read_stable_into(inputs, Vec::new())
-}
-
-/// [`read_stable`] reading `ShapedDevices.csv` into `buffer` (see
-/// [`Inputs::read_reusing`]).
-pub fn read_stable_into(inputs: &Inputs, buffer: Vec<u8>) -> Response {
+/// Reads the inputs, `ShapedDevices.csv` into `buffer` (see
+/// [`Inputs::read_reusing`]), and checks that no file changed while it
+/// was read (size, mtime and inode the same before and after).
+pub fn read_stable(inputs: &Inputs, buffer: Vec<u8>) -> Response {
     let paths: Vec<&std::path::Path> = [
         Some(inputs.network.as_path()),
         Some(inputs.devices.as_path()),
