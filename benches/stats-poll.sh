@@ -20,28 +20,13 @@ n=${1:-10000}
 sqm=${2:-pfifo}
 runs=${RUNS:-7}
 bin=${BIN:-$(cd "$(dirname "$0")/.." && pwd)/target/release}
-ns=lqos-statsbench-$$
-work=$(mktemp -d)
+. "$(dirname "$0")/scratch-veth.sh"
 cleanup() {
     [ -n "${wpid:-}" ] && kill "$wpid" 2>/dev/null && wait "$wpid" 2>/dev/null || true
-    if ip netns exec "$ns" true 2>/dev/null; then
-        # The teardown, timed: deleting a large tree takes minutes.
-        t0=$(date +%s)
-        for dev in ens19 ens20; do
-            ip netns exec "$ns" tc qdisc del dev "$dev" root 2>/dev/null || true
-        done
-        echo "tree deleted in $(( $(date +%s) - t0 )) s"
-    fi
-    ip netns del "$ns" 2>/dev/null || true
-    rm -rf "$work"
+    scratch_teardown
 }
 trap cleanup EXIT
-ip netns add "$ns"
-ip netns exec "$ns" ip link add ens19 numtxqueues 16 type veth peer name ens20 numtxqueues 16
-ip netns exec "$ns" ip link set ens19 up
-ip netns exec "$ns" ip link set ens20 up
-cd "$work"
-echo "$(date -u '+%F %T UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+scratch_up lqos-statsbench
 "$bin/lqos" gen --circuits "$n" ${SITES:+--sites "$SITES"} --out . >/dev/null
 echo "loading $n circuits (--sqm $sqm)..."
 t0=$(date +%s)

@@ -14,26 +14,13 @@ set -euo pipefail
 n=${1:-100000}
 edits=${2:-30}
 rounds=${3:-2}
-A=${BIN_A:?BIN_A: the first build's target/release}
-B=${BIN_B:?BIN_B: the second build's target/release}
-ns=lqos-ab-$$
-work=$(mktemp -d)
-cleanup() {
-    t0=$(date +%s)
-    for dev in ens19 ens20; do
-        ip netns exec "$ns" tc qdisc del dev "$dev" root 2>/dev/null || true
-    done
-    echo "tree deleted in $(( $(date +%s) - t0 )) s"
-    ip netns del "$ns" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-ip netns add "$ns"
-ip netns exec "$ns" ip link add ens19 numtxqueues 16 type veth peer name ens20 numtxqueues 16
-ip netns exec "$ns" ip link set ens19 up
-ip netns exec "$ns" ip link set ens20 up
-cd "$work"
-echo "$(date -u '+%F %T UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+A=${BIN_A:?BIN_A: the target/release directory of the first build}
+B=${BIN_B:?BIN_B: the target/release directory of the second build}
+A=$(cd "$A" && pwd)
+B=$(cd "$B" && pwd)
+. "$(dirname "$0")/scratch-veth.sh"
+trap scratch_teardown EXIT
+scratch_up lqos-ab
 "$B/lqos" gen --circuits "$n" --sites 64 --out . >/dev/null
 t0=$(date +%s)
 "$B/lqos" apply --netns "$ns" --state-dir st --queues 16 --sqm none | tail -n 1

@@ -22,5 +22,5 @@ while true; do
         sleep "$freeze"
         echo THAWED >"$d/freezer.state"
     fi
-    sleep "$(echo "$period - $freeze" | bc -l 2>/dev/null || echo 1.7)"
+    sleep "$(awk -v p="$period" -v f="$freeze" 'BEGIN { print p - f }')"
 done
