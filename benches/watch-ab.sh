@@ -8,8 +8,10 @@
 # --release -p lqos-cli --bins --example watch_latency`). The tree (`lqos
 # gen --circuits N --sites 64`, `--sqm none`, veth ens19/ens20 with 16 TX
 # queues) is loaded once by B's lqos in a scratch namespace; then each
-# round runs A's daemon, then B's, EDITS edits by rename 2 s apart; the
-# namespace is deleted at exit, timed.
+# round runs A's daemon, then B's, EDITS edits by rename 2 s apart (with
+# INPLACE=1 then EDITS more rewritten in place, as LibreQoS's
+# integrations write, timed from the writer's open); the namespace is
+# deleted at exit, timed.
 set -euo pipefail
 n=${1:-100000}
 edits=${2:-30}
@@ -30,7 +32,9 @@ for round in $(seq 1 "$rounds"); do
         bin=$A
         [ "$v" = B ] && bin=$B
         echo "== round $round, $v, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-        LQOS_BIN="$bin/lqos" "$bin/examples/watch_latency" 0 none "$edits" --netns "$ns" \
-            --dir "$work" --state-dir st --gap 2000 | grep -E "outside clock|daemon: first|read \+ find"
+        for mode in "" ${INPLACE:+inplace}; do
+            LQOS_BIN="$bin/lqos" "$bin/examples/watch_latency" 0 none "$edits" $mode --netns "$ns" \
+                --dir "$work" --state-dir st --gap 2000 | grep -E "outside clock|daemon: first|read \+ find|writer"
+        done
     done
 done

@@ -282,6 +282,12 @@ fn main() {
             .entry("outside")
             .or_default()
             .push(seen.duration_since(t0).as_secs_f64() * 1e3);
+        if inplace {
+            times
+                .entry("closed")
+                .or_default()
+                .push(seen.saturating_duration_since(t0 + writer).as_secs_f64() * 1e3);
+        }
         while mrx.try_recv().is_ok() {}
         for k in ["ms", "plan_ms", "load_ms", "parse_ms", "diff_ms"] {
             if let Some(x) = v[k].as_str().and_then(|s| s.parse::<f64>().ok()) {
@@ -306,13 +312,14 @@ fn main() {
         }
     );
     for k in [
-        "outside", "writer", "ms", "parse_ms", "plan_ms", "diff_ms", "load_ms", "rename",
+        "outside", "writer", "closed", "ms", "parse_ms", "plan_ms", "diff_ms", "load_ms", "rename",
     ] {
         let Some(v) = times.get_mut(k) else { continue };
         let (m, lo, hi) = med(v);
         let what = match k {
             "outside" => "edit-to-kernel, outside clock (before the rename / the writer's open, to tc monitor)",
             "writer" => "  of it the writer (open, write the file, close)",
+            "closed" => "  the rest: the writer's close to tc monitor",
             "ms" => "daemon: first inotify event to the kernel's last ACK",
             "parse_ms" => "  read + find + re-read + check the changed rows",
             "plan_ms" => "  plan (incremental: the changed circuits; full: read + validate + plan)",

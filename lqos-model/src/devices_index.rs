@@ -141,10 +141,13 @@ pub struct DevicesPatch {
     delta: isize,
 }
 
+/// Bytes compared at a time by [`common_prefix`] and [`common_suffix`]
+/// (one `memcmp` per block; then byte by byte in the block that differs).
+const BLOCK: usize = 4096;
+
 /// Length of the common prefix of `a` and `b` (compared in blocks: the
 /// files are megabytes and an edit is one row).
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 256;
     let max = a.len().min(b.len());
     let mut i = 0;
     while i + BLOCK <= max && a[i..i + BLOCK] == b[i..i + BLOCK] {
@@ -159,7 +162,6 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 
 /// Length of the common suffix of `a` and `b`.
 fn common_suffix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 256;
     let max = a.len().min(b.len());
     let (mut i, la, lb) = (0, a.len(), b.len());
     while i + BLOCK <= max && a[la - i - BLOCK..la - i] == b[lb - i - BLOCK..lb - i] {
@@ -273,16 +275,18 @@ impl DevicesIndex {
         new: &[u8],
     ) -> Result<Option<DevicesPatch>, DevicesFallback> {
         let old = &self.bytes;
-        if old.as_slice() == new {
-            return Ok(None);
-        }
         let bom = self.bom;
         if new.len() < bom || new[..bom] != old[..bom] {
             return Err(DevicesFallback::ByteOrderMark);
         }
         let (o, n) = (&old[bom..], &new[bom..]);
         let max = o.len().min(n.len());
+        // One pass over the unchanged start: it also says whether the
+        // bytes are the same.
         let prefix = common_prefix(o, n);
+        if prefix == o.len() && prefix == n.len() {
+            return Ok(None);
+        }
         let suffix = common_suffix(&o[prefix..], &n[prefix..]).min(max - prefix);
         let changed_end = o.len() - suffix; // exclusive, old coordinates
                                             // The records the changed bytes touch (an insertion touches the
@@ -535,6 +539,32 @@ mod tests {
                 }
                 format!("patch {n}")
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// The block-wise prefix and suffix equal a byte-by-byte count,
+        /// whatever the lengths and wherever the first difference falls
+        /// (inside a block, on its edge, past the shorter input).
+        #[test]
+        fn block_prefix_and_suffix_count_like_bytes(
+            len in 0usize..3 * BLOCK,
+            extra in 0usize..BLOCK + 2,
+            at in proptest::prelude::any::<proptest::sample::Index>(),
+            from_end in proptest::prelude::any::<bool>(),
+        ) {
+            let a: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let mut b = a.clone();
+            b.extend((0..extra).map(|i| i as u8));
+            if !b.is_empty() {
+                let i = at.index(b.len());
+                b[i] ^= 0x55;
+            }
+            let (x, y) = if from_end { (&b, &a) } else { (&a, &b) };
+            let naive = x.iter().zip(y.iter()).take_while(|(p, q)| p == q).count();
+            proptest::prop_assert_eq!(common_prefix(x, y), naive);
+            let naive = x.iter().rev().zip(y.iter().rev()).take_while(|(p, q)| p == q).count();
+            proptest::prop_assert_eq!(common_suffix(x, y), naive);
         }
     }
 
