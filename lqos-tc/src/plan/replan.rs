@@ -27,12 +27,16 @@ use crate::{Classifier, FilterSlot, Interfaces, Plan, Qdisc, TcHandle, TcOp};
 
 /// Where the classes and leaf qdiscs are in a plan's op lists (per
 /// interface: the op index of every `AddClass` by classid, of every leaf
-/// `AddQdisc` by its parent class). Patching a plan with
-/// [`replan_circuits`] keeps it valid.
+/// `AddQdisc` by its parent class), and which circuits each node has.
+/// Patching a plan with [`replan_circuits`] keeps it valid.
 #[derive(Debug, Clone, Default)]
 pub struct PlanIndex {
     classes: Vec<HashMap<TcHandle, usize>>,
     leaves: Vec<HashMap<TcHandle, usize>>,
+    /// The allocation's circuits (indices) by parent node slot: an edit
+    /// sums the minimums of its nodes' circuits without a walk over all
+    /// of them.
+    by_parent: HashMap<u32, Vec<u32>>,
 }
 
 impl PlanIndex {
@@ -59,7 +63,15 @@ impl PlanIndex {
             classes.push(c);
             leaves.push(l);
         }
-        PlanIndex { classes, leaves }
+        let mut by_parent: HashMap<u32, Vec<u32>> = HashMap::default();
+        for (i, slot) in plan.allocation.circuits.iter().enumerate() {
+            by_parent.entry(slot.parent).or_default().push(i as u32);
+        }
+        PlanIndex {
+            classes,
+            leaves,
+            by_parent,
+        }
     }
 }
 
@@ -178,8 +190,9 @@ fn try_replan(
             sums.entry(s.parent).or_default();
         }
     }
-    for (slot, c) in plan.allocation.circuits.iter().zip(olds) {
-        if let Some(m) = sums.get_mut(&slot.parent) {
+    for (parent, m) in sums.iter_mut() {
+        for &ci in index.by_parent.get(parent).into_iter().flatten() {
+            let c = olds.get(ci as usize).ok_or(ReplanFallback::StaleIndex)?;
             m.n += 1;
             m.old_d += c.download_min.bps();
             m.old_u += c.upload_min.bps();
