@@ -42,11 +42,34 @@ impl<'a> From<&'a RawInputs> for InputSet<'a> {
 impl InputSet<'_> {
     /// The sha256 of the set (hex): of each file's sha256, in order.
     pub fn sha256(&self) -> String {
+        self.file_hashes().sha256()
+    }
+
+    /// Each file's sha256 (hex), each file hashed once.
+    fn file_hashes(&self) -> FileHashes {
+        FileHashes {
+            network: sha256_hex(self.network.as_bytes()),
+            devices: sha256_hex(self.devices),
+            config: self.config.map(|c| sha256_hex(c.as_bytes())),
+        }
+    }
+}
+
+/// The sha256 (hex) of each file of an [`InputSet`].
+struct FileHashes {
+    network: String,
+    devices: String,
+    config: Option<String>,
+}
+
+impl FileHashes {
+    /// [`InputSet::sha256`], from the files' hashes.
+    fn sha256(&self) -> String {
         let mut h = Sha256::new();
-        h.update(sha256_hex(self.network.as_bytes()));
-        h.update(sha256_hex(self.devices));
-        if let Some(c) = self.config {
-            h.update(sha256_hex(c.as_bytes()));
+        h.update(&self.network);
+        h.update(&self.devices);
+        if let Some(c) = &self.config {
+            h.update(c);
         }
         format!("{:x}", h.finalize())
     }
@@ -104,25 +127,41 @@ impl Journal {
     /// entry has the same sha256). Returns whether an entry was added.
     pub fn push(&self, inputs: InputSet<'_>, circuits: usize, source: &str) -> Result<bool> {
         let mut entries = self.entries()?;
-        let sha = inputs.sha256();
+        // Each file is hashed once (ShapedDevices.csv is 15 MB at 100,000
+        // circuits): the set's sha256 and the stored files' names.
+        let hashes = inputs.file_hashes();
+        let sha = hashes.sha256();
         if entries.first().is_some_and(|e| e.sha256 == sha) {
             return Ok(false);
         }
-        let put = |bytes: &[u8]| -> Result<String> {
-            let h = sha256_hex(bytes);
-            if self.dir.read(&h)?.is_none() {
-                crate::state::write_atomic(&self.dir.path().join(&h), bytes)?;
+        // Files are named by their sha256 and written atomically: one
+        // that exists holds those bytes already.
+        let put = |bytes: &[u8], h: String| -> Result<String> {
+            let path = self.dir.path().join(&h);
+            let exists = path
+                .try_exists()
+                .map_err(|e| ApplyError::io(format!("reading {}", path.display()), e))?;
+            if !exists {
+                crate::state::write_atomic(&path, bytes)?;
             }
             Ok(h)
         };
+        let FileHashes {
+            network,
+            devices,
+            config,
+        } = hashes;
         let entry = JournalEntry {
             at_ms: crate::watch::unix_ms(SystemTime::now()),
             sha256: sha,
             circuits,
             source: source.to_string(),
-            network: put(inputs.network.as_bytes())?,
-            devices: put(inputs.devices)?,
-            config: inputs.config.map(|c| put(c.as_bytes())).transpose()?,
+            network: put(inputs.network.as_bytes(), network)?,
+            devices: put(inputs.devices, devices)?,
+            config: match (inputs.config, config) {
+                (Some(c), Some(h)) => Some(put(c.as_bytes(), h)?),
+                _ => None,
+            },
         };
         entries.insert(0, entry);
         entries.truncate(JOURNAL_LEN);
@@ -224,5 +263,30 @@ mod tests {
         assert_eq!(raw, set(6));
         assert_eq!(entry.source, "watch file-change");
         assert!(j.inputs(6).is_err());
+    }
+
+    /// The set's sha256 is that of its files' hex sha256s in order (what
+    /// journals and pending refusals written by earlier versions hold),
+    /// and an entry names each file by the sha256 of its bytes.
+    #[test]
+    fn a_sets_sha256_is_of_its_files_hashes_and_entries_name_files_by_theirs() {
+        let hex = |b: &[u8]| format!("{:x}", Sha256::digest(b));
+        let raw = RawInputs {
+            network: "{}".into(),
+            devices: b"Circuit ID\n1\n".to_vec(),
+            config: Some("[lqos]\n".into()),
+        };
+        let want =
+            hex(format!("{}{}{}", hex(b"{}"), hex(&raw.devices), hex(b"[lqos]\n")).as_bytes());
+        assert_eq!(InputSet::from(&raw).sha256(), want);
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(&StateDir::open(dir.path()).unwrap(), None).unwrap();
+        assert!(j.push((&raw).into(), 1, "apply").unwrap());
+        let e = &j.entries().unwrap()[0];
+        assert_eq!(e.sha256, want);
+        assert_eq!(e.devices, hex(&raw.devices));
+        assert_eq!(e.config.as_deref(), Some(hex(b"[lqos]\n").as_str()));
+        let stored = std::fs::read(dir.path().join("journal").join(&e.devices)).unwrap();
+        assert_eq!(stored, raw.devices);
     }
 }
