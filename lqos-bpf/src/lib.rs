@@ -1,0 +1,17 @@
+//! lqos's eBPF data path.
+#![doc = include_str!("../README.md")]
+
+pub mod error;
+pub mod layout;
+pub mod loader;
+pub mod maps;
+pub mod model;
+pub mod packet;
+pub mod sys;
+pub mod testrun;
+
+pub use error::{BpfError, Result};
+pub use layout::{CircuitValue, DefaultQueues, IfaceConfig, Role, Stats, Steer};
+pub use loader::{DataPath, DEFAULT_PIN_DIR, OBJECT};
+pub use maps::{ApplyCounts, Maps};
+pub use model::{diff, Entries, MapDiff, MapKey};

@@ -1,0 +1,116 @@
+//! Loading the programs: the embedded object, its maps created or reused
+//! under the pin directory, both programs verified by the kernel.
+
+use std::path::{Path, PathBuf};
+
+use aya::programs::{SchedClassifier, Xdp};
+use aya::{Ebpf, EbpfLoader};
+
+use crate::error::{BpfError, Result};
+use crate::layout::{names, programs};
+use crate::maps::Maps;
+use crate::sys;
+
+/// The compiled programs (`bpf/lqos.bpf.o`, rebuilt by `bpf/build.sh`).
+pub static OBJECT: &[u8] = aya::include_bytes_aligned!("../bpf/lqos.bpf.o");
+
+/// Where lqos pins its maps and links unless told otherwise.
+pub const DEFAULT_PIN_DIR: &str = "/sys/fs/bpf/lqos";
+
+/// Both programs loaded into the kernel (verified), their maps pinned
+/// under the pin directory: existing pinned maps of the same layout
+/// version are reused with their entries, missing ones are created.
+/// Dropping this value unloads nothing that is attached: the kernel keeps
+/// an attached program for as long as its XDP link or tc filter exists.
+pub struct DataPath {
+    ebpf: Ebpf,
+    pin_dir: PathBuf,
+}
+
+impl std::fmt::Debug for DataPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataPath")
+            .field("pin_dir", &self.pin_dir)
+            .finish()
+    }
+}
+
+impl DataPath {
+    /// Loads the programs, creating or reusing the maps pinned under
+    /// `pin_dir` (which must be on a bpffs; see [`sys::ensure_bpffs`]).
+    /// The cpumap is sized to the possible CPUs.
+    pub fn load(pin_dir: &Path) -> Result<DataPath> {
+        sys::ensure_bpffs(pin_dir)?;
+        let cpus = sys::possible_cpus()?;
+        let mut ebpf = EbpfLoader::new()
+            .default_map_pin_directory(pin_dir)
+            .map_max_entries(names::CPUS, cpus)
+            .load(OBJECT)
+            .map_err(|e| BpfError::Load {
+                pin_dir: pin_dir.to_path_buf(),
+                source: Box::new(e),
+            })?;
+        {
+            let p: &mut Xdp = program_mut(&mut ebpf, programs::XDP)?;
+            p.load()
+                .map_err(BpfError::program(programs::XDP, "loading (verifier)"))?;
+        }
+        {
+            let p: &mut SchedClassifier = program_mut(&mut ebpf, programs::TC)?;
+            p.load()
+                .map_err(BpfError::program(programs::TC, "loading (verifier)"))?;
+        }
+        Ok(DataPath {
+            ebpf,
+            pin_dir: pin_dir.to_path_buf(),
+        })
+    }
+
+    /// The pin directory.
+    pub fn pin_dir(&self) -> &Path {
+        &self.pin_dir
+    }
+
+    /// The XDP program.
+    pub fn xdp(&self) -> &Xdp {
+        self.ebpf
+            .program(programs::XDP)
+            .and_then(|p| p.try_into().ok())
+            .expect("loaded in DataPath::load")
+    }
+
+    /// The XDP program, to attach.
+    pub fn xdp_mut(&mut self) -> &mut Xdp {
+        program_mut(&mut self.ebpf, programs::XDP).expect("loaded in DataPath::load")
+    }
+
+    /// The tc program.
+    pub fn tc(&self) -> &SchedClassifier {
+        self.ebpf
+            .program(programs::TC)
+            .and_then(|p| p.try_into().ok())
+            .expect("loaded in DataPath::load")
+    }
+
+    /// The tc program, to attach.
+    pub fn tc_mut(&mut self) -> &mut SchedClassifier {
+        program_mut(&mut self.ebpf, programs::TC).expect("loaded in DataPath::load")
+    }
+
+    /// Handles on the pinned maps.
+    pub fn maps(&self) -> Result<Maps> {
+        Maps::open(&self.pin_dir)
+    }
+}
+
+fn program_mut<'a, T>(ebpf: &'a mut Ebpf, name: &'static str) -> Result<&'a mut T>
+where
+    &'a mut T: TryFrom<&'a mut aya::programs::Program, Error = aya::programs::ProgramError>,
+{
+    let p = ebpf.program_mut(name).ok_or_else(|| BpfError::Pinned {
+        path: PathBuf::from(name),
+        message: "the object has no such program".into(),
+    })?;
+    p.try_into()
+        .map_err(BpfError::program(name, "checking its type"))
+}

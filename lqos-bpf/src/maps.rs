@@ -1,0 +1,286 @@
+//! The pinned maps, opened by path: read back, update by difference,
+//! interface configuration, cpumap, counters.
+
+use std::path::{Path, PathBuf};
+
+use aya::maps::lpm_trie::{Key as LpmKey, LpmTrie};
+use aya::maps::{CpuMap, HashMap, Map, MapData, PerCpuArray};
+
+use crate::error::{BpfError, Result};
+use crate::layout::{names, CircuitValue, IfaceConfig, Stats, MAX_QUEUES};
+use crate::model::{Entries, MapDiff, MapKey};
+
+/// Handles on the pinned maps of one pin directory. Opening them needs no
+/// program: the daemon updates a running data path with this alone.
+pub struct Maps {
+    pin_dir: PathBuf,
+    hosts: HashMap<MapData, [u8; 16], [u8; 24]>,
+    nets: LpmTrie<MapData, [u8; 16], [u8; 24]>,
+    ifaces: HashMap<MapData, u32, [u8; 16]>,
+    cpus: CpuMap<MapData>,
+    stats: PerCpuArray<MapData, [u64; 16]>,
+    queues: PerCpuArray<MapData, u64>,
+    redirects: PerCpuArray<MapData, u64>,
+}
+
+impl std::fmt::Debug for Maps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Maps")
+            .field("pin_dir", &self.pin_dir)
+            .finish()
+    }
+}
+
+/// What [`Maps::apply`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ApplyCounts {
+    /// Entries written (added or changed in place).
+    pub written: usize,
+    /// Entries removed.
+    pub removed: usize,
+}
+
+fn open(pin_dir: &Path, name: &'static str) -> Result<Map> {
+    let path = pin_dir.join(name);
+    let data = MapData::from_pin(&path).map_err(|e| BpfError::Pinned {
+        path: path.clone(),
+        message: format!("cannot open the pinned map ({e}); is the data path loaded?"),
+    })?;
+    Map::from_map_data(data).map_err(BpfError::map(name, "opening"))
+}
+
+macro_rules! typed {
+    ($pin:expr, $name:expr) => {
+        open($pin, $name)?
+            .try_into()
+            .map_err(BpfError::map($name, "checking key and value sizes"))?
+    };
+}
+
+impl Maps {
+    /// Opens the maps pinned under `pin_dir` (by the data path's loader).
+    pub fn open(pin_dir: &Path) -> Result<Maps> {
+        Ok(Maps {
+            pin_dir: pin_dir.to_path_buf(),
+            hosts: typed!(pin_dir, names::HOSTS),
+            nets: typed!(pin_dir, names::NETS),
+            ifaces: typed!(pin_dir, names::IFACES),
+            cpus: typed!(pin_dir, names::CPUS),
+            stats: typed!(pin_dir, names::STATS),
+            queues: typed!(pin_dir, names::QUEUES),
+            redirects: typed!(pin_dir, names::REDIRECTS),
+        })
+    }
+
+    /// The pin directory.
+    pub fn pin_dir(&self) -> &Path {
+        &self.pin_dir
+    }
+
+    /// Every address and prefix the maps hold (one pass over each map).
+    pub fn read(&self) -> Result<Entries> {
+        let mut out = Entries::default();
+        for kv in self.hosts.iter() {
+            let (k, v) = kv.map_err(BpfError::map(names::HOSTS, "reading"))?;
+            out.insert(MapKey::Host(k), CircuitValue::decode(&v));
+        }
+        for kv in self.nets.iter() {
+            let (k, v) = kv.map_err(BpfError::map(names::NETS, "reading"))?;
+            let key =
+                MapKey::from_lpm(k.prefix_len(), k.data()).ok_or_else(|| BpfError::Pinned {
+                    path: self.pin_dir.join(names::NETS),
+                    message: format!("prefix length {} is over 128", k.prefix_len()),
+                })?;
+            out.insert(key, CircuitValue::decode(&v));
+        }
+        Ok(out)
+    }
+
+    /// The value the maps hold for `key`.
+    pub fn get(&self, key: &MapKey) -> Result<Option<CircuitValue>> {
+        let r = match key {
+            MapKey::Host(a) => self.hosts.get(a, 0),
+            MapKey::Net { .. } => {
+                let (len, addr) = key.lpm();
+                self.nets.get(&LpmKey::new(len, addr), 0)
+            }
+        };
+        match r {
+            Ok(v) => Ok(Some(CircuitValue::decode(&v))),
+            Err(aya::maps::MapError::KeyNotFound) => Ok(None),
+            Err(e) => Err(BpfError::map(key.map_name(), format!("reading {key}"))(e)),
+        }
+    }
+
+    /// Writes one entry (added, or overwritten in place: an address moving
+    /// to another circuit is never missing from the map).
+    pub fn write(&mut self, key: &MapKey, value: &CircuitValue) -> Result<()> {
+        let v = value.encode();
+        match key {
+            MapKey::Host(a) => self.hosts.insert(a, v, 0),
+            MapKey::Net { .. } => {
+                let (len, addr) = key.lpm();
+                self.nets.insert(&LpmKey::new(len, addr), v, 0)
+            }
+        }
+        .map_err(|e| {
+            let what = format!("writing {key}");
+            match e {
+                aya::maps::MapError::SyscallError(ref s)
+                    if s.io_error.raw_os_error() == Some(libc::E2BIG) =>
+                {
+                    BpfError::Map {
+                        map: key.map_name(),
+                        what: format!("{what}: the map is full ({} entries)", key.capacity()),
+                        source: Box::new(e),
+                    }
+                }
+                e => BpfError::map(key.map_name(), what)(e),
+            }
+        })
+    }
+
+    /// Removes one entry (absent: nothing to do).
+    pub fn remove(&mut self, key: &MapKey) -> Result<()> {
+        let r = match key {
+            MapKey::Host(a) => self.hosts.remove(a),
+            MapKey::Net { .. } => {
+                let (len, addr) = key.lpm();
+                self.nets.remove(&LpmKey::new(len, addr))
+            }
+        };
+        match r {
+            Ok(()) | Err(aya::maps::MapError::KeyNotFound) => Ok(()),
+            Err(aya::maps::MapError::SyscallError(s))
+                if s.io_error.raw_os_error() == Some(libc::ENOENT) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(BpfError::map(key.map_name(), format!("removing {key}"))(e)),
+        }
+    }
+
+    /// Applies `diff` in its order (writes, longest prefixes first, then
+    /// removals, shortest first): at every step each address is classified
+    /// either as before or as after. Stops at the first error; the maps
+    /// then hold a mix of old and new entries, never an address of neither,
+    /// and a new diff against [`Maps::read`] finishes the job.
+    pub fn apply(&mut self, diff: &MapDiff) -> Result<ApplyCounts> {
+        let mut n = ApplyCounts::default();
+        for (k, v) in &diff.writes {
+            self.write(k, v)?;
+            n.written += 1;
+        }
+        for k in &diff.removes {
+            self.remove(k)?;
+            n.removed += 1;
+        }
+        Ok(n)
+    }
+
+    /// Brings the maps to `desired`: reads them back, diffs, applies.
+    pub fn sync(&mut self, desired: &Entries) -> Result<ApplyCounts> {
+        let current = self.read()?;
+        self.apply(&crate::model::diff(&current, desired))
+    }
+
+    /// Sets the configuration of interface `ifindex`.
+    pub fn set_iface(&mut self, ifindex: u32, cfg: &IfaceConfig) -> Result<()> {
+        self.ifaces
+            .insert(ifindex, cfg.encode(), 0)
+            .map_err(BpfError::map(
+                names::IFACES,
+                format!("writing ifindex {ifindex}"),
+            ))
+    }
+
+    /// Removes the configuration of interface `ifindex` (its packets are
+    /// then left alone).
+    pub fn remove_iface(&mut self, ifindex: u32) -> Result<()> {
+        match self.ifaces.remove(&ifindex) {
+            Ok(()) | Err(aya::maps::MapError::KeyNotFound) => Ok(()),
+            Err(aya::maps::MapError::SyscallError(s))
+                if s.io_error.raw_os_error() == Some(libc::ENOENT) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(BpfError::map(
+                names::IFACES,
+                format!("removing ifindex {ifindex}"),
+            )(e)),
+        }
+    }
+
+    /// The configured interfaces, by ifindex.
+    pub fn ifaces(&self) -> Result<Vec<(u32, IfaceConfig)>> {
+        let mut v = Vec::new();
+        for kv in self.ifaces.iter() {
+            let (k, b) = kv.map_err(BpfError::map(names::IFACES, "reading"))?;
+            if let Some(c) = IfaceConfig::decode(&b) {
+                v.push((k, c));
+            }
+        }
+        v.sort_by_key(|(k, _)| *k);
+        Ok(v)
+    }
+
+    /// Entries in the cpumap (its size: the possible CPUs).
+    pub fn cpumap_len(&self) -> u32 {
+        self.cpus.len()
+    }
+
+    /// Lets XDP redirect to `cpu`, with a queue of `qsize` frames.
+    pub fn enable_cpu(&mut self, cpu: u32, qsize: u32) -> Result<()> {
+        self.cpus.set(cpu, qsize, None, 0).map_err(|e| {
+            let what = format!("enabling CPU {cpu} (queue size {qsize})");
+            match e {
+                aya::maps::xdp::XdpMapError::MapError(e) => BpfError::map(names::CPUS, what)(e),
+                other => BpfError::Pinned {
+                    path: self.pin_dir.join(names::CPUS),
+                    message: format!("{what}: {other}"),
+                },
+            }
+        })
+    }
+
+    /// The counters, per CPU (index = CPU).
+    pub fn stats_per_cpu(&self) -> Result<Vec<Stats>> {
+        let v = self
+            .stats
+            .get(&0, 0)
+            .map_err(BpfError::map(names::STATS, "reading"))?;
+        Ok(v.iter().map(Stats::from_words).collect())
+    }
+
+    /// The counters, summed over CPUs.
+    pub fn stats(&self) -> Result<Stats> {
+        let mut s = Stats::default();
+        for c in self.stats_per_cpu()? {
+            s.add(&c);
+        }
+        Ok(s)
+    }
+
+    /// Packets the tc program put on queue `queue` of direction `upload`,
+    /// per CPU that ran it (index = CPU). Queues >= 1024 are not counted.
+    pub fn queue_packets(&self, upload: bool, queue: u32) -> Result<Vec<u64>> {
+        if queue >= MAX_QUEUES {
+            return Ok(Vec::new());
+        }
+        let key = queue + if upload { MAX_QUEUES } else { 0 };
+        let v = self.queues.get(&key, 0).map_err(BpfError::map(
+            names::QUEUES,
+            format!("reading queue {queue}"),
+        ))?;
+        Ok(v.iter().copied().collect())
+    }
+
+    /// Packets XDP redirected to `cpu`, per CPU that received them.
+    pub fn redirects_to(&self, cpu: u32) -> Result<Vec<u64>> {
+        let v = self.redirects.get(&cpu, 0).map_err(BpfError::map(
+            names::REDIRECTS,
+            format!("reading CPU {cpu}"),
+        ))?;
+        Ok(v.iter().copied().collect())
+    }
+}

@@ -1,0 +1,365 @@
+//! The maps' contents as plain values: the entries a plan wants, the
+//! entries the kernel holds, and the ordered difference between them.
+//! Pure: no I/O here.
+//!
+//! ```
+//! use lqos_bpf::model::{diff, Entries, MapKey};
+//! use lqos_bpf::layout::{CircuitValue, Steer};
+//! let v = |c| CircuitValue { circuit: c, ..Default::default() };
+//! let mut old = Entries::default();
+//! old.insert(MapKey::from_net("100.64.0.7/32".parse().unwrap()), v(1));
+//! let mut new = old.clone();
+//! new.insert(MapKey::from_net("100.64.0.0/29".parse().unwrap()), v(2));
+//! new.remove(&MapKey::from_net("100.64.0.7/32".parse().unwrap()));
+//! let d = diff(&old, &new);
+//! // The covering /29 is written before the /32 it replaces is removed.
+//! assert_eq!((d.writes.len(), d.removes.len()), (1, 1));
+//! let mut applied = old.clone();
+//! d.apply_to(&mut applied);
+//! assert_eq!(applied, new);
+//! ```
+
+use std::fmt;
+use std::net::IpAddr;
+
+use hashbrown::HashMap;
+use ipnet::IpNet;
+
+use crate::error::{BpfError, Result};
+use crate::layout::{addr_bytes, addr_from_bytes, names, CircuitValue, Steer, MAX_HOSTS, MAX_NETS};
+
+/// A key of the maps: a single address goes to the exact-match hash, any
+/// shorter prefix to the LPM trie (keyed as IPv6; IPv4 as `::ffff:a.b.c.d`
+/// with prefix length + 96).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MapKey {
+    /// `/32` or `/128`: `lqos1_hosts`.
+    Host([u8; 16]),
+    /// A shorter prefix: `lqos1_nets`. `prefix_len` counts IPv6 bits
+    /// (0..=127); host bits of `addr` are zero.
+    Net {
+        /// Prefix length in IPv6 bits.
+        prefix_len: u8,
+        /// The prefix's first address.
+        addr: [u8; 16],
+    },
+}
+
+impl MapKey {
+    /// The key of an address or prefix (host bits cleared).
+    pub fn from_net(net: IpNet) -> MapKey {
+        let net = net.trunc();
+        let (len, addr) = match net {
+            IpNet::V4(n) => (n.prefix_len() + 96, addr_bytes(IpAddr::V4(n.network()))),
+            IpNet::V6(n) => (n.prefix_len(), addr_bytes(IpAddr::V6(n.network()))),
+        };
+        if len == 128 {
+            MapKey::Host(addr)
+        } else {
+            MapKey::Net {
+                prefix_len: len,
+                addr,
+            }
+        }
+    }
+
+    /// From an LPM key as the trie holds it (`None`: length over 128).
+    pub fn from_lpm(prefix_len: u32, addr: [u8; 16]) -> Option<MapKey> {
+        match prefix_len {
+            128 => Some(MapKey::Host(addr)),
+            0..=127 => Some(MapKey::Net {
+                prefix_len: prefix_len as u8,
+                addr,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The address or prefix (IPv4 for `::ffff:0:0/96` and longer).
+    pub fn net(&self) -> IpNet {
+        let (len, addr) = self.lpm();
+        match addr_from_bytes(addr) {
+            IpAddr::V4(a) if len >= 96 => IpNet::new(IpAddr::V4(a), (len - 96) as u8),
+            _ => IpNet::new(IpAddr::V6(addr.into()), len as u8),
+        }
+        .unwrap_or_else(|_| IpNet::new(IpAddr::V6(addr.into()), 128).unwrap_or_default())
+    }
+
+    /// `(prefix length in IPv6 bits, address)`.
+    pub fn lpm(&self) -> (u32, [u8; 16]) {
+        match *self {
+            MapKey::Host(a) => (128, a),
+            MapKey::Net { prefix_len, addr } => (u32::from(prefix_len), addr),
+        }
+    }
+
+    /// Prefix length in IPv6 bits (128 for a host).
+    pub fn prefix_len(&self) -> u32 {
+        self.lpm().0
+    }
+
+    /// The map this key lives in.
+    pub fn map_name(&self) -> &'static str {
+        match self {
+            MapKey::Host(_) => names::HOSTS,
+            MapKey::Net { .. } => names::NETS,
+        }
+    }
+
+    /// Capacity of that map.
+    pub fn capacity(&self) -> u32 {
+        match self {
+            MapKey::Host(_) => MAX_HOSTS,
+            MapKey::Net { .. } => MAX_NETS,
+        }
+    }
+
+    /// True when `addr` (as [`addr_bytes`]) is inside this key.
+    pub fn contains(&self, addr: &[u8; 16]) -> bool {
+        let (len, net) = self.lpm();
+        let a = u128::from_be_bytes(*addr);
+        let n = u128::from_be_bytes(net);
+        let mask = if len == 0 {
+            0
+        } else {
+            u128::MAX << (128 - len)
+        };
+        a & mask == n
+    }
+}
+
+impl fmt::Display for MapKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.net())
+    }
+}
+
+/// A set of map entries: what a plan wants, or what the kernel holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Entries {
+    map: HashMap<MapKey, CircuitValue>,
+}
+
+impl Entries {
+    /// An empty set with room for `n` entries.
+    pub fn with_capacity(n: usize) -> Entries {
+        Entries {
+            map: HashMap::with_capacity(n),
+        }
+    }
+
+    /// Sets `key` (returns the value it replaced).
+    pub fn insert(&mut self, key: MapKey, value: CircuitValue) -> Option<CircuitValue> {
+        self.map.insert(key, value)
+    }
+
+    /// Removes `key`.
+    pub fn remove(&mut self, key: &MapKey) -> Option<CircuitValue> {
+        self.map.remove(key)
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &MapKey) -> Option<&CircuitValue> {
+        self.map.get(key)
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Entries in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&MapKey, &CircuitValue)> {
+        self.map.iter()
+    }
+
+    /// `(hosts, prefixes)`.
+    pub fn counts(&self) -> (usize, usize) {
+        let hosts = self
+            .map
+            .keys()
+            .filter(|k| matches!(k, MapKey::Host(_)))
+            .count();
+        (hosts, self.map.len() - hosts)
+    }
+
+    /// What the programs decide for address `addr`: the exact entry, else
+    /// the longest prefix containing it (a linear scan: for tests and
+    /// checks, not the data path).
+    pub fn lookup(&self, addr: IpAddr) -> Option<(&MapKey, &CircuitValue)> {
+        let a = addr_bytes(addr);
+        if let Some((k, v)) = self.map.get_key_value(&MapKey::Host(a)) {
+            return Some((k, v));
+        }
+        self.map
+            .iter()
+            .filter(|(k, _)| k.contains(&a))
+            .max_by_key(|(k, _)| k.prefix_len())
+    }
+
+    /// The entries of a plan's IP map: each address or prefix with its
+    /// circuit's class, queue and (`cpu_of_queue`) CPU in both directions.
+    /// A prefix listed twice keeps its first entry, as
+    /// [`lqos_tc::IpMap::lookup`] does. Queues and classids that do not fit
+    /// the maps' 16-bit fields are refused with the circuit named.
+    pub fn from_ip_map(
+        ip_map: &lqos_tc::IpMap,
+        cpu_of_queue: impl Fn(u32) -> u16,
+    ) -> Result<Entries> {
+        let mut out = Entries::with_capacity(ip_map.len());
+        for e in ip_map.entries() {
+            let key = MapKey::from_net(e.net);
+            if out.map.contains_key(&key) {
+                continue;
+            }
+            let steer = |s: &lqos_tc::Steer| -> Result<Steer> {
+                let queue = u16::try_from(s.queue).map_err(|_| BpfError::Entry {
+                    net: e.net,
+                    circuit: e.circuit_id.to_string(),
+                    message: format!("TX queue {} does not fit in 16 bits", s.queue),
+                })?;
+                Ok(Steer {
+                    classid: s.classid.raw(),
+                    queue,
+                    cpu: cpu_of_queue(s.queue),
+                })
+            };
+            out.map.insert(
+                key,
+                CircuitValue {
+                    down: steer(&e.download)?,
+                    up: steer(&e.upload)?,
+                    circuit: e.circuit,
+                },
+            );
+        }
+        Ok(out)
+    }
+}
+
+/// The changes that turn one [`Entries`] into another, in a safe order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MapDiff {
+    /// Entries to add or overwrite in place, longest prefixes first (a
+    /// host entry is in before a new covering prefix could claim it).
+    pub writes: Vec<(MapKey, CircuitValue)>,
+    /// Entries to remove after every write, shortest prefixes first (an
+    /// address under a more specific entry being removed never falls back
+    /// to an old covering prefix that is also going).
+    pub removes: Vec<MapKey>,
+}
+
+impl MapDiff {
+    /// True when nothing changes.
+    pub fn is_empty(&self) -> bool {
+        self.writes.is_empty() && self.removes.is_empty()
+    }
+
+    /// Number of map operations.
+    pub fn len(&self) -> usize {
+        self.writes.len() + self.removes.len()
+    }
+
+    /// Applies the diff to a set in memory (what [`crate::Maps::apply`]
+    /// does to the kernel's maps).
+    pub fn apply_to(&self, entries: &mut Entries) {
+        for (k, v) in &self.writes {
+            entries.insert(*k, *v);
+        }
+        for k in &self.removes {
+            entries.remove(k);
+        }
+    }
+}
+
+/// The ordered changes from `current` to `desired`: writes (new keys and
+/// changed values, overwritten in place) longest prefix first, then
+/// removals shortest prefix first; ties by address, so the order is
+/// deterministic.
+pub fn diff(current: &Entries, desired: &Entries) -> MapDiff {
+    let mut writes: Vec<(MapKey, CircuitValue)> = desired
+        .map
+        .iter()
+        .filter(|(k, v)| current.map.get(*k) != Some(*v))
+        .map(|(k, v)| (*k, *v))
+        .collect();
+    let mut removes: Vec<MapKey> = current
+        .map
+        .keys()
+        .filter(|k| !desired.map.contains_key(*k))
+        .copied()
+        .collect();
+    writes.sort_unstable_by_key(|(k, _)| (std::cmp::Reverse(k.prefix_len()), k.lpm().1));
+    removes.sort_unstable_by_key(|k| (k.prefix_len(), k.lpm().1));
+    MapDiff { writes, removes }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(s: &str) -> MapKey {
+        MapKey::from_net(s.parse().unwrap())
+    }
+
+    #[test]
+    fn keys_split_hosts_from_prefixes() {
+        assert!(matches!(k("100.64.0.7/32"), MapKey::Host(_)));
+        assert!(matches!(k("2001:db8::1/128"), MapKey::Host(_)));
+        assert_eq!(k("100.64.0.9/29").prefix_len(), 96 + 29);
+        assert_eq!(k("100.64.0.9/29").net().to_string(), "100.64.0.8/29");
+        assert_eq!(
+            k("2001:db8:1:ff00::/56").net().to_string(),
+            "2001:db8:1:ff00::/56"
+        );
+        assert_eq!(k("100.64.0.7/32").to_string(), "100.64.0.7/32");
+    }
+
+    #[test]
+    fn lookup_prefers_the_longest_prefix() {
+        let v = |c| CircuitValue {
+            circuit: c,
+            ..Default::default()
+        };
+        let mut e = Entries::default();
+        e.insert(k("100.64.0.0/29"), v(1));
+        e.insert(k("100.64.0.3/32"), v(2));
+        e.insert(k("100.64.0.0/24"), v(3));
+        let c = |a: &str| e.lookup(a.parse().unwrap()).map(|(_, v)| v.circuit);
+        assert_eq!(c("100.64.0.3"), Some(2));
+        assert_eq!(c("100.64.0.4"), Some(1));
+        assert_eq!(c("100.64.0.200"), Some(3));
+        assert_eq!(c("100.65.0.1"), None);
+    }
+
+    #[test]
+    fn diff_writes_covering_prefix_before_removing_the_host() {
+        let v = |c| CircuitValue {
+            circuit: c,
+            ..Default::default()
+        };
+        let mut a = Entries::default();
+        a.insert(k("100.64.0.3/32"), v(1));
+        a.insert(k("100.64.1.0/24"), v(5));
+        let mut b = Entries::default();
+        b.insert(k("100.64.0.0/29"), v(1));
+        b.insert(k("100.64.1.7/32"), v(5));
+        let d = diff(&a, &b);
+        assert_eq!(
+            d.writes
+                .iter()
+                .map(|(k, _)| k.to_string())
+                .collect::<Vec<_>>(),
+            ["100.64.1.7/32", "100.64.0.0/29"]
+        );
+        assert_eq!(
+            d.removes.iter().map(|k| k.to_string()).collect::<Vec<_>>(),
+            ["100.64.1.0/24", "100.64.0.3/32"]
+        );
+    }
+}
