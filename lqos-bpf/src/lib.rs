@@ -1,14 +1,18 @@
 //! lqos's eBPF data path.
 #![doc = include_str!("../README.md")]
 
+pub mod attach;
 pub mod error;
 pub mod layout;
 pub mod loader;
 pub mod maps;
 pub mod model;
 pub mod packet;
+pub mod plan;
+pub mod preflight;
 pub mod sys;
 pub mod testrun;
+pub mod xps;
 
 pub use error::{BpfError, Result};
 pub use layout::{CircuitValue, DefaultQueues, IfaceConfig, Role, Stats, Steer};

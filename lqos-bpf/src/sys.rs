@@ -154,14 +154,17 @@ pub fn private_mounts() -> io::Result<()> {
 /// that mounted it).
 pub fn private_sysfs() -> io::Result<()> {
     private_mounts()?;
-    mount(
+    match mount(
         Some("sysfs"),
         "/sys",
         Some("sysfs"),
         MsFlags::empty(),
         None::<&str>,
-    )
-    .map_err(io::Error::from)
+    ) {
+        // EBUSY: this namespace's sysfs is already the one on /sys.
+        Ok(()) | Err(nix::errno::Errno::EBUSY) => Ok(()),
+        Err(e) => Err(io::Error::from(e)),
+    }
 }
 
 /// A bpffs mounted on a fresh directory in the calling thread's private

@@ -31,3 +31,84 @@ pub fn load(tag: &str) -> Loaded {
     let maps = dp.maps().expect("maps");
     Loaded { dp, maps, bpffs }
 }
+
+/// A network namespace deleted on drop.
+pub struct Ns {
+    pub name: String,
+}
+
+impl Ns {
+    pub fn new(tag: &str) -> Ns {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "lqos-bpf-{}-{}-{tag}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        sh("ip", &["netns", "add", &name]);
+        let ns = Ns { name };
+        ns.ip(&["link", "set", "lo", "up"]);
+        ns
+    }
+
+    pub fn ip(&self, args: &[&str]) -> String {
+        let mut a = vec!["-n", self.name.as_str()];
+        a.extend_from_slice(args);
+        sh("ip", &a)
+    }
+
+    pub fn tc(&self, args: &[&str]) -> String {
+        let mut a = vec!["-n", self.name.as_str()];
+        a.extend_from_slice(args);
+        sh("tc", &a)
+    }
+
+    pub fn sysctl(&self, kv: &str) {
+        sh("ip", &["netns", "exec", &self.name, "sysctl", "-qw", kv]);
+    }
+}
+
+impl Drop for Ns {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
+
+/// Runs a command, panicking with its stderr when it fails.
+pub fn sh(cmd: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd} {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// True when namespaces and `ip`/`tc` are usable (root); prints a skip
+/// message otherwise, or panics under `LQOS_REQUIRE_NETNS=1`.
+pub fn require_netns(test: &str) -> bool {
+    if !require_root(test) {
+        return false;
+    }
+    let ok = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+        && std::process::Command::new("tc").arg("-V").output().is_ok();
+    if ok {
+        return true;
+    }
+    if std::env::var("LQOS_REQUIRE_NETNS").as_deref() == Ok("1") {
+        panic!("{test}: needs ip and tc (iproute2) (LQOS_REQUIRE_NETNS=1)");
+    }
+    eprintln!("skipping {test}: needs ip and tc (iproute2)");
+    false
+}

@@ -1,0 +1,448 @@
+//! Packets through namespaces: an internet namespace, a shaper that
+//! forwards between two veths (mq root, an HTB per TX queue, a few circuit
+//! classes, XPS off, lqos's programs attached) and a subscriber namespace.
+//! UDP forwarded with no priority or mark set by the sender must land in
+//! its circuit's class on its circuit's queue, in both directions; an
+//! unknown address in a default class; a map update moves a flow.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+
+use common::Ns;
+use lqos_bpf::attach::{AttachOptions, Interface, TcStatus, XdpChoice, XdpStatus};
+use lqos_bpf::layout::{CircuitValue, DefaultQueues, IfaceConfig, Role, Steer};
+use lqos_bpf::model::{Entries, MapKey};
+use lqos_bpf::sys::{enter_netns, in_netns};
+
+const QUEUES: u16 = 4;
+
+/// Packets per class of `dev`: `tc -s class show` (text: iproute2 6.1
+/// prints no JSON for HTB classes).
+fn class_packets(ns: &Ns, dev: &str) -> BTreeMap<String, u64> {
+    let text = ns.tc(&["-s", "class", "show", "dev", dev]);
+    let mut out = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if w.first() == Some(&"class") && w.get(1) == Some(&"htb") {
+            current = w.get(2).map(|s| s.to_string());
+        } else if w.first() == Some(&"Sent") {
+            if let (Some(c), Some(p)) = (current.take(), w.get(3)) {
+                out.insert(c, p.parse().unwrap_or(0));
+            }
+        }
+    }
+    out
+}
+
+fn delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>, class: &str) -> u64 {
+    after.get(class).copied().unwrap_or(0) - before.get(class).copied().unwrap_or(0)
+}
+
+fn default_delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> u64 {
+    after
+        .iter()
+        .filter(|(k, _)| k.ends_with(":2"))
+        .map(|(k, v)| v - before.get(k).copied().unwrap_or(0))
+        .sum()
+}
+
+/// Sends `n` UDP datagrams from `src` to `dst` inside namespace `ns`.
+fn send(ns: &Ns, src: &str, dst: &str, n: usize) {
+    let (src, dst): (IpAddr, IpAddr) = (src.parse().unwrap(), dst.parse().unwrap());
+    let name = ns.name.clone();
+    std::thread::spawn(move || {
+        enter_netns(&name).unwrap();
+        let s = UdpSocket::bind(SocketAddr::new(src, 0)).unwrap();
+        for _ in 0..n {
+            s.send_to(&[0u8; 64], SocketAddr::new(dst, 9)).unwrap();
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    })
+    .join()
+    .unwrap();
+    // Let the shaper's queues drain (counters are updated on dequeue).
+    std::thread::sleep(std::time::Duration::from_millis(200));
+}
+
+/// An HTB per TX queue under an mq root, with a default class `:2`.
+fn shaping_tree(ns: &Ns, dev: &str) {
+    ns.tc(&["qdisc", "add", "dev", dev, "root", "handle", "7fff:", "mq"]);
+    for q in 1..=QUEUES {
+        let m = format!("{q}:");
+        ns.tc(&[
+            "qdisc",
+            "add",
+            "dev",
+            dev,
+            "parent",
+            &format!("7fff:{q}"),
+            "handle",
+            &m,
+            "htb",
+            "default",
+            "2",
+        ]);
+        ns.tc(&[
+            "class",
+            "add",
+            "dev",
+            dev,
+            "parent",
+            &m,
+            "classid",
+            &format!("{q}:1"),
+            "htb",
+            "rate",
+            "1gbit",
+        ]);
+        ns.tc(&[
+            "class",
+            "add",
+            "dev",
+            dev,
+            "parent",
+            &format!("{q}:1"),
+            "classid",
+            &format!("{q}:2"),
+            "htb",
+            "rate",
+            "100mbit",
+            "ceil",
+            "1gbit",
+        ]);
+        for minor in [0x10, 0x11, 0x12, 0x13] {
+            ns.tc(&[
+                "class",
+                "add",
+                "dev",
+                dev,
+                "parent",
+                &format!("{q}:1"),
+                "classid",
+                &format!("{q}:{minor:x}"),
+                "htb",
+                "rate",
+                "10mbit",
+                "ceil",
+                "1gbit",
+            ]);
+        }
+    }
+}
+
+fn circuit(n: u32, q: u16, minor: u32) -> CircuitValue {
+    let steer = Steer {
+        classid: (u32::from(q) + 1) << 16 | minor,
+        queue: q,
+        cpu: q % 2,
+    };
+    CircuitValue {
+        down: steer,
+        up: steer,
+        circuit: n,
+    }
+}
+
+fn class_of(s: &Steer) -> String {
+    format!("{}:{:x}", s.classid >> 16, s.classid & 0xffff)
+}
+
+#[test]
+fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
+    if !common::require_netns("forwarded_flows_land_in_their_circuits_class_and_queue_both_ways") {
+        return;
+    }
+    let inet = Ns::new("inet");
+    let shaper = Ns::new("shaper");
+    let sub = Ns::new("sub");
+    let q = QUEUES.to_string();
+    for (dev, peer, ns) in [("ens20", "i0", &inet), ("ens19", "s0", &sub)] {
+        shaper.ip(&[
+            "link",
+            "add",
+            dev,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            peer,
+            "netns",
+            &ns.name,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+        ]);
+    }
+    shaper.sysctl("net.ipv4.ip_forward=1");
+    shaper.sysctl("net.ipv6.conf.all.forwarding=1");
+    shaper.sysctl("net.ipv4.conf.all.rp_filter=0");
+    for (ns, dev, addrs) in [
+        (
+            &shaper,
+            "ens20",
+            &["198.51.100.254/24", "2001:db8:ffff::fe/64"][..],
+        ),
+        (
+            &shaper,
+            "ens19",
+            &["100.64.0.254/16", "2001:db8:1::fe/48"][..],
+        ),
+        (&inet, "i0", &["198.51.100.1/24", "2001:db8:ffff::1/64"][..]),
+        (
+            &sub,
+            "s0",
+            &[
+                "100.64.0.7/16",
+                "100.64.1.3/16",
+                "100.64.9.9/16",
+                "2001:db8:1:ff00::5/48",
+            ][..],
+        ),
+    ] {
+        for a in addrs {
+            let mut args = vec!["addr", "add", a, "dev", dev];
+            if a.contains(':') {
+                args.push("nodad");
+            }
+            ns.ip(&args);
+        }
+        ns.ip(&["link", "set", dev, "up"]);
+    }
+    inet.ip(&["route", "add", "100.64.0.0/16", "via", "198.51.100.254"]);
+    inet.ip(&[
+        "-6",
+        "route",
+        "add",
+        "2001:db8:1::/48",
+        "via",
+        "2001:db8:ffff::fe",
+    ]);
+    sub.ip(&["route", "add", "default", "via", "100.64.0.254"]);
+    sub.ip(&["-6", "route", "add", "default", "via", "2001:db8:1::fe"]);
+    shaping_tree(&shaper, "ens19");
+    shaping_tree(&shaper, "ens20");
+
+    // The data path, pinned in a bpffs private to this thread.
+    let mut l = common::load("netns");
+    let a = circuit(1, 2, 0x10); // 100.64.0.7/32
+    let b = circuit(2, 1, 0x11); // 100.64.1.0/29
+    let c = circuit(3, 3, 0x12); // 2001:db8:1:ff00::/56
+    let mut want = Entries::default();
+    for (net, v) in [
+        ("100.64.0.7/32", a),
+        ("100.64.1.0/29", b),
+        ("2001:db8:1:ff00::/56", c),
+    ] {
+        want.insert(MapKey::from_net(net.parse().unwrap()), v);
+    }
+    l.maps.sync(&want).unwrap();
+    let side = |role| IfaceConfig {
+        role,
+        xdp_redirect: true,
+        default_minor: 2,
+        down: DefaultQueues {
+            queue_base: 0,
+            queue_count: QUEUES,
+        },
+        up: DefaultQueues {
+            queue_base: 0,
+            queue_count: QUEUES,
+        },
+    };
+    let ifs = [
+        Interface {
+            name: "ens19".into(),
+            config: side(Role::Subscriber),
+        },
+        Interface {
+            name: "ens20".into(),
+            config: side(Role::Internet),
+        },
+    ];
+    let opts = AttachOptions {
+        xdp: XdpChoice::Auto,
+        disable_xps: true,
+        cpus: lqos_bpf::sys::online_cpus().unwrap(),
+    };
+    let dp = &mut l.dp;
+    let report = in_netns(Some(&shaper.name), || dp.attach(&ifs, &opts)).unwrap();
+    for r in &report {
+        assert_eq!(r.tc, TcStatus::Attached, "{r:?}");
+        assert_eq!(r.xdp, XdpStatus::Native, "veth has native XDP: {r:?}");
+        assert_eq!(r.xps_off, u32::from(QUEUES));
+    }
+    let xps = in_netns(Some(&shaper.name), || {
+        lqos_bpf::xps::xps_enabled_here("ens19")
+    })
+    .unwrap();
+    assert!(xps.is_empty(), "XPS still on: {xps:?}");
+    // tc shows lqos's filter at its pref.
+    let filters = shaper.tc(&["filter", "show", "dev", "ens19", "egress"]);
+    assert!(
+        filters.contains("pref 900")
+            && filters.contains("lqos_tc")
+            && filters.contains("direct-action"),
+        "{filters}"
+    );
+
+    // Warm up neighbours, then measure.
+    send(&inet, "198.51.100.1", "100.64.0.7", 3);
+    send(&sub, "100.64.0.7", "198.51.100.1", 3);
+    send(&inet, "2001:db8:ffff::1", "2001:db8:1:ff00::5", 3);
+    send(&sub, "2001:db8:1:ff00::5", "2001:db8:ffff::1", 3);
+
+    const N: usize = 100;
+    for (what, from_ns, src, dst, dev, class) in [
+        (
+            "download to a /32",
+            &inet,
+            "198.51.100.1",
+            "100.64.0.7",
+            "ens19",
+            class_of(&a.down),
+        ),
+        (
+            "download into a /29",
+            &inet,
+            "198.51.100.1",
+            "100.64.1.3",
+            "ens19",
+            class_of(&b.down),
+        ),
+        (
+            "download into an IPv6 /56",
+            &inet,
+            "2001:db8:ffff::1",
+            "2001:db8:1:ff00::5",
+            "ens19",
+            class_of(&c.down),
+        ),
+        (
+            "upload from a /32",
+            &sub,
+            "100.64.0.7",
+            "198.51.100.1",
+            "ens20",
+            class_of(&a.up),
+        ),
+        (
+            "upload from a /29",
+            &sub,
+            "100.64.1.3",
+            "198.51.100.1",
+            "ens20",
+            class_of(&b.up),
+        ),
+        (
+            "upload from an IPv6 /56",
+            &sub,
+            "2001:db8:1:ff00::5",
+            "2001:db8:ffff::1",
+            "ens20",
+            class_of(&c.up),
+        ),
+    ] {
+        let before = class_packets(&shaper, dev);
+        send(from_ns, src, dst, N);
+        let after = class_packets(&shaper, dev);
+        let got = delta(&before, &after, &class);
+        assert!(
+            got >= N as u64,
+            "{what}: class {class} on {dev} got {got} of {N} packets; {after:?}"
+        );
+    }
+
+    // An unknown address: a default class.
+    let before = class_packets(&shaper, "ens19");
+    send(&inet, "198.51.100.1", "100.64.9.9", N);
+    let after = class_packets(&shaper, "ens19");
+    assert!(default_delta(&before, &after) >= N as u64, "{after:?}");
+    for k in [class_of(&a.down), class_of(&b.down)] {
+        assert_eq!(delta(&before, &after, &k), 0, "unknown traffic in {k}");
+    }
+
+    // Steering: the circuit queues' packets were classified on their CPUs.
+    let stats = l.maps.stats().unwrap();
+    assert!(stats.tc_classified >= 6 * N as u64, "{stats:?}");
+    assert!(
+        stats.xdp_redirected + stats.xdp_local >= 6 * N as u64,
+        "{stats:?}"
+    );
+    for (q, cpu) in [(a.down.queue, a.down.cpu), (b.down.queue, b.down.cpu)] {
+        let per_cpu = l.maps.queue_packets(false, u32::from(q)).unwrap();
+        assert!(
+            per_cpu[usize::from(cpu)] >= N as u64,
+            "queue {q}: {per_cpu:?}"
+        );
+    }
+
+    // A map update moves 100.64.0.7 to another circuit on another queue.
+    let d = circuit(4, 0, 0x13);
+    l.maps
+        .write(&MapKey::from_net("100.64.0.7/32".parse().unwrap()), &d)
+        .unwrap();
+    let before = class_packets(&shaper, "ens19");
+    send(&inet, "198.51.100.1", "100.64.0.7", N);
+    let after = class_packets(&shaper, "ens19");
+    assert!(
+        delta(&before, &after, &class_of(&d.down)) >= N as u64,
+        "{after:?}"
+    );
+    assert_eq!(delta(&before, &after, &class_of(&a.down)), 0);
+
+    // Removing the /32 leaves the address unknown: a default class.
+    l.maps
+        .remove(&MapKey::from_net("100.64.0.7/32".parse().unwrap()))
+        .unwrap();
+    let before = class_packets(&shaper, "ens19");
+    send(&inet, "198.51.100.1", "100.64.0.7", N);
+    let after = class_packets(&shaper, "ens19");
+    assert!(default_delta(&before, &after) >= N as u64, "{after:?}");
+
+    // Attaching again replaces both programs in place.
+    let report = in_netns(Some(&shaper.name), || {
+        let mut dp2 = lqos_bpf::DataPath::load(l.bpffs.path())?;
+        dp2.attach(&ifs, &opts)
+    })
+    .unwrap();
+    for r in &report {
+        assert_eq!(
+            (r.tc, &r.xdp),
+            (TcStatus::Replaced, &XdpStatus::Replaced),
+            "{r:?}"
+        );
+    }
+    let filters = shaper.tc(&["filter", "show", "dev", "ens19", "egress"]);
+    assert_eq!(
+        filters.matches("handle 0x1 lqos_tc").count(),
+        1,
+        "{filters}"
+    );
+
+    // Removing everything leaves no filter, no link, no pins.
+    let removed = in_netns(Some(&shaper.name), || {
+        lqos_bpf::attach::remove_all(l.bpffs.path())
+    })
+    .unwrap();
+    assert_eq!(removed, ["ens19", "ens20"]);
+    let filters = shaper.tc(&["filter", "show", "dev", "ens19", "egress"]);
+    assert!(!filters.contains("lqos_tc"), "{filters}");
+    let link = shaper.ip(&["link", "show", "dev", "ens19"]);
+    assert!(!link.contains("xdp"), "{link}");
+    // (A fresh bpffs shows the kernel's own maps.debug and progs.debug.)
+    let left: Vec<String> = std::fs::read_dir(l.bpffs.path())
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| !n.ends_with(".debug"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
