@@ -1,0 +1,199 @@
+//! Properties: the diff is empty between equal sets and turns one set into
+//! another (in memory and in the kernel's maps), and the programs' choice
+//! for an address is `IpMap::lookup`'s (longest prefix) on random sets.
+
+mod common;
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use ipnet::IpNet;
+use lqos_bpf::layout::{CircuitValue, DefaultQueues, IfaceConfig, Role, Steer};
+use lqos_bpf::model::{diff, Entries, MapKey};
+use lqos_bpf::packet::Frame;
+use lqos_bpf::testrun::run_tc;
+use lqos_tc::{IpMap, IpMapEntry, TcHandle};
+use proptest::prelude::*;
+
+/// A prefix in a small space (so prefixes overlap): IPv4 inside
+/// 100.64.0.0/20 of length 20..=32, IPv6 inside 2001:db8::/48 of length
+/// 48..=128.
+fn arb_net() -> impl Strategy<Value = IpNet> {
+    prop_oneof![
+        (0u32..4096, 20u8..=32).prop_map(|(a, l)| {
+            IpNet::new(IpAddr::V4(Ipv4Addr::from(0x6440_0000 | a)), l)
+                .unwrap()
+                .trunc()
+        }),
+        (
+            0u128..4096,
+            prop::sample::select(vec![48u8, 56, 60, 64, 120, 124, 127, 128])
+        )
+            .prop_map(|(a, l)| {
+                let base = u128::from_be_bytes("2001:db8::".parse::<Ipv6Addr>().unwrap().octets());
+                // Spread the low bits over the /48's subnet and host parts.
+                let addr = base | (a & 0xff) << 72 | (a >> 8);
+                IpNet::new(IpAddr::V6(Ipv6Addr::from(addr)), l)
+                    .unwrap()
+                    .trunc()
+            }),
+    ]
+}
+
+fn arb_value() -> impl Strategy<Value = CircuitValue> {
+    (0u16..4, 0u16..4, 0x10u32..0x400, 0u32..1000).prop_map(|(qd, qu, minor, c)| CircuitValue {
+        down: Steer {
+            classid: (u32::from(qd) + 1) << 16 | minor,
+            queue: qd,
+            cpu: qd % 2,
+        },
+        up: Steer {
+            classid: (u32::from(qu) + 1) << 16 | (minor + 1),
+            queue: qu,
+            cpu: qu % 2,
+        },
+        circuit: c,
+    })
+}
+
+fn arb_entries() -> impl Strategy<Value = Entries> {
+    prop::collection::vec((arb_net(), arb_value()), 0..40).prop_map(|v| {
+        let mut e = Entries::default();
+        for (n, val) in v {
+            e.insert(MapKey::from_net(n), val);
+        }
+        e
+    })
+}
+
+proptest! {
+    #[test]
+    fn diff_of_equal_sets_is_empty(a in arb_entries()) {
+        prop_assert!(diff(&a, &a).is_empty());
+    }
+
+    #[test]
+    fn applying_the_diff_gives_the_target(a in arb_entries(), b in arb_entries()) {
+        let d = diff(&a, &b);
+        let mut x = a.clone();
+        d.apply_to(&mut x);
+        prop_assert_eq!(&x, &b);
+        // Writes come longest prefix first, removals shortest first.
+        prop_assert!(d.writes.windows(2).all(|w| w[0].0.prefix_len() >= w[1].0.prefix_len()));
+        prop_assert!(d.removes.windows(2).all(|w| w[0].prefix_len() <= w[1].prefix_len()));
+    }
+
+    #[test]
+    fn no_address_loses_its_entry_mid_update(a in arb_entries(), b in arb_entries(), probe in prop::collection::vec(arb_net(), 8)) {
+        // After each step, every probed address classified both before and
+        // after is classified (by an old or a new entry).
+        let d = diff(&a, &b);
+        let mut x = a.clone();
+        let steps = d
+            .writes
+            .iter()
+            .map(|(k, v)| (*k, Some(*v)))
+            .chain(d.removes.iter().map(|k| (*k, None)));
+        for (k, v) in steps {
+            match v {
+                Some(v) => x.insert(k, v),
+                None => x.remove(&k),
+            };
+            for p in &probe {
+                let addr = p.network();
+                if a.lookup(addr).is_some() && b.lookup(addr).is_some() {
+                    prop_assert!(x.lookup(addr).is_some(), "{} lost mid-update", addr);
+                }
+            }
+        }
+    }
+}
+
+fn ip_map_of(nets: &[(IpNet, CircuitValue)]) -> IpMap {
+    let entries = nets
+        .iter()
+        .map(|(net, v)| IpMapEntry {
+            net: *net,
+            circuit: v.circuit,
+            circuit_id: format!("c{}", v.circuit).into(),
+            circuit_name: "n".into(),
+            device_id: "d".into(),
+            device_name: "cpe".into(),
+            download: lqos_tc::Steer {
+                dev: "ens19".into(),
+                queue: u32::from(v.down.queue),
+                classid: TcHandle::from_raw(v.down.classid),
+            },
+            upload: lqos_tc::Steer {
+                dev: "ens20".into(),
+                queue: u32::from(v.up.queue),
+                classid: TcHandle::from_raw(v.up.classid),
+            },
+            filter_handle: 0,
+        })
+        .collect();
+    IpMap::new(entries)
+}
+
+#[test]
+fn the_programs_longest_prefix_is_ip_map_lookup_on_random_sets() {
+    if !common::require_root("the_programs_longest_prefix_is_ip_map_lookup_on_random_sets") {
+        return;
+    }
+    let l = std::cell::RefCell::new(common::load("props"));
+    let cfg = IfaceConfig {
+        role: Role::Subscriber,
+        xdp_redirect: false,
+        default_minor: 2,
+        down: DefaultQueues {
+            queue_base: 0,
+            queue_count: 4,
+        },
+        up: DefaultQueues {
+            queue_base: 0,
+            queue_count: 4,
+        },
+    };
+    l.borrow_mut().maps.set_iface(1, &cfg).unwrap();
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(48));
+    let strategy = (
+        prop::collection::vec((arb_net(), arb_value()), 0..48),
+        prop::collection::vec(arb_net(), 24),
+    );
+    runner
+        .run(&strategy, |(nets, probes)| {
+            let ip_map = ip_map_of(&nets);
+            let want = Entries::from_ip_map(&ip_map, |q| (q % 2) as u16).unwrap();
+            // The maps reach the new set by difference, and read back equal.
+            let mut l = l.borrow_mut();
+            l.maps.sync(&want).unwrap();
+            prop_assert_eq!(&l.maps.read().unwrap(), &want);
+            let peer = |a: IpAddr| -> IpAddr {
+                if a.is_ipv6() {
+                    "2001:db8:ffff::1".parse().unwrap()
+                } else {
+                    "198.51.100.1".parse().unwrap()
+                }
+            };
+            // Probe each prefix's first address, its last, and random ones.
+            let mut addrs: Vec<IpAddr> = probes.iter().map(|p| p.network()).collect();
+            for (n, _) in &nets {
+                addrs.push(n.network());
+                addrs.push(n.broadcast());
+            }
+            for a in addrs {
+                let frame = Frame::udp(peer(a), a).build();
+                let got = run_tc(l.dp.tc(), &frame, 1, 1).unwrap().priority;
+                match ip_map.lookup(a) {
+                    Some(e) => prop_assert_eq!(got, e.download.classid.raw(), "{} -> {}", a, e.net),
+                    None => prop_assert!(
+                        got & 0xffff == 2 && got >> 16 >= 1 && got >> 16 <= 4,
+                        "{} -> {:#x}",
+                        a,
+                        got
+                    ),
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
