@@ -3,6 +3,7 @@
 
 pub mod attach;
 pub mod error;
+pub mod install;
 pub mod layout;
 pub mod loader;
 pub mod maps;
@@ -15,6 +16,7 @@ pub mod testrun;
 pub mod xps;
 
 pub use error::{BpfError, Result};
+pub use install::{check, install, lookup, remove, update, InstallOptions, Installed, MapSync};
 pub use layout::{CircuitValue, DefaultQueues, IfaceConfig, Role, Stats, Steer};
 pub use loader::{DataPath, DEFAULT_PIN_DIR, OBJECT};
 pub use maps::{ApplyCounts, Maps};

@@ -112,6 +112,16 @@ impl Maps {
         }
     }
 
+    /// The longest prefix in the LPM trie containing `addr` (the trie's
+    /// own lookup).
+    pub fn longest_prefix(&self, addr: [u8; 16]) -> Result<Option<CircuitValue>> {
+        match self.nets.get(&LpmKey::new(128, addr), 0) {
+            Ok(v) => Ok(Some(CircuitValue::decode(&v))),
+            Err(aya::maps::MapError::KeyNotFound) => Ok(None),
+            Err(e) => Err(BpfError::map(names::NETS, "looking up")(e)),
+        }
+    }
+
     /// Writes one entry (added, or overwritten in place: an address moving
     /// to another circuit is never missing from the map).
     pub fn write(&mut self, key: &MapKey, value: &CircuitValue) -> Result<()> {

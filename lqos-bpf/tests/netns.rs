@@ -150,11 +150,18 @@ fn class_of(s: &Steer) -> String {
     format!("{}:{:x}", s.classid >> 16, s.classid & 0xffff)
 }
 
-#[test]
-fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
-    if !common::require_netns("forwarded_flows_land_in_their_circuits_class_and_queue_both_ways") {
-        return;
-    }
+struct Topo {
+    inet: Ns,
+    shaper: Ns,
+    sub: Ns,
+}
+
+/// internet (i0: 198.51.100.1, 2001:db8:ffff::1) -- ens20 [shaper,
+/// forwarding] ens19 (`shaper_sub` addresses) -- s0 (`sub_addrs`) subscriber;
+/// both veth pairs with QUEUES TX queues. The internet namespace routes
+/// `sub_nets` through the shaper; the subscriber's default route is the
+/// shaper's first address of each family.
+fn topology(shaper_sub: &[&str], sub_addrs: &[&str], sub_nets: &[&str]) -> Topo {
     let inet = Ns::new("inet");
     let shaper = Ns::new("shaper");
     let sub = Ns::new("sub");
@@ -190,22 +197,9 @@ fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
             "ens20",
             &["198.51.100.254/24", "2001:db8:ffff::fe/64"][..],
         ),
-        (
-            &shaper,
-            "ens19",
-            &["100.64.0.254/16", "2001:db8:1::fe/48"][..],
-        ),
+        (&shaper, "ens19", shaper_sub),
         (&inet, "i0", &["198.51.100.1/24", "2001:db8:ffff::1/64"][..]),
-        (
-            &sub,
-            "s0",
-            &[
-                "100.64.0.7/16",
-                "100.64.1.3/16",
-                "100.64.9.9/16",
-                "2001:db8:1:ff00::5/48",
-            ][..],
-        ),
+        (&sub, "s0", sub_addrs),
     ] {
         for a in addrs {
             let mut args = vec!["addr", "add", a, "dev", dev];
@@ -216,17 +210,36 @@ fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
         }
         ns.ip(&["link", "set", dev, "up"]);
     }
-    inet.ip(&["route", "add", "100.64.0.0/16", "via", "198.51.100.254"]);
-    inet.ip(&[
-        "-6",
-        "route",
-        "add",
-        "2001:db8:1::/48",
-        "via",
-        "2001:db8:ffff::fe",
-    ]);
-    sub.ip(&["route", "add", "default", "via", "100.64.0.254"]);
-    sub.ip(&["-6", "route", "add", "default", "via", "2001:db8:1::fe"]);
+    for net in sub_nets {
+        let via = if net.contains(':') {
+            "2001:db8:ffff::fe"
+        } else {
+            "198.51.100.254"
+        };
+        inet.ip(&["route", "add", net, "via", via]);
+    }
+    for a in shaper_sub {
+        let gw = a.split('/').next().unwrap();
+        sub.ip(&["route", "add", "default", "via", gw]);
+    }
+    Topo { inet, shaper, sub }
+}
+
+#[test]
+fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
+    if !common::require_netns("forwarded_flows_land_in_their_circuits_class_and_queue_both_ways") {
+        return;
+    }
+    let Topo { inet, shaper, sub } = topology(
+        &["100.64.0.254/16", "2001:db8:1::fe/48"],
+        &[
+            "100.64.0.7/16",
+            "100.64.1.3/16",
+            "100.64.9.9/16",
+            "2001:db8:1:ff00::5/48",
+        ],
+        &["100.64.0.0/16", "2001:db8:1::/48"],
+    );
     shaping_tree(&shaper, "ens19");
     shaping_tree(&shaper, "ens20");
 
@@ -445,4 +458,138 @@ fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
         .filter(|n| !n.ends_with(".debug"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// A planned network end to end: lqos-tc plans 40 generated circuits on
+/// a 4-queue bridge, `tc -b` loads the plan's tree, [`lqos_bpf::install`]
+/// loads the data path for the plan in the shaper's namespace; forwarded
+/// traffic to and from circuit addresses lands in the classes the plan's
+/// IP map names; `check` finds the maps in sync; `remove` takes it all away.
+#[test]
+fn install_classifies_a_planned_network_in_a_namespace() {
+    if !common::require_netns("install_classifies_a_planned_network_in_a_namespace") {
+        return;
+    }
+    let mut g = lqos_model::generate(&lqos_model::GenParams {
+        circuits: 40,
+        ipv6_fraction: 1.0,
+        ipv4_range_fraction: 0.0,
+        ..Default::default()
+    });
+    g.config.queues.downlink_bandwidth_mbps = 1000;
+    let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", u32::from(QUEUES));
+    cfg.default_sqm = lqos_tc::LeafSpec::None;
+    cfg.fq_codel_threshold = None;
+    let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
+    // Two circuits' addresses: a /32 and an address inside a /56.
+    let v4 = plan
+        .ip_map
+        .entries()
+        .iter()
+        .find(|e| e.net.prefix_len() == 32)
+        .unwrap()
+        .clone();
+    let v6 = plan
+        .ip_map
+        .entries()
+        .iter()
+        .find(|e| e.net.prefix_len() == 56 && e.circuit != v4.circuit)
+        .unwrap()
+        .clone();
+    let v4_addr = v4.net.network().to_string();
+    let v6_addr = match v6.net.network() {
+        IpAddr::V6(a) => std::net::Ipv6Addr::from(u128::from(a) | 0x42).to_string(),
+        a => a.to_string(),
+    };
+    let Topo { inet, shaper, sub } = topology(
+        &["100.127.255.254/10", "fdd7:b724:ffff::fe/32"],
+        &[
+            &format!("{v4_addr}/10"),
+            &format!("{v6_addr}/32"),
+            "100.127.0.9/10",
+        ],
+        &["100.64.0.0/10", "fdd7:b724::/32"],
+    );
+    let batch = std::env::temp_dir().join(format!("{}.tc", shaper.name));
+    std::fs::write(&batch, lqos_tc::render_combined(&plan, false)).unwrap();
+    shaper.tc(&["-b", batch.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&batch);
+
+    let bpffs = lqos_bpf::sys::PrivateBpffs::new("install").unwrap();
+    let pin_dir = bpffs.path().join("lqos");
+    let opts = lqos_bpf::InstallOptions {
+        pin_dir: pin_dir.clone(),
+        netns: Some(shaper.name.clone()),
+        ..Default::default()
+    };
+    let done = lqos_bpf::install(&plan, &opts).unwrap();
+    assert_eq!(done.entries.written, plan.ip_map.len());
+    assert_eq!(done.interfaces.len(), 2);
+    let cpus = lqos_bpf::plan::CpuPolicy::online().unwrap();
+    assert!(lqos_bpf::check(&pin_dir, &plan, &cpus).unwrap().is_empty());
+    let hit = lqos_bpf::lookup(&pin_dir, v6_addr.parse().unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(hit.down.classid, v6.download.classid.raw());
+
+    let class = |h: lqos_tc::TcHandle| format!("{:x}:{:x}", h.major(), h.minor());
+    // The subscriber speaks first, so the shaper learns its neighbours (a
+    // neighbour solicitation from the shaper to the subscriber's veth
+    // goes unanswered in these namespaces, with or without lqos).
+    send(&sub, &v4_addr, "198.51.100.1", 3);
+    send(&sub, &v6_addr, "2001:db8:ffff::1", 3);
+    const N: usize = 50;
+    for (what, from, src, dst, dev, want) in [
+        (
+            "download to a /32",
+            &inet,
+            "198.51.100.1",
+            v4_addr.as_str(),
+            "ens19",
+            class(v4.download.classid),
+        ),
+        (
+            "download into a /56",
+            &inet,
+            "2001:db8:ffff::1",
+            v6_addr.as_str(),
+            "ens19",
+            class(v6.download.classid),
+        ),
+        (
+            "upload from a /32",
+            &sub,
+            v4_addr.as_str(),
+            "198.51.100.1",
+            "ens20",
+            class(v4.upload.classid),
+        ),
+        (
+            "upload from a /56",
+            &sub,
+            v6_addr.as_str(),
+            "2001:db8:ffff::1",
+            "ens20",
+            class(v6.upload.classid),
+        ),
+    ] {
+        send(from, src, dst, 3);
+        let before = class_packets(&shaper, dev);
+        send(from, src, dst, N);
+        let after = class_packets(&shaper, dev);
+        let got = delta(&before, &after, &want);
+        assert!(
+            got >= N as u64,
+            "{what}: class {want} on {dev} got {got}; {after:?}"
+        );
+    }
+    // Installing again upgrades in place: nothing to write.
+    let again = lqos_bpf::install(&plan, &opts).unwrap();
+    assert_eq!((again.entries.written, again.entries.removed), (0, 0));
+
+    let removed = lqos_bpf::remove(&pin_dir, Some(&shaper.name)).unwrap();
+    assert_eq!(removed, ["ens19", "ens20"]);
+    assert!(!pin_dir.exists());
+    let filters = shaper.tc(&["filter", "show", "dev", "ens20", "egress"]);
+    assert!(!filters.contains("lqos_tc"), "{filters}");
 }

@@ -1,0 +1,198 @@
+//! The calls a front-end makes: install (or upgrade) the data path for a
+//! plan, update its maps for a new plan, check them, look an address up,
+//! remove everything.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use lqos_tc::Plan;
+
+use crate::attach::{self, AttachOptions, IfaceReport, XdpChoice};
+use crate::error::Result;
+use crate::layout::{addr_bytes, CircuitValue};
+use crate::loader::{DataPath, DEFAULT_PIN_DIR};
+use crate::maps::{ApplyCounts, Maps};
+use crate::model::{diff, Entries, MapDiff};
+use crate::plan::{entries, interfaces, CpuPolicy};
+use crate::preflight::{preflight, Preflight};
+use crate::sys;
+
+/// Options of [`install`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstallOptions {
+    /// bpffs directory of the pins (default [`DEFAULT_PIN_DIR`]).
+    pub pin_dir: PathBuf,
+    /// Network namespace of the interfaces (`/run/netns/NAME`).
+    pub netns: Option<String>,
+    /// XDP mode.
+    pub xdp: XdpChoice,
+    /// Which CPU owns which TX queue (None: the online CPUs in order).
+    pub cpus: Option<CpuPolicy>,
+}
+
+impl Default for InstallOptions {
+    fn default() -> Self {
+        InstallOptions {
+            pin_dir: PathBuf::from(DEFAULT_PIN_DIR),
+            netns: None,
+            xdp: XdpChoice::Auto,
+            cpus: None,
+        }
+    }
+}
+
+/// What [`install`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// The preflight's findings (warnings included).
+    pub preflight: Preflight,
+    /// Map entries written and removed.
+    pub entries: ApplyCounts,
+    /// Per interface: XDP mode, tc filter, XPS.
+    pub interfaces: Vec<IfaceReport>,
+    /// Interfaces detached because the plan no longer has them.
+    pub detached: Vec<String>,
+    /// Maps of older layout versions unpinned.
+    pub stale_maps: Vec<String>,
+}
+
+/// Installs the data path for `plan`, or upgrades a running one in place:
+/// preflight (refuses before any change), load the programs (reusing the
+/// pinned maps), bring the maps to the plan's addresses by difference,
+/// attach to the plan's interfaces (replacing running programs
+/// atomically), detach interfaces the plan dropped, unpin maps of older
+/// layouts. Packets of known circuits stay classified throughout.
+pub fn install(plan: &Plan, opts: &InstallOptions) -> Result<Installed> {
+    let ifs = interfaces(&plan.config)?;
+    let names: Vec<&str> = ifs.iter().map(|i| i.name.as_str()).collect();
+    let pre = preflight(&opts.pin_dir, opts.netns.as_deref(), &names)?;
+    let cpus = match &opts.cpus {
+        Some(c) => c.clone(),
+        None => CpuPolicy::online()?,
+    };
+    let want = entries(plan, &cpus)?;
+    let mut dp = DataPath::load(&opts.pin_dir)?;
+    let counts = dp.maps()?.sync(&want)?;
+    let attach_opts = AttachOptions {
+        xdp: if pre.xdp { opts.xdp } else { XdpChoice::Off },
+        disable_xps: true,
+        cpus: cpus.cpus().to_vec(),
+    };
+    let pin_dir = opts.pin_dir.clone();
+    let (reports, detached) = sys::in_netns(opts.netns.as_deref(), || {
+        let reports = dp.attach(&ifs, &attach_opts)?;
+        let mut detached = Vec::new();
+        let maps = Maps::open(&pin_dir)?;
+        for (ifindex, _) in maps.ifaces()? {
+            if reports.iter().any(|r| r.ifindex == ifindex) {
+                continue;
+            }
+            if let Ok(name) = nix::net::if_::if_indextoname(ifindex) {
+                let name = name.to_string_lossy().into_owned();
+                attach::detach(&pin_dir, &name)?;
+                detached.push(name);
+            } else {
+                // The interface is gone: only its configuration remains.
+                Maps::open(&pin_dir)?.remove_iface(ifindex)?;
+            }
+        }
+        Ok((reports, detached))
+    })?;
+    let stale_maps = attach::remove_stale_layouts(&opts.pin_dir)?;
+    Ok(Installed {
+        preflight: pre,
+        entries: counts,
+        interfaces: reports,
+        detached,
+        stale_maps,
+    })
+}
+
+/// Brings the maps of a running data path to `plan`'s addresses by
+/// difference (for a reload that keeps the interfaces).
+pub fn update(pin_dir: &Path, plan: &Plan, cpus: &CpuPolicy) -> Result<ApplyCounts> {
+    Maps::open(pin_dir)?.sync(&entries(plan, cpus)?)
+}
+
+/// The changes that would bring the live maps to `plan` (empty: in sync).
+/// Applying it ([`Maps::apply`]) repairs drift.
+pub fn check(pin_dir: &Path, plan: &Plan, cpus: &CpuPolicy) -> Result<MapDiff> {
+    let live = Maps::open(pin_dir)?.read()?;
+    Ok(diff(&live, &entries(plan, cpus)?))
+}
+
+/// What the live maps decide for `addr`, as the programs do (exact entry,
+/// else longest prefix). `None`: a default class.
+pub fn lookup(pin_dir: &Path, addr: IpAddr) -> Result<Option<CircuitValue>> {
+    Maps::open(pin_dir)?.lookup(addr)
+}
+
+/// Removes everything lqos attached (XDP links, tc filters) in network
+/// namespace `netns` and everything it pinned under `pin_dir`.
+pub fn remove(pin_dir: &Path, netns: Option<&str>) -> Result<Vec<String>> {
+    sys::in_netns(netns, || attach::remove_all(pin_dir))
+}
+
+/// The maps and the entries they hold, kept in memory, for a process (the
+/// reload daemon) that changes them often: each [`MapSync::sync`] diffs in
+/// memory and writes only the difference, with no read-back.
+#[derive(Debug)]
+pub struct MapSync {
+    maps: Maps,
+    current: Entries,
+}
+
+impl MapSync {
+    /// Opens the pinned maps and reads their entries once.
+    pub fn open(pin_dir: &Path) -> Result<MapSync> {
+        let maps = Maps::open(pin_dir)?;
+        let current = maps.read()?;
+        Ok(MapSync { maps, current })
+    }
+
+    /// The entries the maps hold.
+    pub fn current(&self) -> &Entries {
+        &self.current
+    }
+
+    /// Brings the maps to `desired`. On an error the in-memory copy is
+    /// re-read from the kernel, so the next call diffs against the truth.
+    pub fn sync(&mut self, desired: &Entries) -> Result<ApplyCounts> {
+        let d = diff(&self.current, desired);
+        self.apply(&d)
+    }
+
+    /// Applies a diff computed by the caller (e.g. from the circuits an
+    /// edit touched).
+    pub fn apply(&mut self, d: &MapDiff) -> Result<ApplyCounts> {
+        match self.maps.apply(d) {
+            Ok(n) => {
+                d.apply_to(&mut self.current);
+                Ok(n)
+            }
+            Err(e) => {
+                if let Ok(now) = self.maps.read() {
+                    self.current = now;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The maps.
+    pub fn maps(&mut self) -> &mut Maps {
+        &mut self.maps
+    }
+}
+
+impl Maps {
+    /// What the programs decide for `addr`: its exact entry, else the
+    /// longest prefix containing it.
+    pub fn lookup(&self, addr: IpAddr) -> Result<Option<CircuitValue>> {
+        let a = addr_bytes(addr);
+        if let Some(v) = self.get(&crate::model::MapKey::Host(a))? {
+            return Ok(Some(v));
+        }
+        self.longest_prefix(a)
+    }
+}
