@@ -9,6 +9,8 @@
 #
 #   lqos-bpf/bpf/build.sh            writes lqos-bpf/bpf/lqos.bpf.o
 #   lqos-bpf/bpf/build.sh OUT.o      writes OUT.o instead
+#   LQOS_BPF_DEFINES=-DLQOS_HOSTS_PREALLOC lqos-bpf/bpf/build.sh OUT.o
+#                                    a variant (benchmarks; never committed)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-$here/lqos.bpf.o}"
@@ -29,7 +31,7 @@ cd "$scratch/src"
 "$CLANG" -O2 -g -target bpf -mcpu=v3 -std=gnu11 \
     -Wall -Werror -Wno-unused-function \
     -fdebug-prefix-map="$scratch/src"=. -fno-ident \
-    -I include -I "/usr/include/$multiarch" \
+    -I include -I "/usr/include/$multiarch" ${LQOS_BPF_DEFINES:-} \
     -c lqos.bpf.c -o "$scratch/lqos.bpf.o"
 "$STRIP" -g "$scratch/lqos.bpf.o"
 cp "$scratch/lqos.bpf.o" "$out"

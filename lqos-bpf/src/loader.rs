@@ -40,12 +40,19 @@ impl DataPath {
     /// `pin_dir` (which must be on a bpffs; see [`sys::ensure_bpffs`]).
     /// The cpumap is sized to the possible CPUs.
     pub fn load(pin_dir: &Path) -> Result<DataPath> {
+        DataPath::load_object(pin_dir, OBJECT)
+    }
+
+    /// [`DataPath::load`] with another build of the object (a variant
+    /// built by `bpf/build.sh` with other defines, for benchmarks). It must
+    /// have the same maps and programs.
+    pub fn load_object(pin_dir: &Path, object: &[u8]) -> Result<DataPath> {
         sys::ensure_bpffs(pin_dir)?;
         let cpus = sys::possible_cpus()?;
         let mut ebpf = EbpfLoader::new()
             .default_map_pin_directory(pin_dir)
             .map_max_entries(names::CPUS, cpus)
-            .load(OBJECT)
+            .load(object)
             .map_err(|e| BpfError::Load {
                 pin_dir: pin_dir.to_path_buf(),
                 source: Box::new(e),

@@ -72,6 +72,26 @@ impl Maps {
         })
     }
 
+    /// Kernel memory charged to each map (`memlock` in its fdinfo), in
+    /// bytes: what the maps cost at their current size.
+    pub fn memlock(&self) -> Result<Vec<(&'static str, u64)>> {
+        use std::os::fd::{AsFd, AsRawFd};
+        let mut out = Vec::with_capacity(names::ALL.len());
+        for name in names::ALL {
+            let pin = self.pin_dir.join(name);
+            let data = MapData::from_pin(&pin).map_err(BpfError::map(name, "opening"))?;
+            let path = format!("/proc/self/fdinfo/{}", data.fd().as_fd().as_raw_fd());
+            let text = std::fs::read_to_string(&path).map_err(BpfError::io(&path, "reading"))?;
+            let bytes = text
+                .lines()
+                .find_map(|l| l.strip_prefix("memlock:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(0);
+            out.push((name, bytes));
+        }
+        Ok(out)
+    }
+
     /// The pin directory.
     pub fn pin_dir(&self) -> &Path {
         &self.pin_dir

@@ -102,12 +102,20 @@ struct lqos_stats {
 	__u64 reserved[6];
 };
 
+/* Built with -DLQOS_HOSTS_PREALLOC (benchmarks only), the exact-match map
+ * is preallocated instead. */
+#ifdef LQOS_HOSTS_PREALLOC
+#define LQOS_HOSTS_FLAGS 0
+#else
+#define LQOS_HOSTS_FLAGS BPF_F_NO_PREALLOC
+#endif
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, LQOS_MAX_HOSTS);
 	__type(key, struct lqos_host_key);
 	__type(value, struct lqos_circuit);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(map_flags, LQOS_HOSTS_FLAGS);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lqos1_hosts SEC(".maps");
 
