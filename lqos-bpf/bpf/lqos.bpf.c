@@ -56,7 +56,7 @@ int lqos_xdp(struct xdp_md *ctx)
 		return XDP_PASS;
 	}
 	dir = lqos_direction(cfg, &p, 0);
-	c = lqos_lookup(dir == LQOS_UP ? p.src : p.dst);
+	c = lqos_lookup(dir == LQOS_UP ? p.src : p.dst, p.v6);
 	if (!c) {
 		lqos_count(&st->xdp_unknown);
 		return XDP_PASS;
@@ -124,7 +124,7 @@ int lqos_tc(struct __sk_buff *skb)
 			    &p);
 	dir = lqos_direction(cfg, &p, 1);
 	if (parsed == LQOS_IP)
-		c = lqos_lookup(dir == LQOS_UP ? p.src : p.dst);
+		c = lqos_lookup(dir == LQOS_UP ? p.src : p.dst, p.v6);
 	if (c) {
 		const struct lqos_steer *s = lqos_steer_of(c, dir);
 		lqos_set_queue(skb, dir, s->queue, s->classid);

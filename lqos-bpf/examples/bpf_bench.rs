@@ -19,8 +19,9 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{Duration, Instant};
 
+use lqos_bpf::layout::addr_bytes;
 use lqos_bpf::layout::{CircuitValue, DefaultQueues, IfaceConfig, Role, Steer};
-use lqos_bpf::model::{diff, MapKey};
+use lqos_bpf::model::{diff, Entries, MapKey};
 use lqos_bpf::packet::Frame;
 use lqos_bpf::plan::CpuPolicy;
 use lqos_bpf::sys::PrivateBpffs;
@@ -88,6 +89,49 @@ fn load(dp_dir: &std::path::Path, object: &Option<Vec<u8>>) -> DataPath {
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Mean ns per packet of tc (subscriber side: download keyed by the
+/// destination) and XDP (internet side, likewise) over 16 frames of `case`.
+fn ns_per_packet(
+    dp: &DataPath,
+    maps: &mut Maps,
+    case: &dyn Fn(u32) -> (IpAddr, IpAddr),
+    repeat: u32,
+    sub: &IfaceConfig,
+    inet: &IfaceConfig,
+) -> (f64, f64) {
+    let frames: Vec<Vec<u8>> = (0..16)
+        .map(|k| {
+            let (s, d) = case(k);
+            Frame::udp(s, d).build()
+        })
+        .collect();
+    let per = (repeat / 16).max(1);
+    let (mut tc, mut xdp) = (Duration::ZERO, Duration::ZERO);
+    maps.set_iface(1, sub).unwrap();
+    for fr in &frames {
+        tc += run_tc(dp.tc(), fr, 1, per).unwrap().per_run;
+    }
+    maps.set_iface(1, inet).unwrap();
+    for fr in &frames {
+        xdp += run_xdp(dp.xdp(), fr, 1, per).unwrap().per_run;
+    }
+    (tc.as_nanos() as f64 / 16.0, xdp.as_nanos() as f64 / 16.0)
+}
+
+fn print_memlock(maps: &Maps) {
+    let mem = maps.memlock().unwrap();
+    let total: u64 = mem.iter().map(|(_, b)| b).sum();
+    println!(
+        "memlock: {} (total {:.1} MiB)",
+        mem.iter()
+            .filter(|(_, b)| *b >= 1 << 20)
+            .map(|(k, b)| format!("{k} {:.1} MiB", *b as f64 / 1048576.0))
+            .collect::<Vec<_>>()
+            .join(", "),
+        total as f64 / 1048576.0
+    );
+}
+
 fn main() {
     let a = args();
     let bpffs = PrivateBpffs::new("bench").expect("a private bpffs (run as root)");
@@ -122,30 +166,28 @@ fn main() {
             maps.enable_cpu(cpu, 2048).unwrap();
         }
         let half = (n / 2) as u32;
-        let t = Instant::now();
+        let mut logical = Entries::with_capacity(n + 16);
         for i in 0..half {
-            maps.write(
-                &MapKey::Host(lqos_bpf::layout::addr_bytes(IpAddr::V4(v4(i)))),
-                &value(i),
-            )
-            .unwrap();
-            maps.write(
-                &MapKey::from_net(ipnet::IpNet::new(IpAddr::V6(v6_56(i)), 56).unwrap()),
-                &value(half + i),
-            )
-            .unwrap();
+            logical.insert(MapKey::Host(addr_bytes(IpAddr::V4(v4(i)))), value(i));
+            logical.insert(
+                MapKey::from_net(ipnet::IpNet::new(IpAddr::V6(v6_56(i)), 56).unwrap()),
+                value(half + i),
+            );
         }
         // Some IPv6 hosts for the /128 case.
         for i in 0..16u32 {
             let a6 = Ipv6Addr::from(0x2001_0db9_u128 << 96 | u128::from(i));
-            maps.write(
-                &MapKey::Host(lqos_bpf::layout::addr_bytes(IpAddr::V6(a6))),
-                &value(i),
-            )
-            .unwrap();
+            logical.insert(MapKey::Host(addr_bytes(IpAddr::V6(a6))), value(i));
         }
+        let mut placed = logical.clone();
+        placed.place();
+        let t = Instant::now();
+        maps.sync(&placed).unwrap();
         let fill = t.elapsed();
-        println!("\n== {n} addresses ({half} IPv4 /32 + {half} IPv6 /56), filled in {fill:.2?}");
+        println!(
+            "\n== {n} addresses ({half} IPv4 /32 + {half} IPv6 /56; {} prefixes in the fast map), filled in {fill:.2?}",
+            placed.fast_count()
+        );
         let peer4: IpAddr = "198.51.100.1".parse().unwrap();
         let peer6: IpAddr = "2001:db8:ffff::1".parse().unwrap();
         let step = (half / 16).max(1);
@@ -184,44 +226,18 @@ fn main() {
                 }),
             ),
         ];
-        println!("{:<16} {:>10} {:>10}", "frame", "tc ns/pkt", "xdp ns/pkt");
+        println!("{:<28} {:>10} {:>10}", "frame", "tc ns/pkt", "xdp ns/pkt");
         for (what, f) in &cases {
-            let frames: Vec<Vec<u8>> = (0..16)
-                .map(|k| {
-                    let (s, d) = f(k);
-                    Frame::udp(s, d).build()
-                })
-                .collect();
-            let per = (a.repeat / 16).max(1);
-            let mut tc = Duration::ZERO;
-            let mut xdp = Duration::ZERO;
-            // Download: tc leaving the subscriber side, XDP arriving on
-            // the internet side, both keyed by the destination.
-            maps.set_iface(1, &cfg).unwrap();
-            for fr in &frames {
-                tc += run_tc(dp.tc(), fr, 1, per).unwrap().per_run;
-            }
-            maps.set_iface(1, &inet).unwrap();
-            for fr in &frames {
-                xdp += run_xdp(dp.xdp(), fr, 1, per).unwrap().per_run;
-            }
-            println!(
-                "{:<16} {:>10.1} {:>10.1}",
-                what,
-                tc.as_nanos() as f64 / 16.0,
-                xdp.as_nanos() as f64 / 16.0
-            );
+            let (tc, xdp) = ns_per_packet(&dp, &mut maps, f, a.repeat, &cfg, &inet);
+            println!("{what:<28} {tc:>10.1} {xdp:>10.1}");
         }
-        let mem = maps.memlock().unwrap();
-        let total: u64 = mem.iter().map(|(_, b)| b).sum();
-        println!(
-            "memlock: {} (total {:.1} MiB)",
-            mem.iter()
-                .map(|(k, b)| format!("{k} {:.1} MiB", *b as f64 / 1048576.0))
-                .collect::<Vec<_>>()
-                .join(", "),
-            total as f64 / 1048576.0
-        );
+        print_memlock(&maps);
+        // The same /56 prefixes in the LPM trie instead (as without the
+        // fast map), same run.
+        maps.sync(&logical).unwrap();
+        let (tc, xdp) = ns_per_packet(&dp, &mut maps, &cases[1].1, a.repeat, &cfg, &inet);
+        println!("{:<28} {tc:>10.1} {xdp:>10.1}", "IPv6 in a /56, LPM trie");
+        print_memlock(&maps);
         drop(maps);
         drop(dp);
         lqos_bpf::attach::remove_all(&dir).unwrap();

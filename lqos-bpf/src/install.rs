@@ -193,6 +193,19 @@ impl Maps {
         if let Some(v) = self.get(&crate::model::MapKey::Host(a))? {
             return Ok(Some(v));
         }
+        let lens = self.fast_lens()?;
+        let lens = if addr.is_ipv4() { lens.v4 } else { lens.v6 };
+        for len in lens.into_iter().take_while(|l| *l > 0) {
+            let mask = u128::MAX << (128 - u32::from(len));
+            let net = (u128::from_be_bytes(a) & mask).to_be_bytes();
+            let key = crate::model::MapKey::Fast {
+                prefix_len: len,
+                addr: net,
+            };
+            if let Some(v) = self.get(&key)? {
+                return Ok(Some(v));
+            }
+        }
         self.longest_prefix(a)
     }
 }

@@ -15,8 +15,13 @@ pub const LAYOUT_VERSION: u32 = 1;
 pub mod names {
     /// Exact-match hash: one address (/32, /128) -> circuit.
     pub const HOSTS: &str = "lqos1_hosts";
-    /// LPM trie: prefix -> circuit.
+    /// LPM trie: prefix -> circuit (prefixes not in [`FAST`]).
     pub const NETS: &str = "lqos1_nets";
+    /// Exact-match hash of the common prefix lengths: (length, masked
+    /// address) -> circuit.
+    pub const FAST: &str = "lqos1_fast";
+    /// Array, one slot: [`super::FastLens`].
+    pub const GLOBAL: &str = "lqos1_global";
     /// Hash: ifindex -> interface configuration.
     pub const IFACES: &str = "lqos1_ifaces";
     /// cpumap: the CPUs XDP may redirect to.
@@ -28,7 +33,9 @@ pub mod names {
     /// Per-CPU packets redirected per target CPU.
     pub const REDIRECTS: &str = "lqos1_redirects";
     /// Every map, in load order.
-    pub const ALL: [&str; 7] = [HOSTS, NETS, IFACES, CPUS, STATS, QUEUES, REDIRECTS];
+    pub const ALL: [&str; 9] = [
+        HOSTS, NETS, FAST, GLOBAL, IFACES, CPUS, STATS, QUEUES, REDIRECTS,
+    ];
 }
 
 /// Program names in the object.
@@ -43,6 +50,71 @@ pub mod programs {
 pub const MAX_HOSTS: u32 = 1 << 20;
 /// Capacity of the prefix map (`LQOS_MAX_NETS`).
 pub const MAX_NETS: u32 = 1 << 20;
+/// Capacity of the fast prefix map (`LQOS_MAX_FAST`).
+pub const MAX_FAST: u32 = 1 << 20;
+/// Prefix lengths per family the programs look up in the fast map
+/// (`LQOS_FAST_LENS`).
+pub const FAST_LENS: usize = 4;
+
+/// The prefix lengths (in IPv6 bits: an IPv4 /29 is 125) whose prefixes
+/// sit in the fast map, per family, longest first (`struct lqos_global`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct FastLens {
+    /// IPv4 prefixes (97..=127).
+    pub v4: [u8; FAST_LENS],
+    /// IPv6 prefixes (1..=127).
+    pub v6: [u8; FAST_LENS],
+}
+
+impl FastLens {
+    /// From lists of lengths (at most [`FAST_LENS`] each; more are
+    /// dropped), sorted longest first.
+    pub fn new(v4: &[u8], v6: &[u8]) -> FastLens {
+        let fill = |l: &[u8]| {
+            let mut v: Vec<u8> = l.iter().copied().filter(|&x| x > 0 && x < 128).collect();
+            v.sort_unstable_by(|a, b| b.cmp(a));
+            v.dedup();
+            let mut out = [0u8; FAST_LENS];
+            for (o, x) in out.iter_mut().zip(v) {
+                *o = x;
+            }
+            out
+        };
+        FastLens {
+            v4: fill(v4),
+            v6: fill(v6),
+        }
+    }
+
+    /// Both lists together (`self`'s first when over [`FAST_LENS`]).
+    pub fn union(&self, other: &FastLens) -> FastLens {
+        let join = |a: &[u8; FAST_LENS], b: &[u8; FAST_LENS]| {
+            let mut v: Vec<u8> = Vec::with_capacity(2 * FAST_LENS);
+            for &x in a.iter().chain(b.iter()) {
+                if x > 0 && !v.contains(&x) {
+                    v.push(x);
+                }
+            }
+            v.truncate(FAST_LENS);
+            v
+        };
+        FastLens::new(&join(&self.v4, &other.v4), &join(&self.v6, &other.v6))
+    }
+
+    /// The map's bytes.
+    pub fn encode(&self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[0..4].copy_from_slice(&self.v4);
+        b[4..8].copy_from_slice(&self.v6);
+        b
+    }
+
+    /// Parses the map's bytes.
+    pub fn decode(b: &[u8; 16]) -> FastLens {
+        FastLens::new(&b[0..4], &b[4..8])
+    }
+}
+
 /// Capacity of the interface map (`LQOS_MAX_IFACES`).
 pub const MAX_IFACES: u32 = 64;
 /// Queues per direction with a packet counter (`LQOS_MAX_QUEUES`).

@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use aya::maps::lpm_trie::{Key as LpmKey, LpmTrie};
-use aya::maps::{CpuMap, HashMap, Map, MapData, PerCpuArray};
+use aya::maps::{Array, CpuMap, HashMap, Map, MapData, PerCpuArray};
 
 use crate::error::{BpfError, Result};
-use crate::layout::{names, CircuitValue, IfaceConfig, Stats, MAX_QUEUES};
+use crate::layout::{names, CircuitValue, FastLens, IfaceConfig, Stats, MAX_QUEUES};
 use crate::model::{Entries, MapDiff, MapKey};
 
 /// Handles on the pinned maps of one pin directory. Opening them needs no
@@ -16,6 +16,10 @@ pub struct Maps {
     pin_dir: PathBuf,
     hosts: HashMap<MapData, [u8; 16], [u8; 24]>,
     nets: LpmTrie<MapData, [u8; 16], [u8; 24]>,
+    fast: HashMap<MapData, [u8; 20], [u8; 24]>,
+    global: Array<MapData, [u8; 16]>,
+    /// The fast lengths last written or read (saves a syscall per update).
+    fast_lens: Option<FastLens>,
     ifaces: HashMap<MapData, u32, [u8; 16]>,
     cpus: CpuMap<MapData>,
     stats: PerCpuArray<MapData, [u64; 16]>,
@@ -38,6 +42,21 @@ pub struct ApplyCounts {
     pub written: usize,
     /// Entries removed.
     pub removed: usize,
+}
+
+/// The fast map's key (`struct lqos_net_key`): length, then address.
+fn fast_key(key: &MapKey) -> [u8; 20] {
+    let (len, addr) = key.lpm();
+    let mut k = [0u8; 20];
+    k[0..4].copy_from_slice(&len.to_ne_bytes());
+    k[4..].copy_from_slice(&addr);
+    k
+}
+
+fn fast_key_parts(k: &[u8; 20]) -> (u32, [u8; 16]) {
+    let mut a = [0u8; 16];
+    a.copy_from_slice(&k[4..]);
+    (u32::from_ne_bytes([k[0], k[1], k[2], k[3]]), a)
 }
 
 fn open(pin_dir: &Path, name: &'static str) -> Result<Map> {
@@ -64,6 +83,9 @@ impl Maps {
             pin_dir: pin_dir.to_path_buf(),
             hosts: typed!(pin_dir, names::HOSTS),
             nets: typed!(pin_dir, names::NETS),
+            fast: typed!(pin_dir, names::FAST),
+            global: typed!(pin_dir, names::GLOBAL),
+            fast_lens: None,
             ifaces: typed!(pin_dir, names::IFACES),
             cpus: typed!(pin_dir, names::CPUS),
             stats: typed!(pin_dir, names::STATS),
@@ -113,7 +135,46 @@ impl Maps {
                 })?;
             out.insert(key, CircuitValue::decode(&v));
         }
+        for kv in self.fast.iter() {
+            let (k, v) = kv.map_err(BpfError::map(names::FAST, "reading"))?;
+            let (len, addr) = fast_key_parts(&k);
+            match MapKey::from_lpm(len, addr) {
+                Some(MapKey::Net { prefix_len, addr }) => {
+                    out.insert(MapKey::Fast { prefix_len, addr }, CircuitValue::decode(&v));
+                }
+                _ => {
+                    return Err(BpfError::Pinned {
+                        path: self.pin_dir.join(names::FAST),
+                        message: format!("prefix length {len} is not a prefix's"),
+                    })
+                }
+            }
+        }
         Ok(out)
+    }
+
+    /// The fast lengths the programs use now.
+    pub fn fast_lens(&self) -> Result<FastLens> {
+        let b = self
+            .global
+            .get(&0, 0)
+            .map_err(BpfError::map(names::GLOBAL, "reading"))?;
+        Ok(FastLens::decode(&b))
+    }
+
+    /// Sets the fast lengths (skipped when they are already these).
+    pub fn set_fast_lens(&mut self, lens: &FastLens) -> Result<()> {
+        if self.fast_lens.is_none() {
+            self.fast_lens = Some(self.fast_lens()?);
+        }
+        if self.fast_lens.as_ref() == Some(lens) {
+            return Ok(());
+        }
+        self.global
+            .set(0, lens.encode(), 0)
+            .map_err(BpfError::map(names::GLOBAL, "writing the fast lengths"))?;
+        self.fast_lens = Some(*lens);
+        Ok(())
     }
 
     /// The value the maps hold for `key`.
@@ -124,6 +185,7 @@ impl Maps {
                 let (len, addr) = key.lpm();
                 self.nets.get(&LpmKey::new(len, addr), 0)
             }
+            MapKey::Fast { .. } => self.fast.get(&fast_key(key), 0),
         };
         match r {
             Ok(v) => Ok(Some(CircuitValue::decode(&v))),
@@ -152,6 +214,7 @@ impl Maps {
                 let (len, addr) = key.lpm();
                 self.nets.insert(&LpmKey::new(len, addr), v, 0)
             }
+            MapKey::Fast { .. } => self.fast.insert(fast_key(key), v, 0),
         }
         .map_err(|e| {
             let what = format!("writing {key}");
@@ -178,6 +241,7 @@ impl Maps {
                 let (len, addr) = key.lpm();
                 self.nets.remove(&LpmKey::new(len, addr))
             }
+            MapKey::Fast { .. } => self.fast.remove(&fast_key(key)),
         };
         match r {
             Ok(()) | Err(aya::maps::MapError::KeyNotFound) => Ok(()),
@@ -190,17 +254,23 @@ impl Maps {
         }
     }
 
-    /// Applies `diff` in its order (writes, longest prefixes first, then
-    /// removals, shortest first): at every step each address is classified
-    /// either as before or as after. Stops at the first error; the maps
+    /// Applies `diff` in its order (the fast lengths of both sets, writes,
+    /// longest prefixes first, the target's fast lengths, removals,
+    /// shortest first): at every step each address is classified either as
+    /// before or as after. Stops at the first error; the maps
     /// then hold a mix of old and new entries, never an address of neither,
     /// and a new diff against [`Maps::read`] finishes the job.
     pub fn apply(&mut self, diff: &MapDiff) -> Result<ApplyCounts> {
         let mut n = ApplyCounts::default();
+        if diff.is_empty() {
+            return Ok(n);
+        }
+        self.set_fast_lens(&diff.fast_before)?;
         for (k, v) in &diff.writes {
             self.write(k, v)?;
             n.written += 1;
         }
+        self.set_fast_lens(&diff.fast_after)?;
         for k in &diff.removes {
             self.remove(k)?;
             n.removed += 1;

@@ -26,11 +26,23 @@ use hashbrown::HashMap;
 use ipnet::IpNet;
 
 use crate::error::{BpfError, Result};
-use crate::layout::{addr_bytes, addr_from_bytes, names, CircuitValue, Steer, MAX_HOSTS, MAX_NETS};
+use crate::layout::{
+    addr_bytes, addr_from_bytes, names, CircuitValue, FastLens, Steer, MAX_FAST, MAX_HOSTS,
+    MAX_NETS,
+};
 
-/// A key of the maps: a single address goes to the exact-match hash, any
-/// shorter prefix to the LPM trie (keyed as IPv6; IPv4 as `::ffff:a.b.c.d`
-/// with prefix length + 96).
+/// A prefix length goes to the fast map when at least this many prefixes
+/// have it (each fast length costs one hash lookup per packet that is not
+/// a host's).
+pub const FAST_MIN: usize = 16;
+/// Fast lengths per family (two, so the lengths before and after any
+/// update fit the programs' four slots together).
+pub const FAST_PER_FAMILY: usize = 2;
+
+/// A key of the maps: a single address goes to the exact-match hash, a
+/// shorter prefix to the LPM trie, or (placed there by
+/// [`Entries::place`]) to the fast map of common prefix lengths. Keyed as
+/// IPv6; IPv4 as `::ffff:a.b.c.d` with prefix length + 96.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MapKey {
     /// `/32` or `/128`: `lqos1_hosts`.
@@ -38,6 +50,14 @@ pub enum MapKey {
     /// A shorter prefix: `lqos1_nets`. `prefix_len` counts IPv6 bits
     /// (0..=127); host bits of `addr` are zero.
     Net {
+        /// Prefix length in IPv6 bits.
+        prefix_len: u8,
+        /// The prefix's first address.
+        addr: [u8; 16],
+    },
+    /// A prefix of a common length with no other prefix inside it:
+    /// `lqos1_fast` (same fields as `Net`).
+    Fast {
         /// Prefix length in IPv6 bits.
         prefix_len: u8,
         /// The prefix's first address.
@@ -89,8 +109,24 @@ impl MapKey {
     pub fn lpm(&self) -> (u32, [u8; 16]) {
         match *self {
             MapKey::Host(a) => (128, a),
-            MapKey::Net { prefix_len, addr } => (u32::from(prefix_len), addr),
+            MapKey::Net { prefix_len, addr } | MapKey::Fast { prefix_len, addr } => {
+                (u32::from(prefix_len), addr)
+            }
         }
+    }
+
+    /// The same prefix as a [`MapKey::Net`] (a host stays a host).
+    pub fn logical(&self) -> MapKey {
+        match *self {
+            MapKey::Fast { prefix_len, addr } => MapKey::Net { prefix_len, addr },
+            k => k,
+        }
+    }
+
+    /// True for an IPv4 address or prefix (`::ffff:0:0/96` and inside).
+    pub fn is_ipv4(&self) -> bool {
+        let (len, a) = self.lpm();
+        len >= 96 && a[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
     }
 
     /// Prefix length in IPv6 bits (128 for a host).
@@ -103,6 +139,7 @@ impl MapKey {
         match self {
             MapKey::Host(_) => names::HOSTS,
             MapKey::Net { .. } => names::NETS,
+            MapKey::Fast { .. } => names::FAST,
         }
     }
 
@@ -111,6 +148,7 @@ impl MapKey {
         match self {
             MapKey::Host(_) => MAX_HOSTS,
             MapKey::Net { .. } => MAX_NETS,
+            MapKey::Fast { .. } => MAX_FAST,
         }
     }
 
@@ -188,6 +226,97 @@ impl Entries {
         (hosts, self.map.len() - hosts)
     }
 
+    /// Prefixes in the fast map.
+    pub fn fast_count(&self) -> usize {
+        self.map
+            .keys()
+            .filter(|k| matches!(k, MapKey::Fast { .. }))
+            .count()
+    }
+
+    /// The fast map's prefix lengths per family (from its entries).
+    pub fn fast_lens(&self) -> FastLens {
+        let (mut v4, mut v6) = (Vec::new(), Vec::new());
+        for k in self.map.keys() {
+            if let MapKey::Fast { prefix_len, .. } = k {
+                let v = if k.is_ipv4() { &mut v4 } else { &mut v6 };
+                if !v.contains(prefix_len) {
+                    v.push(*prefix_len);
+                }
+            }
+        }
+        FastLens::new(&v4, &v6)
+    }
+
+    /// Decides where each prefix lives: the [`FAST_PER_FAMILY`] most
+    /// common prefix lengths of each family (with at least [`FAST_MIN`]
+    /// prefixes) go to the fast map, except a prefix with another prefix
+    /// inside it (the programs take the first fast hit as the longest
+    /// match); every other prefix goes to the LPM trie. Hosts stay. The
+    /// programs' decision for any address is the same either way.
+    pub fn place(&mut self) {
+        // Every prefix as (address, length), sorted: a prefix's nested
+        // prefixes come right after it.
+        let mut p: Vec<(u128, u8, bool)> = self
+            .map
+            .keys()
+            .filter(|k| !matches!(k, MapKey::Host(_)))
+            .map(|k| {
+                let (len, a) = k.lpm();
+                (u128::from_be_bytes(a), len as u8, k.is_ipv4())
+            })
+            .collect();
+        p.sort_unstable();
+        // Mid-update a prefix can sit in both maps: count it once.
+        p.dedup_by_key(|e| (e.0, e.1));
+        let last = |a: u128, len: u8| a | u128::MAX.checked_shr(u32::from(len)).unwrap_or(0);
+        let nested: Vec<bool> = (0..p.len())
+            .map(|i| p.get(i + 1).is_some_and(|n| n.0 <= last(p[i].0, p[i].1)))
+            .collect();
+        let mut count: HashMap<(bool, u8), usize> = HashMap::new();
+        for (i, &(_, len, v4)) in p.iter().enumerate() {
+            if !nested[i] {
+                *count.entry((v4, len)).or_default() += 1;
+            }
+        }
+        let top = |fam: bool| -> Vec<u8> {
+            let mut v: Vec<(usize, u8)> = count
+                .iter()
+                .filter(|((f, _), n)| *f == fam && **n >= FAST_MIN)
+                .map(|((_, len), n)| (*n, *len))
+                .collect();
+            v.sort_unstable_by(|a, b| b.cmp(a));
+            v.into_iter()
+                .take(FAST_PER_FAMILY)
+                .map(|(_, len)| len)
+                .collect()
+        };
+        let (fast4, fast6) = (top(true), top(false));
+        let mut moves = Vec::new();
+        for (i, &(a, len, v4)) in p.iter().enumerate() {
+            let lens = if v4 { &fast4 } else { &fast6 };
+            let fast = !nested[i] && lens.contains(&len);
+            let addr = a.to_be_bytes();
+            let net = MapKey::Net {
+                prefix_len: len,
+                addr,
+            };
+            let fst = MapKey::Fast {
+                prefix_len: len,
+                addr,
+            };
+            let (from, to) = if fast { (net, fst) } else { (fst, net) };
+            if self.map.contains_key(&from) {
+                moves.push((from, to));
+            }
+        }
+        for (from, to) in moves {
+            if let Some(v) = self.map.remove(&from) {
+                self.map.insert(to, v);
+            }
+        }
+    }
+
     /// What the programs decide for address `addr`: the exact entry, else
     /// the longest prefix containing it (a linear scan: for tests and
     /// checks, not the data path).
@@ -202,8 +331,37 @@ impl Entries {
             .max_by_key(|(k, _)| k.prefix_len())
     }
 
-    /// The entries of a plan's IP map: each address or prefix with its
-    /// circuit's class, queue and (`cpu_of_queue`) CPU in both directions.
+    /// What the programs decide for `addr`, step by step as they do it:
+    /// the exact entry, then the fast lengths longest first (exact match
+    /// of the masked address), then the longest prefix of the LPM trie's
+    /// entries. Equals [`Entries::lookup`] once [`Entries::place`] ran.
+    pub fn program_lookup(&self, addr: IpAddr) -> Option<&CircuitValue> {
+        let a = addr_bytes(addr);
+        if let Some(v) = self.map.get(&MapKey::Host(a)) {
+            return Some(v);
+        }
+        let lens = self.fast_lens();
+        let lens = if addr.is_ipv4() { lens.v4 } else { lens.v6 };
+        for len in lens.into_iter().take_while(|l| *l > 0) {
+            let mask = u128::MAX << (128 - u32::from(len));
+            let net = (u128::from_be_bytes(a) & mask).to_be_bytes();
+            if let Some(v) = self.map.get(&MapKey::Fast {
+                prefix_len: len,
+                addr: net,
+            }) {
+                return Some(v);
+            }
+        }
+        self.map
+            .iter()
+            .filter(|(k, _)| matches!(k, MapKey::Net { .. }) && k.contains(&a))
+            .max_by_key(|(k, _)| k.prefix_len())
+            .map(|(_, v)| v)
+    }
+
+    /// The entries of a plan's IP map, placed ([`Entries::place`]): each
+    /// address or prefix with its circuit's class, queue and
+    /// (`cpu_of_queue`) CPU in both directions.
     /// A prefix listed twice keeps its first entry, as
     /// [`lqos_tc::IpMap::lookup`] does. Queues and classids that do not fit
     /// the maps' 16-bit fields are refused with the circuit named.
@@ -238,6 +396,7 @@ impl Entries {
                 },
             );
         }
+        out.place();
         Ok(out)
     }
 }
@@ -245,6 +404,8 @@ impl Entries {
 /// The changes that turn one [`Entries`] into another, in a safe order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MapDiff {
+    /// Fast lengths to enable before the writes (those of both sets).
+    pub fast_before: FastLens,
     /// Entries to add or overwrite in place, longest prefixes first (a
     /// host entry is in before a new covering prefix could claim it).
     pub writes: Vec<(MapKey, CircuitValue)>,
@@ -252,6 +413,8 @@ pub struct MapDiff {
     /// address under a more specific entry being removed never falls back
     /// to an old covering prefix that is also going).
     pub removes: Vec<MapKey>,
+    /// Fast lengths after the writes, before the removals (the target's).
+    pub fast_after: FastLens,
 }
 
 impl MapDiff {
@@ -277,10 +440,12 @@ impl MapDiff {
     }
 }
 
-/// The ordered changes from `current` to `desired`: writes (new keys and
-/// changed values, overwritten in place) longest prefix first, then
-/// removals shortest prefix first; ties by address, so the order is
-/// deterministic.
+/// The ordered changes from `current` to `desired`: the fast lengths of
+/// both, then writes (new keys and changed values, overwritten in place)
+/// longest prefix first, then the target's fast lengths, then removals
+/// shortest prefix first; ties by address, so the order is deterministic.
+/// A prefix moving between the LPM trie and the fast map is written in
+/// its new place before it leaves the old one.
 pub fn diff(current: &Entries, desired: &Entries) -> MapDiff {
     let mut writes: Vec<(MapKey, CircuitValue)> = desired
         .map
@@ -296,7 +461,13 @@ pub fn diff(current: &Entries, desired: &Entries) -> MapDiff {
         .collect();
     writes.sort_unstable_by_key(|(k, _)| (std::cmp::Reverse(k.prefix_len()), k.lpm().1));
     removes.sort_unstable_by_key(|k| (k.prefix_len(), k.lpm().1));
-    MapDiff { writes, removes }
+    let fast_after = desired.fast_lens();
+    MapDiff {
+        fast_before: fast_after.union(&current.fast_lens()),
+        writes,
+        removes,
+        fast_after,
+    }
 }
 
 #[cfg(test)]

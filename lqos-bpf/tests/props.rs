@@ -197,3 +197,120 @@ fn the_programs_longest_prefix_is_ip_map_lookup_on_random_sets() {
         })
         .unwrap();
 }
+
+/// Many prefixes of a few lengths (so some lengths reach the fast map),
+/// nested inside each other now and then.
+fn arb_skewed() -> impl Strategy<Value = Vec<(IpNet, CircuitValue)>> {
+    let net = prop_oneof![
+        3 => (0u32..256, prop::sample::select(vec![29u8, 29, 29, 30, 24, 32])).prop_map(|(a, l)| {
+            IpNet::new(IpAddr::V4(Ipv4Addr::from(0x6440_0000 | a << 3)), l).unwrap().trunc()
+        }),
+        3 => (0u128..256, prop::sample::select(vec![56u8, 56, 56, 64, 64, 48, 60, 128])).prop_map(|(a, l)| {
+            let base = u128::from_be_bytes("2001:db8::".parse::<Ipv6Addr>().unwrap().octets());
+            IpNet::new(IpAddr::V6(Ipv6Addr::from(base | a << 72 | (a & 3) << 64)), l).unwrap().trunc()
+        }),
+    ];
+    prop::collection::vec((net, arb_value()), 0..120)
+}
+
+fn entries_of(v: &[(IpNet, CircuitValue)]) -> Entries {
+    let mut e = Entries::default();
+    for (n, val) in v {
+        e.insert(MapKey::from_net(*n), *val);
+    }
+    e
+}
+
+proptest! {
+    #[test]
+    fn placing_prefixes_in_the_fast_map_keeps_every_decision(v in arb_skewed(), probes in prop::collection::vec(arb_net(), 16)) {
+        let logical = entries_of(&v);
+        let mut placed = logical.clone();
+        placed.place();
+        prop_assert_eq!(placed.len(), logical.len());
+        let mut addrs: Vec<IpAddr> = probes.iter().map(|p| p.network()).collect();
+        for (n, _) in &v {
+            addrs.push(n.network());
+            addrs.push(n.broadcast());
+        }
+        for a in addrs {
+            prop_assert_eq!(placed.program_lookup(a), logical.lookup(a).map(|(_, v)| v), "{}", a);
+        }
+        // Placing twice changes nothing.
+        let mut again = placed.clone();
+        again.place();
+        prop_assert_eq!(again, placed);
+    }
+}
+
+#[test]
+fn the_kernels_fast_path_agrees_with_ip_map_lookup() {
+    if !common::require_root("the_kernels_fast_path_agrees_with_ip_map_lookup") {
+        return;
+    }
+    let l = std::cell::RefCell::new(common::load("props-fast"));
+    let cfg = IfaceConfig {
+        role: Role::Subscriber,
+        xdp_redirect: false,
+        default_minor: 2,
+        down: DefaultQueues {
+            queue_base: 0,
+            queue_count: 4,
+        },
+        up: DefaultQueues {
+            queue_base: 0,
+            queue_count: 4,
+        },
+    };
+    l.borrow_mut().maps.set_iface(1, &cfg).unwrap();
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(40));
+    let fast_seen = std::cell::Cell::new(0);
+    runner
+        .run(
+            &(arb_skewed(), prop::collection::vec(arb_net(), 16)),
+            |(nets, probes)| {
+                let ip_map = ip_map_of(&nets);
+                let want = Entries::from_ip_map(&ip_map, |q| (q % 2) as u16).unwrap();
+                let mut l = l.borrow_mut();
+                l.maps.sync(&want).unwrap();
+                prop_assert_eq!(&l.maps.read().unwrap(), &want);
+                prop_assert_eq!(l.maps.fast_lens().unwrap(), want.fast_lens());
+                if want.fast_count() > 0 {
+                    fast_seen.set(fast_seen.get() + 1);
+                }
+                let mut addrs: Vec<IpAddr> = probes.iter().map(|p| p.network()).collect();
+                for (n, _) in &nets {
+                    addrs.push(n.network());
+                    addrs.push(n.broadcast());
+                }
+                for a in addrs {
+                    let peer: IpAddr = if a.is_ipv6() {
+                        "2001:db8:ffff::1".parse().unwrap()
+                    } else {
+                        "198.51.100.1".parse().unwrap()
+                    };
+                    let got = run_tc(l.dp.tc(), &Frame::udp(peer, a).build(), 1, 1)
+                        .unwrap()
+                        .priority;
+                    match ip_map.lookup(a) {
+                        Some(e) => {
+                            prop_assert_eq!(got, e.download.classid.raw(), "{} -> {}", a, e.net)
+                        }
+                        None => prop_assert!(got & 0xffff == 2, "{} -> {:#x}", a, got),
+                    }
+                    let live = l.maps.lookup(a).unwrap();
+                    prop_assert_eq!(
+                        live.map(|v| v.down.classid),
+                        ip_map.lookup(a).map(|e| e.download.classid.raw())
+                    );
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+    assert!(
+        fast_seen.get() > 10,
+        "the fast map was used in {} of 40 cases only",
+        fast_seen.get()
+    );
+}

@@ -21,6 +21,9 @@
  * (BPF_F_NO_PREALLOC), so an unused capacity costs no memory. */
 #define LQOS_MAX_HOSTS (1u << 20)
 #define LQOS_MAX_NETS (1u << 20)
+#define LQOS_MAX_FAST (1u << 20)
+/* Prefix lengths per family looked up by exact match (lqos1_fast). */
+#define LQOS_FAST_LENS 4
 #define LQOS_MAX_IFACES 64
 /* Per-queue counters cover queues 0..LQOS_MAX_QUEUES-1 of each direction. */
 #define LQOS_MAX_QUEUES 1024
@@ -36,6 +39,15 @@ struct lqos_host_key {
 struct lqos_net_key {
 	__u32 prefixlen;
 	__u8 addr[16];
+};
+
+/* Global settings (lqos1_global, one slot). 16 bytes. */
+struct lqos_global {
+	/* Prefix lengths (in IPv6 bits: IPv4 /29 is 125) whose prefixes sit
+	 * in lqos1_fast, longest first, 0-terminated; one list per family. */
+	__u8 fast_v4[LQOS_FAST_LENS];
+	__u8 fast_v6[LQOS_FAST_LENS];
+	__u32 reserved[2];
 };
 
 /* Where one direction of a circuit is shaped. */
@@ -127,6 +139,27 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } lqos1_nets SEC(".maps");
+
+/* Prefixes of the most common lengths, by exact match of the masked
+ * address (key: length and masked address). User space puts a prefix here
+ * only when no other prefix lies inside it, so the first hit, longest
+ * length first, is the longest match. The rest go to lqos1_nets. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LQOS_MAX_FAST);
+	__type(key, struct lqos_net_key);
+	__type(value, struct lqos_circuit);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lqos1_fast SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lqos_global);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} lqos1_global SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -52,7 +52,7 @@ struct lqos_pkt {
 	__u16 l3_off;	/* offset of the IP header from data */
 	__u16 l4_off;	/* offset of the transport header from data */
 	__u16 pad;
-};
+} __attribute__((aligned(4)));
 
 static __always_inline int lqos_is_vlan(__u16 proto)
 {

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The eBPF data path's micro-benchmarks (lqos-bpf/examples/bpf_bench.rs),
+# run as root: ns per packet of both programs (BPF_PROG_TEST_RUN) at
+# 1,000 / 100,000 / 1,000,000 addresses, the maps' kernel memory, a cold
+# load of 100,000 generated circuits and one edit. With clang installed
+# (apt-get install clang llvm libbpf-dev) it also runs a variant whose
+# exact-match map is preallocated, for the preallocation A/B in the same
+# run.
+#
+#   benches/bpf-datapath.sh                 all sizes, 10^6 repeats
+#   SIZES=1000,100000 REPEAT=200000 benches/bpf-datapath.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SIZES="${SIZES:-1000,100000,1000000}"
+REPEAT="${REPEAT:-1000000}"
+CIRCUITS="${CIRCUITS:-100000}"
+cargo build --release -q -p lqos-bpf --example bpf_bench
+bin=target/release/examples/bpf_bench
+echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "## committed object (exact-match map allocated on use)"
+"$bin" --sizes "$SIZES" --repeat "$REPEAT" --circuits "$CIRCUITS"
+if command -v clang >/dev/null && [ -e /usr/include/bpf/bpf_helpers.h ]; then
+    variant="$(mktemp --suffix=.o)"
+    trap 'rm -f "$variant"' EXIT
+    LQOS_BPF_DEFINES=-DLQOS_HOSTS_PREALLOC lqos-bpf/bpf/build.sh "$variant" >/dev/null
+    echo
+    echo "## variant: exact-match map preallocated"
+    "$bin" --sizes "$SIZES" --repeat "$REPEAT" --circuits "$CIRCUITS" --object "$variant"
+else
+    echo "(no clang: the preallocated variant is skipped)"
+fi
