@@ -1,4 +1,3 @@
-//! lqos's eBPF data path.
 #![doc = include_str!("../README.md")]
 
 pub mod attach;
@@ -17,7 +16,7 @@ pub mod xps;
 
 pub use error::{BpfError, Result};
 pub use install::{check, install, lookup, remove, update, InstallOptions, Installed, MapSync};
-pub use layout::{CircuitValue, DefaultQueues, IfaceConfig, Role, Stats, Steer};
+pub use layout::{CircuitValue, DefaultQueues, FastLens, IfaceConfig, Role, Stats, Steer};
 pub use loader::{DataPath, DEFAULT_PIN_DIR, OBJECT};
 pub use maps::{ApplyCounts, Maps};
 pub use model::{diff, Entries, MapDiff, MapKey};
