@@ -7,6 +7,10 @@
 # exact-match map is preallocated, for the preallocation A/B in the same
 # run.
 #
+# Then the forwarding rate through a shaper namespace with no classifier,
+# with lqos's tc program and with tc + XDP steering (examples/bpf_forward.rs;
+# FORWARD=0 skips it).
+#
 #   benches/bpf-datapath.sh                 all sizes, 10^6 repeats
 #   SIZES=1000,100000 REPEAT=200000 benches/bpf-datapath.sh
 set -euo pipefail
@@ -14,7 +18,7 @@ cd "$(dirname "$0")/.."
 SIZES="${SIZES:-1000,100000,1000000}"
 REPEAT="${REPEAT:-1000000}"
 CIRCUITS="${CIRCUITS:-100000}"
-cargo build --release -q -p lqos-bpf --example bpf_bench
+cargo build --release -q -p lqos-bpf --example bpf_bench --example bpf_forward
 bin=target/release/examples/bpf_bench
 echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "## committed object (exact-match map allocated on use)"
@@ -28,4 +32,9 @@ if command -v clang >/dev/null && [ -e /usr/include/bpf/bpf_helpers.h ]; then
     "$bin" --sizes "$SIZES" --repeat "$REPEAT" --circuits "$CIRCUITS" --object "$variant"
 else
     echo "(no clang: the preallocated variant is skipped)"
+fi
+if [ "${FORWARD:-1}" = 1 ]; then
+    echo
+    echo "## forwarding rate"
+    target/release/examples/bpf_forward --seconds "${SECONDS_PER_SAMPLE:-3}" --rounds "${ROUNDS:-2}"
 fi
