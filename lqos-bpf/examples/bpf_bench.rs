@@ -20,7 +20,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{Duration, Instant};
 
 use lqos_bpf::layout::addr_bytes;
-use lqos_bpf::layout::{CircuitValue, DefaultQueues, IfaceConfig, Role, Steer};
+use lqos_bpf::layout::{CircuitValue, IfaceConfig, Role, Steer};
 use lqos_bpf::model::{diff, Entries, MapKey};
 use lqos_bpf::packet::Frame;
 use lqos_bpf::plan::CpuPolicy;
@@ -147,19 +147,7 @@ fn main() {
         let dir = bpffs.path().join(format!("n{n}"));
         let dp = load(&dir, &a.object);
         let mut maps = dp.maps().unwrap();
-        let cfg = IfaceConfig {
-            role: Role::Subscriber,
-            xdp_redirect: true,
-            default_minor: 2,
-            down: DefaultQueues {
-                queue_base: 0,
-                queue_count: 4,
-            },
-            up: DefaultQueues {
-                queue_base: 0,
-                queue_count: 4,
-            },
-        };
+        let cfg = IfaceConfig::bridge(Role::Subscriber, 4);
         let mut inet = cfg;
         inet.role = Role::Internet;
         for cpu in lqos_bpf::sys::online_cpus().unwrap() {

@@ -11,55 +11,18 @@
 //! ```
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use lqos_bpf::attach::{AttachOptions, Interface, XdpChoice};
-use lqos_bpf::layout::{CircuitValue, DefaultQueues, IfaceConfig, Role, Steer};
+use lqos_bpf::attach::{AttachOptions, XdpChoice};
+use lqos_bpf::layout::{CircuitValue, Steer};
 use lqos_bpf::model::{Entries, MapKey};
 use lqos_bpf::sys::{enter_netns, in_netns, PrivateBpffs};
 use lqos_bpf::DataPath;
 
-fn sh(args: &[&str]) -> String {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .expect(args[0]);
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-struct Ns(String);
-
-impl Ns {
-    fn new(tag: &str) -> Ns {
-        let n = format!("lqos-fwd-{}-{tag}", std::process::id());
-        sh(&["ip", "netns", "add", &n]);
-        sh(&["ip", "-n", &n, "link", "set", "lo", "up"]);
-        Ns(n)
-    }
-    fn ip(&self, a: &[&str]) -> String {
-        let mut v = vec!["ip", "-n", self.0.as_str()];
-        v.extend_from_slice(a);
-        sh(&v)
-    }
-    fn tc(&self, a: &[&str]) -> String {
-        let mut v = vec!["tc", "-n", self.0.as_str()];
-        v.extend_from_slice(a);
-        sh(&v)
-    }
-}
-
-impl Drop for Ns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
+// The namespaces and the shaping tree of the namespace tests.
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::{bridge_interfaces, sh, shaping_tree, topology, Ns, Topo};
 
 fn rx_packets(ns: &Ns, dev: &str) -> u64 {
     let text = ns.ip(&["-s", "link", "show", "dev", dev]);
@@ -76,7 +39,7 @@ fn rx_packets(ns: &Ns, dev: &str) -> u64 {
 }
 
 fn blast(ns: &Ns, secs: f64, targets: &[Ipv4Addr]) {
-    let name = ns.0.clone();
+    let name = ns.name.clone();
     let targets = targets.to_vec();
     std::thread::spawn(move || {
         enter_netns(&name).unwrap();
@@ -110,55 +73,12 @@ fn main() {
             _ => panic!("unknown option {k}"),
         }
     }
-    let inet = Ns::new("inet");
-    let shaper = Ns::new("shaper");
-    let sub = Ns::new("sub");
-    let q = queues.to_string();
-    for (dev, peer, ns) in [("ens20", "i0", &inet), ("ens19", "s0", &sub)] {
-        shaper.ip(&[
-            "link",
-            "add",
-            dev,
-            "numtxqueues",
-            &q,
-            "numrxqueues",
-            &q,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            peer,
-            "netns",
-            &ns.0,
-            "numtxqueues",
-            &q,
-            "numrxqueues",
-            &q,
-        ]);
-    }
-    sh(&[
-        "ip",
-        "netns",
-        "exec",
-        &shaper.0,
-        "sysctl",
-        "-qw",
-        "net.ipv4.ip_forward=1",
-    ]);
-    shaper.ip(&["addr", "add", "198.51.100.254/24", "dev", "ens20"]);
-    shaper.ip(&["addr", "add", "100.64.0.254/16", "dev", "ens19"]);
-    inet.ip(&["addr", "add", "198.51.100.1/24", "dev", "i0"]);
-    sub.ip(&["addr", "add", "100.64.0.1/16", "dev", "s0"]);
-    for (ns, dev) in [
-        (&shaper, "ens20"),
-        (&shaper, "ens19"),
-        (&inet, "i0"),
-        (&sub, "s0"),
-    ] {
-        ns.ip(&["link", "set", dev, "up"]);
-    }
-    inet.ip(&["route", "add", "100.64.0.0/16", "via", "198.51.100.254"]);
-    sub.ip(&["route", "add", "default", "via", "100.64.0.254"]);
+    let Topo { inet, shaper, sub } = topology(
+        queues,
+        &["100.64.0.254/16"],
+        &["100.64.0.1/16"],
+        &["100.64.0.0/16"],
+    );
     let targets: Vec<Ipv4Addr> = (0..64u32)
         .map(|i| Ipv4Addr::from(0x6440_0100 + i))
         .collect();
@@ -186,72 +106,8 @@ fn main() {
             "permanent",
         ]);
     }
-    let ifb = |dev: &str| {
-        shaper.tc(&["qdisc", "add", "dev", dev, "root", "handle", "7fff:", "mq"]);
-        for qq in 1..=queues {
-            let m = format!("{qq}:");
-            shaper.tc(&[
-                "qdisc",
-                "add",
-                "dev",
-                dev,
-                "parent",
-                &format!("7fff:{qq}"),
-                "handle",
-                &m,
-                "htb",
-                "default",
-                "2",
-            ]);
-            shaper.tc(&[
-                "class",
-                "add",
-                "dev",
-                dev,
-                "parent",
-                &m,
-                "classid",
-                &format!("{qq}:1"),
-                "htb",
-                "rate",
-                "10gbit",
-            ]);
-            shaper.tc(&[
-                "class",
-                "add",
-                "dev",
-                dev,
-                "parent",
-                &format!("{qq}:1"),
-                "classid",
-                &format!("{qq}:2"),
-                "htb",
-                "rate",
-                "1gbit",
-                "ceil",
-                "10gbit",
-            ]);
-            for c in 0..64u32 {
-                shaper.tc(&[
-                    "class",
-                    "add",
-                    "dev",
-                    dev,
-                    "parent",
-                    &format!("{qq}:1"),
-                    "classid",
-                    &format!("{qq}:{:x}", 0x10 + c),
-                    "htb",
-                    "rate",
-                    "100mbit",
-                    "ceil",
-                    "10gbit",
-                ]);
-            }
-        }
-    };
-    ifb("ens19");
-    ifb("ens20");
+    shaping_tree(&shaper, "ens19", queues, 64, "10gbit");
+    shaping_tree(&shaper, "ens20", queues, 64, "10gbit");
     let bpffs = PrivateBpffs::new("fwd").unwrap();
     let mut want = Entries::default();
     for (i, t) in targets.iter().enumerate() {
@@ -270,32 +126,10 @@ fn main() {
             },
         );
     }
-    let side = |role| IfaceConfig {
-        role,
-        xdp_redirect: true,
-        default_minor: 2,
-        down: DefaultQueues {
-            queue_base: 0,
-            queue_count: queues,
-        },
-        up: DefaultQueues {
-            queue_base: 0,
-            queue_count: queues,
-        },
-    };
-    let ifs = [
-        Interface {
-            name: "ens19".into(),
-            config: side(Role::Subscriber),
-        },
-        Interface {
-            name: "ens20".into(),
-            config: side(Role::Internet),
-        },
-    ];
+    let ifs = bridge_interfaces(queues);
     println!(
         "# {} {} CPUs, {queues} queues, {secs} s per sample, 64 destinations, 64-byte UDP",
-        sh(&["uname", "-r"]).trim(),
+        sh("uname", &["-r"]).trim(),
         lqos_bpf::sys::online_cpus().unwrap().len()
     );
     println!("{:<24} {:>12} {:>14}", "mode", "rx pps", "classified");
@@ -316,7 +150,7 @@ fn main() {
                     disable_xps: true,
                     cpus: lqos_bpf::sys::online_cpus().unwrap(),
                 };
-                let rep = in_netns(Some(&shaper.0), || d.attach(&ifs, &opts)).unwrap();
+                let rep = in_netns(Some(&shaper.name), || d.attach(&ifs, &opts)).unwrap();
                 if mode == "tc+xdp" {
                     eprintln!("XDP: {:?}", rep.iter().map(|r| &r.xdp).collect::<Vec<_>>());
                 }
@@ -339,7 +173,7 @@ fn main() {
                 classified
             );
             if dp.is_some() {
-                in_netns(Some(&shaper.0), || lqos_bpf::attach::remove_all(&pin)).unwrap();
+                in_netns(Some(&shaper.name), || lqos_bpf::attach::remove_all(&pin)).unwrap();
             }
         }
     }

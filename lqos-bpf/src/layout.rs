@@ -252,6 +252,23 @@ impl IfaceConfig {
     /// Size in bytes.
     pub const SIZE: usize = 16;
 
+    /// An interface of role `role` with `queues` TX queues for each
+    /// direction (both from queue 0, as on a bridge), XDP redirection on,
+    /// default classes `:2`.
+    pub fn bridge(role: Role, queues: u16) -> IfaceConfig {
+        let all = DefaultQueues {
+            queue_base: 0,
+            queue_count: queues,
+        };
+        IfaceConfig {
+            role,
+            xdp_redirect: true,
+            default_minor: 2,
+            down: all,
+            up: all,
+        }
+    }
+
     /// The map's bytes.
     pub fn encode(&self) -> [u8; 16] {
         let mut b = [0u8; 16];

@@ -6,7 +6,7 @@ use lqos_tc::{Interfaces, Plan, PlanConfig};
 
 use crate::attach::Interface;
 use crate::error::{BpfError, Result};
-use crate::layout::{DefaultQueues, IfaceConfig, Role};
+use crate::layout::{IfaceConfig, Role};
 use crate::model::Entries;
 
 /// Which CPU owns each TX queue: queue `q` belongs to `cpus[q % n]`, so
@@ -62,19 +62,7 @@ pub fn interfaces(cfg: &PlanConfig) -> Result<Vec<Interface>> {
         check: "configuration",
         message: format!("{per_dir} queues per direction do not fit the maps"),
     })?;
-    let side = |role| IfaceConfig {
-        role,
-        xdp_redirect: true,
-        default_minor: 2,
-        down: DefaultQueues {
-            queue_base: 0,
-            queue_count: count,
-        },
-        up: DefaultQueues {
-            queue_base: 0,
-            queue_count: count,
-        },
-    };
+    let side = |role| IfaceConfig::bridge(role, count);
     Ok(match &cfg.interfaces {
         Interfaces::Bridge { download, upload } => vec![
             Interface {

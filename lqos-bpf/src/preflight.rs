@@ -98,21 +98,12 @@ pub fn preflight(pin_dir: &Path, netns: Option<&str>, interfaces: &[&str]) -> Re
     })
 }
 
-/// TX queues of `name` in the calling thread's namespace (sysfs of that
-/// namespace, on a helper thread).
+/// TX queues of `name` in the calling thread's namespace.
 fn tx_queue_count(name: &str) -> Result<u32> {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            sys::private_sysfs().map_err(BpfError::io("/sys", "mounting a private sysfs"))?;
-            let dir = format!("/sys/class/net/{name}/queues");
-            let rd = std::fs::read_dir(&dir).map_err(BpfError::io(&dir, "listing TX queues"))?;
-            Ok(rd
-                .flatten()
-                .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("tx-")))
-                .count() as u32)
-        })
-        .join()
-        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    let dir = sys::queues_dir(name)?;
+    sys::with_private_sysfs(|| {
+        let q = sys::tx_queues(&dir).map_err(BpfError::io(&dir, "listing TX queues"))?;
+        Ok(q.len() as u32)
     })
 }
 

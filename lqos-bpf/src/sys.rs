@@ -167,6 +167,48 @@ pub fn private_sysfs() -> io::Result<()> {
     }
 }
 
+/// Runs `f` on a helper thread that sees a sysfs of the calling thread's
+/// network namespace on `/sys` ([`private_sysfs`]); the mount vanishes with
+/// the thread.
+pub fn with_private_sysfs<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            private_sysfs().map_err(BpfError::io("/sys", "mounting a private sysfs"))?;
+            f()
+        })
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
+}
+
+/// The queue directory of interface `name` in sysfs
+/// (`/sys/class/net/NAME/queues`), refusing names that are not one path
+/// component.
+pub fn queues_dir(name: &str) -> Result<PathBuf> {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return Err(BpfError::Interface {
+            interface: name.to_string(),
+            what: "reading its queues".into(),
+            message: "invalid interface name".into(),
+        });
+    }
+    Ok(PathBuf::from(format!("/sys/class/net/{name}/queues")))
+}
+
+/// The TX queues in a queue directory, as `(index, path)`.
+pub(crate) fn tx_queues(dir: &Path) -> io::Result<Vec<(u32, PathBuf)>> {
+    let mut v: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)?
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name();
+            let q = n.to_str()?.strip_prefix("tx-")?.parse::<u32>().ok()?;
+            Some((q, e.path()))
+        })
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
 /// A bpffs mounted on a fresh directory in the calling thread's private
 /// mount namespace (for tests and benchmarks: pins vanish with it). Drop
 /// unmounts it and removes the directory.

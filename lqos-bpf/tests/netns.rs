@@ -7,131 +7,17 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::IpAddr;
 
-use common::Ns;
-use lqos_bpf::attach::{AttachOptions, Interface, TcStatus, XdpChoice, XdpStatus};
-use lqos_bpf::layout::{CircuitValue, DefaultQueues, IfaceConfig, Role, Steer};
+use common::{
+    bridge_interfaces, class_packets, default_delta, delta, send, shaping_tree, topology, Topo,
+};
+use lqos_bpf::attach::{AttachOptions, TcStatus, XdpChoice, XdpStatus};
+use lqos_bpf::layout::{CircuitValue, Steer};
 use lqos_bpf::model::{Entries, MapKey};
-use lqos_bpf::sys::{enter_netns, in_netns};
+use lqos_bpf::sys::in_netns;
 
 const QUEUES: u16 = 4;
-
-/// Packets per class of `dev`: `tc -s class show` (text: iproute2 6.1
-/// prints no JSON for HTB classes).
-fn class_packets(ns: &Ns, dev: &str) -> BTreeMap<String, u64> {
-    let text = ns.tc(&["-s", "class", "show", "dev", dev]);
-    let mut out = BTreeMap::new();
-    let mut current: Option<String> = None;
-    for line in text.lines() {
-        let w: Vec<&str> = line.split_whitespace().collect();
-        if w.first() == Some(&"class") && w.get(1) == Some(&"htb") {
-            current = w.get(2).map(|s| s.to_string());
-        } else if w.first() == Some(&"Sent") {
-            if let (Some(c), Some(p)) = (current.take(), w.get(3)) {
-                out.insert(c, p.parse().unwrap_or(0));
-            }
-        }
-    }
-    out
-}
-
-fn delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>, class: &str) -> u64 {
-    after.get(class).copied().unwrap_or(0) - before.get(class).copied().unwrap_or(0)
-}
-
-fn default_delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> u64 {
-    after
-        .iter()
-        .filter(|(k, _)| k.ends_with(":2"))
-        .map(|(k, v)| v - before.get(k).copied().unwrap_or(0))
-        .sum()
-}
-
-/// Sends `n` UDP datagrams from `src` to `dst` inside namespace `ns`.
-fn send(ns: &Ns, src: &str, dst: &str, n: usize) {
-    let (src, dst): (IpAddr, IpAddr) = (src.parse().unwrap(), dst.parse().unwrap());
-    let name = ns.name.clone();
-    std::thread::spawn(move || {
-        enter_netns(&name).unwrap();
-        let s = UdpSocket::bind(SocketAddr::new(src, 0)).unwrap();
-        for _ in 0..n {
-            s.send_to(&[0u8; 64], SocketAddr::new(dst, 9)).unwrap();
-            std::thread::sleep(std::time::Duration::from_micros(200));
-        }
-    })
-    .join()
-    .unwrap();
-    // Let the shaper's queues drain (counters are updated on dequeue).
-    std::thread::sleep(std::time::Duration::from_millis(200));
-}
-
-/// An HTB per TX queue under an mq root, with a default class `:2`.
-fn shaping_tree(ns: &Ns, dev: &str) {
-    ns.tc(&["qdisc", "add", "dev", dev, "root", "handle", "7fff:", "mq"]);
-    for q in 1..=QUEUES {
-        let m = format!("{q}:");
-        ns.tc(&[
-            "qdisc",
-            "add",
-            "dev",
-            dev,
-            "parent",
-            &format!("7fff:{q}"),
-            "handle",
-            &m,
-            "htb",
-            "default",
-            "2",
-        ]);
-        ns.tc(&[
-            "class",
-            "add",
-            "dev",
-            dev,
-            "parent",
-            &m,
-            "classid",
-            &format!("{q}:1"),
-            "htb",
-            "rate",
-            "1gbit",
-        ]);
-        ns.tc(&[
-            "class",
-            "add",
-            "dev",
-            dev,
-            "parent",
-            &format!("{q}:1"),
-            "classid",
-            &format!("{q}:2"),
-            "htb",
-            "rate",
-            "100mbit",
-            "ceil",
-            "1gbit",
-        ]);
-        for minor in [0x10, 0x11, 0x12, 0x13] {
-            ns.tc(&[
-                "class",
-                "add",
-                "dev",
-                dev,
-                "parent",
-                &format!("{q}:1"),
-                "classid",
-                &format!("{q}:{minor:x}"),
-                "htb",
-                "rate",
-                "10mbit",
-                "ceil",
-                "1gbit",
-            ]);
-        }
-    }
-}
 
 fn circuit(n: u32, q: u16, minor: u32) -> CircuitValue {
     let steer = Steer {
@@ -150,87 +36,13 @@ fn class_of(s: &Steer) -> String {
     format!("{}:{:x}", s.classid >> 16, s.classid & 0xffff)
 }
 
-struct Topo {
-    inet: Ns,
-    shaper: Ns,
-    sub: Ns,
-}
-
-/// internet (i0: 198.51.100.1, 2001:db8:ffff::1) -- ens20 [shaper,
-/// forwarding] ens19 (`shaper_sub` addresses) -- s0 (`sub_addrs`) subscriber;
-/// both veth pairs with QUEUES TX queues. The internet namespace routes
-/// `sub_nets` through the shaper; the subscriber's default route is the
-/// shaper's first address of each family.
-fn topology(shaper_sub: &[&str], sub_addrs: &[&str], sub_nets: &[&str]) -> Topo {
-    let inet = Ns::new("inet");
-    let shaper = Ns::new("shaper");
-    let sub = Ns::new("sub");
-    let q = QUEUES.to_string();
-    for (dev, peer, ns) in [("ens20", "i0", &inet), ("ens19", "s0", &sub)] {
-        shaper.ip(&[
-            "link",
-            "add",
-            dev,
-            "numtxqueues",
-            &q,
-            "numrxqueues",
-            &q,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            peer,
-            "netns",
-            &ns.name,
-            "numtxqueues",
-            &q,
-            "numrxqueues",
-            &q,
-        ]);
-    }
-    shaper.sysctl("net.ipv4.ip_forward=1");
-    shaper.sysctl("net.ipv6.conf.all.forwarding=1");
-    shaper.sysctl("net.ipv4.conf.all.rp_filter=0");
-    for (ns, dev, addrs) in [
-        (
-            &shaper,
-            "ens20",
-            &["198.51.100.254/24", "2001:db8:ffff::fe/64"][..],
-        ),
-        (&shaper, "ens19", shaper_sub),
-        (&inet, "i0", &["198.51.100.1/24", "2001:db8:ffff::1/64"][..]),
-        (&sub, "s0", sub_addrs),
-    ] {
-        for a in addrs {
-            let mut args = vec!["addr", "add", a, "dev", dev];
-            if a.contains(':') {
-                args.push("nodad");
-            }
-            ns.ip(&args);
-        }
-        ns.ip(&["link", "set", dev, "up"]);
-    }
-    for net in sub_nets {
-        let via = if net.contains(':') {
-            "2001:db8:ffff::fe"
-        } else {
-            "198.51.100.254"
-        };
-        inet.ip(&["route", "add", net, "via", via]);
-    }
-    for a in shaper_sub {
-        let gw = a.split('/').next().unwrap();
-        sub.ip(&["route", "add", "default", "via", gw]);
-    }
-    Topo { inet, shaper, sub }
-}
-
 #[test]
 fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
     if !common::require_netns("forwarded_flows_land_in_their_circuits_class_and_queue_both_ways") {
         return;
     }
     let Topo { inet, shaper, sub } = topology(
+        QUEUES,
         &["100.64.0.254/16", "2001:db8:1::fe/48"],
         &[
             "100.64.0.7/16",
@@ -240,8 +52,8 @@ fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
         ],
         &["100.64.0.0/16", "2001:db8:1::/48"],
     );
-    shaping_tree(&shaper, "ens19");
-    shaping_tree(&shaper, "ens20");
+    shaping_tree(&shaper, "ens19", QUEUES, 4, "1gbit");
+    shaping_tree(&shaper, "ens20", QUEUES, 4, "1gbit");
 
     // The data path, pinned in a bpffs private to this thread.
     let mut l = common::load("netns");
@@ -257,29 +69,7 @@ fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
         want.insert(MapKey::from_net(net.parse().unwrap()), v);
     }
     l.maps.sync(&want).unwrap();
-    let side = |role| IfaceConfig {
-        role,
-        xdp_redirect: true,
-        default_minor: 2,
-        down: DefaultQueues {
-            queue_base: 0,
-            queue_count: QUEUES,
-        },
-        up: DefaultQueues {
-            queue_base: 0,
-            queue_count: QUEUES,
-        },
-    };
-    let ifs = [
-        Interface {
-            name: "ens19".into(),
-            config: side(Role::Subscriber),
-        },
-        Interface {
-            name: "ens20".into(),
-            config: side(Role::Internet),
-        },
-    ];
+    let ifs = bridge_interfaces(QUEUES);
     let opts = AttachOptions {
         xdp: XdpChoice::Auto,
         disable_xps: true,
@@ -502,6 +292,7 @@ fn install_classifies_a_planned_network_in_a_namespace() {
         a => a.to_string(),
     };
     let Topo { inet, shaper, sub } = topology(
+        QUEUES,
         &["100.127.255.254/10", "fdd7:b724:ffff::fe/32"],
         &[
             &format!("{v4_addr}/10"),

@@ -7,7 +7,7 @@ mod common;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnet::IpNet;
-use lqos_bpf::layout::{CircuitValue, DefaultQueues, IfaceConfig, Role, Steer};
+use lqos_bpf::layout::{CircuitValue, IfaceConfig, Role, Steer};
 use lqos_bpf::model::{diff, Entries, MapKey};
 use lqos_bpf::packet::Frame;
 use lqos_bpf::testrun::run_tc;
@@ -140,19 +140,7 @@ fn the_programs_longest_prefix_is_ip_map_lookup_on_random_sets() {
         return;
     }
     let l = std::cell::RefCell::new(common::load("props"));
-    let cfg = IfaceConfig {
-        role: Role::Subscriber,
-        xdp_redirect: false,
-        default_minor: 2,
-        down: DefaultQueues {
-            queue_base: 0,
-            queue_count: 4,
-        },
-        up: DefaultQueues {
-            queue_base: 0,
-            queue_count: 4,
-        },
-    };
+    let cfg = IfaceConfig::bridge(Role::Subscriber, 4);
     l.borrow_mut().maps.set_iface(1, &cfg).unwrap();
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(48));
     let strategy = (
@@ -249,19 +237,7 @@ fn the_kernels_fast_path_agrees_with_ip_map_lookup() {
         return;
     }
     let l = std::cell::RefCell::new(common::load("props-fast"));
-    let cfg = IfaceConfig {
-        role: Role::Subscriber,
-        xdp_redirect: false,
-        default_minor: 2,
-        down: DefaultQueues {
-            queue_base: 0,
-            queue_count: 4,
-        },
-        up: DefaultQueues {
-            queue_base: 0,
-            queue_count: 4,
-        },
-    };
+    let cfg = IfaceConfig::bridge(Role::Subscriber, 4);
     l.borrow_mut().maps.set_iface(1, &cfg).unwrap();
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(40));
     let fast_seen = std::cell::Cell::new(0);

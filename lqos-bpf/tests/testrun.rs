@@ -34,19 +34,7 @@ fn circuit(n: u32, down_q: u16, up_q: u16) -> CircuitValue {
 }
 
 fn bridge_side(role: Role) -> IfaceConfig {
-    IfaceConfig {
-        role,
-        xdp_redirect: true,
-        default_minor: 2,
-        down: DefaultQueues {
-            queue_base: 0,
-            queue_count: 4,
-        },
-        up: DefaultQueues {
-            queue_base: 0,
-            queue_count: 4,
-        },
-    }
+    IfaceConfig::bridge(role, 4)
 }
 
 #[test]
