@@ -288,6 +288,39 @@ fn main() {
             want.len(),
             t_diff
         );
+        // The daemon's path: MapSync edits of one circuit's addresses (a
+        // /32 and a prefix moving to another circuit and back).
+        let mut sync = lqos_bpf::MapSync::open(dp.pin_dir()).unwrap();
+        let t = Instant::now();
+        let _ = lqos_bpf::MapSync::open(dp.pin_dir()).unwrap();
+        let t_open = t.elapsed();
+        let pfx = want
+            .iter()
+            .find(|(k, _)| !matches!(k, MapKey::Host(_)))
+            .map(|(k, v)| (k.net(), *v))
+            .unwrap();
+        let host = (key.net(), v);
+        for (what, (net, val)) in [("a /32", host), ("a prefix", pfx)] {
+            let mut other = val;
+            other.circuit ^= 1;
+            other.down.classid ^= 1;
+            let mut times = Vec::with_capacity(1000);
+            for i in 0..1000 {
+                let x = if i % 2 == 0 { other } else { val };
+                let t = Instant::now();
+                sync.set(&[(net, Some(x))]).unwrap();
+                times.push(t.elapsed());
+            }
+            times.sort();
+            println!(
+                "one edit through MapSync::set ({what} moved): median {:.1?} (p99 {:.1?}, 1000 edits)",
+                times[500], times[990]
+            );
+        }
+        println!(
+            "MapSync::open at {} entries (read back and index): {t_open:.1?}",
+            want.len()
+        );
         let mem = maps.memlock().unwrap();
         let total: u64 = mem.iter().map(|(_, b)| b).sum();
         println!(

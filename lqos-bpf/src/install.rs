@@ -5,14 +5,16 @@
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use lqos_tc::Plan;
+use ipnet::IpNet;
+use lqos_tc::{IpMap, Plan};
 
 use crate::attach::{self, AttachOptions, IfaceReport, XdpChoice};
 use crate::error::Result;
+use crate::index::Indexed;
 use crate::layout::{addr_bytes, CircuitValue};
 use crate::loader::{DataPath, DEFAULT_PIN_DIR};
 use crate::maps::{ApplyCounts, Maps};
-use crate::model::{diff, Entries, MapDiff};
+use crate::model::{diff, exact, value_of, Entries, MapDiff};
 use crate::plan::{entries, interfaces, CpuPolicy};
 use crate::preflight::{preflight, Preflight};
 use crate::sys;
@@ -133,46 +135,77 @@ pub fn remove(pin_dir: &Path, netns: Option<&str>) -> Result<Vec<String>> {
     sys::in_netns(netns, || attach::remove_all(pin_dir))
 }
 
-/// The maps and the entries they hold, kept in memory, for a process (the
-/// reload daemon) that changes them often: each [`MapSync::sync`] diffs in
-/// memory and writes only the difference, with no read-back.
+/// The maps and the entries they hold, kept in memory (with an index of
+/// their prefixes), for a process that changes them often, such as the
+/// reload daemon: [`MapSync::sync`] brings them to a whole new set by
+/// difference, [`MapSync::set`] and [`MapSync::sync_prefixes`] change a
+/// few addresses at a cost that does not grow with the set.
 #[derive(Debug)]
 pub struct MapSync {
     maps: Maps,
-    current: Entries,
+    current: Indexed,
 }
 
 impl MapSync {
     /// Opens the pinned maps and reads their entries once.
     pub fn open(pin_dir: &Path) -> Result<MapSync> {
         let maps = Maps::open(pin_dir)?;
-        let current = maps.read()?;
+        let current = Indexed::new(maps.read()?);
         Ok(MapSync { maps, current })
     }
 
     /// The entries the maps hold.
     pub fn current(&self) -> &Entries {
-        &self.current
+        self.current.entries()
     }
 
-    /// Brings the maps to `desired`. On an error the in-memory copy is
-    /// re-read from the kernel, so the next call diffs against the truth.
+    /// Brings the maps to `desired` (placed, as [`Entries::from_ip_map`]
+    /// makes it): a diff of the whole set in memory, then only the
+    /// difference written.
     pub fn sync(&mut self, desired: &Entries) -> Result<ApplyCounts> {
-        let d = diff(&self.current, desired);
+        let d = diff(self.current.entries(), desired);
         self.apply(&d)
     }
 
-    /// Applies a diff computed by the caller (e.g. from the circuits an
-    /// edit touched).
+    /// Sets each listed address or prefix to its value (`None`: removes
+    /// it), placing them as [`Indexed::edit`] does.
+    pub fn set(&mut self, changes: &[(IpNet, Option<CircuitValue>)]) -> Result<ApplyCounts> {
+        let d = self.current.edit(changes);
+        self.apply(&d)
+    }
+
+    /// Makes the listed addresses and prefixes what `ip_map` says of them:
+    /// the value of its entry for exactly that prefix, or none. For an
+    /// edit of a few circuits, pass their old and new prefixes.
+    pub fn sync_prefixes(
+        &mut self,
+        ip_map: &IpMap,
+        nets: &[IpNet],
+        cpus: &CpuPolicy,
+    ) -> Result<ApplyCounts> {
+        let mut changes = Vec::with_capacity(nets.len());
+        for n in nets {
+            let v = match exact(ip_map, *n) {
+                Some(e) => Some(value_of(e, |q| cpus.cpu_of(q))?),
+                None => None,
+            };
+            changes.push((n.trunc(), v));
+        }
+        self.set(&changes)
+    }
+
+    /// Applies a diff computed by the caller. On an error the in-memory
+    /// copy is read again from the kernel, so the next call starts from
+    /// the truth.
     pub fn apply(&mut self, d: &MapDiff) -> Result<ApplyCounts> {
         match self.maps.apply(d) {
             Ok(n) => {
-                d.apply_to(&mut self.current);
+                self.current.apply(d);
                 Ok(n)
             }
             Err(e) => {
                 if let Ok(now) = self.maps.read() {
-                    self.current = now;
+                    self.current = Indexed::new(now);
                 }
                 Err(e)
             }

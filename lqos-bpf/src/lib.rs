@@ -2,6 +2,7 @@
 
 pub mod attach;
 pub mod error;
+pub mod index;
 pub mod install;
 pub mod layout;
 pub mod loader;

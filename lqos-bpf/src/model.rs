@@ -375,30 +375,55 @@ impl Entries {
             if out.map.contains_key(&key) {
                 continue;
             }
-            let steer = |s: &lqos_tc::Steer| -> Result<Steer> {
-                let queue = u16::try_from(s.queue).map_err(|_| BpfError::Entry {
-                    net: e.net,
-                    circuit: e.circuit_id.to_string(),
-                    message: format!("TX queue {} does not fit in 16 bits", s.queue),
-                })?;
-                Ok(Steer {
-                    classid: s.classid.raw(),
-                    queue,
-                    cpu: cpu_of_queue(s.queue),
-                })
-            };
-            out.map.insert(
-                key,
-                CircuitValue {
-                    down: steer(&e.download)?,
-                    up: steer(&e.upload)?,
-                    circuit: e.circuit,
-                },
-            );
+            out.map.insert(key, value_of(e, &cpu_of_queue)?);
         }
         out.place();
         Ok(out)
     }
+}
+
+/// The map value of one IP map entry: both directions' classid, queue and
+/// (`cpu_of_queue`) CPU. Queues that do not fit 16 bits are refused with
+/// the circuit named.
+pub fn value_of(
+    e: &lqos_tc::IpMapEntry,
+    cpu_of_queue: impl Fn(u32) -> u16,
+) -> Result<CircuitValue> {
+    let steer = |s: &lqos_tc::Steer| -> Result<Steer> {
+        let queue = u16::try_from(s.queue).map_err(|_| BpfError::Entry {
+            net: e.net,
+            circuit: e.circuit_id.to_string(),
+            message: format!("TX queue {} does not fit in 16 bits", s.queue),
+        })?;
+        Ok(Steer {
+            classid: s.classid.raw(),
+            queue,
+            cpu: cpu_of_queue(s.queue),
+        })
+    };
+    Ok(CircuitValue {
+        down: steer(&e.download)?,
+        up: steer(&e.upload)?,
+        circuit: e.circuit,
+    })
+}
+
+/// The entry of exactly prefix `net` in `ip_map` (the first one when it is
+/// listed twice, as [`lqos_tc::IpMap::lookup`] picks), by binary search.
+pub fn exact(ip_map: &lqos_tc::IpMap, net: IpNet) -> Option<&lqos_tc::IpMapEntry> {
+    let net = net.trunc();
+    // The map's order: IPv4 first, longer prefixes first, then by address.
+    let key = |n: &IpNet| {
+        (
+            n.network().is_ipv6(),
+            std::cmp::Reverse(n.prefix_len()),
+            n.network(),
+        )
+    };
+    let want = key(&net);
+    let e = ip_map.entries();
+    let i = e.partition_point(|x| key(&x.net) < want);
+    e.get(i).filter(|x| x.net == net)
 }
 
 /// The changes that turn one [`Entries`] into another, in a safe order.

@@ -290,3 +290,150 @@ fn the_kernels_fast_path_agrees_with_ip_map_lookup() {
         fast_seen.get()
     );
 }
+
+/// No prefix of the fast map has another prefix inside it, and every fast
+/// prefix has one of the fast lengths in force.
+fn placement_holds(e: &Entries, lens: &lqos_bpf::FastLens) -> Result<(), String> {
+    let prefixes: Vec<MapKey> = e
+        .iter()
+        .map(|(k, _)| *k)
+        .filter(|k| !matches!(k, MapKey::Host(_)))
+        .collect();
+    for k in e.iter().map(|(k, _)| *k) {
+        if let MapKey::Fast { prefix_len, addr } = k {
+            let l = if k.is_ipv4() { lens.v4 } else { lens.v6 };
+            if !l.contains(&prefix_len) {
+                return Err(format!("{k} has no fast length"));
+            }
+            if let Some(inner) = prefixes
+                .iter()
+                .find(|o| o.prefix_len() > u32::from(prefix_len) && k.contains(&o.lpm().1))
+            {
+                return Err(format!("{k} is fast with {inner} inside"));
+            }
+            let _ = addr;
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #[test]
+    fn edits_of_a_few_prefixes_keep_placement_and_decisions(
+        base in arb_skewed(),
+        changes in prop::collection::vec((prop_oneof![arb_net(), arb_skewed().prop_map(|v| v.first().map(|x| x.0).unwrap_or_else(|| "100.64.0.0/29".parse().unwrap()))], prop::option::of(arb_value())), 1..12),
+        probes in prop::collection::vec(arb_net(), 16),
+    ) {
+        let mut placed = entries_of(&base);
+        placed.place();
+        let lens = placed.fast_lens();
+        let mut idx = lqos_bpf::index::Indexed::new(placed.clone());
+        let d = idx.edit(&changes);
+        // Mid-update: addresses classified before and after stay classified.
+        let mut x = placed.clone();
+        let mut logical = entries_of(&base);
+        for (n, v) in &changes {
+            match v {
+                Some(v) => logical.insert(MapKey::from_net(*n), *v),
+                None => logical.remove(&MapKey::from_net(*n)),
+            };
+        }
+        let steps = d.writes.iter().map(|(k, v)| (*k, Some(*v))).chain(d.removes.iter().map(|k| (*k, None)));
+        for (k, v) in steps {
+            match v {
+                Some(v) => x.insert(k, v),
+                None => x.remove(&k),
+            };
+            for p in &probes {
+                let a = p.network();
+                if placed.program_lookup(a).is_some() && logical.lookup(a).is_some() {
+                    prop_assert!(x.program_lookup(a).is_some(), "{} lost mid-edit", a);
+                }
+            }
+        }
+        idx.apply(&d);
+        prop_assert_eq!(idx.entries(), &x);
+        placement_holds(&x, &lens).map_err(TestCaseError::fail)?;
+        let mut addrs: Vec<IpAddr> = probes.iter().map(|p| p.network()).collect();
+        for (n, _) in base.iter().chain(changes.iter().filter_map(|(n, v)| v.map(|v| (*n, v))).collect::<Vec<_>>().iter()) {
+            addrs.push(n.network());
+            addrs.push(n.broadcast());
+        }
+        for a in addrs {
+            prop_assert_eq!(x.program_lookup(a), logical.lookup(a).map(|(_, v)| v), "{}", a);
+        }
+    }
+}
+
+#[test]
+fn map_sync_edits_reach_the_kernel_as_the_model_says() {
+    if !common::require_root("map_sync_edits_reach_the_kernel_as_the_model_says") {
+        return;
+    }
+    let l = common::load("props-edit");
+    let mut sync = lqos_bpf::MapSync::open(l.bpffs.path()).unwrap();
+    sync.maps()
+        .set_iface(1, &IfaceConfig::bridge(Role::Subscriber, 4))
+        .unwrap();
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(24));
+    let sync = std::cell::RefCell::new(sync);
+    runner
+        .run(
+            &(
+                arb_skewed(),
+                prop::collection::vec((arb_net(), prop::option::of(arb_value())), 1..10),
+            ),
+            |(base, changes)| {
+                let mut sync = sync.borrow_mut();
+                let ip_map = ip_map_of(&base);
+                let want = Entries::from_ip_map(&ip_map, |q| (q % 2) as u16).unwrap();
+                sync.sync(&want).unwrap();
+                sync.set(&changes).unwrap();
+                let live = sync.maps().read().unwrap();
+                prop_assert_eq!(&live, sync.current());
+                // The kernel decides as the model of the edited set.
+                let mut logical = Entries::default();
+                for e in ip_map.entries() {
+                    let k = MapKey::from_net(e.net);
+                    if logical.get(&k).is_none() {
+                        logical.insert(
+                            k,
+                            *want
+                                .get(&k)
+                                .or_else(|| {
+                                    want.get(&MapKey::Fast {
+                                        prefix_len: k.lpm().0 as u8,
+                                        addr: k.lpm().1,
+                                    })
+                                })
+                                .unwrap(),
+                        );
+                    }
+                }
+                for (n, v) in &changes {
+                    match v {
+                        Some(v) => logical.insert(MapKey::from_net(*n), *v),
+                        None => logical.remove(&MapKey::from_net(*n)),
+                    };
+                }
+                let mut addrs: Vec<IpAddr> = changes.iter().map(|(n, _)| n.network()).collect();
+                addrs.extend(base.iter().map(|(n, _)| n.broadcast()));
+                for a in addrs {
+                    let peer: IpAddr = if a.is_ipv6() {
+                        "2001:db8:ffff::1".parse().unwrap()
+                    } else {
+                        "198.51.100.1".parse().unwrap()
+                    };
+                    let got = run_tc(l.dp.tc(), &Frame::udp(peer, a).build(), 1, 1)
+                        .unwrap()
+                        .priority;
+                    match logical.lookup(a) {
+                        Some((_, v)) => prop_assert_eq!(got, v.down.classid, "{}", a),
+                        None => prop_assert!(got & 0xffff == 2, "{} -> {:#x}", a, got),
+                    }
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+}
