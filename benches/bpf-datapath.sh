@@ -24,9 +24,10 @@ echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) CPUs: $(grep -m1 'model name' /p
 echo "## committed object (exact-match map allocated on use)"
 "$bin" --sizes "$SIZES" --repeat "$REPEAT" --circuits "$CIRCUITS"
 if command -v clang >/dev/null && [ -e /usr/include/bpf/bpf_helpers.h ]; then
-    variant="$(mktemp --suffix=.o)"
-    trap 'rm -f "$variant"' EXIT
-    LQOS_BPF_DEFINES=-DLQOS_HOSTS_PREALLOC lqos-bpf/bpf/build.sh "$variant" >/dev/null
+    variant_dir="$(mktemp -d)"
+    trap 'rm -rf "$variant_dir"' EXIT
+    LQOS_BPF_DEFINES=-DLQOS_HOSTS_PREALLOC lqos-bpf/bpf/build.sh "$variant_dir" >/dev/null
+    variant="$variant_dir/lqos.bpf.o"
     echo
     echo "## variant: exact-match map preallocated"
     "$bin" --sizes "$SIZES" --repeat "$REPEAT" --circuits "$CIRCUITS" --object "$variant"

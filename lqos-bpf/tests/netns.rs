@@ -13,7 +13,7 @@ use common::{
     bridge_interfaces, class_packets, default_delta, delta, send, shaping_tree, topology, Topo,
 };
 use lqos_bpf::attach::{AttachOptions, TcStatus, XdpChoice, XdpStatus};
-use lqos_bpf::layout::{CircuitValue, Steer};
+use lqos_bpf::layout::{CircuitValue, IfaceConfig, Role, Steer};
 use lqos_bpf::model::{Entries, MapKey};
 use lqos_bpf::sys::in_netns;
 
@@ -383,4 +383,132 @@ fn install_classifies_a_planned_network_in_a_namespace() {
     assert!(!pin_dir.exists());
     let filters = shaper.tc(&["filter", "show", "dev", "ens20", "egress"]);
     assert!(!filters.contains("lqos_tc"), "{filters}");
+}
+
+/// On a stick the tc program reads the VLAN from `skb->vlan_tci` when the
+/// stack carries the tag outside the frame (a VLAN device or a bridge with
+/// tag offload does). This host has no 8021q, VLAN-filtering bridge or
+/// `act_vlan`, so a test fixture (`bpf/test/vlan_push.bpf.c`, a cls_bpf
+/// filter before lqos's) puts the tag there with `bpf_skb_vlan_push`.
+/// Both shaper interfaces are configured as a stick (VLAN 100 faces the
+/// internet, 200 the subscribers; download on queues 0-1, upload on 2-3):
+/// the direction comes from the tag alone.
+#[test]
+fn a_stick_classifies_by_the_vlan_tag_outside_the_frame() {
+    if !common::require_netns("a_stick_classifies_by_the_vlan_tag_outside_the_frame") {
+        return;
+    }
+    let Topo { inet, shaper, sub } = topology(
+        QUEUES,
+        &["100.64.0.254/16"],
+        &["100.64.0.7/16", "100.64.9.9/16"],
+        &["100.64.0.0/16"],
+    );
+    shaping_tree(&shaper, "ens19", QUEUES, 4, "1gbit");
+    shaping_tree(&shaper, "ens20", QUEUES, 4, "1gbit");
+    // Neighbours first, while nothing is tagged (the peers have no VLANs).
+    send(&sub, "100.64.0.7", "198.51.100.1", 3);
+    send(&sub, "100.64.9.9", "198.51.100.1", 3);
+    send(&inet, "198.51.100.1", "100.64.0.7", 3);
+    send(&inet, "198.51.100.1", "100.64.9.9", 3);
+
+    let mut l = common::load("stick-vlan");
+    let c = CircuitValue {
+        down: Steer {
+            classid: 1 << 16 | 0x10,
+            queue: 0,
+            cpu: 0,
+        },
+        up: Steer {
+            classid: 3 << 16 | 0x11,
+            queue: 2,
+            cpu: 0,
+        },
+        circuit: 1,
+    };
+    l.maps
+        .write(&MapKey::from_net("100.64.0.7/32".parse().unwrap()), &c)
+        .unwrap();
+    let mut cfg = IfaceConfig::bridge(
+        Role::Stick {
+            internet_vlan: 100,
+            network_vlan: 200,
+        },
+        QUEUES / 2,
+    );
+    cfg.up.queue_base = QUEUES / 2;
+    let ifs: Vec<lqos_bpf::attach::Interface> = ["ens19", "ens20"]
+        .into_iter()
+        .map(|name| lqos_bpf::attach::Interface {
+            name: name.into(),
+            config: cfg,
+        })
+        .collect();
+    let opts = AttachOptions {
+        xdp: XdpChoice::Off,
+        disable_xps: true,
+        cpus: vec![],
+    };
+    let dp = &mut l.dp;
+    in_netns(Some(&shaper.name), || dp.attach(&ifs, &opts)).unwrap();
+
+    // The tagger, at a pref before lqos's 900.
+    let mut fixture =
+        aya::Ebpf::load(aya::include_bytes_aligned!("../bpf/test/vlan_push.bpf.o")).unwrap();
+    let prog: &mut aya::programs::SchedClassifier = fixture
+        .program_mut("lqos_test_vlan_push")
+        .unwrap()
+        .try_into()
+        .unwrap();
+    prog.load().unwrap();
+    in_netns(Some(&shaper.name), || {
+        for dev in ["ens19", "ens20"] {
+            prog.attach_with_options(
+                dev,
+                aya::programs::TcAttachType::Egress,
+                aya::programs::tc::TcAttachOptions::Netlink(aya::programs::tc::NlOptions {
+                    priority: 800,
+                    handle: aya::programs::tc::TcHandle::from(1),
+                    classid: None,
+                }),
+            )
+            .unwrap();
+        }
+        Ok(())
+    })
+    .unwrap();
+    let mut vid: aya::maps::Array<_, u32> =
+        aya::maps::Array::try_from(fixture.map_mut("lqos_test_vid").unwrap()).unwrap();
+
+    const N: usize = 50;
+    // Tagged 200 (the subscribers' side): download, keyed by the destination.
+    vid.set(0, 200, 0).unwrap();
+    let before = class_packets(&shaper, "ens19");
+    send(&inet, "198.51.100.1", "100.64.0.7", N);
+    let after = class_packets(&shaper, "ens19");
+    assert!(
+        delta(&before, &after, "1:10") >= N as u64,
+        "download: {after:?}"
+    );
+    // Unknown address on VLAN 200: a default class of the download half.
+    let before = class_packets(&shaper, "ens19");
+    send(&inet, "198.51.100.1", "100.64.9.9", N);
+    let after = class_packets(&shaper, "ens19");
+    let dflt = delta(&before, &after, "1:2") + delta(&before, &after, "2:2");
+    assert!(dflt >= N as u64, "unknown download: {after:?}");
+    // Tagged 100 (the internet's side): upload, keyed by the source, on
+    // the upload half.
+    vid.set(0, 100, 0).unwrap();
+    let before = class_packets(&shaper, "ens20");
+    send(&sub, "100.64.0.7", "198.51.100.1", N);
+    let after = class_packets(&shaper, "ens20");
+    assert!(
+        delta(&before, &after, "3:11") >= N as u64,
+        "upload: {after:?}"
+    );
+    let before = class_packets(&shaper, "ens20");
+    send(&sub, "100.64.9.9", "198.51.100.1", N);
+    let after = class_packets(&shaper, "ens20");
+    let dflt = delta(&before, &after, "3:2") + delta(&before, &after, "4:2");
+    assert!(dflt >= N as u64, "unknown upload: {after:?}");
 }
