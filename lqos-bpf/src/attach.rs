@@ -57,8 +57,9 @@ pub enum XdpStatus {
     /// Newly attached in the driver (native XDP).
     Native,
     /// Newly attached in generic (skb) mode: steering works, at the cost
-    /// of an skb per packet before XDP runs.
-    Generic,
+    /// of an skb per packet before XDP runs. Holds why native mode was
+    /// refused (empty when generic was asked for).
+    Generic(String),
     /// An existing lqos link was updated in place to the new program (its
     /// mode unchanged).
     Replaced,
@@ -259,23 +260,27 @@ impl DataPath {
             })?;
             let link = XdpLink::try_from(FdLink::from(pinned))
                 .map_err(|e| iface_err(name, "reading the pinned XDP link")(e.to_string()))?;
-            prog.attach_to_link(link)
-                .map_err(|e| iface_err(name, "updating the XDP link")(e.to_string()))?;
-            // The pin keeps the link; our handle on it can go (an fd link's
-            // drop only closes the descriptor).
-            return Ok(XdpStatus::Replaced);
+            match prog.attach_to_link(link) {
+                // The pin keeps the link; our handle on it can go (an fd
+                // link's drop only closes the descriptor).
+                Ok(_) => return Ok(XdpStatus::Replaced),
+                // The interface the link was made for is gone (ENOLINK: a
+                // re-created interface has a new index): attach afresh.
+                Err(e) if errno(&e) == Some(libc::ENOLINK) => {
+                    std::fs::remove_file(&path)
+                        .map_err(BpfError::io(&path, "unpinning a dead XDP link"))?;
+                }
+                Err(e) => return Err(iface_err(name, "updating the XDP link")(e.to_string())),
+            }
         }
-        let modes: &[(XdpMode, XdpStatus)] = match choice {
-            XdpChoice::Auto => &[
-                (XdpMode::Driver, XdpStatus::Native),
-                (XdpMode::Skb, XdpStatus::Generic),
-            ],
-            XdpChoice::Native => &[(XdpMode::Driver, XdpStatus::Native)],
-            XdpChoice::Generic => &[(XdpMode::Skb, XdpStatus::Generic)],
+        let modes: &[XdpMode] = match choice {
+            XdpChoice::Auto => &[XdpMode::Driver, XdpMode::Skb],
+            XdpChoice::Native => &[XdpMode::Driver],
+            XdpChoice::Generic => &[XdpMode::Skb],
             XdpChoice::Off => &[],
         };
         let mut why = Vec::new();
-        for (mode, status) in modes {
+        for mode in modes {
             match prog.attach(name, *mode) {
                 Ok(id) => {
                     let link = prog
@@ -292,9 +297,22 @@ impl DataPath {
                     fd.pin(&path).map_err(|e| {
                         iface_err(name, format!("pinning {}", path.display()))(e.to_string())
                     })?;
-                    return Ok(status.clone());
+                    return Ok(match mode {
+                        XdpMode::Driver => XdpStatus::Native,
+                        _ => XdpStatus::Generic(why.join("; ")),
+                    });
                 }
-                Err(e) => why.push(format!("{mode:?}: {e} (errno {:?})", errno(&e))),
+                Err(e) => why.push(format!(
+                    "{} mode: {e}{}",
+                    if *mode == XdpMode::Driver {
+                        "native"
+                    } else {
+                        "generic"
+                    },
+                    errno(&e)
+                        .map(|n| format!(" ({})", std::io::Error::from_raw_os_error(n)))
+                        .unwrap_or_default()
+                )),
             }
         }
         Ok(XdpStatus::Unavailable(why.join("; ")))

@@ -134,7 +134,7 @@ fn trial() -> Result<(bool, Vec<String>)> {
                 XdpStatus::Unavailable(why) => vec![format!("XDP: {why}")],
                 _ => Vec::new(),
             };
-            Ok((matches!(xdp, XdpStatus::Generic), warnings))
+            Ok((matches!(xdp, XdpStatus::Generic(_)), warnings))
         })
         .join()
         .unwrap_or_else(|p| std::panic::resume_unwind(p))

@@ -512,3 +512,54 @@ fn a_stick_classifies_by_the_vlan_tag_outside_the_frame() {
     let dflt = delta(&before, &after, "3:2") + delta(&before, &after, "4:2");
     assert!(dflt >= N as u64, "unknown upload: {after:?}");
 }
+
+/// An interface deleted and created again under the same name: the pinned
+/// XDP link of the old one is dead, and attaching again makes a new one.
+#[test]
+fn attaching_again_after_the_interface_was_recreated_makes_a_new_xdp_link() {
+    if !common::require_netns(
+        "attaching_again_after_the_interface_was_recreated_makes_a_new_xdp_link",
+    ) {
+        return;
+    }
+    let ns = common::Ns::new("recreate");
+    let veth = |ns: &common::Ns| {
+        ns.ip(&[
+            "link",
+            "add",
+            "ens19",
+            "numtxqueues",
+            "2",
+            "numrxqueues",
+            "2",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "p19",
+            "numtxqueues",
+            "2",
+            "numrxqueues",
+            "2",
+        ]);
+        ns.ip(&["link", "set", "ens19", "up"]);
+        ns.ip(&["link", "set", "p19", "up"]);
+    };
+    veth(&ns);
+    let mut l = common::load("recreate");
+    let ifs = [lqos_bpf::attach::Interface {
+        name: "ens19".into(),
+        config: IfaceConfig::bridge(Role::Subscriber, 2),
+    }];
+    let opts = AttachOptions::default();
+    let dp = &mut l.dp;
+    let first = in_netns(Some(&ns.name), || dp.attach(&ifs, &opts)).unwrap();
+    assert_eq!(first[0].xdp, XdpStatus::Native);
+    ns.ip(&["link", "del", "ens19"]);
+    veth(&ns);
+    let again = in_netns(Some(&ns.name), || dp.attach(&ifs, &opts)).unwrap();
+    assert_eq!(again[0].xdp, XdpStatus::Native, "{again:?}");
+    assert_eq!(again[0].tc, TcStatus::Attached);
+    let link = ns.ip(&["link", "show", "dev", "ens19"]);
+    assert!(link.contains("xdp"), "{link}");
+}
