@@ -17,7 +17,6 @@
 //! ```
 
 use std::collections::BTreeSet;
-use std::net::IpAddr;
 
 use hashbrown::HashMap;
 use ipnet::IpNet;
@@ -239,10 +238,4 @@ impl Edit<'_> {
             }
         }
     }
-}
-
-/// What an `Indexed` decides for `addr` (for tests): as
-/// [`Entries::program_lookup`].
-pub fn decide(idx: &Indexed, addr: IpAddr) -> Option<&CircuitValue> {
-    idx.entries.program_lookup(addr)
 }
