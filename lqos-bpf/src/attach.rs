@@ -261,9 +261,16 @@ impl DataPath {
             let link = XdpLink::try_from(FdLink::from(pinned))
                 .map_err(|e| iface_err(name, "reading the pinned XDP link")(e.to_string()))?;
             match prog.attach_to_link(link) {
-                // The pin keeps the link; our handle on it can go (an fd
-                // link's drop only closes the descriptor).
-                Ok(_) => return Ok(XdpStatus::Replaced),
+                // The pin keeps the link; the program's handle on it goes
+                // (an fd link's drop only closes the descriptor), so
+                // unpinning later destroys it.
+                Ok(id) => {
+                    drop(
+                        prog.take_link(id)
+                            .map_err(|e| iface_err(name, "taking the XDP link")(e.to_string()))?,
+                    );
+                    return Ok(XdpStatus::Replaced);
+                }
                 // The interface the link was made for is gone (ENOLINK: a
                 // re-created interface has a new index): attach afresh.
                 Err(e) if errno(&e) == Some(libc::ENOLINK) => {

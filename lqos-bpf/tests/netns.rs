@@ -210,12 +210,11 @@ fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
     let after = class_packets(&shaper, "ens19");
     assert!(default_delta(&before, &after) >= N as u64, "{after:?}");
 
-    // Attaching again replaces both programs in place.
-    let report = in_netns(Some(&shaper.name), || {
-        let mut dp2 = lqos_bpf::DataPath::load(l.bpffs.path())?;
-        dp2.attach(&ifs, &opts)
-    })
-    .unwrap();
+    // Attaching again replaces both programs in place. The new loader
+    // stays alive through the removal below: it must hold no handle that
+    // keeps the XDP link alive once unpinned.
+    let mut dp2 = lqos_bpf::DataPath::load(l.bpffs.path()).unwrap();
+    let report = in_netns(Some(&shaper.name), || dp2.attach(&ifs, &opts)).unwrap();
     for r in &report {
         assert_eq!(
             (r.tc, &r.xdp),
