@@ -333,6 +333,31 @@ fn a_stick_tells_the_direction_by_the_outermost_vlan() {
         run_tc(l.dp.tc(), &down, LO, 1).unwrap().priority,
         0..2
     ));
+    // XDP, arriving: from the internet VLAN is download (keyed by the
+    // destination), from the subscriber VLAN upload (keyed by the source).
+    // A frame to the subscriber arriving tagged 100 finds its circuit;
+    // the same frame tagged 200 looks up the internet peer: unknown.
+    let before = l.maps.stats().unwrap();
+    for (vid, src, dst) in [
+        (100, inet, sub),
+        (200, sub, inet),
+        (200, inet, sub),
+        (100, sub, inet),
+    ] {
+        let f = Frame::udp(src, dst)
+            .vlan(0x88a8, vid)
+            .vlan(0x8100, 7)
+            .build();
+        run_xdp(l.dp.xdp(), &f, LO, 1).unwrap();
+    }
+    let after = l.maps.stats().unwrap();
+    let found = (after.xdp_local + after.xdp_redirected + after.xdp_nocpu)
+        - (before.xdp_local + before.xdp_redirected + before.xdp_nocpu);
+    assert_eq!(
+        (found, after.xdp_unknown - before.xdp_unknown),
+        (2, 2),
+        "{after:?}"
+    );
 }
 
 #[test]
