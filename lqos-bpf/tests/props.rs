@@ -108,6 +108,30 @@ proptest! {
     }
 }
 
+/// Addresses to probe: the probes' first addresses, and each net's first
+/// and last.
+fn probe_addrs(probes: &[IpNet], nets: impl IntoIterator<Item = IpNet>) -> Vec<IpAddr> {
+    let mut v: Vec<IpAddr> = probes.iter().map(|p| p.network()).collect();
+    for n in nets {
+        v.push(n.network());
+        v.push(n.broadcast());
+    }
+    v
+}
+
+/// The priority the tc program gives a download frame to `a` leaving the
+/// test run's device (configured as the subscriber side).
+fn tc_priority(l: &common::Loaded, a: IpAddr) -> u32 {
+    let peer: IpAddr = if a.is_ipv6() {
+        "2001:db8:ffff::1".parse().unwrap()
+    } else {
+        "198.51.100.1".parse().unwrap()
+    };
+    run_tc(l.dp.tc(), &Frame::udp(peer, a).build(), 1, 1)
+        .unwrap()
+        .priority
+}
+
 fn ip_map_of(nets: &[(IpNet, CircuitValue)]) -> IpMap {
     let entries = nets
         .iter()
@@ -155,22 +179,10 @@ fn the_programs_longest_prefix_is_ip_map_lookup_on_random_sets() {
             let mut l = l.borrow_mut();
             l.maps.sync(&want).unwrap();
             prop_assert_eq!(&l.maps.read().unwrap(), &want);
-            let peer = |a: IpAddr| -> IpAddr {
-                if a.is_ipv6() {
-                    "2001:db8:ffff::1".parse().unwrap()
-                } else {
-                    "198.51.100.1".parse().unwrap()
-                }
-            };
             // Probe each prefix's first address, its last, and random ones.
-            let mut addrs: Vec<IpAddr> = probes.iter().map(|p| p.network()).collect();
-            for (n, _) in &nets {
-                addrs.push(n.network());
-                addrs.push(n.broadcast());
-            }
+            let addrs = probe_addrs(&probes, nets.iter().map(|(n, _)| *n));
             for a in addrs {
-                let frame = Frame::udp(peer(a), a).build();
-                let got = run_tc(l.dp.tc(), &frame, 1, 1).unwrap().priority;
+                let got = tc_priority(&l, a);
                 match ip_map.lookup(a) {
                     Some(e) => prop_assert_eq!(got, e.download.classid.raw(), "{} -> {}", a, e.net),
                     None => prop_assert!(
@@ -216,11 +228,7 @@ proptest! {
         let mut placed = logical.clone();
         placed.place();
         prop_assert_eq!(placed.len(), logical.len());
-        let mut addrs: Vec<IpAddr> = probes.iter().map(|p| p.network()).collect();
-        for (n, _) in &v {
-            addrs.push(n.network());
-            addrs.push(n.broadcast());
-        }
+        let addrs = probe_addrs(&probes, v.iter().map(|(n, _)| *n));
         for a in addrs {
             prop_assert_eq!(placed.program_lookup(a), logical.lookup(a).map(|(_, v)| v), "{}", a);
         }
@@ -254,20 +262,8 @@ fn the_kernels_fast_path_agrees_with_ip_map_lookup() {
                 if want.fast_count() > 0 {
                     fast_seen.set(fast_seen.get() + 1);
                 }
-                let mut addrs: Vec<IpAddr> = probes.iter().map(|p| p.network()).collect();
-                for (n, _) in &nets {
-                    addrs.push(n.network());
-                    addrs.push(n.broadcast());
-                }
-                for a in addrs {
-                    let peer: IpAddr = if a.is_ipv6() {
-                        "2001:db8:ffff::1".parse().unwrap()
-                    } else {
-                        "198.51.100.1".parse().unwrap()
-                    };
-                    let got = run_tc(l.dp.tc(), &Frame::udp(peer, a).build(), 1, 1)
-                        .unwrap()
-                        .priority;
+                for a in probe_addrs(&probes, nets.iter().map(|(n, _)| *n)) {
+                    let got = tc_priority(&l, a);
                     match ip_map.lookup(a) {
                         Some(e) => {
                             prop_assert_eq!(got, e.download.classid.raw(), "{} -> {}", a, e.net)
@@ -354,12 +350,8 @@ proptest! {
         idx.apply(&d);
         prop_assert_eq!(idx.entries(), &x);
         placement_holds(&x, &lens).map_err(TestCaseError::fail)?;
-        let mut addrs: Vec<IpAddr> = probes.iter().map(|p| p.network()).collect();
-        for (n, _) in base.iter().chain(changes.iter().filter_map(|(n, v)| v.map(|v| (*n, v))).collect::<Vec<_>>().iter()) {
-            addrs.push(n.network());
-            addrs.push(n.broadcast());
-        }
-        for a in addrs {
+        let nets = base.iter().map(|(n, _)| *n).chain(changes.iter().map(|(n, _)| *n));
+        for a in probe_addrs(&probes, nets) {
             prop_assert_eq!(x.program_lookup(a), logical.lookup(a).map(|(_, v)| v), "{}", a);
         }
     }
@@ -416,17 +408,12 @@ fn map_sync_edits_reach_the_kernel_as_the_model_says() {
                         None => logical.remove(&MapKey::from_net(*n)),
                     };
                 }
-                let mut addrs: Vec<IpAddr> = changes.iter().map(|(n, _)| n.network()).collect();
-                addrs.extend(base.iter().map(|(n, _)| n.broadcast()));
-                for a in addrs {
-                    let peer: IpAddr = if a.is_ipv6() {
-                        "2001:db8:ffff::1".parse().unwrap()
-                    } else {
-                        "198.51.100.1".parse().unwrap()
-                    };
-                    let got = run_tc(l.dp.tc(), &Frame::udp(peer, a).build(), 1, 1)
-                        .unwrap()
-                        .priority;
+                let nets = changes
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .chain(base.iter().map(|(n, _)| *n));
+                for a in probe_addrs(&[], nets) {
+                    let got = tc_priority(&l, a);
                     match logical.lookup(a) {
                         Some((_, v)) => prop_assert_eq!(got, v.down.classid, "{}", a),
                         None => prop_assert!(got & 0xffff == 2, "{} -> {:#x}", a, got),
