@@ -700,7 +700,7 @@ mod tests {
         assert_eq!(none.matches("\nlqos_circuit_info{").count(), 0);
         assert!(none.contains("\nlqos_node_sent_bytes_total{"));
         // Every series the Grafana dashboard queries is served.
-        let dash = include_str!("../../packaging/grafana/lqos.json");
+        let dash = include_str!("../packaging/grafana/lqos.json");
         let mut names: Vec<&str> = dash
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .filter(|w| w.starts_with("lqos_"))

@@ -90,10 +90,10 @@ pub fn device_row(id: &str, parent: &str, ipv4: &str) -> String {
 }
 
 /// A LibreQoS sample file (`samples/libreqos/NAME`, kept once for all
-/// crates).
+/// crates and linked here as `tests/samples`).
 pub fn sample(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../samples/libreqos")
+        .join("tests/samples")
         .join(name)
 }
 
