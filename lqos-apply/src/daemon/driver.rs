@@ -48,7 +48,7 @@ pub struct Kernel<'a> {
 /// verify, a poll) and hands every [`Event`] to the caller's sink.
 ///
 /// The embedding program keeps the loop: it calls [`Driver::start`] once,
-/// [`Driver::file_changed`] on each change of an input file,
+/// [`Driver::file_event`] on each change of an input file,
 /// [`Driver::reload_now`] on SIGHUP, and [`Driver::run`] when
 /// [`Driver::deadline`] is reached.
 pub struct Driver<'a> {
