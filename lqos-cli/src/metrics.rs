@@ -21,18 +21,15 @@
 //! closing `# EOF`), from a snapshot of the latest poll taken without
 //! holding the poll's lock while writing.
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lqos_apply::daemon::{Counters, Event};
-use lqos_apply::netlink::ClassStats;
+use lqos_apply::daemon::Health;
 pub use lqos_apply::stats::openmetrics::CircuitSeries;
-use lqos_apply::stats::openmetrics::{Labels, EOF};
-use lqos_apply::stats::{RawIface, RawStats, Stats, StatsIndex, StatsTracker};
-use lqos_apply::NetlinkLive;
+use lqos_apply::stats::openmetrics::EOF;
+use lqos_apply::stats::Snapshot;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
@@ -52,39 +49,8 @@ pub fn parse_circuit_series(s: &str) -> Result<CircuitSeries, String> {
     }
 }
 
-/// What the daemon last did, for the health series.
-#[derive(Debug, Clone, Default)]
-pub struct Health {
-    /// Reloads by (trigger, outcome).
-    pub reloads: BTreeMap<(String, String), u64>,
-    /// Unix time of the last reload.
-    pub last_reload_unix: Option<f64>,
-    /// Its duration.
-    pub last_reload_secs: f64,
-    /// Its ops added, changed, removed.
-    pub last_ops: [u64; 3],
-    /// Whether it succeeded.
-    pub last_ok: bool,
-    /// Circuits with their lazy leaf now (`None`: lazy leaves off).
-    pub lazy_active: Option<usize>,
-    /// Duration of the last statistics poll.
-    pub poll_secs: f64,
-    /// Statistics polls made.
-    pub polls: u64,
-    /// Statistics polls that failed.
-    pub poll_errors: u64,
-}
-
-/// One poll's statistics with the label sets of their plan.
-#[derive(Debug)]
-pub struct Snapshot {
-    /// The statistics.
-    pub stats: Stats,
-    /// Their plan's label sets (built once per plan).
-    pub labels: Arc<Labels>,
-}
-
-/// The state behind `/metrics`: the latest statistics and the health.
+/// The state behind `/metrics`: the latest statistics and the health,
+/// as the daemon's driver last reported them.
 #[derive(Debug, Default)]
 pub struct Shared {
     /// The latest poll's statistics.
@@ -106,10 +72,10 @@ pub fn render(
         (sh.latest.clone(), sh.health.clone())
     };
     if let Some(s) = &latest {
-        lqos_apply::stats::openmetrics::render(out, &s.stats, &s.labels, circuits)?;
+        lqos_apply::stats::openmetrics::render(out, &s.stats, s.labels(), circuits)?;
     }
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(health));
+    registry.register_collector(Box::new(HealthSeries(health)));
     let mut text = String::new();
     prometheus_client::encoding::text::encode_registry(&mut text, &registry)
         .map_err(std::io::Error::other)?;
@@ -144,9 +110,12 @@ fn gauge<S: prometheus_client::encoding::EncodeLabelSet>(
 }
 
 /// The daemon's health series.
-impl Collector for Health {
+#[derive(Debug)]
+struct HealthSeries(Health);
+
+impl Collector for HealthSeries {
     fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let h = self;
+        let h = &self.0;
         counter(
             &mut e,
             "lqos_reloads",
@@ -214,205 +183,6 @@ impl Collector for Health {
             std::iter::once((none, h.poll_errors)),
         )?;
         Ok(())
-    }
-}
-
-impl Health {
-    /// Takes one daemon event.
-    pub fn event(&mut self, e: &Event) {
-        let now_unix = || {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64())
-        };
-        let mut reload = |trigger: String, outcome: &str, secs: f64, ops: [u64; 3], ok: bool| {
-            *self
-                .reloads
-                .entry((trigger, outcome.to_string()))
-                .or_default() += 1;
-            self.last_reload_unix = Some(now_unix());
-            self.last_reload_secs = secs;
-            self.last_ops = ops;
-            self.last_ok = ok;
-        };
-        match e {
-            Event::Applied(a) => {
-                let s = &a.summary;
-                let ops = [s.added as u64, s.changed as u64, s.removed as u64];
-                reload(
-                    a.trigger.to_string(),
-                    "applied",
-                    a.took.as_secs_f64(),
-                    ops,
-                    true,
-                );
-            }
-            Event::LoadFailed {
-                trigger, summary, ..
-            } => {
-                let s = summary;
-                let ops = [s.added as u64, s.changed as u64, s.removed as u64];
-                reload(trigger.to_string(), "failed", 0.0, ops, false);
-            }
-            Event::Rejected { trigger, .. }
-            | Event::PlanRefused { trigger, .. }
-            | Event::PlanFailed { trigger, .. } => {
-                reload(trigger.to_string(), "rejected", 0.0, [0; 3], false)
-            }
-            Event::Leaves { active, .. } | Event::LeavesUnchanged { active } => {
-                self.lazy_active = Some(*active)
-            }
-            _ => {}
-        }
-    }
-}
-
-/// The statistics poll of the daemon: the lazy-leaf poll's class dumps
-/// ([`Counters`]) come from the same dumps as the metrics (one class dump
-/// per HTB and one qdisc dump per interface and poll); without lazy leaves
-/// the loop polls itself ([`Poller::poll_all`]).
-pub struct Poller<'a> {
-    live: &'a NetlinkLive,
-    state: Mutex<PollState>,
-    shared: Arc<Mutex<Shared>>,
-}
-
-struct PollState {
-    index: Option<StatsIndex>,
-    labels: Arc<Labels>,
-    tracker: Option<StatsTracker>,
-    pending: Vec<RawIface>,
-    started: Instant,
-    took: Duration,
-}
-
-impl<'a> Poller<'a> {
-    /// A poller reading `live`, publishing into `shared`.
-    pub fn new(live: &'a NetlinkLive, shared: Arc<Mutex<Shared>>) -> Poller<'a> {
-        Poller {
-            live,
-            state: Mutex::new(PollState {
-                index: None,
-                labels: Arc::default(),
-                tracker: None,
-                pending: Vec::new(),
-                started: Instant::now(),
-                took: Duration::ZERO,
-            }),
-            shared,
-        }
-    }
-
-    /// The daemon runs `plan` now (after a reload): the index follows it,
-    /// the counters of the circuits both plans have carry over.
-    pub fn set_plan(&self, plan: &lqos_tc::Plan) {
-        let mut st = self.state.lock().expect("poll state");
-        let index = StatsIndex::new(plan);
-        let tracker = match (&st.index, &st.tracker) {
-            (Some(old), Some(t)) => t.rebase(old, &index),
-            _ => StatsTracker::new(&index),
-        };
-        st.labels = Arc::new(Labels::new(&index));
-        st.index = Some(index);
-        st.tracker = Some(tracker);
-        st.pending.clear();
-    }
-
-    /// Whether [`Poller::set_plan`] was called.
-    pub fn has_plan(&self) -> bool {
-        self.state.lock().expect("poll state").index.is_some()
-    }
-
-    /// Turns the dumps taken since the last call (by the lazy-leaf poll)
-    /// into the statistics `/metrics` serves.
-    pub fn flush(&self) {
-        let mut st = self.state.lock().expect("poll state");
-        if st.pending.is_empty() {
-            return;
-        }
-        let raw = RawStats {
-            interfaces: std::mem::take(&mut st.pending),
-        };
-        self.publish(&mut st, &raw);
-    }
-
-    /// One poll of every planned interface (when lazy leaves are off).
-    pub fn poll_all(&self) {
-        let mut st = self.state.lock().expect("poll state");
-        let Some(index) = &st.index else { return };
-        let t = Instant::now();
-        let r = self.live.poll_stats(index, true);
-        st.took = t.elapsed();
-        match r {
-            Ok(raw) => self.publish(&mut st, &raw),
-            Err(e) => {
-                tracing::warn!(error = %e, "statistics poll failed");
-                let mut sh = self.shared.lock().expect("metrics state");
-                sh.health.polls += 1;
-                sh.health.poll_errors += 1;
-            }
-        }
-    }
-
-    fn publish(&self, st: &mut PollState, raw: &RawStats) {
-        let now = st.started.elapsed();
-        let took = st.took;
-        let PollState {
-            index: Some(index),
-            tracker: Some(tracker),
-            ..
-        } = st
-        else {
-            return;
-        };
-        let snapshot = Arc::new(Snapshot {
-            stats: tracker.observe(index, raw, now),
-            labels: st.labels.clone(),
-        });
-        let mut sh = self.shared.lock().expect("metrics state");
-        sh.latest = Some(snapshot);
-        sh.health.polls += 1;
-        sh.health.poll_secs = took.as_secs_f64();
-    }
-}
-
-impl Counters for Poller<'_> {
-    /// The lazy-leaf poll's counters, from a statistics poll of `dev` (its
-    /// leaves too; kept for [`Poller::flush`]).
-    fn class_stats(&self, dev: &str, htb_majors: &[u16]) -> lqos_apply::Result<Vec<ClassStats>> {
-        let htbs: Vec<lqos_tc::TcHandle> = {
-            let st = self.state.lock().expect("poll state");
-            match st.index.as_ref().and_then(|i| i.htbs_of(dev)) {
-                Some(h) => h.to_vec(),
-                None => htb_majors
-                    .iter()
-                    .map(|&m| lqos_tc::TcHandle::new(m, 0))
-                    .collect(),
-            }
-        };
-        let t = Instant::now();
-        let r = self.live.poll_iface(dev, &htbs, true);
-        let mut st = self.state.lock().expect("poll state");
-        st.took = if st.pending.is_empty() {
-            t.elapsed()
-        } else {
-            st.took + t.elapsed()
-        };
-        match r {
-            Ok(iface) => {
-                let cs = iface.class_stats();
-                st.pending.push(iface);
-                Ok(cs)
-            }
-            Err(e) => {
-                self.shared
-                    .lock()
-                    .expect("metrics state")
-                    .health
-                    .poll_errors += 1;
-                Err(e)
-            }
-        }
     }
 }
 
@@ -575,8 +345,9 @@ mod tests {
     use lqos_apply::netlink::{
         CakeTin, CakeXstats, ClassSample, Counters, LeafXstats, QdiscSample,
     };
+    use lqos_apply::stats::openmetrics::Labels;
     use lqos_apply::stats::openmetrics::{tin_delays, COUNTERS, DELAY, DELAY_KINDS, GAUGES, INFO};
-    use lqos_apply::stats::{Dir, DirStats};
+    use lqos_apply::stats::{Dir, DirStats, RawIface, RawStats, Stats, StatsIndex, StatsTracker};
     use lqos_tc::{Direction, TcHandle};
     use proptest::prelude::*;
 
@@ -650,10 +421,7 @@ mod tests {
         h.last_reload_unix = Some(1.0);
         h.lazy_active = Some(3);
         Mutex::new(Shared {
-            latest: Some(Arc::new(Snapshot {
-                stats,
-                labels: Arc::new(Labels::new(&index)),
-            })),
+            latest: Some(Arc::new(Snapshot::new(stats, Arc::new(index)))),
             health: h,
         })
     }
@@ -722,10 +490,7 @@ mod tests {
         stats.circuits[4].upload.rate_bps = 1e9;
         stats.circuits[2].download.rate_bps = 5e8;
         let sh = Mutex::new(Shared {
-            latest: Some(Arc::new(Snapshot {
-                stats,
-                labels: Arc::new(Labels::new(&index)),
-            })),
+            latest: Some(Arc::new(Snapshot::new(stats, Arc::new(index.clone())))),
             health: Health::default(),
         });
         let top = text(&sh, CircuitSeries::Top(2));
