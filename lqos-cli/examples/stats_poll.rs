@@ -33,7 +33,7 @@ mod metrics;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lqos_apply::stats::openmetrics::CircuitSeries;
+use lqos_apply::stats::openmetrics::{CircuitSeries, Format};
 use lqos_apply::stats::{Snapshot, StatsIndex, StatsPoll, StatsTracker};
 use lqos_apply::{load_saved_plan, LiveSource, NetlinkLive, StateDir};
 
@@ -168,7 +168,9 @@ fn synthetic(n: usize, runs: usize) {
     let mut out = Vec::new();
     for _ in 0..runs {
         out.clear();
-        let ((), t) = time(|| metrics::render(&mut out, &shared, CircuitSeries::All).unwrap());
+        let ((), t) = time(|| {
+            metrics::render(&mut out, &shared, CircuitSeries::All, Format::Prometheus).unwrap()
+        });
         v.push(t);
     }
     let lines = out.iter().filter(|&&b| b == b'\n').count();
@@ -228,7 +230,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         snapshot.labels();
         shared.lock().unwrap().latest = Some(Arc::new(snapshot));
         out.clear();
-        let ((), t) = time(|| metrics::render(&mut out, &shared, CircuitSeries::All).unwrap());
+        let ((), t) = time(|| {
+            metrics::render(&mut out, &shared, CircuitSeries::All, Format::Prometheus).unwrap()
+        });
         lines = out.iter().filter(|&&b| b == b'\n').count();
         render.push(t);
         let (_, t) = time(|| {

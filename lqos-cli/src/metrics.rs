@@ -27,14 +27,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lqos_apply::daemon::Health;
-pub use lqos_apply::stats::openmetrics::CircuitSeries;
-use lqos_apply::stats::openmetrics::EOF;
+use lqos_apply::stats::openmetrics;
+pub use lqos_apply::stats::openmetrics::{CircuitSeries, Format};
 use lqos_apply::stats::Snapshot;
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::counter::ConstCounter;
-use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::registry::Registry;
 
 /// `--metrics-circuits`: `all`, `none` or `top:N`.
 pub fn parse_circuit_series(s: &str) -> Result<CircuitSeries, String> {
@@ -59,131 +54,21 @@ pub struct Shared {
     pub health: Health,
 }
 
-/// `/metrics` as OpenMetrics text, written to `out` as it is rendered:
-/// the circuit and node series of the latest poll, the daemon's health,
-/// `# EOF`. The lock on `shared` is held only to take a snapshot.
+/// `/metrics` in `format`, written to `out` as it is rendered: the
+/// circuit and node series of the latest poll, the daemon's health. The
+/// lock on `shared` is held only to take a snapshot.
 pub fn render(
     out: &mut dyn Write,
     shared: &Mutex<Shared>,
     circuits: CircuitSeries,
+    format: Format,
 ) -> std::io::Result<()> {
     let (latest, health) = {
         let sh = shared.lock().expect("metrics state");
-        (sh.latest.clone(), sh.health.clone())
+        (sh.latest.clone(), sh.health.families())
     };
-    if let Some(s) = &latest {
-        lqos_apply::stats::openmetrics::render(out, &s.stats, s.labels(), circuits)?;
-    }
-    let mut registry = Registry::default();
-    registry.register_collector(Box::new(HealthSeries(health)));
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode_registry(&mut text, &registry)
-        .map_err(std::io::Error::other)?;
-    text.push_str(EOF);
-    out.write_all(text.as_bytes())
-}
-
-fn counter<S: prometheus_client::encoding::EncodeLabelSet>(
-    e: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    rows: impl Iterator<Item = (S, u64)>,
-) -> Result<(), std::fmt::Error> {
-    let mut m = e.encode_descriptor(name, help, None, ConstCounter::new(0u64).metric_type())?;
-    for (labels, v) in rows {
-        ConstCounter::new(v).encode(m.encode_family(&labels)?)?;
-    }
-    Ok(())
-}
-
-fn gauge<S: prometheus_client::encoding::EncodeLabelSet>(
-    e: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    rows: impl Iterator<Item = (S, f64)>,
-) -> Result<(), std::fmt::Error> {
-    let mut m = e.encode_descriptor(name, help, None, ConstGauge::new(0.0f64).metric_type())?;
-    for (labels, v) in rows {
-        ConstGauge::new(v).encode(m.encode_family(&labels)?)?;
-    }
-    Ok(())
-}
-
-/// The daemon's health series.
-#[derive(Debug)]
-struct HealthSeries(Health);
-
-impl Collector for HealthSeries {
-    fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let h = &self.0;
-        counter(
-            &mut e,
-            "lqos_reloads",
-            "Reloads by trigger and outcome",
-            &mut h
-                .reloads
-                .iter()
-                .map(|((t, o), n)| (vec![("trigger", t.clone()), ("outcome", o.clone())], *n)),
-        )?;
-        let none: [(&str, &str); 0] = [];
-        let one = |v: f64| std::iter::once((none, v));
-        if let Some(t) = h.last_reload_unix {
-            gauge(
-                &mut e,
-                "lqos_reload_last_timestamp_seconds",
-                "Unix time of the last reload",
-                one(t),
-            )?;
-        }
-        gauge(
-            &mut e,
-            "lqos_reload_last_duration_seconds",
-            "Duration of the last reload",
-            one(h.last_reload_secs),
-        )?;
-        gauge(
-            &mut e,
-            "lqos_reload_last_success",
-            "1 when the last reload succeeded",
-            one(if h.last_ok { 1.0 } else { 0.0 }),
-        )?;
-        gauge(
-            &mut e,
-            "lqos_reload_last_ops",
-            "Ops of the last reload by change",
-            ["added", "changed", "removed"]
-                .into_iter()
-                .zip(h.last_ops)
-                .map(|(k, v)| ([("change", k)], v as f64)),
-        )?;
-        if let Some(n) = h.lazy_active {
-            gauge(
-                &mut e,
-                "lqos_lazy_leaves_active",
-                "Circuits with their lazy leaf now",
-                one(n as f64),
-            )?;
-        }
-        gauge(
-            &mut e,
-            "lqos_stats_poll_duration_seconds",
-            "Duration of the last statistics poll",
-            one(h.poll_secs),
-        )?;
-        counter(
-            &mut e,
-            "lqos_stats_polls",
-            "Statistics polls",
-            std::iter::once((none, h.polls)),
-        )?;
-        counter(
-            &mut e,
-            "lqos_stats_poll_errors",
-            "Statistics polls that failed",
-            std::iter::once((none, h.poll_errors)),
-        )?;
-        Ok(())
-    }
+    let series = latest.as_deref().map(|s| (&s.stats, s.labels()));
+    openmetrics::render(out, series, &health, circuits, format)
 }
 
 /// Most bytes of a request head (request line and headers).
@@ -221,7 +106,7 @@ pub fn serve(
 /// What a request gets.
 enum Answer {
     /// `/metrics` (`body`: false for HEAD).
-    Metrics { body: bool },
+    Metrics { body: bool, format: Format },
     /// An error status with a short text.
     Error(u16, &'static str),
 }
@@ -282,7 +167,15 @@ fn handle(
             Ok(httparse::Status::Complete(_)) => {
                 break match (req.method, req.path) {
                     (Some(m @ ("GET" | "HEAD")), Some("/metrics")) => {
-                        Answer::Metrics { body: m == "GET" }
+                        let accept = req
+                            .headers
+                            .iter()
+                            .find(|h| h.name.eq_ignore_ascii_case("accept"))
+                            .and_then(|h| std::str::from_utf8(h.value).ok());
+                        Answer::Metrics {
+                            body: m == "GET",
+                            format: Format::negotiate(accept),
+                        }
                     }
                     (Some("GET" | "HEAD"), Some(_)) => {
                         Answer::Error(404, "not found: try /metrics\n")
@@ -307,14 +200,14 @@ fn handle(
     match answer {
         // The body's length is not known before it is written: it ends
         // with the connection (and with `# EOF`, so a cut answer shows).
-        Answer::Metrics { body } => {
-            w.write_all(
-                b"HTTP/1.1 200 OK\r\n\
-                  Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\n\
-                  Connection: close\r\n\r\n",
+        Answer::Metrics { body, format } => {
+            write!(
+                w,
+                "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nConnection: close\r\n\r\n",
+                format.content_type()
             )?;
             if body {
-                render(&mut w, shared, circuits)?;
+                render(&mut w, shared, circuits, format)?;
             }
         }
         Answer::Error(status, text) => {
@@ -338,17 +231,29 @@ fn handle(
     Ok(())
 }
 
+/// The tests' promtool check, shared with the CLI's black-box tests.
+#[cfg(test)]
+#[path = "../tests/common/promtool.rs"]
+mod promtool;
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use super::promtool;
     use lqos_apply::netlink::{
         CakeTin, CakeXstats, ClassSample, Counters, LeafXstats, QdiscSample,
     };
-    use lqos_apply::stats::openmetrics::Labels;
-    use lqos_apply::stats::openmetrics::{tin_delays, COUNTERS, DELAY, DELAY_KINDS, GAUGES, INFO};
+    use lqos_apply::stats::openmetrics::{
+        tin_delays, Labels, COUNTERS, DELAY, DELAY_KINDS, GAUGES, INFO,
+    };
     use lqos_apply::stats::{Dir, DirStats, RawIface, RawStats, Stats, StatsIndex, StatsTracker};
     use lqos_tc::{Direction, TcHandle};
+    use prometheus_client::collector::Collector;
+    use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+    use prometheus_client::metrics::counter::ConstCounter;
+    use prometheus_client::metrics::gauge::ConstGauge;
+    use prometheus_client::registry::Registry;
     use proptest::prelude::*;
 
     /// A plan of `n` circuits with cake leaves (diffserv4), and statistics
@@ -414,21 +319,38 @@ mod tests {
         (index, stats)
     }
 
-    fn shared() -> Mutex<Shared> {
-        let (index, stats) = polled(5);
+    /// Health numbers with every series.
+    fn health() -> Health {
         let mut h = Health::default();
         h.reloads.insert(("start".into(), "applied".into()), 1);
-        h.last_reload_unix = Some(1.0);
+        h.reloads
+            .insert(("file-change".into(), "rejected".into()), 2);
+        h.last_reload_unix = Some(1_765_000_000.25);
+        h.last_reload_secs = 0.0125;
+        h.last_ops = [3, 2, 1];
+        h.last_ok = true;
         h.lazy_active = Some(3);
+        h.poll_secs = 0.0283;
+        h.polls = 7;
+        h.poll_errors = 1;
+        h
+    }
+
+    fn shared() -> Mutex<Shared> {
+        let (index, stats) = polled(5);
         Mutex::new(Shared {
             latest: Some(Arc::new(Snapshot::new(stats, Arc::new(index)))),
-            health: h,
+            health: health(),
         })
     }
 
     fn text(shared: &Mutex<Shared>, which: CircuitSeries) -> String {
+        text_in(shared, which, Format::OpenMetrics)
+    }
+
+    fn text_in(shared: &Mutex<Shared>, which: CircuitSeries, format: Format) -> String {
         let mut out = Vec::new();
-        render(&mut out, shared, which).unwrap();
+        render(&mut out, shared, which, format).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -444,7 +366,7 @@ mod tests {
         );
         assert!(all.ends_with("\n# EOF\n"));
         assert_eq!(all.matches("\nlqos_circuit_info{").count(), 5);
-        assert!(all.contains("\n# TYPE lqos_circuit info\n"));
+        assert!(all.contains("\n# TYPE lqos_circuit_info gauge\n"));
         // Only the tin that carried traffic has delay series, in seconds.
         assert!(all.contains(
             "lqos_circuit_cake_delay_seconds{circuit_id=\"10001\",direction=\"upload\",tin=\"1\",delay=\"peak\"} 1.50025\n"
@@ -503,6 +425,88 @@ mod tests {
             ids,
             [index.circuits[4].id.as_str(), index.circuits[2].id.as_str()]
         );
+    }
+
+    /// The two formats have the same samples; the text format names a
+    /// counter's family with `_total` and has no `# EOF`.
+    #[test]
+    fn the_text_format_differs_only_in_its_descriptors() {
+        let sh = shared();
+        let om = text_in(&sh, CircuitSeries::All, Format::OpenMetrics);
+        let text = text_in(&sh, CircuitSeries::All, Format::Prometheus);
+        let samples = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(samples(&om), samples(&text));
+        assert!(om.ends_with("\n# EOF\n") && !text.contains("# EOF"));
+        assert!(om.contains("\n# TYPE lqos_circuit_sent_bytes counter\n"));
+        assert!(text.contains("\n# TYPE lqos_circuit_sent_bytes_total counter\n"));
+        assert!(text.contains("\n# HELP lqos_reloads_total Reloads by trigger and outcome\n"));
+        assert!(text.contains("\n# TYPE lqos_reload_last_success gauge\n"));
+        for l in text.lines().filter(|l| l.starts_with("# TYPE ")) {
+            let mut w = l.split(' ').skip(2);
+            let (name, kind) = (w.next().unwrap(), w.next().unwrap());
+            assert_eq!(name.ends_with("_total"), kind == "counter", "{l}");
+        }
+        // The parser reads every sample of the text format.
+        let n = samples(&text).len();
+        let lines = text.lines().map(|l| Ok(l.to_string()));
+        assert_eq!(
+            prometheus_parse::Scrape::parse(lines)
+                .unwrap()
+                .samples
+                .len(),
+            n
+        );
+    }
+
+    /// Both formats pass `promtool check metrics` (the text format with no
+    /// finding; OpenMetrics parsed, see `promtool.rs`), with names that
+    /// need escaping, cake delays and every health series.
+    #[test]
+    fn both_formats_pass_promtool() {
+        let (mut index, stats) = polled(4);
+        index.circuits[0].name = "quote \" backslash \\ newline \n é".into();
+        index.circuits[1].id = "id with spaces".into();
+        index.nodes[0].name = "Site \"A\"".into();
+        let sh = Mutex::new(Shared {
+            latest: Some(Arc::new(Snapshot::new(stats, Arc::new(index)))),
+            health: health(),
+        });
+        for format in [Format::Prometheus, Format::OpenMetrics] {
+            let t = text_in(&sh, CircuitSeries::All, format);
+            promtool::assert_passes(&t, format == Format::OpenMetrics, &format!("{format:?}"));
+        }
+    }
+
+    #[test]
+    fn accept_headers_choose_the_format() {
+        use Format::{OpenMetrics as Om, Prometheus as Text};
+        for (accept, want) in [
+            (None, Text),
+            (Some(""), Text),
+            (Some("*/*"), Text),
+            (Some("text/plain"), Text),
+            (Some("text/plain;version=0.0.4"), Text),
+            (Some("application/openmetrics-text"), Om),
+            (Some("application/openmetrics-text; version=1.0.0; charset=utf-8"), Om),
+            (Some("Application/OpenMetrics-Text;version=0.0.1"), Om),
+            (Some("application/openmetrics-text;version=2.0.0"), Text),
+            (Some("application/openmetrics-text;q=0"), Text),
+            (Some("application/openmetrics-text;q=0.3,text/plain;q=0.5"), Text),
+            (Some("text/plain;q=0.5, application/openmetrics-text"), Om),
+            (Some("application/openmetrics-text, */*"), Om),
+            // What Prometheus 2.x sends.
+            (
+                Some("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"),
+                Om,
+            ),
+        ] {
+            assert_eq!(Format::negotiate(accept), want, "{accept:?}");
+        }
     }
 
     /// The same families encoded by prometheus-client, one label at a time
@@ -574,13 +578,14 @@ mod tests {
                     }
                 }
             }
-            let mut m = e.encode_descriptor(INFO.0, INFO.1, None, MetricType::Info)?;
+            let mut m = e.encode_descriptor(INFO.0, INFO.1, None, MetricType::Gauge)?;
             for c in &index.circuits {
-                m.encode_info(&[
+                let labels = [
                     ("circuit_id", c.id.as_str()),
                     ("name", c.name.as_str()),
                     ("parent", node_name(c.parent)),
-                ])?;
+                ];
+                ConstGauge::new(1i64).encode(m.encode_family(&labels)?)?;
             }
             Ok(())
         }
@@ -606,7 +611,94 @@ mod tests {
         }
     }
 
-    fn reference(index: &StatsIndex, stats: &Stats) -> String {
+    /// The daemon's health series as prometheus-client encodes them.
+    #[derive(Debug)]
+    struct HealthReference(Health);
+
+    fn counter<S: prometheus_client::encoding::EncodeLabelSet>(
+        e: &mut DescriptorEncoder,
+        name: &str,
+        help: &str,
+        rows: impl Iterator<Item = (S, u64)>,
+    ) -> Result<(), std::fmt::Error> {
+        let mut m = e.encode_descriptor(name, help, None, ConstCounter::new(0u64).metric_type())?;
+        for (labels, v) in rows {
+            ConstCounter::new(v).encode(m.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+
+    fn gauge<S: prometheus_client::encoding::EncodeLabelSet>(
+        e: &mut DescriptorEncoder,
+        name: &str,
+        help: &str,
+        rows: impl Iterator<Item = (S, f64)>,
+    ) -> Result<(), std::fmt::Error> {
+        let mut m = e.encode_descriptor(name, help, None, ConstGauge::new(0.0f64).metric_type())?;
+        for (labels, v) in rows {
+            ConstGauge::new(v).encode(m.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+
+    impl Collector for HealthReference {
+        fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+            let h = &self.0;
+            counter(
+                &mut e,
+                "lqos_reloads",
+                "Reloads by trigger and outcome",
+                &mut h
+                    .reloads
+                    .iter()
+                    .map(|((t, o), n)| (vec![("trigger", t.clone()), ("outcome", o.clone())], *n)),
+            )?;
+            let none: [(&str, &str); 0] = [];
+            let one = |v: f64| std::iter::once((none, v));
+            if let Some(t) = h.last_reload_unix {
+                let help = "Unix time of the last reload";
+                gauge(&mut e, "lqos_reload_last_timestamp_seconds", help, one(t))?;
+            }
+            let help = "Duration of the last reload";
+            gauge(
+                &mut e,
+                "lqos_reload_last_duration_seconds",
+                help,
+                one(h.last_reload_secs),
+            )?;
+            let ok = if h.last_ok { 1.0 } else { 0.0 };
+            let help = "1 when the last reload succeeded";
+            gauge(&mut e, "lqos_reload_last_success", help, one(ok))?;
+            gauge(
+                &mut e,
+                "lqos_reload_last_ops",
+                "Ops of the last reload by change",
+                ["added", "changed", "removed"]
+                    .into_iter()
+                    .zip(h.last_ops)
+                    .map(|(k, v)| ([("change", k)], v as f64)),
+            )?;
+            if let Some(n) = h.lazy_active {
+                let help = "Circuits with their lazy leaf now";
+                gauge(&mut e, "lqos_lazy_leaves_active", help, one(n as f64))?;
+            }
+            let help = "Duration of the last statistics poll";
+            gauge(
+                &mut e,
+                "lqos_stats_poll_duration_seconds",
+                help,
+                one(h.poll_secs),
+            )?;
+            let polls = std::iter::once((none, h.polls));
+            counter(&mut e, "lqos_stats_polls", "Statistics polls", polls)?;
+            let errors = std::iter::once((none, h.poll_errors));
+            let help = "Statistics polls that failed";
+            counter(&mut e, "lqos_stats_poll_errors", help, errors)?;
+            Ok(())
+        }
+    }
+
+    fn reference(index: &StatsIndex, stats: &Stats, health: &Health) -> String {
         // The collector wants 'static: leak two small test values.
         let (index, stats): (&'static StatsIndex, &'static Stats) = (
             Box::leak(Box::new(index.clone())),
@@ -614,18 +706,22 @@ mod tests {
         );
         let mut r = Registry::default();
         r.register_collector(Box::new(Reference(index, stats)));
+        r.register_collector(Box::new(HealthReference(health.clone())));
         let mut s = String::new();
         prometheus_client::encoding::text::encode_registry(&mut s, &r).unwrap();
+        s.push_str(openmetrics::EOF);
         s
     }
 
-    fn ours(index: &StatsIndex, stats: &Stats) -> String {
+    fn ours(index: &StatsIndex, stats: &Stats, health: &Health) -> String {
         let mut out = Vec::new();
-        lqos_apply::stats::openmetrics::render(
+        let labels = Labels::new(index);
+        openmetrics::render(
             &mut out,
-            stats,
-            &Labels::new(index),
+            Some((stats, &labels)),
+            &health.families(),
             CircuitSeries::All,
+            Format::OpenMetrics,
         )
         .unwrap();
         String::from_utf8(out).unwrap()
@@ -650,7 +746,8 @@ mod tests {
             index.nodes[0].name = names[6].clone();
             let t = &mut stats.circuits[0].upload.tins[1];
             (t.peak_delay_us, t.avg_delay_us, t.base_delay_us) = (delays[0], delays[1], delays[2]);
-            assert_same_exposition(&ours(&index, &stats), &reference(&index, &stats));
+            let h = health();
+            assert_same_exposition(&ours(&index, &stats, &h), &reference(&index, &stats, &h));
         }
     }
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{lqos, netns_with_generated, ok, static_neighbour, udp_sender};
+use common::{lqos, netns_with_generated, ok, promtool, static_neighbour, udp_sender};
 use lqos_apply::netns::require_netns;
 use lqos_tc::{Direction, TcHandle};
 
@@ -43,10 +43,15 @@ fn status(answer: &str) -> u16 {
         .unwrap_or_else(|| panic!("no status line in {answer:?}"))
 }
 
+/// The head and the body of an answer.
+fn split(answer: &str) -> (&str, &str) {
+    answer.split_once("\r\n\r\n").unwrap()
+}
+
 fn scrape(port: u16) -> prometheus_parse::Scrape {
     let a = http(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(status(&a), 200, "{a}");
-    let body = a.split_once("\r\n\r\n").unwrap().1;
+    let body = split(&a).1;
     let lines = body.lines().map(|l| Ok(l.to_string()));
     prometheus_parse::Scrape::parse(lines).expect("valid Prometheus text")
 }
@@ -135,6 +140,34 @@ fn metrics_are_valid_grow_with_traffic_and_bad_requests_get_errors() {
         .iter()
         .any(|x| x.metric == "lqos_reloads_total" && x.labels.get("trigger") == Some("start")));
 
+    // The text format without an Accept header, OpenMetrics when asked:
+    // both pass promtool.
+    let text = http(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let om = http(
+        port,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n\r\n",
+    );
+    let (head, body) = split(&text);
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: text/plain; version=0.0.4"),
+        "{head}"
+    );
+    assert!(!body.contains("# EOF"));
+    promtool::assert_passes(body, false, "a scrape in the text format");
+    let (head, body) = split(&om);
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/openmetrics-text; version=1.0.0"),
+        "{head}"
+    );
+    assert!(
+        body.ends_with("\n# EOF\n"),
+        "{}",
+        &body[body.len().saturating_sub(200)..]
+    );
+    promtool::assert_passes(body, true, "a scrape in OpenMetrics");
+
     // Traffic into circuit 10001's download class.
     let state = lqos_apply::StateDir::open(d.join("st")).unwrap();
     let plan = lqos_apply::load_saved_plan(&state, Some(ns.name()))
@@ -181,7 +214,16 @@ fn metrics_are_valid_grow_with_traffic_and_bad_requests_get_errors() {
         value(s, "lqos_circuit_sent_bytes_total", "10002", "download").unwrap()
     };
     assert_eq!(idle(&a), idle(&b));
-    assert!(value(&b, "lqos_circuit_ceil_bits_per_second", "10001", "download").unwrap() > 0.0);
+    assert!(
+        value(
+            &b,
+            "lqos_circuit_ceil_bytes_per_second",
+            "10001",
+            "download"
+        )
+        .unwrap()
+            > 0.0
+    );
 
     // Bad requests: an error status each, then the server still answers.
     assert_eq!(status(&http(port, b"GARBAGE\r\n\r\n")), 400);

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::event::Event;
+use crate::stats::openmetrics::{Family, Kind};
 
 /// What the daemon last did: reloads by trigger and outcome, the last
 /// reload, lazy leaves, polls. [`super::Driver`] keeps one from the events
@@ -80,5 +81,79 @@ impl Health {
             }
             _ => {}
         }
+    }
+
+    /// The health as exposition families (both text formats):
+    /// `lqos_reloads_total{trigger, outcome}`,
+    /// `lqos_reload_last_timestamp_seconds`, `_duration_seconds`,
+    /// `lqos_reload_last_success`, `lqos_reload_last_ops{change}`,
+    /// `lqos_lazy_leaves_active`, `lqos_stats_poll_duration_seconds`,
+    /// `lqos_stats_polls_total`, `lqos_stats_poll_errors_total`.
+    pub fn families(&self) -> Vec<Family> {
+        let gauge =
+            |name: &str, help: &str, v: f64| Family::new(name, help, Kind::Gauge).sample(&[], v);
+        let mut reloads = Family::new(
+            "lqos_reloads",
+            "Reloads by trigger and outcome",
+            Kind::Counter,
+        );
+        for ((t, o), n) in &self.reloads {
+            reloads = reloads.sample(&[("trigger", t), ("outcome", o)], *n as f64);
+        }
+        let mut v = vec![reloads];
+        if let Some(t) = self.last_reload_unix {
+            v.push(gauge(
+                "lqos_reload_last_timestamp_seconds",
+                "Unix time of the last reload",
+                t,
+            ));
+        }
+        v.push(gauge(
+            "lqos_reload_last_duration_seconds",
+            "Duration of the last reload",
+            self.last_reload_secs,
+        ));
+        v.push(gauge(
+            "lqos_reload_last_success",
+            "1 when the last reload succeeded",
+            if self.last_ok { 1.0 } else { 0.0 },
+        ));
+        let mut ops = Family::new(
+            "lqos_reload_last_ops",
+            "Ops of the last reload by change",
+            Kind::Gauge,
+        );
+        for (k, n) in ["added", "changed", "removed"]
+            .into_iter()
+            .zip(self.last_ops)
+        {
+            ops = ops.sample(&[("change", k)], n as f64);
+        }
+        v.push(ops);
+        if let Some(n) = self.lazy_active {
+            v.push(gauge(
+                "lqos_lazy_leaves_active",
+                "Circuits with their lazy leaf now",
+                n as f64,
+            ));
+        }
+        v.push(gauge(
+            "lqos_stats_poll_duration_seconds",
+            "Duration of the last statistics poll",
+            self.poll_secs,
+        ));
+        v.push(
+            Family::new("lqos_stats_polls", "Statistics polls", Kind::Counter)
+                .sample(&[], self.polls as f64),
+        );
+        v.push(
+            Family::new(
+                "lqos_stats_poll_errors",
+                "Statistics polls that failed",
+                Kind::Counter,
+            )
+            .sample(&[], self.poll_errors as f64),
+        );
+        v
     }
 }

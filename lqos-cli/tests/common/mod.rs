@@ -241,3 +241,4 @@ pub fn assert_in_sync(dir: &Path, ns: &lqos_apply::netns::ScratchNetns) {
 pub fn signal(child: &std::process::Child, sig: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
 }
+pub mod promtool;
