@@ -26,14 +26,10 @@
 //! generated plan of N circuits with cake leaves (every circuit with
 //! counters and four tins; no kernel).
 
-#[path = "../src/metrics.rs"]
-#[allow(dead_code)]
-mod metrics;
-
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lqos_apply::stats::openmetrics::{CircuitSeries, Format};
+use lqos_apply::stats::openmetrics::{self, CircuitSeries, Format};
 use lqos_apply::stats::{Snapshot, StatsIndex, StatsPoll, StatsTracker};
 use lqos_apply::{load_saved_plan, LiveSource, NetlinkLive, StateDir};
 
@@ -49,6 +45,14 @@ fn cpu() -> (Duration, Duration) {
         d(me.user_time()) + d(ch.user_time()),
         d(me.system_time()) + d(ch.system_time()),
     )
+}
+
+/// `/metrics` as `lqos watch` renders it (the text format, every
+/// circuit, the daemon's health series).
+fn exposition(out: &mut Vec<u8>, snapshot: &Snapshot) {
+    let health = lqos_apply::daemon::Health::default().families();
+    let series = Some((&snapshot.stats, snapshot.labels()));
+    openmetrics::render(out, series, &health, CircuitSeries::All, Format::Prometheus).unwrap()
 }
 
 /// One timed run: wall, user CPU, system CPU.
@@ -160,17 +164,11 @@ fn synthetic(n: usize, runs: usize) {
     let stats = tracker.observe(&index, &raw, Duration::from_secs(1));
     let snapshot = Snapshot::new(stats, Arc::new(index));
     snapshot.labels();
-    let shared = Mutex::new(metrics::Shared {
-        latest: Some(Arc::new(snapshot)),
-        ..Default::default()
-    });
     let mut v = Vec::new();
     let mut out = Vec::new();
     for _ in 0..runs {
         out.clear();
-        let ((), t) = time(|| {
-            metrics::render(&mut out, &shared, CircuitSeries::All, Format::Prometheus).unwrap()
-        });
+        let ((), t) = time(|| exposition(&mut out, &snapshot));
         v.push(t);
     }
     let lines = out.iter().filter(|&&b| b == b'\n').count();
@@ -216,7 +214,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let devs: Vec<String> = poll.index().devs().map(str::to_string).collect();
     let (mut ours, mut theirs, mut render) = (Vec::new(), Vec::new(), Vec::new());
     let (mut dumps, mut maps) = (Vec::new(), Vec::new());
-    let shared = Mutex::new(metrics::Shared::default());
     let mut lines = 0;
     let mut out = Vec::new();
     for _ in 0..runs {
@@ -228,11 +225,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ours.push((td.0 + tm.0, td.1 + tm.1, td.2 + tm.2));
         // The label sets are built once per plan, not per render.
         snapshot.labels();
-        shared.lock().unwrap().latest = Some(Arc::new(snapshot));
         out.clear();
-        let ((), t) = time(|| {
-            metrics::render(&mut out, &shared, CircuitSeries::All, Format::Prometheus).unwrap()
-        });
+        let ((), t) = time(|| exposition(&mut out, &snapshot));
         lines = out.iter().filter(|&&b| b == b'\n').count();
         render.push(t);
         let (_, t) = time(|| {

@@ -401,12 +401,38 @@ impl Out<'_> {
     }
 }
 
-/// The circuits `which` selects, as indices into `stats.circuits`.
-fn selected(stats: &Stats, which: CircuitSeries) -> Vec<usize> {
+/// The circuits an exposition has series of.
+#[derive(Debug, Clone)]
+enum Selected {
+    /// The first n (every circuit: no list kept).
+    All(usize),
+    /// These, by index into `stats.circuits`.
+    Some(Vec<usize>),
+}
+
+impl Selected {
+    fn len(&self) -> usize {
+        match self {
+            Selected::All(n) => *n,
+            Selected::Some(v) => v.len(),
+        }
+    }
+
+    /// The index of the `i`-th selected circuit.
+    fn get(&self, i: usize) -> usize {
+        match self {
+            Selected::All(_) => i,
+            Selected::Some(v) => v[i],
+        }
+    }
+}
+
+/// The circuits `which` selects.
+fn selected(stats: &Stats, which: CircuitSeries) -> Selected {
     let busy = |c: &CircuitStats| c.download.rate_bps + c.upload.rate_bps;
-    match which {
+    Selected::Some(match which {
         CircuitSeries::None => Vec::new(),
-        CircuitSeries::All => (0..stats.circuits.len()).collect(),
+        CircuitSeries::All => return Selected::All(stats.circuits.len()),
         CircuitSeries::Top(n) => {
             let mut v: Vec<usize> = (0..stats.circuits.len()).collect();
             let by_rate = |a: &usize, b: &usize| {
@@ -419,7 +445,7 @@ fn selected(stats: &Stats, which: CircuitSeries) -> Vec<usize> {
             v.sort_by(by_rate);
             v
         }
-    }
+    })
 }
 
 /// The counter and gauge fields in exposition order, with their kind.
@@ -445,7 +471,7 @@ const FAMILY_SECTIONS: usize = FIELD_SECTIONS + 2;
 #[derive(Debug, Clone)]
 pub struct Exposition {
     format: Format,
-    circuits: Vec<usize>,
+    circuits: Selected,
     nodes: usize,
     /// Per field section, `lqos_circuit_NAME_total{` and the like.
     prefixes: Vec<String>,
@@ -462,7 +488,7 @@ impl Exposition {
             Some((stats, labels)) if labels.fits(stats) => {
                 (selected(stats, which), stats.nodes.len())
             }
-            _ => (Vec::new(), 0),
+            _ => (Selected::Some(Vec::new()), 0),
         };
         let prefixes = fields()
             .flat_map(|(&(name, _, _), kind)| {
@@ -532,7 +558,7 @@ impl Exposition {
                 return;
             };
             let (dirs, label) = if s % 2 == 0 {
-                let i = self.circuits[row - 1];
+                let i = self.circuits.get(row - 1);
                 (
                     [&stats.circuits[i].download, &stats.circuits[i].upload],
                     labels.circuit.get(i),
@@ -556,7 +582,7 @@ impl Exposition {
             let Some((stats, labels)) = series else {
                 return;
             };
-            let i = self.circuits[row - 1];
+            let i = self.circuits.get(row - 1);
             let c = &stats.circuits[i];
             for d in Dir::BOTH {
                 for (tin, delays) in tin_delays(c.dir(d)) {
@@ -578,7 +604,7 @@ impl Exposition {
             let Some((_, labels)) = series else { return };
             o.put(INFO.0);
             o.put("{");
-            o.put(labels.info.get(self.circuits[row - 1]));
+            o.put(labels.info.get(self.circuits.get(row - 1)));
             o.put("} 1\n");
         } else if let Some(f) = families.get(s - FAMILY_SECTIONS) {
             if row == 0 {
