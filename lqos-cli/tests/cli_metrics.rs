@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{lqos, netns_with_generated, ok, promtool, static_neighbour, udp_sender};
+use common::{lqos, netns_with_generated, ok, promtool, set_rates, static_neighbour, udp_sender};
 use lqos_apply::netns::require_netns;
 use lqos_tc::{Direction, TcHandle};
 
@@ -363,33 +363,6 @@ fn timed_scrape(port: u16) -> Duration {
     took
 }
 
-/// Sets circuit `id`'s download maximum in `dir`'s ShapedDevices.csv to
-/// `mbps` (written beside it and renamed into place).
-fn set_download_max(dir: &std::path::Path, id: &str, mbps: &str) {
-    let path = dir.join("ShapedDevices.csv");
-    let mut r = csv::Reader::from_path(&path).unwrap();
-    let headers = r.headers().unwrap().clone();
-    let col = headers
-        .iter()
-        .position(|h| h == "Download Max Mbps")
-        .unwrap();
-    let tmp = dir.join("ShapedDevices.csv.new");
-    let mut w = csv::Writer::from_path(&tmp).unwrap();
-    w.write_record(&headers).unwrap();
-    for rec in r.records() {
-        let rec = rec.unwrap();
-        let row: Vec<&str> = rec
-            .iter()
-            .enumerate()
-            .map(|(i, f)| if i == col && rec[0] == *id { mbps } else { f })
-            .collect();
-        w.write_record(&row).unwrap();
-    }
-    w.flush().unwrap();
-    drop(w);
-    std::fs::rename(tmp, path).unwrap();
-}
-
 /// Idle sockets, half-sent requests, a reader taking 1 byte a second and
 /// a flood of 1,000 connections do not stop scrapes (each answers before
 /// a 10 s client timeout; the times are printed, the numbers are in
@@ -487,7 +460,9 @@ fn metrics_stay_answerable_under_idle_slow_and_many_clients() {
             t.classes.values().map(|c| c.htb.ceil.bps()).collect()
         };
         let old = ceils();
-        set_download_max(d, "10001", "777");
+        let csv = std::fs::read_to_string(d.join("ShapedDevices.csv")).unwrap();
+        std::fs::write(d.join("edit.csv"), set_rates(&csv, "10001", "1", "777")).unwrap();
+        std::fs::rename(d.join("edit.csv"), d.join("ShapedDevices.csv")).unwrap();
         let t = Instant::now();
         while !ceils().contains(&777_000_000) {
             assert!(
