@@ -17,7 +17,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 use lqos_apply::netlink::LeafXstats;
 use lqos_apply::netlink::{decode_class_sample_msg, decode_qdisc_sample_msg};
-use lqos_apply::stats::openmetrics::{self, CircuitSeries, Labels};
+use lqos_apply::stats::openmetrics::{self, CircuitSeries, Format, Labels};
 use lqos_apply::stats::{RawIface, RawStats, StatsIndex, StatsTracker};
 use lqos_tc::{TcHandle, TcOp};
 
@@ -157,7 +157,14 @@ fn bench(c: &mut Criterion) {
     group.bench_function("render, every tin busy", |b| {
         b.iter(|| {
             out.clear();
-            openmetrics::render(&mut out, &stats, &labels, CircuitSeries::All).unwrap();
+            openmetrics::render(
+                &mut out,
+                Some((&stats, &labels)),
+                &[],
+                CircuitSeries::All,
+                Format::Prometheus,
+            )
+            .unwrap();
         })
     });
     let lines = out.iter().filter(|&&b| b == b'\n').count();
@@ -181,7 +188,14 @@ fn bench(c: &mut Criterion) {
     group.bench_function("render, Best Effort busy", |b| {
         b.iter(|| {
             out.clear();
-            openmetrics::render(&mut out, &stats_be, &labels, CircuitSeries::All).unwrap();
+            openmetrics::render(
+                &mut out,
+                Some((&stats_be, &labels)),
+                &[],
+                CircuitSeries::All,
+                Format::Prometheus,
+            )
+            .unwrap();
         })
     });
     let lines_be = out.iter().filter(|&&b| b == b'\n').count();

@@ -5,7 +5,7 @@
 //! to every leaf class by itself (no handle, a few hundred bytes), while a
 //! cake instance costs about 1 MiB of kernel memory. So a circuit starts
 //! without its leaf; [`LeafTracker::observe`] compares the class counters of
-//! one dump ([`crate::NetlinkLive::class_stats`]) with the previous one and
+//! one poll ([`crate::LiveSource::poll`]) with the previous one and
 //! returns one op per circuit that needs its leaf now (counters moved) or
 //! no longer (idle for the idle time). The leaf always comes back with its
 //! planned handle: the plan keeps every handle reserved, only the op is

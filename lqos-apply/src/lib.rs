@@ -64,6 +64,7 @@
 //! - [`watch`]: the status file `lqos watch` writes and `lqos status` reads.
 //! - `netns` (feature `test-util`): scratch network namespaces with veth
 //!   pairs for tests and benchmarks.
+#![deny(missing_docs)]
 
 pub mod adopt;
 pub mod alloc;
@@ -124,3 +125,8 @@ pub use session::{
 pub use state::{resolve_state_dir, ApplyLock, StateDir};
 pub use timing::Timing;
 pub use verify::{verify_tree, Drift, IfaceVerify, VerifyReport};
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

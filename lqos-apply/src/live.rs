@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ApplyError, ClassifierMissing, QdiscRefusal, Result};
 use crate::netlink::{NetlinkError, NetlinkSocket, SendOptions};
 use crate::netns::{unique_name, ScratchNetns};
-use crate::stats::{RawIface, RawStats, StatsIndex};
+use crate::stats::{PollRequest, Polled, RawIface};
 
 /// What preflight needs to know about an interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +49,11 @@ pub trait LiveSource: Sync {
     fn meminfo(&self) -> Option<crate::meminfo::MemInfo> {
         None
     }
+    /// One statistics poll ([`crate::stats`]): per interface of `req` the
+    /// class dumps of its HTBs and, where asked, its qdisc dump. An
+    /// interface that cannot be read is in [`Polled::failed`]; the others
+    /// are still read.
+    fn poll(&self, req: &PollRequest) -> Polled;
 }
 
 /// `(major, minor)` of a kernel release string (`6.1.0-18-cloud-amd64`).
@@ -324,44 +329,9 @@ impl NetlinkLive {
         f(guard.as_mut().expect("socket just opened"))
     }
 
-    /// The byte/packet counters of the classes of `dev`'s HTB qdiscs with
-    /// majors `htb_majors` (a plan's [`htb_majors`](lqos_tc::InterfacePlan::htb_majors);
-    /// one class dump each, see [`NetlinkSocket::class_stats_of`]).
-    pub fn class_stats(
-        &self,
-        dev: &str,
-        htb_majors: &[u16],
-    ) -> Result<Vec<crate::netlink::ClassStats>> {
-        let htbs: Vec<TcHandle> = htb_majors.iter().map(|&m| TcHandle::new(m, 0)).collect();
-        self.with_sock(|s| {
-            let link = s
-                .link(dev)
-                .map_err(|e| netlink_error(Some(dev), "looking up the interface", e))?;
-            s.class_stats_of(link.ifindex, &htbs)
-                .map_err(|e| netlink_error(Some(dev), "reading class counters", e))
-        })
-        .map_err(|e| self.in_ns(e))
-    }
-
-    /// One statistics poll of every interface of `index`
-    /// ([`crate::stats`]): per planned HTB its class dump (counters, 64-bit
-    /// packets, HTB's statistics) and, with `leaves`, one qdisc dump per
-    /// interface (the leaves' counters, cake's per-tin and fq_codel's
-    /// statistics) where [`StatsIndex::leaf_dump_needed`]: a dump of
-    /// 100,000 classes' pfifo leaves or kernel defaults would cost as much
-    /// as the class dumps and add nothing.
-    pub fn poll_stats(&self, index: &StatsIndex, leaves: bool) -> Result<RawStats> {
-        let mut out = RawStats::default();
-        for (dev, htbs) in index.htbs() {
-            let leaves = leaves && index.leaf_dump_needed(dev);
-            out.interfaces.push(self.poll_iface(dev, htbs, leaves)?);
-        }
-        Ok(out)
-    }
-
-    /// [`poll_stats`](Self::poll_stats) of one interface: the class dumps
-    /// of `htbs` and, with `leaves`, its qdisc dump.
-    pub fn poll_iface(&self, dev: &str, htbs: &[TcHandle], leaves: bool) -> Result<RawIface> {
+    /// One interface of a [`LiveSource::poll`]: the class dumps of
+    /// `htbs` and, with `qdiscs`, its qdisc dump.
+    fn poll_iface(&self, dev: &str, htbs: &[TcHandle], qdiscs: bool) -> Result<RawIface> {
         self.with_sock(|s| {
             let link = s
                 .link(dev)
@@ -369,7 +339,7 @@ impl NetlinkLive {
             let mut r = RawIface::empty(dev);
             s.class_samples_of(link.ifindex, htbs, &mut r.classes)
                 .map_err(|e| netlink_error(Some(dev), "reading class statistics", e))?;
-            if leaves {
+            if qdiscs {
                 s.qdisc_samples(link.ifindex, &mut r.qdiscs)
                     .map_err(|e| netlink_error(Some(dev), "reading qdisc statistics", e))?;
             }
@@ -427,6 +397,14 @@ impl LiveSource for NetlinkLive {
     /// `/proc/meminfo` (memory is the machine's, whatever the namespace).
     fn meminfo(&self) -> Option<crate::meminfo::MemInfo> {
         crate::meminfo::MemInfo::read()
+    }
+
+    /// Per interface one class dump per HTB (`tcm_parent` = the HTB:
+    /// counters, 64-bit packets, HTB's statistics) and, where asked, one
+    /// qdisc dump (the leaves' counters, cake's per-tin and fq_codel's
+    /// statistics), on the one socket.
+    fn poll(&self, req: &PollRequest) -> Polled {
+        Polled::collect(req, |t| self.poll_iface(&t.dev, &t.htbs, t.qdiscs))
     }
 }
 

@@ -161,6 +161,10 @@ impl LiveSource for Prefetched<'_> {
     fn meminfo(&self) -> Option<crate::meminfo::MemInfo> {
         self.inner.meminfo()
     }
+
+    fn poll(&self, req: &crate::stats::PollRequest) -> crate::stats::Polled {
+        self.inner.poll(req)
+    }
 }
 
 #[cfg(test)]
@@ -224,6 +228,9 @@ mod tests {
             &self,
         ) -> Result<std::result::Result<(), crate::error::ClassifierMissing>> {
             self.rec.probe_classifier()
+        }
+        fn poll(&self, req: &crate::stats::PollRequest) -> crate::stats::Polled {
+            self.rec.poll(req)
         }
     }
 

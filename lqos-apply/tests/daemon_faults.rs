@@ -9,21 +9,12 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use lqos_apply::daemon::{Counters, Driver, Event, FileEvent, InputFile, Kernel, Settings};
-use lqos_apply::netlink::ClassStats;
+use lqos_apply::daemon::{Driver, Event, FileEvent, InputFile, Kernel, Settings};
 use lqos_apply::watch::{Outcome, Trigger, WatchStatus};
 use lqos_apply::{load_saved_plan, verify_plan, ApplyError, Inputs, PlanOverrides, StateDir};
 use lqos_apply::{Fault, Faulty, Recording};
 use lqos_model::Rate;
 use proptest::prelude::*;
-
-struct NoCounters;
-
-impl Counters for NoCounters {
-    fn class_stats(&self, _: &str, _: &[u16]) -> lqos_apply::Result<Vec<ClassStats>> {
-        Ok(Vec::new())
-    }
-}
 
 fn fault() -> impl Strategy<Value = Fault> {
     prop_oneof![
@@ -140,7 +131,6 @@ fn load_sizes() -> [usize; 3] {
             let k = Kernel {
                 live: &kernel,
                 backend: &kernel,
-                counters: &NoCounters,
             };
             let mut d = Driver::new(settings(), Inputs::in_dir(f.dir.path()), &st, k);
             d.start(&mut |_| {});
@@ -168,7 +158,7 @@ proptest! {
         let mut files = Files::new(40);
         let faulty = Faulty::new(Recording::new().with_link("ens19", 4).with_link("ens20", 4));
         let state = StateDir::open(files.dir.path().join("st")).unwrap();
-        let k = Kernel { live: faulty.inner(), backend: &faulty, counters: &NoCounters };
+        let k = Kernel { live: faulty.inner(), backend: &faulty };
         let settings = settings();
         let retry = settings.retry;
         let clock = Rc::new(Cell::new(Instant::now()));

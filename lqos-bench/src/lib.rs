@@ -9,6 +9,7 @@
 //! The per-load timing (`Timing`, `Stopwatch`) stays in `lqos-apply`,
 //! because its backends report wall/user/sys per interface; this crate only
 //! measures whole methods and summarises them.
+#![deny(missing_docs)]
 
 mod error;
 mod runner;
@@ -17,3 +18,8 @@ mod stats;
 pub use error::{BenchError, Result};
 pub use runner::{one_percent_changed, ApplyCommand, BenchTree, Measured, Method, Runner};
 pub use stats::{Sample, Spread, Summary};
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -9,10 +9,10 @@
 //!
 //! Per run, each timed alone (wall, and this process's and its children's
 //! user+system CPU):
-//! - lqos: [`lqos_apply::NetlinkLive::poll_stats`] of every planned
-//!   interface (per HTB its class dump; one qdisc dump per interface: the
-//!   leaves' statistics) and [`StatsTracker::observe`] (map to circuits
-//!   and nodes, rates);
+//! - lqos: [`lqos_apply::LiveSource::poll`] of every planned interface
+//!   (per HTB its class dump; one qdisc dump per interface: the leaves'
+//!   statistics) and [`StatsPoll::observe`] (map to circuits and nodes,
+//!   rates);
 //! - LibreQoS's way: `tc -s -j class show dev IF` and `tc -s -j qdisc show
 //!   dev IF` of both interfaces (four processes), each output parsed as
 //!   JSON (serde_json; iproute2 6.1 prints HTB classes as text even with
@@ -26,16 +26,12 @@
 //! generated plan of N circuits with cake leaves (every circuit with
 //! counters and four tins; no kernel).
 
-#[path = "../src/metrics.rs"]
-#[allow(dead_code)]
-mod metrics;
-
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lqos_apply::stats::openmetrics::{CircuitSeries, Labels};
-use lqos_apply::stats::{StatsIndex, StatsTracker};
-use lqos_apply::{load_saved_plan, NetlinkLive, StateDir};
+use lqos_apply::stats::openmetrics::{self, CircuitSeries, Format};
+use lqos_apply::stats::{Snapshot, StatsIndex, StatsPoll, StatsTracker};
+use lqos_apply::{load_saved_plan, LiveSource, NetlinkLive, StateDir};
 
 /// User and system CPU of this process and its waited-for children.
 fn cpu() -> (Duration, Duration) {
@@ -49,6 +45,14 @@ fn cpu() -> (Duration, Duration) {
         d(me.user_time()) + d(ch.user_time()),
         d(me.system_time()) + d(ch.system_time()),
     )
+}
+
+/// `/metrics` as `lqos watch` renders it (the text format, every
+/// circuit, the daemon's health series).
+fn exposition(out: &mut Vec<u8>, snapshot: &Snapshot) {
+    let health = lqos_apply::daemon::Health::default().families();
+    let series = Some((&snapshot.stats, snapshot.labels()));
+    openmetrics::render(out, series, &health, CircuitSeries::All, Format::Prometheus).unwrap()
 }
 
 /// One timed run: wall, user CPU, system CPU.
@@ -158,18 +162,13 @@ fn synthetic(n: usize, runs: usize) {
     let mut tracker = StatsTracker::new(&index);
     tracker.observe(&index, &raw, Duration::ZERO);
     let stats = tracker.observe(&index, &raw, Duration::from_secs(1));
-    let shared = Mutex::new(metrics::Shared {
-        latest: Some(Arc::new(metrics::Snapshot {
-            stats,
-            labels: Arc::new(Labels::new(&index)),
-        })),
-        ..Default::default()
-    });
+    let snapshot = Snapshot::new(stats, Arc::new(index));
+    snapshot.labels();
     let mut v = Vec::new();
     let mut out = Vec::new();
     for _ in 0..runs {
         out.clear();
-        let ((), t) = time(|| metrics::render(&mut out, &shared, CircuitSeries::All).unwrap());
+        let ((), t) = time(|| exposition(&mut out, &snapshot));
         v.push(t);
     }
     let lines = out.iter().filter(|&&b| b == b'\n').count();
@@ -200,36 +199,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("no plan applied in the state directory")?
         .plan;
     let live = NetlinkLive::new(netns.clone());
-    let index = StatsIndex::new(&plan);
-    let mut tracker = StatsTracker::new(&index);
+    let mut poll = StatsPoll::new(&plan);
+    let req = poll.request(true);
     let start = Instant::now();
     if args.iter().any(|a| a == "--poll-only") {
         // For a profiler: the polls alone.
         for _ in 0..runs {
-            let raw = live.poll_stats(&index, true).expect("poll");
-            std::hint::black_box(tracker.observe(&index, &raw, start.elapsed()));
+            let polled = live.poll(&req);
+            assert!(polled.failed.is_empty(), "{:?}", polled.failed);
+            std::hint::black_box(poll.observe(&polled, start.elapsed()));
         }
         return Ok(());
     }
-    let devs: Vec<String> = index.devs().map(str::to_string).collect();
+    let devs: Vec<String> = poll.index().devs().map(str::to_string).collect();
     let (mut ours, mut theirs, mut render) = (Vec::new(), Vec::new(), Vec::new());
     let (mut dumps, mut maps) = (Vec::new(), Vec::new());
-    let shared = Mutex::new(metrics::Shared::default());
-    let labels = Arc::new(Labels::new(&index));
     let mut lines = 0;
     let mut out = Vec::new();
     for _ in 0..runs {
-        let (raw, td) = time(|| live.poll_stats(&index, true).expect("poll"));
-        let (stats, tm) = time(|| tracker.observe(&index, &raw, start.elapsed()));
+        let (polled, td) = time(|| live.poll(&req));
+        assert!(polled.failed.is_empty(), "{:?}", polled.failed);
+        let (snapshot, tm) = time(|| poll.observe(&polled, start.elapsed()));
         dumps.push(td);
         maps.push(tm);
         ours.push((td.0 + tm.0, td.1 + tm.1, td.2 + tm.2));
-        shared.lock().unwrap().latest = Some(Arc::new(metrics::Snapshot {
-            stats,
-            labels: labels.clone(),
-        }));
+        // The label sets are built once per plan, not per render.
+        snapshot.labels();
         out.clear();
-        let ((), t) = time(|| metrics::render(&mut out, &shared, CircuitSeries::All).unwrap());
+        let ((), t) = time(|| exposition(&mut out, &snapshot));
         lines = out.iter().filter(|&&b| b == b'\n').count();
         render.push(t);
         let (_, t) = time(|| {
@@ -256,7 +253,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     println!(
         "{} circuits, {} interfaces, {runs} runs",
-        index.circuits.len(),
+        poll.index().circuits.len(),
         devs.len()
     );
     println!(

@@ -9,8 +9,9 @@
 //! - `apply`: [`lqos_apply::Session::apply`] (or `rollback`;
 //!   [`lqos_apply::apply_plan`] for `--dry-run`);
 //! - `verify`: [`lqos_apply::verify_plan`];
-//! - `stats`, `top`: [`lqos_apply::NetlinkLive::poll_stats`] through
-//!   [`lqos_apply::stats::StatsTracker`];
+//! - `stats`, `top`: [`lqos_apply::stats::StatsPoll::poll`];
+//! - `watch`: [`lqos_apply::daemon::Driver`] (with `--metrics`, its
+//!   statistics served over HTTP);
 //! - `bench`: the bench runner in a scratch network namespace.
 
 use std::process::ExitCode;

@@ -1,43 +1,35 @@
-//! `lqos watch --metrics ADDR`: the daemon's statistics and health as
-//! OpenMetrics text (`GET /metrics`).
+//! `lqos watch --metrics ADDR`: the daemon's statistics and health at
+//! `GET /metrics`, in the Prometheus text format 0.0.4, or OpenMetrics
+//! 1.0.0 when the scraper's `Accept` asks for it, gzip-compressed when its
+//! `Accept-Encoding` allows.
 //!
-//! The circuit and node series are [`lqos_apply::stats::openmetrics`]'s
-//! (labels escaped once per plan, [`Labels`]); the daemon's own, encoded by
-//! prometheus-client at each scrape, follow:
-//! `lqos_reloads_total{trigger, outcome}`,
-//! `lqos_reload_last_timestamp_seconds`, `_duration_seconds`,
-//! `lqos_reload_last_ops{change}`, `lqos_reload_last_success`,
-//! `lqos_lazy_leaves_active`, `lqos_stats_poll_duration_seconds`,
-//! `lqos_stats_polls_total`, `lqos_stats_poll_errors_total`.
-//!
+//! What is served is [`lqos_apply::stats::openmetrics`]'s exposition of
+//! the daemon driver's latest [`Snapshot`] and its [`Health`] (handed over
+//! by the daemon's loop in [`Shared`]; a scrape takes them under the lock
+//! and renders without it, so a scrape never holds up a reload).
 //! `--metrics-circuits all|top:N|none` bounds the circuit series on very
 //! large networks (top: the N busiest by download + upload rate).
 //!
-//! The server is a small accept loop (std sockets, requests parsed by
-//! httparse): one request per connection, at most 8 KiB of request head,
-//! 2 s to send it; anything else gets a 4xx status and the connection is
-//! closed. The answer is written as it is rendered (no copy of the whole
-//! text is kept; the end of the body is the end of the connection and the
-//! closing `# EOF`), from a snapshot of the latest poll taken without
-//! holding the poll's lock while writing.
+//! The server is hyper's HTTP/1 on a current-thread tokio runtime on a
+//! thread of its own, serving clients concurrently: one request per
+//! connection (no keep-alive), its head (at most 8 KiB, else `431`) within
+//! [`HEAD_TIMEOUT`], the whole exchange within [`EXCHANGE_TIMEOUT`], at
+//! most [`MAX_CONNECTIONS`] connections (an idle one makes room for a new
+//! one) and [`MAX_ANSWERS`] answers being written at once. An answer is
+//! rendered a chunk at a time as the client reads it (gzip streamed the
+//! same way), so a slow reader holds its snapshot and a few buffers, and
+//! other scrapes go on.
 
-use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lqos_apply::daemon::{Counters, Event};
-use lqos_apply::netlink::ClassStats;
-pub use lqos_apply::stats::openmetrics::CircuitSeries;
-use lqos_apply::stats::openmetrics::{Labels, EOF};
-use lqos_apply::stats::{RawIface, RawStats, Stats, StatsIndex, StatsTracker};
-use lqos_apply::NetlinkLive;
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::counter::ConstCounter;
-use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::registry::Registry;
+use lqos_apply::daemon::Health;
+use lqos_apply::stats::openmetrics;
+pub use lqos_apply::stats::openmetrics::{CircuitSeries, Format};
+use lqos_apply::stats::Snapshot;
 
 /// `--metrics-circuits`: `all`, `none` or `top:N`.
 pub fn parse_circuit_series(s: &str) -> Result<CircuitSeries, String> {
@@ -52,39 +44,8 @@ pub fn parse_circuit_series(s: &str) -> Result<CircuitSeries, String> {
     }
 }
 
-/// What the daemon last did, for the health series.
-#[derive(Debug, Clone, Default)]
-pub struct Health {
-    /// Reloads by (trigger, outcome).
-    pub reloads: BTreeMap<(String, String), u64>,
-    /// Unix time of the last reload.
-    pub last_reload_unix: Option<f64>,
-    /// Its duration.
-    pub last_reload_secs: f64,
-    /// Its ops added, changed, removed.
-    pub last_ops: [u64; 3],
-    /// Whether it succeeded.
-    pub last_ok: bool,
-    /// Circuits with their lazy leaf now (`None`: lazy leaves off).
-    pub lazy_active: Option<usize>,
-    /// Duration of the last statistics poll.
-    pub poll_secs: f64,
-    /// Statistics polls made.
-    pub polls: u64,
-    /// Statistics polls that failed.
-    pub poll_errors: u64,
-}
-
-/// One poll's statistics with the label sets of their plan.
-#[derive(Debug)]
-pub struct Snapshot {
-    /// The statistics.
-    pub stats: Stats,
-    /// Their plan's label sets (built once per plan).
-    pub labels: Arc<Labels>,
-}
-
-/// The state behind `/metrics`: the latest statistics and the health.
+/// The state behind `/metrics`: the latest statistics and the health,
+/// as the daemon's driver last reported them.
 #[derive(Debug, Default)]
 pub struct Shared {
     /// The latest poll's statistics.
@@ -93,492 +54,412 @@ pub struct Shared {
     pub health: Health,
 }
 
-/// `/metrics` as OpenMetrics text, written to `out` as it is rendered:
-/// the circuit and node series of the latest poll, the daemon's health,
-/// `# EOF`. The lock on `shared` is held only to take a snapshot.
-pub fn render(
-    out: &mut dyn Write,
-    shared: &Mutex<Shared>,
-    circuits: CircuitSeries,
-) -> std::io::Result<()> {
-    let (latest, health) = {
-        let sh = shared.lock().expect("metrics state");
-        (sh.latest.clone(), sh.health.clone())
-    };
-    if let Some(s) = &latest {
-        lqos_apply::stats::openmetrics::render(out, &s.stats, &s.labels, circuits)?;
-    }
-    let mut registry = Registry::default();
-    registry.register_collector(Box::new(health));
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode_registry(&mut text, &registry)
-        .map_err(std::io::Error::other)?;
-    text.push_str(EOF);
-    out.write_all(text.as_bytes())
-}
-
-fn counter<S: prometheus_client::encoding::EncodeLabelSet>(
-    e: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    rows: impl Iterator<Item = (S, u64)>,
-) -> Result<(), std::fmt::Error> {
-    let mut m = e.encode_descriptor(name, help, None, ConstCounter::new(0u64).metric_type())?;
-    for (labels, v) in rows {
-        ConstCounter::new(v).encode(m.encode_family(&labels)?)?;
-    }
-    Ok(())
-}
-
-fn gauge<S: prometheus_client::encoding::EncodeLabelSet>(
-    e: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    rows: impl Iterator<Item = (S, f64)>,
-) -> Result<(), std::fmt::Error> {
-    let mut m = e.encode_descriptor(name, help, None, ConstGauge::new(0.0f64).metric_type())?;
-    for (labels, v) in rows {
-        ConstGauge::new(v).encode(m.encode_family(&labels)?)?;
-    }
-    Ok(())
-}
-
-/// The daemon's health series.
-impl Collector for Health {
-    fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let h = self;
-        counter(
-            &mut e,
-            "lqos_reloads",
-            "Reloads by trigger and outcome",
-            &mut h
-                .reloads
-                .iter()
-                .map(|((t, o), n)| (vec![("trigger", t.clone()), ("outcome", o.clone())], *n)),
-        )?;
-        let none: [(&str, &str); 0] = [];
-        let one = |v: f64| std::iter::once((none, v));
-        if let Some(t) = h.last_reload_unix {
-            gauge(
-                &mut e,
-                "lqos_reload_last_timestamp_seconds",
-                "Unix time of the last reload",
-                one(t),
-            )?;
-        }
-        gauge(
-            &mut e,
-            "lqos_reload_last_duration_seconds",
-            "Duration of the last reload",
-            one(h.last_reload_secs),
-        )?;
-        gauge(
-            &mut e,
-            "lqos_reload_last_success",
-            "1 when the last reload succeeded",
-            one(if h.last_ok { 1.0 } else { 0.0 }),
-        )?;
-        gauge(
-            &mut e,
-            "lqos_reload_last_ops",
-            "Ops of the last reload by change",
-            ["added", "changed", "removed"]
-                .into_iter()
-                .zip(h.last_ops)
-                .map(|(k, v)| ([("change", k)], v as f64)),
-        )?;
-        if let Some(n) = h.lazy_active {
-            gauge(
-                &mut e,
-                "lqos_lazy_leaves_active",
-                "Circuits with their lazy leaf now",
-                one(n as f64),
-            )?;
-        }
-        gauge(
-            &mut e,
-            "lqos_stats_poll_duration_seconds",
-            "Duration of the last statistics poll",
-            one(h.poll_secs),
-        )?;
-        counter(
-            &mut e,
-            "lqos_stats_polls",
-            "Statistics polls",
-            std::iter::once((none, h.polls)),
-        )?;
-        counter(
-            &mut e,
-            "lqos_stats_poll_errors",
-            "Statistics polls that failed",
-            std::iter::once((none, h.poll_errors)),
-        )?;
-        Ok(())
-    }
-}
-
-impl Health {
-    /// Takes one daemon event.
-    pub fn event(&mut self, e: &Event) {
-        let now_unix = || {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64())
-        };
-        let mut reload = |trigger: String, outcome: &str, secs: f64, ops: [u64; 3], ok: bool| {
-            *self
-                .reloads
-                .entry((trigger, outcome.to_string()))
-                .or_default() += 1;
-            self.last_reload_unix = Some(now_unix());
-            self.last_reload_secs = secs;
-            self.last_ops = ops;
-            self.last_ok = ok;
-        };
-        match e {
-            Event::Applied(a) => {
-                let s = &a.summary;
-                let ops = [s.added as u64, s.changed as u64, s.removed as u64];
-                reload(
-                    a.trigger.to_string(),
-                    "applied",
-                    a.took.as_secs_f64(),
-                    ops,
-                    true,
-                );
-            }
-            Event::LoadFailed {
-                trigger, summary, ..
-            } => {
-                let s = summary;
-                let ops = [s.added as u64, s.changed as u64, s.removed as u64];
-                reload(trigger.to_string(), "failed", 0.0, ops, false);
-            }
-            Event::Rejected { trigger, .. }
-            | Event::PlanRefused { trigger, .. }
-            | Event::PlanFailed { trigger, .. } => {
-                reload(trigger.to_string(), "rejected", 0.0, [0; 3], false)
-            }
-            Event::Leaves { active, .. } | Event::LeavesUnchanged { active } => {
-                self.lazy_active = Some(*active)
-            }
-            _ => {}
-        }
-    }
-}
-
-/// The statistics poll of the daemon: the lazy-leaf poll's class dumps
-/// ([`Counters`]) come from the same dumps as the metrics (one class dump
-/// per HTB and one qdisc dump per interface and poll); without lazy leaves
-/// the loop polls itself ([`Poller::poll_all`]).
-pub struct Poller<'a> {
-    live: &'a NetlinkLive,
-    state: Mutex<PollState>,
-    shared: Arc<Mutex<Shared>>,
-}
-
-struct PollState {
-    index: Option<StatsIndex>,
-    labels: Arc<Labels>,
-    tracker: Option<StatsTracker>,
-    pending: Vec<RawIface>,
-    started: Instant,
-    took: Duration,
-}
-
-impl<'a> Poller<'a> {
-    /// A poller reading `live`, publishing into `shared`.
-    pub fn new(live: &'a NetlinkLive, shared: Arc<Mutex<Shared>>) -> Poller<'a> {
-        Poller {
-            live,
-            state: Mutex::new(PollState {
-                index: None,
-                labels: Arc::default(),
-                tracker: None,
-                pending: Vec::new(),
-                started: Instant::now(),
-                took: Duration::ZERO,
-            }),
-            shared,
-        }
-    }
-
-    /// The daemon runs `plan` now (after a reload): the index follows it,
-    /// the counters of the circuits both plans have carry over.
-    pub fn set_plan(&self, plan: &lqos_tc::Plan) {
-        let mut st = self.state.lock().expect("poll state");
-        let index = StatsIndex::new(plan);
-        let tracker = match (&st.index, &st.tracker) {
-            (Some(old), Some(t)) => t.rebase(old, &index),
-            _ => StatsTracker::new(&index),
-        };
-        st.labels = Arc::new(Labels::new(&index));
-        st.index = Some(index);
-        st.tracker = Some(tracker);
-        st.pending.clear();
-    }
-
-    /// Whether [`Poller::set_plan`] was called.
-    pub fn has_plan(&self) -> bool {
-        self.state.lock().expect("poll state").index.is_some()
-    }
-
-    /// Turns the dumps taken since the last call (by the lazy-leaf poll)
-    /// into the statistics `/metrics` serves.
-    pub fn flush(&self) {
-        let mut st = self.state.lock().expect("poll state");
-        if st.pending.is_empty() {
-            return;
-        }
-        let raw = RawStats {
-            interfaces: std::mem::take(&mut st.pending),
-        };
-        self.publish(&mut st, &raw);
-    }
-
-    /// One poll of every planned interface (when lazy leaves are off).
-    pub fn poll_all(&self) {
-        let mut st = self.state.lock().expect("poll state");
-        let Some(index) = &st.index else { return };
-        let t = Instant::now();
-        let r = self.live.poll_stats(index, true);
-        st.took = t.elapsed();
-        match r {
-            Ok(raw) => self.publish(&mut st, &raw),
-            Err(e) => {
-                tracing::warn!(error = %e, "statistics poll failed");
-                let mut sh = self.shared.lock().expect("metrics state");
-                sh.health.polls += 1;
-                sh.health.poll_errors += 1;
-            }
-        }
-    }
-
-    fn publish(&self, st: &mut PollState, raw: &RawStats) {
-        let now = st.started.elapsed();
-        let took = st.took;
-        let PollState {
-            index: Some(index),
-            tracker: Some(tracker),
-            ..
-        } = st
-        else {
-            return;
-        };
-        let snapshot = Arc::new(Snapshot {
-            stats: tracker.observe(index, raw, now),
-            labels: st.labels.clone(),
-        });
-        let mut sh = self.shared.lock().expect("metrics state");
-        sh.latest = Some(snapshot);
-        sh.health.polls += 1;
-        sh.health.poll_secs = took.as_secs_f64();
-    }
-}
-
-impl Counters for Poller<'_> {
-    /// The lazy-leaf poll's counters, from a statistics poll of `dev` (its
-    /// leaves too; kept for [`Poller::flush`]).
-    fn class_stats(&self, dev: &str, htb_majors: &[u16]) -> lqos_apply::Result<Vec<ClassStats>> {
-        let htbs: Vec<lqos_tc::TcHandle> = {
-            let st = self.state.lock().expect("poll state");
-            match st.index.as_ref().and_then(|i| i.htbs_of(dev)) {
-                Some(h) => h.to_vec(),
-                None => htb_majors
-                    .iter()
-                    .map(|&m| lqos_tc::TcHandle::new(m, 0))
-                    .collect(),
-            }
-        };
-        let t = Instant::now();
-        let r = self.live.poll_iface(dev, &htbs, true);
-        let mut st = self.state.lock().expect("poll state");
-        st.took = if st.pending.is_empty() {
-            t.elapsed()
-        } else {
-            st.took + t.elapsed()
-        };
-        match r {
-            Ok(iface) => {
-                let cs = iface.class_stats();
-                st.pending.push(iface);
-                Ok(cs)
-            }
-            Err(e) => {
-                self.shared
-                    .lock()
-                    .expect("metrics state")
-                    .health
-                    .poll_errors += 1;
-                Err(e)
-            }
-        }
-    }
-}
-
-/// Most bytes of a request head (request line and headers).
-const MAX_HEAD: usize = 8 << 10;
+/// Connections served at once. A connection past it takes the place of
+/// the one that has waited longest for its request head (an idle socket,
+/// a half-sent request); when every connection is being answered, it is
+/// refused (`503`, closed).
+pub const MAX_CONNECTIONS: usize = 512;
+/// Answers written at once (each holds the snapshot it renders and a
+/// gzip state); a request past it waits for one, within its deadline.
+pub const MAX_ANSWERS: usize = 8;
 /// Time a client has to send its request head.
-const READ_TIMEOUT: Duration = Duration::from_secs(2);
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// Time a connection may take in all (request and answer): a client that
+/// reads the answer too slowly is cut off.
+pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most bytes of a request head (hyper's smallest buffer); more is `431`.
+const MAX_HEAD: usize = 8 << 10;
+/// Bytes of exposition rendered per body frame.
+const CHUNK: usize = 64 << 10;
+/// Connections the kernel queues before they are accepted.
+const BACKLOG: u32 = 1024;
 
-/// Binds `addr` (before the daemon's first load, so a taken port fails
-/// at start).
-pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    TcpListener::bind(addr)
+/// The `/metrics` listener with the runtime that will serve it (bound
+/// before the daemon's first load, so a taken port fails at start).
+pub struct Listener {
+    rt: tokio::runtime::Runtime,
+    listener: tokio::net::TcpListener,
 }
 
-/// Time a client has to take the whole answer.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Binds `addr` for `/metrics` (with a backlog of [`BACKLOG`]).
+pub fn bind(addr: SocketAddr) -> std::io::Result<Listener> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()?;
+    let listener = rt.block_on(async {
+        let socket = match addr {
+            SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+            SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+        };
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        socket.listen(BACKLOG)
+    })?;
+    Ok(Listener { rt, listener })
+}
 
-/// Serves `/metrics` from `listener` on a thread of its own, one
-/// connection at a time (each bounded in size and time).
+/// Serves `/metrics` from `listener` on a thread of its own (a
+/// current-thread tokio runtime, hyper's HTTP/1): clients concurrently,
+/// within [`MAX_CONNECTIONS`], [`HEAD_TIMEOUT`] and [`EXCHANGE_TIMEOUT`].
 pub fn serve(
-    listener: TcpListener,
+    listener: Listener,
     shared: Arc<Mutex<Shared>>,
     circuits: CircuitSeries,
 ) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
         .name("lqos-metrics".into())
         .spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(stream) = conn else { continue };
-                let _ = handle(stream, &shared, circuits);
-            }
+            let Listener { rt, listener } = listener;
+            rt.block_on(accept(listener, shared, circuits));
         })
         .expect("spawning the metrics thread")
 }
 
-/// What a request gets.
-enum Answer {
-    /// `/metrics` (`body`: false for HEAD).
-    Metrics { body: bool },
-    /// An error status with a short text.
-    Error(u16, &'static str),
+/// One connection in the table of those served.
+struct Conn {
+    id: u64,
+    since: Instant,
+    /// Its request head has arrived (it is being answered).
+    requested: Arc<AtomicBool>,
+    task: Option<tokio::task::AbortHandle>,
 }
 
-/// A socket writer that gives up once the whole answer has taken longer
-/// than [`WRITE_TIMEOUT`] (each write is bounded by the socket's timeout
-/// too), so a client that reads slowly cannot hold the server.
-struct Deadline<'a> {
-    s: &'a mut TcpStream,
-    until: Instant,
+/// The connections served, for eviction.
+#[derive(Default)]
+struct Conns {
+    next: u64,
+    list: Vec<Conn>,
 }
 
-impl Write for Deadline<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if Instant::now() > self.until {
-            return Err(std::io::ErrorKind::TimedOut.into());
+impl Conns {
+    /// Room for one more: when full, the connection waiting longest for
+    /// its request head is aborted (`None`: all are being answered).
+    fn admit(&mut self, now: Instant) -> Option<(u64, Arc<AtomicBool>)> {
+        if self.list.len() >= MAX_CONNECTIONS {
+            let idle = self
+                .list
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| !c.requested.load(Ordering::Relaxed))
+                .min_by_key(|(_, c)| c.since)
+                .map(|(i, _)| i)?;
+            if let Some(t) = self.list.swap_remove(idle).task {
+                t.abort();
+            }
         }
-        self.s.write(buf)
+        self.next += 1;
+        let requested = Arc::new(AtomicBool::new(false));
+        self.list.push(Conn {
+            id: self.next,
+            since: now,
+            requested: requested.clone(),
+            task: None,
+        });
+        Some((self.next, requested))
     }
 
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.s.flush()
+    fn started(&mut self, id: u64, task: tokio::task::AbortHandle) {
+        if let Some(c) = self.list.iter_mut().find(|c| c.id == id) {
+            c.task = Some(task);
+        }
+    }
+
+    fn remove(&mut self, id: u64) {
+        self.list.retain(|c| c.id != id);
     }
 }
 
-/// Reads one request head (bounded), answers it, closes.
-fn handle(
-    mut s: TcpStream,
-    shared: &Mutex<Shared>,
+/// Takes a connection out of the table when its task ends (or is aborted).
+struct Registered {
+    conns: Arc<Mutex<Conns>>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.conns.lock().expect("connections").remove(self.id);
+    }
+}
+
+/// The accept loop: each connection on a task of its own.
+async fn accept(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Mutex<Shared>>,
     circuits: CircuitSeries,
-) -> std::io::Result<()> {
-    s.set_read_timeout(Some(READ_TIMEOUT))?;
-    s.set_write_timeout(Some(Duration::from_secs(10)))?;
-    let deadline = Instant::now() + READ_TIMEOUT;
-    let mut buf = vec![0u8; MAX_HEAD];
-    let mut len = 0;
-    let answer = loop {
-        if Instant::now() > deadline {
-            break Answer::Error(408, "request timeout\n");
-        }
-        let n = match s.read(&mut buf[len..]) {
-            Ok(0) => return Ok(()), // closed before a whole request
-            Ok(n) => n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                break Answer::Error(408, "request timeout\n");
+) {
+    let conns = Arc::new(Mutex::new(Conns::default()));
+    let answers = Arc::new(tokio::sync::Semaphore::new(MAX_ANSWERS));
+    loop {
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                // Out of file descriptors or memory: let connections end.
+                tracing::debug!(error = %e, "metrics: accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
             }
-            Err(e) => return Err(e),
         };
-        len += n;
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut req = httparse::Request::new(&mut headers);
-        match req.parse(&buf[..len]) {
-            Ok(httparse::Status::Complete(_)) => {
-                break match (req.method, req.path) {
-                    (Some(m @ ("GET" | "HEAD")), Some("/metrics")) => {
-                        Answer::Metrics { body: m == "GET" }
-                    }
-                    (Some("GET" | "HEAD"), Some(_)) => {
-                        Answer::Error(404, "not found: try /metrics\n")
-                    }
-                    _ => Answer::Error(405, "only GET /metrics\n"),
-                };
-            }
-            Ok(httparse::Status::Partial) if len == buf.len() => {
-                break Answer::Error(431, "request head too large\n");
-            }
-            Ok(httparse::Status::Partial) => continue,
-            Err(httparse::Error::TooManyHeaders) => {
-                break Answer::Error(431, "too many headers\n");
-            }
-            Err(_) => break Answer::Error(400, "malformed request\n"),
-        }
+        let admitted = conns.lock().expect("connections").admit(Instant::now());
+        let Some((id, requested)) = admitted else {
+            let _ = stream.try_write(
+                b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+            continue;
+        };
+        let reg = Registered {
+            conns: conns.clone(),
+            id,
+        };
+        let ctx = Ctx {
+            shared: shared.clone(),
+            circuits,
+            answers: answers.clone(),
+            requested,
+        };
+        let task = tokio::spawn(async move {
+            let _reg = reg;
+            connection(stream, ctx).await
+        });
+        conns
+            .lock()
+            .expect("connections")
+            .started(id, task.abort_handle());
+    }
+}
+
+/// What a connection's requests are answered from.
+#[derive(Clone)]
+struct Ctx {
+    shared: Arc<Mutex<Shared>>,
+    circuits: CircuitSeries,
+    answers: Arc<tokio::sync::Semaphore>,
+    requested: Arc<AtomicBool>,
+}
+
+/// One connection: one request (no keep-alive), its head within
+/// [`HEAD_TIMEOUT`], the whole exchange within [`EXCHANGE_TIMEOUT`].
+async fn connection(stream: tokio::net::TcpStream, ctx: Ctx) {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .keep_alive(false)
+        .max_buf_size(MAX_HEAD);
+    let service = hyper::service::service_fn(move |req| {
+        let ctx = ctx.clone();
+        async move { Ok::<_, std::convert::Infallible>(answer(req, ctx).await) }
+    });
+    let conn = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    // At the deadline the connection is dropped: the socket closes.
+    let _ = tokio::time::timeout(EXCHANGE_TIMEOUT, conn).await;
+}
+
+/// A header's value, when it is text.
+fn header<'a>(req: &'a hyper::Request<hyper::body::Incoming>, name: &str) -> Option<&'a str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Whether an `Accept-Encoding` header accepts gzip (`gzip` or `x-gzip`
+/// with a weight above 0).
+pub fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
+    accept_encoding.unwrap_or("").split(',').any(|coding| {
+        let mut parts = coding.split(';').map(str::trim);
+        let name = parts.next().unwrap_or("").to_ascii_lowercase();
+        let q = parts
+            .filter_map(|p| p.strip_prefix("q="))
+            .map(|q| q.trim().parse::<f32>().unwrap_or(0.0))
+            .next()
+            .unwrap_or(1.0);
+        (name == "gzip" || name == "x-gzip") && q > 0.0
+    })
+}
+
+/// The answer to one request.
+async fn answer(req: hyper::Request<hyper::body::Incoming>, ctx: Ctx) -> hyper::Response<Body> {
+    use hyper::{header, Method, StatusCode};
+    ctx.requested.store(true, Ordering::Relaxed);
+    let error = |status: StatusCode, text: &'static str| {
+        let mut r =
+            hyper::Response::new(Body::Text(Some(bytes::Bytes::from_static(text.as_bytes()))));
+        *r.status_mut() = status;
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        r
     };
-    let mut w = Deadline {
-        s: &mut s,
-        until: Instant::now() + WRITE_TIMEOUT,
+    if !matches!(*req.method(), Method::GET | Method::HEAD) {
+        return error(StatusCode::METHOD_NOT_ALLOWED, "only GET /metrics\n");
+    }
+    if req.uri().path() != "/metrics" {
+        return error(StatusCode::NOT_FOUND, "not found: try /metrics\n");
+    }
+    let format = Format::negotiate(header(&req, "accept"));
+    let gzip = accepts_gzip(header(&req, "accept-encoding"));
+    // Within the exchange's deadline: a request past MAX_ANSWERS waits.
+    let Ok(permit) = ctx.answers.acquire_owned().await else {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n");
     };
-    match answer {
-        // The body's length is not known before it is written: it ends
-        // with the connection (and with `# EOF`, so a cut answer shows).
-        Answer::Metrics { body } => {
-            w.write_all(
-                b"HTTP/1.1 200 OK\r\n\
-                  Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\n\
-                  Connection: close\r\n\r\n",
-            )?;
-            if body {
-                render(&mut w, shared, circuits)?;
+    let (latest, families) = {
+        let sh = ctx.shared.lock().expect("metrics state");
+        (sh.latest.clone(), sh.health.families())
+    };
+    let series = latest.as_deref().map(|s| (&s.stats, s.labels()));
+    let exposition = openmetrics::Exposition::new(series, ctx.circuits, format);
+    let body = if req.method() == Method::HEAD {
+        Body::Text(None)
+    } else {
+        Body::Exposition(Box::new(Streaming {
+            exposition,
+            latest,
+            families,
+            gzip: gzip
+                .then(|| flate2::write::GzEncoder::new(Vec::with_capacity(CHUNK), GZIP_LEVEL)),
+            done: false,
+            _permit: permit,
+        }))
+    };
+    let mut r = hyper::Response::new(body);
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(format.content_type()),
+    );
+    h.insert(
+        header::VARY,
+        header::HeaderValue::from_static("Accept, Accept-Encoding"),
+    );
+    if gzip {
+        h.insert(
+            header::CONTENT_ENCODING,
+            header::HeaderValue::from_static("gzip"),
+        );
+    }
+    r
+}
+
+/// gzip's level: the fastest (its repeated label sets shrink a
+/// 10,000-circuit answer to a sixteenth even so: docs/benchmarks.md).
+const GZIP_LEVEL: flate2::Compression = flate2::Compression::fast();
+
+/// An answer's body.
+enum Body {
+    /// A short text (errors), or nothing (HEAD).
+    Text(Option<bytes::Bytes>),
+    /// The exposition, rendered a chunk per frame as the client reads.
+    Exposition(Box<Streaming>),
+}
+
+/// The state of an exposition being sent.
+struct Streaming {
+    exposition: openmetrics::Exposition,
+    /// The snapshot it renders (held until the answer ends).
+    latest: Option<Arc<Snapshot>>,
+    families: Vec<openmetrics::Family>,
+    gzip: Option<flate2::write::GzEncoder<Vec<u8>>>,
+    done: bool,
+    /// One of the [`MAX_ANSWERS`].
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Streaming {
+    /// The next frame's bytes (`None`: the end).
+    fn next_chunk(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        let series = self.latest.as_deref().map(|s| (&s.stats, s.labels()));
+        loop {
+            if self.done {
+                return Ok(None);
             }
-        }
-        Answer::Error(status, text) => {
-            let reason = match status {
-                400 => "Bad Request",
-                404 => "Not Found",
-                405 => "Method Not Allowed",
-                408 => "Request Timeout",
-                _ => "Request Header Fields Too Large",
+            let mut buf = Vec::with_capacity(CHUNK + 4096);
+            let more = self
+                .exposition
+                .fill(series, &self.families, &mut buf, CHUNK);
+            self.done = !more;
+            let Some(gz) = &mut self.gzip else {
+                return Ok(Some(buf));
             };
-            write!(
-                w,
-                "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n\
-                 Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                text.len()
-            )?;
+            gz.write_all(&buf)?;
+            let out = if more {
+                std::mem::take(gz.get_mut())
+            } else {
+                let gz = self.gzip.take().expect("the encoder");
+                gz.finish()?
+            };
+            // The encoder may keep a small chunk to itself: render more.
+            if !out.is_empty() {
+                return Ok(Some(out));
+            }
         }
     }
-    w.flush()?;
-    let _ = s.shutdown(std::net::Shutdown::Both);
-    Ok(())
 }
+
+impl http_body::Body for Body {
+    type Data = bytes::Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, std::io::Error>>> {
+        let frame = match self.get_mut() {
+            Body::Text(t) => t.take().map(|b| Ok(http_body::Frame::data(b))),
+            Body::Exposition(s) => s
+                .next_chunk()
+                .transpose()
+                .map(|r| r.map(|v| http_body::Frame::data(bytes::Bytes::from(v)))),
+        };
+        std::task::Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Body::Text(t) => t.is_none(),
+            Body::Exposition(s) => s.done && s.gzip.is_none(),
+        }
+    }
+}
+
+/// The tests' promtool check, shared with the CLI's black-box tests.
+#[cfg(test)]
+#[path = "../tests/common/promtool.rs"]
+mod promtool;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use super::promtool;
     use lqos_apply::netlink::{
         CakeTin, CakeXstats, ClassSample, Counters, LeafXstats, QdiscSample,
     };
-    use lqos_apply::stats::openmetrics::{tin_delays, COUNTERS, DELAY, DELAY_KINDS, GAUGES, INFO};
-    use lqos_apply::stats::{Dir, DirStats};
+    use lqos_apply::stats::openmetrics::{
+        tin_delays, Labels, COUNTERS, DELAY, DELAY_KINDS, GAUGES, INFO,
+    };
+    use lqos_apply::stats::{Dir, DirStats, RawIface, RawStats, Stats, StatsIndex, StatsTracker};
     use lqos_tc::{Direction, TcHandle};
+    use prometheus_client::collector::Collector;
+    use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+    use prometheus_client::metrics::counter::ConstCounter;
+    use prometheus_client::metrics::gauge::ConstGauge;
+    use prometheus_client::registry::Registry;
     use proptest::prelude::*;
+
+    /// `/metrics` in `format`, written to `out` as it is rendered: the
+    /// circuit and node series of the latest poll, the daemon's health. The
+    /// lock on `shared` is held only to take a snapshot.
+    fn render(
+        out: &mut dyn Write,
+        shared: &Mutex<Shared>,
+        circuits: CircuitSeries,
+        format: Format,
+    ) -> std::io::Result<()> {
+        let (latest, health) = {
+            let sh = shared.lock().expect("metrics state");
+            (sh.latest.clone(), sh.health.families())
+        };
+        let series = latest.as_deref().map(|s| (&s.stats, s.labels()));
+        openmetrics::render(out, series, &health, circuits, format)
+    }
 
     /// A plan of `n` circuits with cake leaves (diffserv4), and statistics
     /// from two polls in which every circuit sent bytes, all of them in
@@ -643,24 +524,38 @@ mod tests {
         (index, stats)
     }
 
-    fn shared() -> Mutex<Shared> {
-        let (index, stats) = polled(5);
+    /// Health numbers with every series.
+    fn health() -> Health {
         let mut h = Health::default();
         h.reloads.insert(("start".into(), "applied".into()), 1);
-        h.last_reload_unix = Some(1.0);
+        h.reloads
+            .insert(("file-change".into(), "rejected".into()), 2);
+        h.last_reload_unix = Some(1_765_000_000.25);
+        h.last_reload_secs = 0.0125;
+        h.last_ops = [3, 2, 1];
+        h.last_ok = true;
         h.lazy_active = Some(3);
+        h.poll_secs = 0.0283;
+        h.polls = 7;
+        h.poll_errors = 1;
+        h
+    }
+
+    fn shared() -> Mutex<Shared> {
+        let (index, stats) = polled(5);
         Mutex::new(Shared {
-            latest: Some(Arc::new(Snapshot {
-                stats,
-                labels: Arc::new(Labels::new(&index)),
-            })),
-            health: h,
+            latest: Some(Arc::new(Snapshot::new(stats, Arc::new(index)))),
+            health: health(),
         })
     }
 
     fn text(shared: &Mutex<Shared>, which: CircuitSeries) -> String {
+        text_in(shared, which, Format::OpenMetrics)
+    }
+
+    fn text_in(shared: &Mutex<Shared>, which: CircuitSeries, format: Format) -> String {
         let mut out = Vec::new();
-        render(&mut out, shared, which).unwrap();
+        render(&mut out, shared, which, format).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -676,7 +571,7 @@ mod tests {
         );
         assert!(all.ends_with("\n# EOF\n"));
         assert_eq!(all.matches("\nlqos_circuit_info{").count(), 5);
-        assert!(all.contains("\n# TYPE lqos_circuit info\n"));
+        assert!(all.contains("\n# TYPE lqos_circuit_info gauge\n"));
         // Only the tin that carried traffic has delay series, in seconds.
         assert!(all.contains(
             "lqos_circuit_cake_delay_seconds{circuit_id=\"10001\",direction=\"upload\",tin=\"1\",delay=\"peak\"} 1.50025\n"
@@ -700,7 +595,7 @@ mod tests {
         assert_eq!(none.matches("\nlqos_circuit_info{").count(), 0);
         assert!(none.contains("\nlqos_node_sent_bytes_total{"));
         // Every series the Grafana dashboard queries is served.
-        let dash = include_str!("../../packaging/grafana/lqos.json");
+        let dash = include_str!("../packaging/grafana/lqos.json");
         let mut names: Vec<&str> = dash
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .filter(|w| w.starts_with("lqos_"))
@@ -722,10 +617,7 @@ mod tests {
         stats.circuits[4].upload.rate_bps = 1e9;
         stats.circuits[2].download.rate_bps = 5e8;
         let sh = Mutex::new(Shared {
-            latest: Some(Arc::new(Snapshot {
-                stats,
-                labels: Arc::new(Labels::new(&index)),
-            })),
+            latest: Some(Arc::new(Snapshot::new(stats, Arc::new(index.clone())))),
             health: Health::default(),
         });
         let top = text(&sh, CircuitSeries::Top(2));
@@ -738,6 +630,88 @@ mod tests {
             ids,
             [index.circuits[4].id.as_str(), index.circuits[2].id.as_str()]
         );
+    }
+
+    /// The two formats have the same samples; the text format names a
+    /// counter's family with `_total` and has no `# EOF`.
+    #[test]
+    fn the_text_format_differs_only_in_its_descriptors() {
+        let sh = shared();
+        let om = text_in(&sh, CircuitSeries::All, Format::OpenMetrics);
+        let text = text_in(&sh, CircuitSeries::All, Format::Prometheus);
+        let samples = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(samples(&om), samples(&text));
+        assert!(om.ends_with("\n# EOF\n") && !text.contains("# EOF"));
+        assert!(om.contains("\n# TYPE lqos_circuit_sent_bytes counter\n"));
+        assert!(text.contains("\n# TYPE lqos_circuit_sent_bytes_total counter\n"));
+        assert!(text.contains("\n# HELP lqos_reloads_total Reloads by trigger and outcome\n"));
+        assert!(text.contains("\n# TYPE lqos_reload_last_success gauge\n"));
+        for l in text.lines().filter(|l| l.starts_with("# TYPE ")) {
+            let mut w = l.split(' ').skip(2);
+            let (name, kind) = (w.next().unwrap(), w.next().unwrap());
+            assert_eq!(name.ends_with("_total"), kind == "counter", "{l}");
+        }
+        // The parser reads every sample of the text format.
+        let n = samples(&text).len();
+        let lines = text.lines().map(|l| Ok(l.to_string()));
+        assert_eq!(
+            prometheus_parse::Scrape::parse(lines)
+                .unwrap()
+                .samples
+                .len(),
+            n
+        );
+    }
+
+    /// Both formats pass `promtool check metrics` (the text format with no
+    /// finding; OpenMetrics parsed, see `promtool.rs`), with names that
+    /// need escaping, cake delays and every health series.
+    #[test]
+    fn both_formats_pass_promtool() {
+        let (mut index, stats) = polled(4);
+        index.circuits[0].name = "quote \" backslash \\ newline \n é".into();
+        index.circuits[1].id = "id with spaces".into();
+        index.nodes[0].name = "Site \"A\"".into();
+        let sh = Mutex::new(Shared {
+            latest: Some(Arc::new(Snapshot::new(stats, Arc::new(index)))),
+            health: health(),
+        });
+        for format in [Format::Prometheus, Format::OpenMetrics] {
+            let t = text_in(&sh, CircuitSeries::All, format);
+            promtool::assert_passes(&t, format == Format::OpenMetrics, &format!("{format:?}"));
+        }
+    }
+
+    #[test]
+    fn accept_headers_choose_the_format() {
+        use Format::{OpenMetrics as Om, Prometheus as Text};
+        for (accept, want) in [
+            (None, Text),
+            (Some(""), Text),
+            (Some("*/*"), Text),
+            (Some("text/plain"), Text),
+            (Some("text/plain;version=0.0.4"), Text),
+            (Some("application/openmetrics-text"), Om),
+            (Some("application/openmetrics-text; version=1.0.0; charset=utf-8"), Om),
+            (Some("Application/OpenMetrics-Text;version=0.0.1"), Om),
+            (Some("application/openmetrics-text;version=2.0.0"), Text),
+            (Some("application/openmetrics-text;q=0"), Text),
+            (Some("application/openmetrics-text;q=0.3,text/plain;q=0.5"), Text),
+            (Some("text/plain;q=0.5, application/openmetrics-text"), Om),
+            (Some("application/openmetrics-text, */*"), Om),
+            // What Prometheus 2.x sends.
+            (
+                Some("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"),
+                Om,
+            ),
+        ] {
+            assert_eq!(Format::negotiate(accept), want, "{accept:?}");
+        }
     }
 
     /// The same families encoded by prometheus-client, one label at a time
@@ -809,13 +783,14 @@ mod tests {
                     }
                 }
             }
-            let mut m = e.encode_descriptor(INFO.0, INFO.1, None, MetricType::Info)?;
+            let mut m = e.encode_descriptor(INFO.0, INFO.1, None, MetricType::Gauge)?;
             for c in &index.circuits {
-                m.encode_info(&[
+                let labels = [
                     ("circuit_id", c.id.as_str()),
                     ("name", c.name.as_str()),
                     ("parent", node_name(c.parent)),
-                ])?;
+                ];
+                ConstGauge::new(1i64).encode(m.encode_family(&labels)?)?;
             }
             Ok(())
         }
@@ -841,7 +816,94 @@ mod tests {
         }
     }
 
-    fn reference(index: &StatsIndex, stats: &Stats) -> String {
+    /// The daemon's health series as prometheus-client encodes them.
+    #[derive(Debug)]
+    struct HealthReference(Health);
+
+    fn counter<S: prometheus_client::encoding::EncodeLabelSet>(
+        e: &mut DescriptorEncoder,
+        name: &str,
+        help: &str,
+        rows: impl Iterator<Item = (S, u64)>,
+    ) -> Result<(), std::fmt::Error> {
+        let mut m = e.encode_descriptor(name, help, None, ConstCounter::new(0u64).metric_type())?;
+        for (labels, v) in rows {
+            ConstCounter::new(v).encode(m.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+
+    fn gauge<S: prometheus_client::encoding::EncodeLabelSet>(
+        e: &mut DescriptorEncoder,
+        name: &str,
+        help: &str,
+        rows: impl Iterator<Item = (S, f64)>,
+    ) -> Result<(), std::fmt::Error> {
+        let mut m = e.encode_descriptor(name, help, None, ConstGauge::new(0.0f64).metric_type())?;
+        for (labels, v) in rows {
+            ConstGauge::new(v).encode(m.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+
+    impl Collector for HealthReference {
+        fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+            let h = &self.0;
+            counter(
+                &mut e,
+                "lqos_reloads",
+                "Reloads by trigger and outcome",
+                &mut h
+                    .reloads
+                    .iter()
+                    .map(|((t, o), n)| (vec![("trigger", t.clone()), ("outcome", o.clone())], *n)),
+            )?;
+            let none: [(&str, &str); 0] = [];
+            let one = |v: f64| std::iter::once((none, v));
+            if let Some(t) = h.last_reload_unix {
+                let help = "Unix time of the last reload";
+                gauge(&mut e, "lqos_reload_last_timestamp_seconds", help, one(t))?;
+            }
+            let help = "Duration of the last reload";
+            gauge(
+                &mut e,
+                "lqos_reload_last_duration_seconds",
+                help,
+                one(h.last_reload_secs),
+            )?;
+            let ok = if h.last_ok { 1.0 } else { 0.0 };
+            let help = "1 when the last reload succeeded";
+            gauge(&mut e, "lqos_reload_last_success", help, one(ok))?;
+            gauge(
+                &mut e,
+                "lqos_reload_last_ops",
+                "Ops of the last reload by change",
+                ["added", "changed", "removed"]
+                    .into_iter()
+                    .zip(h.last_ops)
+                    .map(|(k, v)| ([("change", k)], v as f64)),
+            )?;
+            if let Some(n) = h.lazy_active {
+                let help = "Circuits with their lazy leaf now";
+                gauge(&mut e, "lqos_lazy_leaves_active", help, one(n as f64))?;
+            }
+            let help = "Duration of the last statistics poll";
+            gauge(
+                &mut e,
+                "lqos_stats_poll_duration_seconds",
+                help,
+                one(h.poll_secs),
+            )?;
+            let polls = std::iter::once((none, h.polls));
+            counter(&mut e, "lqos_stats_polls", "Statistics polls", polls)?;
+            let errors = std::iter::once((none, h.poll_errors));
+            let help = "Statistics polls that failed";
+            counter(&mut e, "lqos_stats_poll_errors", help, errors)?;
+            Ok(())
+        }
+    }
+
+    fn reference(index: &StatsIndex, stats: &Stats, health: &Health) -> String {
         // The collector wants 'static: leak two small test values.
         let (index, stats): (&'static StatsIndex, &'static Stats) = (
             Box::leak(Box::new(index.clone())),
@@ -849,18 +911,22 @@ mod tests {
         );
         let mut r = Registry::default();
         r.register_collector(Box::new(Reference(index, stats)));
+        r.register_collector(Box::new(HealthReference(health.clone())));
         let mut s = String::new();
         prometheus_client::encoding::text::encode_registry(&mut s, &r).unwrap();
+        s.push_str(openmetrics::EOF);
         s
     }
 
-    fn ours(index: &StatsIndex, stats: &Stats) -> String {
+    fn ours(index: &StatsIndex, stats: &Stats, health: &Health) -> String {
         let mut out = Vec::new();
-        lqos_apply::stats::openmetrics::render(
+        let labels = Labels::new(index);
+        openmetrics::render(
             &mut out,
-            stats,
-            &Labels::new(index),
+            Some((stats, &labels)),
+            &health.families(),
             CircuitSeries::All,
+            Format::OpenMetrics,
         )
         .unwrap();
         String::from_utf8(out).unwrap()
@@ -885,8 +951,52 @@ mod tests {
             index.nodes[0].name = names[6].clone();
             let t = &mut stats.circuits[0].upload.tins[1];
             (t.peak_delay_us, t.avg_delay_us, t.base_delay_us) = (delays[0], delays[1], delays[2]);
-            assert_same_exposition(&ours(&index, &stats), &reference(&index, &stats));
+            let h = health();
+            assert_same_exposition(&ours(&index, &stats, &h), &reference(&index, &stats, &h));
         }
+    }
+
+    #[test]
+    fn gzip_only_when_accepted() {
+        for (h, want) in [
+            (None, false),
+            (Some("identity"), false),
+            (Some("gzip"), true),
+            (Some("deflate, gzip;q=0.5"), true),
+            (Some("GZIP"), true),
+            (Some("x-gzip"), true),
+            (Some("gzip;q=0"), false),
+            (Some("br, zstd"), false),
+        ] {
+            assert_eq!(accepts_gzip(h), want, "{h:?}");
+        }
+    }
+
+    /// A full table makes room by dropping the connection that has waited
+    /// longest for its request head; connections being answered stay.
+    #[test]
+    fn a_full_table_drops_the_oldest_idle_connection() {
+        let mut c = Conns::default();
+        let t0 = Instant::now();
+        let mut flags = Vec::new();
+        for i in 0..MAX_CONNECTIONS {
+            let (_, requested) = c.admit(t0 + Duration::from_millis(i as u64)).unwrap();
+            flags.push(requested);
+        }
+        flags[0].store(true, Ordering::Relaxed);
+        let (id, _) = c.admit(t0 + Duration::from_secs(1)).unwrap();
+        assert_eq!(c.list.len(), MAX_CONNECTIONS);
+        assert!(c.list.iter().any(|x| x.id == 1), "being answered: kept");
+        assert!(!c.list.iter().any(|x| x.id == 2), "idle longest: dropped");
+        assert!(c.list.iter().any(|x| x.id == id));
+        for f in &flags {
+            f.store(true, Ordering::Relaxed);
+        }
+        c.list.retain(|x| x.id != id);
+        c.admit(t0).unwrap().1.store(true, Ordering::Relaxed);
+        assert!(c.admit(t0).is_none(), "all answered: refused");
+        c.remove(1);
+        assert!(c.admit(t0).is_some());
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{code, lqos, netns_with_generated, ok, static_neighbour, text, udp_sender};
+use common::{code, lqos, netns_with_generated, ok, set_rates, static_neighbour, text, udp_sender};
 use lqos_apply::netns::require_netns;
 use lqos_tc::{Direction, TcHandle};
 
@@ -25,35 +25,6 @@ use lqos_tc::{Direction, TcHandle};
 /// per packet as HTB counts them (`skb->len` at egress).
 const PAYLOAD: usize = 958;
 const WIRE: u64 = 1000;
-
-/// Sets Download Min/Max Mbps of circuit `id` in the devices file.
-fn set_rates(csv_text: &str, id: &str, min: &str, max: &str) -> String {
-    let mut r = csv::ReaderBuilder::new().from_reader(csv_text.as_bytes());
-    let headers = r.headers().unwrap().clone();
-    let col = |n: &str| headers.iter().position(|h| h == n).unwrap();
-    let (cid, cmin, cmax) = (
-        col("Circuit ID"),
-        col("Download Min Mbps"),
-        col("Download Max Mbps"),
-    );
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(&headers).unwrap();
-    for rec in r.records() {
-        let rec = rec.unwrap();
-        let row: Vec<&str> = rec
-            .iter()
-            .enumerate()
-            .map(|(i, v)| match i {
-                _ if rec.get(cid) != Some(id) => v,
-                i if i == cmin => min,
-                i if i == cmax => max,
-                _ => v,
-            })
-            .collect();
-        w.write_record(&row).unwrap();
-    }
-    String::from_utf8(w.into_inner().unwrap()).unwrap()
-}
 
 /// A UDP socket in namespace `ns` bound to `dev` with `SO_PRIORITY` =
 /// `priority` (no TOS).

@@ -43,6 +43,7 @@
 //! assert!(loaded.require_valid().is_err());
 //! ```
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 mod config;
 mod devices_index;
@@ -80,3 +81,8 @@ pub use smol_str::SmolStr;
 pub use types::{Circuit, Device, Node, SqmOverride};
 pub use validate::{validate, MAX_NODE_DEPTH, MAX_RATE};
 pub use write::{write_config, write_network_json, write_shaped_devices};
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

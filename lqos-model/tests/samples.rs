@@ -1,5 +1,6 @@
 //! Every LibreQoS sample file (copied once from LibreQoS into
-//! `samples/libreqos/`; the fuzz seed corpus links to them) loads the way
+//! `samples/libreqos/`, linked here as `tests/samples` so the packaged
+//! crate has them; the fuzz seed corpus links to them too) loads the way
 //! LibreQoS loads it.
 
 use std::path::PathBuf;
@@ -14,11 +15,11 @@ fn read(rel: &str) -> String {
 }
 
 fn csv(name: &str) -> String {
-    read(&format!("../samples/libreqos/{name}"))
+    read(&format!("tests/samples/{name}"))
 }
 
 fn json(name: &str) -> String {
-    read(&format!("../samples/libreqos/{name}"))
+    read(&format!("tests/samples/{name}"))
 }
 
 #[test]
@@ -81,7 +82,7 @@ fn legacy_csv_with_comment_lines_and_multi_device_circuit() {
 #[test]
 fn every_sample_pair_loads_without_errors() {
     // The example lqos.conf has TreeGuard on: one warning in each.
-    let conf = read("../samples/libreqos/lqos.example.toml");
+    let conf = read("tests/samples/lqos.example.toml");
     for (n, d, warnings) in [
         ("network.example.json", "ShapedDevices.example.csv", 4),
         (
@@ -134,7 +135,7 @@ fn radius_sample_keeps_ids_and_non_mac_text() {
 
 #[test]
 fn example_lqos_conf_loads() {
-    let c = parse_config("lqos.conf", &read("../samples/libreqos/lqos.example.toml")).unwrap();
+    let c = parse_config("lqos.conf", &read("tests/samples/lqos.example.toml")).unwrap();
     let b = c.bridge.unwrap();
     assert_eq!(
         (b.to_internet.as_str(), b.to_network.as_str()),

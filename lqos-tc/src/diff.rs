@@ -346,10 +346,10 @@ pub fn diff_plans(old: &Plan, new: &Plan) -> Vec<(String, Vec<TcOp>)> {
 
 /// The ops that take `model` (the kernel's tree as far as the caller
 /// knows) to the objects `ops` describe (class and leaf ops of a plan, as
-/// [`replan_circuits`] reports them): `class change` for a class whose
+/// [`replan_circuits`](crate::replan_circuits) reports them): `class change` for a class whose
 /// parameters differ, `qdisc replace` for a leaf whose options differ,
 /// nothing for objects already satisfied. These are the ops
-/// [`diff`](crate::diff) sends for those objects (leaves before classes).
+/// [`diff`](crate::diff()) sends for those objects (leaves before classes).
 /// An object the model lacks, under another parent, or a leaf of another
 /// kind is an error: diff the whole tree instead.
 pub fn known_diff<'a>(

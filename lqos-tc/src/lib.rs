@@ -36,6 +36,7 @@
 //! assert!(ops.is_empty());
 //! ```
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod classify;
 mod config;
@@ -81,3 +82,8 @@ pub use render::{
     render_combined, render_combined_to, render_interface, render_interface_to, render_line,
 };
 pub use tree::{TcTree, TreeError, HTB_MAX_DEPTH};
+
+// The README's example runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -8,7 +8,7 @@ use lqos_tc::{plan, render_combined, PlanConfig, TcTree};
 
 fn check(name: &str, network: &str, devices: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/libreqos");
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/samples");
     let net_text = std::fs::read_to_string(samples.join(network)).unwrap();
     let dev_bytes = std::fs::read(samples.join(devices)).unwrap();
     let loaded = lqos_model::load((network, &net_text), (devices, dev_bytes.as_slice()));
@@ -78,7 +78,7 @@ fn libreqos_radius() {
 
 #[test]
 fn config_from_libreqos_example_toml() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/libreqos");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/samples");
     let text = std::fs::read_to_string(dir.join("lqos.example.toml")).unwrap();
     let conf = lqos_model::parse_config("lqos.example.toml", &text).unwrap();
     let cfg = PlanConfig::from_lqos_config(&conf, 8).unwrap();

@@ -25,6 +25,11 @@
 //! `cargo xtask soak --minutes M --circuits N` is the daemon's soak run on
 //! the host (root; `soak.rs`).
 //!
+//! `cargo xtask package` packages every published crate and builds a
+//! scratch crate outside the workspace against the `.crate` files
+//! (`package.rs`); `cargo xtask deb` builds the Debian package and checks
+//! what it holds (`deb.rs`).
+//!
 //! Exit status: the guest command's, or 125 when the lab itself fails
 //! (no qemu, download failed, guest panicked, timeout); the message names
 //! the step.
@@ -38,9 +43,11 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 mod cpio;
+mod deb;
 mod fetch;
 mod initramfs;
 mod kernel;
+mod package;
 mod soak;
 mod vm;
 
@@ -67,6 +74,14 @@ enum Task {
     /// The daemon's soak run on the host (root): `lqos watch` in a scratch
     /// netns under random edits for M minutes, `lqos verify` after each.
     Soak(soak::SoakArgs),
+    /// Package every published crate (`cargo package`), then build a
+    /// scratch crate outside the workspace against the unpacked `.crate`
+    /// files and run their packaged tests.
+    Package(package::PackageArgs),
+    /// Build the Debian package (cargo-deb) from the release build and
+    /// check what it holds: a stripped binary, its -dbgsym package, man
+    /// pages, completions, the unit.
+    Deb(deb::DebArgs),
 }
 
 #[derive(Subcommand)]
@@ -686,6 +701,8 @@ fn main() -> ExitCode {
     let result = match cli.task {
         Task::Lab { cmd } => lab(cmd),
         Task::Soak(a) => Lab::new().and_then(|l| soak::soak(&l, &a)),
+        Task::Package(a) => Lab::new().and_then(|l| package::package(&l, &a)),
+        Task::Deb(a) => Lab::new().and_then(|l| deb::deb(&l, &a)),
     };
     match result {
         Ok(rc) => ExitCode::from(rc.clamp(0, 255) as u8),

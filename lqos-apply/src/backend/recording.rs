@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use lqos_tc::{QdiscKind, TcOp, TcTree};
+use lqos_tc::{QdiscKind, TcHandle, TcOp, TcTree};
 
 use super::{
     as_sent, delete_placement, is_root_delete, Backend, IfaceOps, IfaceReport, LoadReport,
@@ -13,6 +13,8 @@ use super::{
 };
 use crate::error::{ApplyError, ClassifierMissing, QdiscRefusal, Result};
 use crate::live::{KindSupport, LinkSummary, LiveSource};
+use crate::netlink::{ClassSample, Counters, LeafXstats, QdiscSample};
+use crate::stats::{PollRequest, Polled, RawIface};
 use crate::timing::Timing;
 
 /// A planned failure: the `op_index`-th op sent to `dev` (counting every op
@@ -36,6 +38,8 @@ struct State {
     unsupported: BTreeSet<String>,
     failures: Vec<RecordingFailure>,
     meminfo: Option<crate::meminfo::MemInfo>,
+    /// Bytes and packets sent per class (what a poll reports).
+    counts: BTreeMap<(String, TcHandle), (u64, u64)>,
 }
 
 /// Records ops instead of sending them. Interfaces must be declared with
@@ -110,6 +114,16 @@ impl Recording {
     /// Forgets the recorded ops (trees and links stay).
     pub fn clear_sent(&self) {
         self.state.lock().expect("recording lock").sent.clear();
+    }
+
+    /// Counts `bytes` (in packets of up to 1,500 bytes) through class
+    /// `class` of `dev`: what the next statistics poll reports for it
+    /// (counters start at 0 and only grow).
+    pub fn count(&self, dev: &str, class: TcHandle, bytes: u64) {
+        let mut s = self.state.lock().expect("recording lock");
+        let c = s.counts.entry((dev.to_string(), class)).or_default();
+        c.0 += bytes;
+        c.1 += bytes.div_ceil(1500);
     }
 
     /// The simulated tree of `dev`.
@@ -267,6 +281,54 @@ impl Backend for Recording {
 }
 
 impl LiveSource for Recording {
+    /// The classes of the simulated trees' HTBs with what
+    /// [`Recording::count`] counted, and their qdiscs (kinds, no
+    /// statistics of their own).
+    fn poll(&self, req: &PollRequest) -> Polled {
+        let s = self.state.lock().expect("recording lock");
+        Polled::collect(req, |t| {
+            let tree = s.trees.get(&t.dev).filter(|_| s.links.contains_key(&t.dev));
+            let Some(tree) = tree else {
+                return Err(ApplyError::NoInterface {
+                    dev: t.dev.clone(),
+                    netns: None,
+                });
+            };
+            let mut r = RawIface::empty(&t.dev);
+            for &classid in tree.classes.keys() {
+                if !t.htbs.iter().any(|h| h.major() == classid.major()) {
+                    continue;
+                }
+                let (bytes, packets) = s
+                    .counts
+                    .get(&(t.dev.clone(), classid))
+                    .copied()
+                    .unwrap_or_default();
+                r.classes.push(ClassSample {
+                    classid,
+                    counters: Counters {
+                        bytes,
+                        packets,
+                        ..Counters::default()
+                    },
+                    htb: None,
+                });
+            }
+            if t.qdiscs {
+                for q in tree.qdiscs.values() {
+                    r.qdiscs.push(QdiscSample {
+                        handle: q.handle,
+                        parent: q.parent,
+                        kind: q.kind.name().to_string(),
+                        counters: Counters::default(),
+                        xstats: LeafXstats::None,
+                    });
+                }
+            }
+            Ok(r)
+        })
+    }
+
     fn link(&self, dev: &str) -> Result<Option<LinkSummary>> {
         let s = self.state.lock().expect("recording lock");
         let names: Vec<&String> = s.links.keys().collect();

@@ -273,10 +273,18 @@ impl Event {
                 return lines;
             }
             Event::CountersUnreadable { dev, error } => {
-                LogLine::new(Warn, "leaf poll: cannot read class counters")
+                LogLine::new(Warn, "poll: cannot read counters")
                     .text("dev", dev)
                     .text("error", error)
             }
+            Event::CountersRead {
+                took,
+                interfaces,
+                failed,
+            } => LogLine::new(Debug, "poll")
+                .num("interfaces", *interfaces)
+                .num("failed", *failed)
+                .str("ms", ms1(*took)),
             Event::LeavesDeferred {
                 dev,
                 added,

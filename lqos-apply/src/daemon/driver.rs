@@ -2,53 +2,42 @@
 //! kernel, the state directory and the clock, sends op streams, saves the
 //! last good plan and the status file.
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use super::core::{Reloader, Request, Response, Sample, SampleTarget, Settings};
+use super::core::{Reloader, Request, Response, Settings};
 use super::event::{Event, Record, StateFile};
+use super::health::Health;
 use super::ingest::{FileEvent, InputFile};
 use crate::backend::{load_deletes_first, Backend, Cancel};
 use crate::engine::preflight;
-use crate::error::{ApplyError, Result, StateProblem};
+use crate::error::{ApplyError, StateProblem};
 use crate::inputs::Inputs;
 use crate::journal::Journal;
-use crate::live::{read_live, LiveSource, NetlinkLive};
-use crate::netlink::ClassStats;
+use crate::live::{read_live, LiveSource};
 use crate::session::{last_good_allocation, save_last_good};
 use crate::state::StateDir;
+use crate::stats::Snapshot;
 use crate::watch::{unix_ms, Pending, WatchEvent, WatchStatus};
 
-/// Where the class counters of a lazy-leaf poll come from.
-pub trait Counters: Sync {
-    /// The counters of the classes of `dev`'s HTB qdiscs with majors
-    /// `htb_majors`.
-    fn class_stats(&self, dev: &str, htb_majors: &[u16]) -> Result<Vec<ClassStats>>;
-}
-
-impl Counters for NetlinkLive {
-    fn class_stats(&self, dev: &str, htb_majors: &[u16]) -> Result<Vec<ClassStats>> {
-        NetlinkLive::class_stats(self, dev, htb_majors)
-    }
-}
-
-/// The kernel as the daemon sees it: where it reads trees and links, how
-/// it loads, where the counters come from.
+/// The kernel as the daemon sees it: where it reads trees, links and
+/// counters, and how it loads.
 #[derive(Clone, Copy)]
 pub struct Kernel<'a> {
-    /// Links, trees, qdisc kind probes, memory.
+    /// Links, trees, qdisc kind probes, memory, counters (polls).
     pub live: &'a dyn LiveSource,
     /// The loader.
     pub backend: &'a dyn Backend,
-    /// Class counters (lazy leaves).
-    pub counters: &'a dyn Counters,
 }
 
 /// Runs a [`Reloader`] against files, a kernel and a state directory.
 /// Single-threaded: each call runs what is due to its end (a reload, a
-/// verify, a poll) and hands every [`Event`] to the caller's sink.
+/// verify, a poll) and hands every [`Event`] to the caller's sink. With
+/// [`Settings::statistics`], each poll's statistics are at
+/// [`Driver::statistics`] and the daemon's health at [`Driver::health`].
 ///
 /// The embedding program keeps the loop: it calls [`Driver::start`] once,
-/// [`Driver::file_changed`] on each change of an input file,
+/// [`Driver::file_event`] on each change of an input file,
 /// [`Driver::reload_now`] on SIGHUP, and [`Driver::run`] when
 /// [`Driver::deadline`] is reached.
 pub struct Driver<'a> {
@@ -59,6 +48,7 @@ pub struct Driver<'a> {
     status: WatchStatus,
     clock: Box<dyn FnMut() -> Instant + 'a>,
     pending: Vec<Event>,
+    health: Health,
     cancel: Cancel,
     /// The buffer the next read of `ShapedDevices.csv` goes into (one the
     /// reloader handed back, see [`Reloader::take_spare`]).
@@ -89,6 +79,7 @@ impl<'a> Driver<'a> {
             status: WatchStatus::new(netns.as_deref(), false),
             clock: Box::new(Instant::now),
             pending,
+            health: Health::default(),
             cancel: Cancel::new(),
             spare: Vec::new(),
         }
@@ -117,6 +108,18 @@ impl<'a> Driver<'a> {
     /// The status as last saved.
     pub fn status(&self) -> &WatchStatus {
         &self.status
+    }
+
+    /// The statistics of the latest poll ([`Settings::statistics`]): a
+    /// snapshot that stays as it is while the daemon goes on (a reader on
+    /// another thread renders it without holding up a reload).
+    pub fn statistics(&self) -> Option<Arc<Snapshot>> {
+        self.core.statistics().cloned()
+    }
+
+    /// The daemon's health, from the events reported so far.
+    pub fn health(&self) -> &Health {
+        &self.health
     }
 
     /// Applies once: reads everything and the kernel back, loads.
@@ -148,13 +151,6 @@ impl<'a> Driver<'a> {
         self.run(sink);
     }
 
-    /// A counter sample taken elsewhere (see [`Reloader::sample`]).
-    pub fn sample(&mut self, sample: Sample, sink: &mut dyn FnMut(Event)) {
-        let now = (self.clock)();
-        self.core.sample(sample, now);
-        self.run(sink);
-    }
-
     /// When [`Driver::run`] has something to do next.
     pub fn deadline(&self) -> Option<Instant> {
         self.core.poll_timeout()
@@ -162,8 +158,8 @@ impl<'a> Driver<'a> {
 
     /// Runs everything that is due now, each to its end.
     pub fn run(&mut self, sink: &mut dyn FnMut(Event)) {
-        for e in self.pending.drain(..) {
-            sink(e);
+        for e in std::mem::take(&mut self.pending) {
+            self.report(e, sink);
         }
         self.drain(sink);
         let mut reloaded = false;
@@ -215,7 +211,7 @@ impl<'a> Driver<'a> {
     fn drain(&mut self, sink: &mut dyn FnMut(Event)) {
         while let Some(o) = self.core.poll_output() {
             match o {
-                super::Output::Event(e) => sink(e),
+                super::Output::Event(e) => self.report(e, sink),
                 super::Output::SaveLastGood => self.save_last_good(sink),
                 super::Output::Record(r) => self.record(r, sink),
                 super::Output::Pending(p) => {
@@ -229,6 +225,13 @@ impl<'a> Driver<'a> {
                 super::Output::Journal => self.journal(sink),
             }
         }
+    }
+
+    /// Hands `e` to the sink, after the health numbers took it.
+    fn report(&mut self, e: Event, sink: &mut dyn FnMut(Event)) {
+        self.health
+            .event(&e, unix_ms(std::time::SystemTime::now()) as f64 / 1e3);
+        sink(e);
     }
 
     fn save_last_good(&mut self, sink: &mut dyn FnMut(Event)) {
@@ -325,7 +328,7 @@ fn execute(
         }
         Request::MemInfo => Response::MemInfo(k.live.meminfo()),
         Request::Send(streams) => Response::Sent(load_deletes_first(k.backend, streams, cancel)),
-        Request::Sample(targets) => Response::Sample(sample(k.counters, targets)),
+        Request::Poll(req) => Response::Polled(k.live.poll(req)),
         Request::Continue => Response::Continue,
     }
 }
@@ -357,14 +360,4 @@ pub fn read_stable(inputs: &Inputs, buffer: Vec<u8>) -> Response {
         }
     }
     Response::Inputs(raw)
-}
-
-/// One class dump per target.
-pub fn sample(counters: &dyn Counters, targets: &[SampleTarget]) -> Sample {
-    Sample {
-        classes: targets
-            .iter()
-            .map(|t| (t.dev.clone(), counters.class_stats(&t.dev, &t.htb_majors)))
-            .collect(),
-    }
 }

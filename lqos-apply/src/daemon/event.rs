@@ -164,13 +164,24 @@ pub enum Event {
         /// The ops sent, one `tc` line each.
         ops: Vec<String>,
     },
-    /// Lazy leaves: an interface's class counters could not be read (its
-    /// leaves stay as they are until the next poll).
+    /// A poll could not read an interface's counters (its leaves stay as
+    /// they are and its statistics keep their counters until the next
+    /// poll).
     CountersUnreadable {
         /// The interface.
         dev: String,
         /// Why.
         error: ApplyError,
+    },
+    /// A poll (lazy leaves, statistics) read the counters.
+    CountersRead {
+        /// From the request to the last dump's end.
+        took: Duration,
+        /// Interfaces read.
+        interfaces: usize,
+        /// Interfaces that could not be read (each a
+        /// [`Event::CountersUnreadable`] before this).
+        failed: usize,
     },
     /// Lazy leaves: not every circuit that started carrying traffic gets
     /// its leaf, because the leaves would not fit in memory.

@@ -6,7 +6,7 @@
 //! came for the quiet period, the file is read anyway. A file that is
 //! being written (a write event with no close after it) holds the edit
 //! back, and so does a removed file (until it is back). A read whose file
-//! changed while it was read ([`super::InputRead::Changing`]) and a file
+//! changed while it was read ([`super::Response::InputsChanging`]) and a file
 //! that ends in the middle of a record ([`partial_file`]) wait too: the
 //! first until it is stable, the second for the quiet period (a file still
 //! cut short after it is read as it is, and validation reports it).

@@ -2,59 +2,19 @@
 //! temporary directory, a real state directory, a manual clock.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use lqos_model::{Network, Rate};
-use lqos_tc::{Plan, TcHandle, TcOp};
+use lqos_tc::{Plan, TcOp};
 
 use super::*;
 use crate::backend::{Backend, IfaceOps, NoProgress, Recording, RootDelete};
-use crate::error::{ApplyError, Result};
+use crate::error::ApplyError;
 use crate::inputs::{plan_files, Inputs, PlanOverrides, QueueCount};
 use crate::memory::MemInfo;
-use crate::netlink::ClassStats;
 use crate::state::StateDir;
 use crate::watch::{Outcome, Trigger, WatchStatus};
-
-/// Class counters: every class the fake kernel has, with the bytes set
-/// here (0 otherwise).
-struct FakeCounters<'a> {
-    kernel: &'a Recording,
-    bytes: Mutex<BTreeMap<(String, TcHandle), u64>>,
-}
-
-impl FakeCounters<'_> {
-    fn add(&self, dev: &str, class: TcHandle, bytes: u64) {
-        *self
-            .bytes
-            .lock()
-            .unwrap()
-            .entry((dev.to_string(), class))
-            .or_default() += bytes;
-    }
-}
-
-impl Counters for FakeCounters<'_> {
-    fn class_stats(&self, dev: &str, _htb_majors: &[u16]) -> Result<Vec<ClassStats>> {
-        let tree = self.kernel.tree(dev).unwrap_or_default();
-        let bytes = self.bytes.lock().unwrap();
-        Ok(tree
-            .classes
-            .keys()
-            .map(|&classid| {
-                let b = bytes.get(&(dev.to_string(), classid)).copied().unwrap_or(0);
-                ClassStats {
-                    classid,
-                    bytes: b,
-                    packets: (b / 100) as u32,
-                }
-            })
-            .collect())
-    }
-}
 
 /// Input files of a generated network in a temporary directory.
 struct Files {
@@ -184,15 +144,10 @@ fn driver<'a>(
 fn start_loads_everything_reads_back_and_records_it() {
     let files = Files::new(40);
     let kernel = kernel();
-    let counters = FakeCounters {
-        kernel: &kernel,
-        bytes: Mutex::default(),
-    };
     let state = StateDir::open(files.dir.path().join("st")).unwrap();
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
-        counters: &counters,
     };
     let clock = Clock::new();
     let mut d = driver(settings("pfifo"), &files, &state, k, &clock);
@@ -231,15 +186,10 @@ fn start_loads_everything_reads_back_and_records_it() {
 fn edits_take_the_incremental_path_or_the_full_one_and_equal_a_full_plan() {
     let mut files = Files::new(60);
     let kernel = kernel();
-    let counters = FakeCounters {
-        kernel: &kernel,
-        bytes: Mutex::default(),
-    };
     let state = StateDir::open(files.dir.path().join("st")).unwrap();
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
-        counters: &counters,
     };
     let clock = Clock::new();
     let s = settings("pfifo");
@@ -345,15 +295,10 @@ fn edits_take_the_incremental_path_or_the_full_one_and_equal_a_full_plan() {
 fn invalid_inputs_are_rejected_with_the_last_good_plan_kept() {
     let mut files = Files::new(30);
     let kernel = kernel();
-    let counters = FakeCounters {
-        kernel: &kernel,
-        bytes: Mutex::default(),
-    };
     let state = StateDir::open(files.dir.path().join("st")).unwrap();
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
-        counters: &counters,
     };
     let clock = Clock::new();
     let s = settings("pfifo");
@@ -407,15 +352,10 @@ fn invalid_inputs_are_rejected_with_the_last_good_plan_kept() {
 fn a_kernel_failure_is_retried_reading_back_and_converges() {
     let mut files = Files::new(30);
     let kernel = kernel();
-    let counters = FakeCounters {
-        kernel: &kernel,
-        bytes: Mutex::default(),
-    };
     let state = StateDir::open(files.dir.path().join("st")).unwrap();
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
-        counters: &counters,
     };
     let clock = Clock::new();
     let s = settings("pfifo");
@@ -467,15 +407,10 @@ fn a_kernel_failure_is_retried_reading_back_and_converges() {
 fn verify_repairs_drift_behind_the_daemons_back() {
     let files = Files::new(30);
     let kernel = kernel();
-    let counters = FakeCounters {
-        kernel: &kernel,
-        bytes: Mutex::default(),
-    };
     let state = StateDir::open(files.dir.path().join("st")).unwrap();
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
-        counters: &counters,
     };
     let clock = Clock::new();
     let mut s = settings("pfifo");
@@ -525,19 +460,90 @@ fn verify_repairs_drift_behind_the_daemons_back() {
     assert!(ev.iter().any(|e| matches!(e, Event::InSync)), "{ev:?}");
 }
 
+/// With statistics on, the daemon polls every `poll` (its one poll timer)
+/// and keeps each poll's statistics as a snapshot that does not change
+/// under its reader; a reload keeps the circuits' counters; the health
+/// numbers count the polls and reloads.
 #[test]
-fn lazy_leaves_follow_the_counters() {
-    let files = Files::new(20);
+fn statistics_are_polled_on_the_poll_timer_and_kept_as_snapshots() {
+    let mut files = Files::new(20);
     let kernel = kernel();
-    let counters = FakeCounters {
-        kernel: &kernel,
-        bytes: Mutex::default(),
-    };
     let state = StateDir::open(files.dir.path().join("st")).unwrap();
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
-        counters: &counters,
+    };
+    let clock = Clock::new();
+    let mut s = settings("pfifo");
+    s.statistics = true;
+    let mut d = driver(s.clone(), &files, &state, k, &clock);
+    let ev = collect(|s| d.start(s));
+    // The baseline poll ran with the start; the next is the only timer.
+    assert!(
+        ev.iter().any(|e| matches!(
+            e,
+            Event::CountersRead {
+                interfaces: 2,
+                failed: 0,
+                ..
+            }
+        )),
+        "{ev:?}"
+    );
+    assert_eq!(d.deadline(), Some(clock.now() + s.poll));
+    let first = d.statistics().expect("polled at start");
+    assert_eq!(first.stats.circuits.len(), 20);
+    assert_eq!(first.stats.interval_secs, None);
+
+    // 625,000 bytes through circuit 0's download class in 5 s: 1 Mbit/s.
+    let plan = d.core().plan().unwrap().clone();
+    let c = &plan.allocation.circuits[0];
+    let class = lqos_tc::TcHandle::new(plan.major(lqos_tc::Direction::Download, c.queue), c.minor);
+    let down = plan
+        .interfaces
+        .iter()
+        .find(|ip| ip.direction == lqos_tc::Direction::Download)
+        .unwrap();
+    kernel.count(&down.dev, class, 625_000);
+    clock.advance(s.poll);
+    collect(|s| d.run(s));
+    let second = d.statistics().unwrap();
+    assert_eq!(second.stats.circuits[0].download.bytes, 625_000);
+    assert_eq!(second.stats.circuits[0].download.rate_bps, 1e6);
+    assert_eq!(second.stats.circuits[0].upload.bytes, 0);
+    assert_eq!(
+        first.stats.circuits[0].download.bytes, 0,
+        "a snapshot stays"
+    );
+
+    // An edit reloads; the next poll maps the new plan and keeps counting.
+    files.set_download_max(5, 3);
+    d.file_event(InputFile::Devices, FileEvent::Closed);
+    clock.advance(s.debounce);
+    assert!(applied(&collect(|s| d.run(s))).is_some());
+    kernel.count(&down.dev, class, 625_000);
+    clock.advance(s.poll);
+    collect(|s| d.run(s));
+    let third = d.statistics().unwrap();
+    assert_eq!(third.stats.circuits[0].download.bytes, 1_250_000);
+    let ceil = |snap: &crate::stats::Snapshot| snap.stats.circuits[5].download.ceil_bps;
+    assert_ne!(ceil(&third), ceil(&second), "the new plan's ceil");
+
+    let h = d.health();
+    assert_eq!((h.polls, h.poll_errors), (3, 0));
+    assert!(h.last_ok);
+    let reloads: Vec<_> = h.reloads.keys().map(|(t, o)| format!("{t} {o}")).collect();
+    assert_eq!(reloads, ["file-change applied", "start applied"]);
+}
+
+#[test]
+fn lazy_leaves_follow_the_counters() {
+    let files = Files::new(20);
+    let kernel = kernel();
+    let state = StateDir::open(files.dir.path().join("st")).unwrap();
+    let k = Kernel {
+        live: &kernel,
+        backend: &kernel,
     };
     let clock = Clock::new();
     let mut s = settings("pfifo");
@@ -558,7 +564,7 @@ fn lazy_leaves_follow_the_counters() {
     assert_eq!(d.deadline(), Some(clock.now() + s.poll));
 
     // Traffic through one circuit: its leaf at the next poll.
-    counters.add(dev, leaves[3].parent, 1000);
+    kernel.count(dev, leaves[3].parent, 1000);
     clock.advance(s.poll);
     let ev = collect(|s| d.run(s));
     assert!(
@@ -577,30 +583,28 @@ fn lazy_leaves_follow_the_counters() {
     assert_eq!(tree.qdiscs.get(&leaves[3].handle), Some(&leaves[3]));
     assert_eq!(d.status().active_leaves, 1);
 
-    // A sample handed in from elsewhere (a statistics poll) counts as a
-    // poll: still moving, kept.
-    counters.add(dev, leaves[3].parent, 1000);
-    clock.advance(Duration::from_millis(500));
-    let sample = super::sample(
-        &counters,
-        &[SampleTarget {
-            dev: dev.into(),
-            htb_majors: ip.htb_majors(),
-        }],
-    );
-    let ev = collect(|s| d.sample(sample, s));
+    // Still moving at the next poll: kept.
+    kernel.count(dev, leaves[3].parent, 1000);
+    clock.advance(s.poll);
+    let ev = collect(|s| d.run(s));
     assert!(
         ev.iter()
             .any(|e| matches!(e, Event::LeavesUnchanged { active: 1 })),
         "{ev:?}"
     );
 
-    // Idle for the idle time (3 s since the sample): removed.
+    // Idle for the idle time (3 s since it last moved): removed.
     for _ in 0..2 {
         clock.advance(s.poll);
         let ev = collect(|s| d.run(s));
         assert!(
-            matches!(ev[..], [Event::LeavesUnchanged { active: 1 }]),
+            matches!(
+                ev[..],
+                [
+                    Event::CountersRead { failed: 0, .. },
+                    Event::LeavesUnchanged { active: 1 }
+                ]
+            ),
             "{ev:?}"
         );
     }
@@ -635,15 +639,10 @@ fn a_load_that_does_not_fit_in_memory_is_refused_before_any_op() {
         total: 4 << 30,
         available: 300 << 20,
     });
-    let counters = FakeCounters {
-        kernel: &kernel,
-        bytes: Mutex::default(),
-    };
     let state = StateDir::open(files.dir.path().join("st")).unwrap();
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
-        counters: &counters,
     };
     let clock = Clock::new();
     let mut d = driver(settings("cake diffserv4"), &files, &state, k, &clock);
@@ -668,15 +667,10 @@ fn a_load_that_does_not_fit_in_memory_is_refused_before_any_op() {
 macro_rules! started {
     ($files:ident, $kernel:ident, $state:ident, $d:ident, $clock:ident, $s:ident) => {
         let $kernel = kernel();
-        let counters = FakeCounters {
-            kernel: &$kernel,
-            bytes: Mutex::default(),
-        };
         let $state = StateDir::open($files.dir.path().join("st")).unwrap();
         let k = Kernel {
             live: &$kernel,
             backend: &$kernel,
-            counters: &counters,
         };
         let $clock = Clock::new();
         let $s = settings("pfifo");

@@ -167,7 +167,9 @@ pub fn dump_request(buf: &mut Vec<u8>, ifindex: i32, seq: u32) {
 
 /// Decodes one whole netlink message (header included) of a filter dump:
 /// `Ok(None)` for anything that is not one of lqos's egress flower filters
-/// (see [`decode_filter`] for the rules).
+/// (the header message of a preference, other hooks, kinds, preferences
+/// or protocols); a flower filter in lqos's range that lqos would not have
+/// written decodes as one that never satisfies a plan.
 ///
 /// ```
 /// use lqos_apply::netlink::{decode_filter_msg, encode_op};

@@ -118,7 +118,7 @@ pub struct OpFailure {
     pub not_sent: usize,
     /// The interface index the ops were sent for.
     pub ifindex: i32,
-    /// Its name, if this socket looked it up with [`NetlinkSocket::link`].
+    /// Its name, if this socket looked it up with [`NetlinkSocket::link`](super::NetlinkSocket::link).
     pub dev: Option<String>,
     /// Extended-ACK warnings of successful ACKs, by op index.
     pub warnings: Vec<(usize, String)>,

@@ -5,14 +5,18 @@
 //! - [`StatsIndex::new`] (pure, once per plan): which classid is which
 //!   circuit or node in which direction, which leaf qdisc is whose, and
 //!   every class's planned rate and ceil.
-//! - [`NetlinkLive::poll_stats`](crate::NetlinkLive::poll_stats): the I/O, per interface one class dump per
-//!   planned HTB (counters, 64-bit packets, HTB's statistics) and,
-//!   with `leaves`, one qdisc dump (the leaves' counters, cake's per-tin
-//!   and fq_codel's statistics) where a planned leaf keeps statistics of
-//!   its own: an interface whose leaves are all pfifo or bfifo, or that
-//!   has none, is not dumped ([`StatsIndex::leaf_dump_needed`]). [`RawIface::class_stats`] gives the same
-//!   class dumps to lazy leaves ([`crate::lazy::LeafTracker::observe`]),
-//!   so one set of dumps serves both.
+//! - [`LiveSource::poll`](crate::LiveSource::poll) of a [`PollRequest`]:
+//!   the I/O, per interface one class dump per planned HTB (counters,
+//!   64-bit packets, HTB's statistics) and, where asked, one qdisc dump
+//!   (the leaves' counters, cake's per-tin and fq_codel's statistics)
+//!   where a planned leaf keeps statistics of its own: an interface whose
+//!   leaves are all pfifo or bfifo, or that has none, is not dumped
+//!   ([`StatsIndex::leaf_dump_needed`]). [`RawIface::class_stats`] gives
+//!   the same class dumps to lazy leaves
+//!   ([`crate::lazy::LeafTracker::observe`]), so one set of dumps serves
+//!   both; the daemon makes one poll for both.
+//! - [`StatsPoll`]: the index and the tracker of one plan, kept poll after
+//!   poll and across reloads, each poll giving a [`Snapshot`].
 //! - [`StatsTracker::observe`] (pure: values and a monotonic time in): the
 //!   [`Stats`] of one poll. Counters are kept monotonic across a class or
 //!   leaf that was recreated (its kernel counters restart from 0, or it was
@@ -45,6 +49,9 @@
 //! ```
 
 pub mod openmetrics;
+mod poll;
+
+pub use poll::{PollRequest, PollTarget, Polled, Snapshot, StatsPoll};
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -607,7 +614,8 @@ impl StatsTracker {
         let mut drop_deltas = vec![[0u64; 2]; index.circuits.len()];
         let mut ecn_deltas = vec![[0u64; 2]; index.circuits.len()];
         // Directions whose interface was polled: only their objects can be
-        // missing (an interface that failed to answer keeps its counters).
+        // missing (an interface that failed to answer keeps its counters,
+        // and its next answer continues them).
         let mut polled = [false; 2];
         for ii in &index.ifaces {
             let Some(r) = raw.interface(&ii.dev) else {
@@ -690,7 +698,7 @@ impl StatsTracker {
         for (i, acc) in self.circuits.iter_mut().enumerate() {
             for d in Dir::BOTH {
                 let a = &mut acc[d.i()];
-                if !class_seen[i][d.i()] {
+                if polled[d.i()] && !class_seen[i][d.i()] {
                     for m in [
                         &mut a.bytes,
                         &mut a.packets,
@@ -700,7 +708,7 @@ impl StatsTracker {
                         m.missing();
                     }
                 }
-                if !leaf_seen[i][d.i()] {
+                if polled[d.i()] && !leaf_seen[i][d.i()] {
                     a.leaf_drops.missing();
                     a.ecn.missing();
                 }

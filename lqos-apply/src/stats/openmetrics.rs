@@ -1,34 +1,43 @@
-//! The statistics of one poll as OpenMetrics text (what `lqos watch
-//! --metrics` serves at `/metrics`): per circuit and node and direction,
-//! counters in base units and gauges.
+//! The statistics of one poll as Prometheus text (what `lqos watch
+//! --metrics` serves at `/metrics`), in either text format
+//! ([`Format`]): the Prometheus text format 0.0.4 or OpenMetrics 1.0.0,
+//! the same families and samples from one renderer. Per circuit and node
+//! and direction, counters in base units and gauges.
 //!
 //! Series (counters end in `_total`):
 //! - per circuit (labels `circuit_id`, `direction`):
 //!   `lqos_circuit_sent_bytes_total`, `_sent_packets_total`,
 //!   `_drops_total`, `_overlimits_total`, `_ecn_marks_total`; gauges
-//!   `lqos_circuit_backlog_bytes`, `lqos_circuit_ceil_bits_per_second`;
+//!   `lqos_circuit_backlog_bytes`, `lqos_circuit_ceil_bytes_per_second`;
 //!   for cake leaves `lqos_circuit_cake_delay_seconds` (labels `tin`: the
 //!   tin's index, diffserv4 0 Bulk, 1 Best Effort, 2 Video, 3 Voice;
 //!   `delay`: `peak`, `avg` or `base`), for each tin that has sent a
 //!   packet since the leaf was created (an idle tin's delays are zero and
 //!   carry nothing; a tin's series stays once it has one);
-//! - `lqos_circuit_info{circuit_id, name, parent} 1` (type `info`): names
-//!   and parents in one series, so the counters' labels stay bounded;
+//! - `lqos_circuit_info{circuit_id, name, parent} 1` (a gauge, as
+//!   Prometheus stores an info series): names and parents in one series,
+//!   so the counters' labels stay bounded;
 //! - per node (labels `node`, `direction`): the same counters and the two
-//!   gauges.
+//!   gauges;
+//! - any [`Family`] of the caller's own (the daemon's health), after them.
+//!
+//! The formats differ only in their descriptors: OpenMetrics names a
+//! counter family without its `_total` suffix and ends with `# EOF`; the
+//! text format names it with the suffix and has no end marker.
 //!
 //! [`CircuitSeries`] bounds the circuit series on very large networks.
 //!
 //! Labels change only when the plan does: [`Labels`] escapes them once per
 //! plan and every render copies them, so a render is a few copies and
 //! integer formats per sample (10,000 circuits with four busy cake tins
-//! each, 381,000 samples: see `docs/benchmarks.md`). The output is the
-//! text prometheus-client writes for the same families (a test compares
-//! them); its per-label encoding costs several times this, too much at
-//! this size.
+//! each, 381,000 samples: see `docs/benchmarks.md`). The OpenMetrics text
+//! is the one prometheus-client writes for the same families (a test
+//! compares them); its per-label encoding costs several times this, too
+//! much at this size. [`Exposition`] renders a chunk at a time, so a server
+//! sends an answer as its client reads it, without a copy of the whole.
 //!
 //! ```
-//! use lqos_apply::stats::openmetrics::{render, CircuitSeries, Labels};
+//! use lqos_apply::stats::openmetrics::{render, CircuitSeries, Format, Labels};
 //! use lqos_apply::stats::{RawIface, RawStats, StatsIndex, StatsTracker};
 //! use std::time::Duration;
 //!
@@ -40,8 +49,9 @@
 //! let raw = RawStats { interfaces: index.devs().map(RawIface::empty).collect() };
 //! let stats = StatsTracker::new(&index).observe(&index, &raw, Duration::ZERO);
 //! let mut out = Vec::new();
-//! render(&mut out, &stats, &labels, CircuitSeries::All).unwrap();
+//! render(&mut out, Some((&stats, &labels)), &[], CircuitSeries::All, Format::Prometheus).unwrap();
 //! let text = String::from_utf8(out).unwrap();
+//! assert!(text.contains("# TYPE lqos_circuit_sent_bytes_total counter\n"));
 //! assert!(text.contains("lqos_circuit_sent_bytes_total{circuit_id=\"10001\",direction=\"download\"} 0\n"));
 //! ```
 
@@ -76,7 +86,7 @@ pub const COUNTERS: [Field; 5] = [
 /// The gauges, in exposition order.
 pub const GAUGES: [Field; 2] = [
     ("backlog_bytes", "Bytes queued now", |d| d.backlog_bytes),
-    ("ceil_bits_per_second", "Planned ceil", |d| d.ceil_bps),
+    ("ceil_bytes_per_second", "Planned ceil", |d| d.ceil_bps / 8),
 ];
 
 /// The cake delay family's name and help.
@@ -85,8 +95,8 @@ pub const DELAY: (&str, &str) = (
     "cake tin queueing delay (peak, avg, base)",
 );
 
-/// The info family's name (samples `lqos_circuit_info`) and help.
-pub const INFO: (&str, &str) = ("lqos_circuit", "A circuit's name and parent node");
+/// The info family's name and help (a gauge of value 1 per circuit).
+pub const INFO: (&str, &str) = ("lqos_circuit_info", "A circuit's name and parent node");
 
 /// The `direction` label of each [`Dir`], after a circuit's or node's own.
 const DIRECTION: [&str; 2] = [",direction=\"download\"", ",direction=\"upload\""];
@@ -201,25 +211,131 @@ impl Labels {
     }
 }
 
-/// Bytes of output buffered before they go to the sink.
-const CHUNK: usize = 64 << 10;
-
-/// A buffered writer that never grows its buffer past one chunk and a
-/// sample (cheaper per small write than `io::BufWriter`).
-struct Out<'a> {
-    buf: Vec<u8>,
-    sink: &'a mut dyn io::Write,
+/// The text format of an exposition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// The Prometheus text format 0.0.4 (what `promtool check metrics`
+    /// reads; the default when a scraper does not ask for OpenMetrics).
+    #[default]
+    Prometheus,
+    /// OpenMetrics 1.0.0.
+    OpenMetrics,
 }
+
+impl Format {
+    /// The `Content-Type` of an answer in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+
+    /// The format an HTTP `Accept` header asks for: OpenMetrics when it
+    /// names `application/openmetrics-text` (version 1.0.0, 0.0.1 or
+    /// none) with a weight at least that of an explicit `text/plain`;
+    /// the text format otherwise (no header, `text/plain`, `*/*`).
+    /// Prometheus's own header
+    /// (`application/openmetrics-text;version=1.0.0,...,text/plain;version=0.0.4;q=0.5,*/*;q=0.1`)
+    /// gets OpenMetrics.
+    pub fn negotiate(accept: Option<&str>) -> Format {
+        let (mut om, mut text) = (0.0f32, 0.0f32);
+        for range in accept.unwrap_or("").split(',') {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("").to_ascii_lowercase();
+            let (mut q, mut version) = (1.0f32, None);
+            for p in parts {
+                let Some((k, v)) = p.split_once('=') else {
+                    continue;
+                };
+                let v = v.trim().trim_matches('"');
+                match k.trim().to_ascii_lowercase().as_str() {
+                    "q" => q = v.parse().unwrap_or(0.0),
+                    "version" => version = Some(v.to_string()),
+                    _ => {}
+                }
+            }
+            match media.as_str() {
+                "application/openmetrics-text"
+                    if matches!(version.as_deref(), None | Some("1.0.0" | "0.0.1")) =>
+                {
+                    om = om.max(q)
+                }
+                "text/plain" if matches!(version.as_deref(), None | Some("0.0.4")) => {
+                    text = text.max(q)
+                }
+                _ => {}
+            }
+        }
+        if om > 0.0 && om >= text {
+            Format::OpenMetrics
+        } else {
+            Format::Prometheus
+        }
+    }
+}
+
+/// The type of a [`Family`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A counter: its samples are named with `_total`.
+    Counter,
+    /// A gauge.
+    Gauge,
+}
+
+/// A family of the caller's own series, rendered after the statistics in
+/// the same format (the daemon's health:
+/// [`crate::daemon::Health::families`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Family {
+    /// The family's name; a counter's without `_total`.
+    pub name: String,
+    /// What it counts or measures.
+    pub help: String,
+    /// Counter or gauge.
+    pub kind: Kind,
+    /// Its samples: label pairs (values escaped when written) and value.
+    pub samples: Vec<(Vec<(String, String)>, f64)>,
+}
+
+impl Family {
+    /// A family with no samples yet.
+    pub fn new(name: &str, help: &str, kind: Kind) -> Family {
+        Family {
+            name: name.to_string(),
+            help: help.to_string(),
+            kind,
+            samples: Vec::new(),
+        }
+    }
+
+    /// The same family with one more sample.
+    pub fn sample(mut self, labels: &[(&str, &str)], value: f64) -> Family {
+        let labels = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        self.samples.push((labels, value));
+        self
+    }
+}
+
+/// The statistics to render and their plan's label sets.
+pub type Series<'a> = (&'a Stats, &'a Labels);
+
+/// Per-sample output: integer and decimal formats without allocation.
+struct Out<'a>(&'a mut Vec<u8>);
 
 impl Out<'_> {
     #[inline]
     fn put(&mut self, s: &str) {
-        self.buf.extend_from_slice(s.as_bytes());
+        self.0.extend_from_slice(s.as_bytes());
     }
 
     #[inline]
     fn uint(&mut self, v: u64) {
-        self.buf
+        self.0
             .extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
     }
 
@@ -238,40 +354,85 @@ impl Out<'_> {
             frac /= 10;
         }
         let end = digits.iter().rposition(|&d| d != b'0').map_or(1, |p| p + 1);
-        self.buf.extend_from_slice(&digits[..end]);
+        self.0.extend_from_slice(&digits[..end]);
     }
 
-    /// Ends a sample line; passes a full chunk on.
-    #[inline]
-    fn end_line(&mut self) -> io::Result<()> {
-        self.buf.push(b'\n');
-        if self.buf.len() >= CHUNK {
-            self.sink.write_all(&self.buf)?;
-            self.buf.clear();
+    /// A float as both formats write it (`+Inf`, `-Inf`, `NaN`; whole
+    /// numbers without a fraction).
+    fn float(&mut self, v: f64) {
+        if v.is_nan() {
+            self.put("NaN");
+        } else if v.is_infinite() {
+            self.put(if v > 0.0 { "+Inf" } else { "-Inf" });
+        } else if v.fract() == 0.0 && v.abs() < 9.0e15 {
+            self.0
+                .extend_from_slice(itoa::Buffer::new().format(v as i64).as_bytes());
+        } else {
+            use std::io::Write;
+            let _ = write!(self.0, "{v}");
         }
-        Ok(())
     }
 
-    fn descriptor(&mut self, name: &str, help: &str, kind: &str) -> io::Result<()> {
-        for s in ["# HELP ", name, " ", help, "\n# TYPE ", name, " ", kind] {
-            self.put(s);
+    /// `# HELP` and `# TYPE` of family `name` in `format`.
+    fn descriptor(&mut self, format: Format, name: &str, help: &str, kind: Kind) {
+        let suffix = match (format, kind) {
+            (Format::Prometheus, Kind::Counter) => "_total",
+            _ => "",
+        };
+        self.put("# HELP ");
+        self.put(name);
+        self.put(suffix);
+        self.put(" ");
+        for c in help.chars() {
+            match c {
+                '\\' => self.put("\\\\"),
+                '\n' => self.put("\\n"),
+                '"' if format == Format::OpenMetrics => self.put("\\\""),
+                c => self.put(c.encode_utf8(&mut [0; 4])),
+            }
         }
-        self.end_line()
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.sink.write_all(&self.buf)?;
-        self.buf.clear();
-        Ok(())
+        self.put("\n# TYPE ");
+        self.put(name);
+        self.put(suffix);
+        self.put(match kind {
+            Kind::Counter => " counter\n",
+            Kind::Gauge => " gauge\n",
+        });
     }
 }
 
-/// The circuits `which` selects, as indices into `stats.circuits`.
-fn selected(stats: &Stats, which: CircuitSeries) -> Vec<usize> {
+/// The circuits an exposition has series of.
+#[derive(Debug, Clone)]
+enum Selected {
+    /// The first n (every circuit: no list kept).
+    All(usize),
+    /// These, by index into `stats.circuits`.
+    Some(Vec<usize>),
+}
+
+impl Selected {
+    fn len(&self) -> usize {
+        match self {
+            Selected::All(n) => *n,
+            Selected::Some(v) => v.len(),
+        }
+    }
+
+    /// The index of the `i`-th selected circuit.
+    fn get(&self, i: usize) -> usize {
+        match self {
+            Selected::All(_) => i,
+            Selected::Some(v) => v[i],
+        }
+    }
+}
+
+/// The circuits `which` selects.
+fn selected(stats: &Stats, which: CircuitSeries) -> Selected {
     let busy = |c: &CircuitStats| c.download.rate_bps + c.upload.rate_bps;
-    match which {
+    Selected::Some(match which {
         CircuitSeries::None => Vec::new(),
-        CircuitSeries::All => (0..stats.circuits.len()).collect(),
+        CircuitSeries::All => return Selected::All(stats.circuits.len()),
         CircuitSeries::Top(n) => {
             let mut v: Vec<usize> = (0..stats.circuits.len()).collect();
             let by_rate = |a: &usize, b: &usize| {
@@ -284,92 +445,290 @@ fn selected(stats: &Stats, which: CircuitSeries) -> Vec<usize> {
             v.sort_by(by_rate);
             v
         }
+    })
+}
+
+/// The counter and gauge fields in exposition order, with their kind.
+fn fields() -> impl Iterator<Item = (&'static Field, Kind)> {
+    COUNTERS
+        .iter()
+        .map(|f| (f, Kind::Counter))
+        .chain(GAUGES.iter().map(|f| (f, Kind::Gauge)))
+}
+
+/// Sections of an exposition: per field a circuit and a node section,
+/// then the delays, the circuits' info, the caller's families, the end.
+const FIELD_SECTIONS: usize = 2 * (COUNTERS.len() + GAUGES.len());
+const DELAY_SECTION: usize = FIELD_SECTIONS;
+const INFO_SECTION: usize = FIELD_SECTIONS + 1;
+const FAMILY_SECTIONS: usize = FIELD_SECTIONS + 2;
+
+/// An exposition being written, resumable: [`Exposition::fill`] writes
+/// the next part of it, so a server sends a large answer a chunk at a time
+/// as its client reads (no copy of the whole is kept), and
+/// [`render`] writes it whole. Each call must be given the same
+/// statistics and families.
+#[derive(Debug, Clone)]
+pub struct Exposition {
+    format: Format,
+    circuits: Selected,
+    nodes: usize,
+    /// Per field section, `lqos_circuit_NAME_total{` and the like.
+    prefixes: Vec<String>,
+    section: usize,
+    /// 0: the section's descriptor; then its rows.
+    row: usize,
+}
+
+impl Exposition {
+    /// The exposition of `series` (`None`: before a first poll, only
+    /// `families`) with the circuits `which` selects, in `format`.
+    pub fn new(series: Option<Series<'_>>, which: CircuitSeries, format: Format) -> Exposition {
+        let (circuits, nodes) = match series {
+            Some((stats, labels)) if labels.fits(stats) => {
+                (selected(stats, which), stats.nodes.len())
+            }
+            _ => (Selected::Some(Vec::new()), 0),
+        };
+        let prefixes = fields()
+            .flat_map(|(&(name, _, _), kind)| {
+                let open = match kind {
+                    Kind::Counter => "_total{",
+                    Kind::Gauge => "{",
+                };
+                ["circuit", "node"].map(|who| format!("lqos_{who}_{name}{open}"))
+            })
+            .collect();
+        Exposition {
+            format,
+            circuits,
+            nodes,
+            prefixes,
+            // No statistics (no poll yet): no descriptors of theirs.
+            section: if series.is_some() { 0 } else { FAMILY_SECTIONS },
+            row: 0,
+        }
+    }
+
+    /// Writes the next part of the exposition to `out` until `out` holds
+    /// at least `limit` bytes (one row more at most) or the exposition
+    /// ends. Returns whether more is to come.
+    pub fn fill(
+        &mut self,
+        series: Option<Series<'_>>,
+        families: &[Family],
+        out: &mut Vec<u8>,
+        limit: usize,
+    ) -> bool {
+        let eof_section = FAMILY_SECTIONS + families.len();
+        let mut o = Out(out);
+        while o.0.len() < limit {
+            if self.section > eof_section {
+                return false;
+            }
+            let rows = match self.section {
+                s if s < FIELD_SECTIONS && s % 2 == 0 => self.circuits.len(),
+                s if s < FIELD_SECTIONS => self.nodes,
+                DELAY_SECTION | INFO_SECTION => self.circuits.len(),
+                s if s < eof_section => families[s - FAMILY_SECTIONS].samples.len(),
+                _ => 0,
+            };
+            if self.row > rows {
+                self.section += 1;
+                self.row = 0;
+                continue;
+            }
+            self.write(series, families, &mut o);
+            self.row += 1;
+        }
+        self.section <= eof_section
+    }
+
+    /// Row `self.row` of section `self.section` (0: the descriptor).
+    fn write(&self, series: Option<Series<'_>>, families: &[Family], o: &mut Out<'_>) {
+        let (s, row) = (self.section, self.row);
+        let format = self.format;
+        if s < FIELD_SECTIONS {
+            let (&(name, help, value), kind) = fields().nth(s / 2).expect("a field section");
+            let who = if s % 2 == 0 { "circuit" } else { "node" };
+            if row == 0 {
+                return o.descriptor(format, &format!("lqos_{who}_{name}"), help, kind);
+            }
+            let Some((stats, labels)) = series else {
+                return;
+            };
+            let (dirs, label) = if s % 2 == 0 {
+                let i = self.circuits.get(row - 1);
+                (
+                    [&stats.circuits[i].download, &stats.circuits[i].upload],
+                    labels.circuit.get(i),
+                )
+            } else {
+                let n = &stats.nodes[row - 1];
+                ([&n.download, &n.upload], labels.node.get(row - 1))
+            };
+            for d in Dir::BOTH {
+                o.put(&self.prefixes[s]);
+                o.put(label);
+                o.put(DIRECTION[d as usize]);
+                o.put("} ");
+                o.uint(value(dirs[d as usize]));
+                o.put("\n");
+            }
+        } else if s == DELAY_SECTION {
+            if row == 0 {
+                return o.descriptor(format, DELAY.0, DELAY.1, Kind::Gauge);
+            }
+            let Some((stats, labels)) = series else {
+                return;
+            };
+            let i = self.circuits.get(row - 1);
+            let c = &stats.circuits[i];
+            for d in Dir::BOTH {
+                for (tin, delays) in tin_delays(c.dir(d)) {
+                    for (k, us) in delays.into_iter().enumerate() {
+                        o.put(DELAY.0);
+                        o.put("{");
+                        o.put(labels.circuit.get(i));
+                        o.put(DIRECTION[d as usize]);
+                        o.put(TIN_DELAY[tin][k]);
+                        o.micros_as_secs(us);
+                        o.put("\n");
+                    }
+                }
+            }
+        } else if s == INFO_SECTION {
+            if row == 0 {
+                return o.descriptor(format, INFO.0, INFO.1, Kind::Gauge);
+            }
+            let Some((_, labels)) = series else { return };
+            o.put(INFO.0);
+            o.put("{");
+            o.put(labels.info.get(self.circuits.get(row - 1)));
+            o.put("} 1\n");
+        } else if let Some(f) = families.get(s - FAMILY_SECTIONS) {
+            if row == 0 {
+                return o.descriptor(format, &f.name, &f.help, f.kind);
+            }
+            let (labels, value) = &f.samples[row - 1];
+            o.put(&f.name);
+            if f.kind == Kind::Counter {
+                o.put("_total");
+            }
+            if !labels.is_empty() {
+                let mut set = String::new();
+                for (k, v) in labels {
+                    if !set.is_empty() {
+                        set.push(',');
+                    }
+                    set.push_str(k);
+                    set.push_str("=\"");
+                    escape_into(&mut set, v);
+                    set.push('"');
+                }
+                o.put("{");
+                o.put(&set);
+                o.put("}");
+            }
+            o.put(" ");
+            o.float(*value);
+            o.put("\n");
+        } else if format == Format::OpenMetrics {
+            o.put(EOF);
+        }
     }
 }
 
-/// Writes the circuit and node families of `stats` (labelled by `labels`,
-/// the same plan's) to `sink`, without the closing `# EOF` (the caller
-/// may append families of its own, then [`EOF`]).
+/// Bytes written per chunk by [`render`].
+const CHUNK: usize = 64 << 10;
+
+/// Writes the whole exposition of `series` and `families` to `sink`, a
+/// chunk at a time (no copy of the whole is kept).
 pub fn render(
     sink: &mut dyn io::Write,
-    stats: &Stats,
-    labels: &Labels,
+    series: Option<Series<'_>>,
+    families: &[Family],
     which: CircuitSeries,
+    format: Format,
 ) -> io::Result<()> {
-    let mut out = Out {
-        buf: Vec::with_capacity(CHUNK + 4096),
-        sink,
-    };
-    let circuits = if labels.fits(stats) {
-        selected(stats, which)
-    } else {
-        Vec::new()
-    };
-    let nodes = if labels.fits(stats) {
-        stats.nodes.len()
-    } else {
-        0
-    };
-    let families = COUNTERS
-        .iter()
-        .map(|f| (f, "counter", "_total{"))
-        .chain(GAUGES.iter().map(|f| (f, "gauge", "{")));
-    for (&(name, help, value), kind, open) in families {
-        let family = format!("lqos_circuit_{name}");
-        let sample = format!("{family}{open}");
-        out.descriptor(&family, help, kind)?;
-        for &i in &circuits {
-            let c = &stats.circuits[i];
-            for d in Dir::BOTH {
-                out.put(&sample);
-                out.put(labels.circuit.get(i));
-                out.put(DIRECTION[d as usize]);
-                out.put("} ");
-                out.uint(value(c.dir(d)));
-                out.end_line()?;
-            }
-        }
-        let family = format!("lqos_node_{name}");
-        let sample = format!("{family}{open}");
-        out.descriptor(&family, help, kind)?;
-        for (i, n) in stats.nodes.iter().enumerate().take(nodes) {
-            for d in Dir::BOTH {
-                out.put(&sample);
-                out.put(labels.node.get(i));
-                out.put(DIRECTION[d as usize]);
-                out.put("} ");
-                out.uint(value(n.dir(d)));
-                out.end_line()?;
-            }
+    let mut e = Exposition::new(series, which, format);
+    let mut buf = Vec::with_capacity(CHUNK + 4096);
+    loop {
+        let more = e.fill(series, families, &mut buf, CHUNK);
+        sink.write_all(&buf)?;
+        buf.clear();
+        if !more {
+            return Ok(());
         }
     }
-    out.descriptor(DELAY.0, DELAY.1, "gauge")?;
-    for &i in &circuits {
-        let c = &stats.circuits[i];
-        for d in Dir::BOTH {
-            for (tin, delays) in tin_delays(c.dir(d)) {
-                for (k, us) in delays.into_iter().enumerate() {
-                    out.put(DELAY.0);
-                    out.put("{");
-                    out.put(labels.circuit.get(i));
-                    out.put(DIRECTION[d as usize]);
-                    out.put(TIN_DELAY[tin][k]);
-                    out.micros_as_secs(us);
-                    out.end_line()?;
-                }
-            }
-        }
-    }
-    out.descriptor(INFO.0, INFO.1, "info")?;
-    for &i in &circuits {
-        out.put(INFO.0);
-        out.put("_info{");
-        out.put(labels.info.get(i));
-        out.put("} 1");
-        out.end_line()?;
-    }
-    out.flush()
 }
 
 /// The line that ends an OpenMetrics exposition.
 pub const EOF: &str = "# EOF\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{RawIface, RawStats, StatsTracker};
+
+    fn fixture() -> (Stats, Labels, Vec<Family>) {
+        let (_, plan) = crate::test_fixtures::bridge_plan(7, 2, "cake diffserv4");
+        let index = StatsIndex::new(&plan);
+        let raw = RawStats {
+            interfaces: index.devs().map(RawIface::empty).collect(),
+        };
+        let stats = StatsTracker::new(&index).observe(&index, &raw, Default::default());
+        let families = vec![
+            Family::new("x_events", "Events \\ with \"quotes\"", Kind::Counter)
+                .sample(&[("k", "v\"\n")], 3.0),
+            Family::new("x_ratio", "A ratio", Kind::Gauge)
+                .sample(&[], 0.25)
+                .sample(&[("k", "inf")], f64::INFINITY),
+        ];
+        (stats, Labels::new(&index), families)
+    }
+
+    /// Written a few bytes at a time, the exposition is the one written
+    /// whole.
+    #[test]
+    fn an_exposition_in_small_parts_is_the_whole_one() {
+        let (stats, labels, families) = fixture();
+        for format in [Format::Prometheus, Format::OpenMetrics] {
+            let series = Some((&stats, &labels));
+            let mut whole = Vec::new();
+            render(&mut whole, series, &families, CircuitSeries::All, format).unwrap();
+            for limit in [1, 100, 4096] {
+                let mut e = Exposition::new(series, CircuitSeries::All, format);
+                let (mut parts, mut buf) = (Vec::new(), Vec::new());
+                while e.fill(series, &families, &mut buf, limit) {
+                    assert!(!buf.is_empty() || limit == 0);
+                    parts.append(&mut buf);
+                }
+                parts.append(&mut buf);
+                assert_eq!(parts, whole, "{format:?} {limit}");
+            }
+        }
+    }
+
+    #[test]
+    fn families_render_in_either_format_and_alone() {
+        let (_, _, families) = fixture();
+        let text = |format| {
+            let mut out = Vec::new();
+            render(&mut out, None, &families, CircuitSeries::All, format).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            text(Format::Prometheus),
+            "# HELP x_events_total Events \\\\ with \"quotes\"\n# TYPE x_events_total counter\n\
+             x_events_total{k=\"v\\\"\\n\"} 3\n\
+             # HELP x_ratio A ratio\n# TYPE x_ratio gauge\nx_ratio 0.25\nx_ratio{k=\"inf\"} +Inf\n"
+        );
+        assert_eq!(
+            text(Format::OpenMetrics),
+            "# HELP x_events Events \\\\ with \\\"quotes\\\"\n# TYPE x_events counter\n\
+             x_events_total{k=\"v\\\"\\n\"} 3\n\
+             # HELP x_ratio A ratio\n# TYPE x_ratio gauge\nx_ratio 0.25\nx_ratio{k=\"inf\"} +Inf\n# EOF\n"
+        );
+    }
+}

@@ -34,6 +34,8 @@ pub struct PlanOptions {
     /// Classifier: `tc` plans clsact + flower + skbedit filters with the
     /// tree; `none` leaves classification to an external program (feed it
     /// ip_map.csv) [default: lqos.conf [lqos] classifier, else none].
+    // The doc comment is the help text: `[lqos]` is a TOML section, not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, value_enum, value_name = "tc|none")]
     pub classifier: Option<ClassifierArg>,
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use lqos_apply::stats::{CircuitStats, Dir, DirStats, NodeStats, Stats, StatsIndex, StatsTracker};
+use lqos_apply::stats::{CircuitStats, Dir, DirStats, NodeStats, Stats, StatsPoll};
 use lqos_apply::{load_saved_plan, NetlinkLive, StateDir};
 use serde::Serialize;
 
@@ -205,18 +205,17 @@ pub fn delay(c: &CircuitStats) -> String {
 /// Polls twice `interval` apart (once for 0) and returns the last stats.
 pub fn snapshot(
     live: &NetlinkLive,
-    index: &StatsIndex,
-    tracker: &mut StatsTracker,
+    poll: &mut StatsPoll,
     start: Instant,
     interval: Duration,
 ) -> anyhow::Result<Stats> {
     let leaves = true;
-    let mut s = tracker.observe(index, &live.poll_stats(index, leaves)?, start.elapsed());
+    let mut s = poll.poll(live, leaves, start.elapsed())?;
     if !interval.is_zero() {
         std::thread::sleep(interval);
-        s = tracker.observe(index, &live.poll_stats(index, leaves)?, start.elapsed());
+        s = poll.poll(live, leaves, start.elapsed())?;
     }
-    Ok(s)
+    Ok(s.stats)
 }
 
 /// The plan of the last successful apply (what the kernel holds).
@@ -247,12 +246,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let plan = last_plan(&args.target)?;
     let live = NetlinkLive::new(args.target.netns.clone());
-    let index = StatsIndex::new(&plan);
-    let mut tracker = StatsTracker::new(&index);
+    let mut poll = StatsPoll::new(&plan);
     let stats = snapshot(
         &live,
-        &index,
-        &mut tracker,
+        &mut poll,
         Instant::now(),
         Duration::from_secs_f64(args.interval),
     )?;

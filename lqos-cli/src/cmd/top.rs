@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use lqos_apply::stats::{Stats, StatsIndex, StatsTracker};
+use lqos_apply::stats::{Stats, StatsPoll};
 use lqos_apply::NetlinkLive;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout};
@@ -67,8 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let plan = last_plan(&args.target)?;
     let live = NetlinkLive::new(args.target.netns.clone());
-    let index = StatsIndex::new(&plan);
-    let mut tracker = StatsTracker::new(&index);
+    let mut poll = StatsPoll::new(&plan);
     let start = Instant::now();
     let every = Duration::from_secs_f64(args.interval);
     let mut app = App {
@@ -85,9 +84,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let mut next = Instant::now();
         loop {
             if Instant::now() >= next {
-                match live.poll_stats(&index, true) {
-                    Ok(raw) => {
-                        app.stats = Some(tracker.observe(&index, &raw, start.elapsed()));
+                match poll.poll(&live, true, start.elapsed()) {
+                    Ok(snapshot) => {
+                        app.stats = Some(snapshot.stats);
                         app.error = None;
                     }
                     Err(e) => app.error = Some(e.to_string()),

@@ -210,6 +210,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     settings.overrides = args.options.overrides()?;
     settings.netns = args.target.netns.clone();
     settings.lazy_leaves = args.lazy_leaves;
+    settings.statistics = args.metrics.is_some();
     settings.poll = secs(args.poll, "--poll")?.max(Duration::from_millis(100));
     settings.idle = secs(args.idle, "--idle")?;
     let verify_every = secs(args.verify_every * 60.0, "--verify-every")?;
@@ -284,7 +285,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     // Metrics: bound before the first load (a taken port fails at start).
     let shared = Arc::new(Mutex::new(crate::metrics::Shared::default()));
-    let poller = crate::metrics::Poller::new(&live, shared.clone());
     if let Some(addr) = args.metrics {
         let listener = crate::metrics::bind(addr)
             .with_context(|| format!("--metrics {addr}: cannot listen"))?;
@@ -292,55 +292,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         info!(addr = %addr, "metrics at http://{addr}/metrics");
     }
     let metrics_on = args.metrics.is_some();
-    let poll_every = settings.poll;
-    let lazy = settings.lazy_leaves;
 
     let start = StartInfo {
         netns: netns.clone(),
         files: files.clone(),
         state_dir: state_path.clone(),
     };
-    let plan_changed = std::cell::Cell::new(false);
-    let sink = &mut |e: Event| {
-        if metrics_on {
-            shared.lock().expect("metrics state").health.event(&e);
-            if matches!(e, Event::Applied(_)) {
-                plan_changed.set(true);
-            }
-        }
-        log(e, &start)
-    };
+    let sink = &mut |e: Event| log(e, &start);
     let kernel = Kernel {
         live: &live,
         backend: &backend,
-        // With metrics, the lazy-leaf poll's dumps feed them too.
-        counters: if metrics_on { &poller } else { &live },
     };
     let mut d = Driver::new(settings, inputs, &state, kernel).with_cancel(cancel);
-    let mut next_stats = Instant::now();
     d.start(sink);
     loop {
         if metrics_on {
-            if plan_changed.take() || !poller.has_plan() {
-                if let Some(p) = d.core().plan() {
-                    poller.set_plan(p);
-                }
-            }
-            poller.flush();
-            // Without lazy leaves nothing else polls: the loop does.
-            if !lazy && Instant::now() >= next_stats {
-                poller.poll_all();
-                next_stats = Instant::now() + poll_every;
-            }
+            // What `/metrics` serves: the driver's latest snapshot (a
+            // pointer swap; scrapes render it on their own thread).
+            let mut sh = shared.lock().expect("metrics state");
+            sh.latest = d.statistics();
+            sh.health.clone_from(d.health());
         }
         let now = Instant::now();
-        let mut deadline = d
+        let deadline = d
             .deadline()
             .unwrap_or(now + Duration::from_secs(3600))
             .min(now + Duration::from_secs(3600));
-        if metrics_on && !lazy {
-            deadline = deadline.min(next_stats);
-        }
         match rx.recv_timeout(deadline.saturating_duration_since(now)) {
             Ok(Loop::Fs(Ok(ev))) => {
                 if ev.paths.contains(&confirm_path) && is_written(&ev.kind) {

@@ -90,10 +90,10 @@ pub fn device_row(id: &str, parent: &str, ipv4: &str) -> String {
 }
 
 /// A LibreQoS sample file (`samples/libreqos/NAME`, kept once for all
-/// crates).
+/// crates and linked here as `tests/samples`).
 pub fn sample(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../samples/libreqos")
+        .join("tests/samples")
         .join(name)
 }
 
@@ -241,3 +241,34 @@ pub fn assert_in_sync(dir: &Path, ns: &lqos_apply::netns::ScratchNetns) {
 pub fn signal(child: &std::process::Child, sig: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
 }
+
+/// Sets Download Min/Max Mbps of circuit `id` in the devices file.
+pub fn set_rates(csv_text: &str, id: &str, min: &str, max: &str) -> String {
+    let mut r = csv::ReaderBuilder::new().from_reader(csv_text.as_bytes());
+    let headers = r.headers().unwrap().clone();
+    let col = |n: &str| headers.iter().position(|h| h == n).unwrap();
+    let (cid, cmin, cmax) = (
+        col("Circuit ID"),
+        col("Download Min Mbps"),
+        col("Download Max Mbps"),
+    );
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(&headers).unwrap();
+    for rec in r.records() {
+        let rec = rec.unwrap();
+        let row: Vec<&str> = rec
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match i {
+                _ if rec.get(cid) != Some(id) => v,
+                i if i == cmin => min,
+                i if i == cmax => max,
+                _ => v,
+            })
+            .collect();
+        w.write_record(&row).unwrap();
+    }
+    String::from_utf8(w.into_inner().unwrap()).unwrap()
+}
+
+pub mod promtool;

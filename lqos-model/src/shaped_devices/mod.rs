@@ -83,7 +83,7 @@ impl ShapedDevices {
 ///   are errors (usually an unquoted comma) and skipped.
 /// - IPv4 / IPv6 cells hold comma-separated addresses or CIDR ranges; a bare
 ///   address is a /32 or /128. Spaces around entries are ignored.
-/// - Rates are decimal Mbps, read exactly (see [`Rate`]).
+/// - Rates are decimal Mbps, read exactly (see [`Rate`](crate::Rate)).
 /// - Circuit ID, Device ID, Parent Node, MAC, IP and rate cells are trimmed
 ///   of surrounding whitespace; names and comments are kept verbatim (text
 ///   with control characters is kept too, with a warning).

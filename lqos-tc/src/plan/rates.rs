@@ -48,7 +48,7 @@ pub fn squashes(sum_down: Rate, sum_up: Rate, node_down: Rate, node_up: Rate) ->
 
 /// The minimum LibreQoS gives each of a squashed node's `n` circuits (both
 /// directions): 1 Mbit, or 10 kbit when even `n` x 1 Mbit is more than
-/// the node guarantees in either direction. [`circuit_rates`] then keeps
+/// the node guarantees in either direction. `circuit_rates` then keeps
 /// it under the circuit's ceil.
 pub fn squashed_min(n: u64, node_down: Rate, node_up: Rate) -> Rate {
     let one = Rate::from_mbps(1);

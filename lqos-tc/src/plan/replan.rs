@@ -9,7 +9,7 @@
 //! parent node and leaf qdiscs (present or not, per direction); anything
 //! else is refused with the reason ([`Replan::Full`]) and the caller plans
 //! the whole network. [`known_diff`] then gives the ops that take a model
-//! of the kernel to the patched objects, as [`diff`](crate::diff) would.
+//! of the kernel to the patched objects, as [`diff`](crate::diff()) would.
 
 use hashbrown::{HashMap, HashSet};
 

@@ -153,7 +153,7 @@ pub struct CircuitSlot {
 }
 
 /// Where every node and circuit went: queue, class minor, leaf majors.
-/// Feed it back to [`plan`] to keep classids stable across reloads.
+/// Feed it back to [`plan`](crate::plan()) to keep classids stable across reloads.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Allocation {

@@ -177,6 +177,7 @@ impl Reloader {
                 index: None,
                 raw: None,
             });
+            self.plan_gen += 1;
             self.retry_at = Some(now + self.settings.retry);
             let record = Record {
                 trigger,
@@ -222,6 +223,9 @@ impl Reloader {
             index: cand.index,
             raw: cand.raw,
         });
+        if !verify {
+            self.plan_gen += 1;
+        }
         self.status.active_leaves = self.active_leaves();
         if !verify && self.known.is_known() {
             // (Out of step, the retry just scheduled stays.)
@@ -326,16 +330,16 @@ impl Reloader {
         }
         if trigger == Trigger::Start {
             self.next_verify = self.settings.verify_every.map(|v| now + v);
-            if matches!(self.leaves, Some(Leaves::Lazy(Some(_)))) {
+            if self.polls() {
                 // The counters' baseline right away: traffic from now on
-                // gives a leaf at the next poll.
+                // gives a leaf (and a rate) at the next poll.
                 self.next_poll = Some(now);
             }
         }
         if trigger == Trigger::LeafPoll {
             self.next_poll = Some(now + self.settings.poll);
         }
-        if self.next_poll.is_none() && matches!(self.leaves, Some(Leaves::Lazy(Some(_)))) {
+        if self.next_poll.is_none() && self.polls() {
             self.next_poll = Some(now + self.settings.poll);
         }
     }
@@ -350,7 +354,7 @@ impl Reloader {
             at: now,
             read_at: now,
             ready: None,
-            step: Step::Sample,
+            step: Step::Poll,
         });
         let cand = Candidate {
             plan: cur.plan,

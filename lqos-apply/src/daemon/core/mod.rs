@@ -6,6 +6,7 @@ mod load;
 mod poll;
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lqos_model::{DevicesEdit, DevicesIndex, Network};
@@ -24,7 +25,7 @@ use crate::journal::InputSet;
 use crate::lazy::{self, LeafTracker};
 use crate::live::LinkSummary;
 use crate::memory::{check_memory, MemInfo};
-use crate::netlink::ClassStats;
+use crate::stats::{PollRequest, Polled, Snapshot, StatsPoll};
 use crate::watch::{Outcome, Trigger};
 use load::summarize;
 
@@ -39,7 +40,10 @@ pub struct Settings {
     /// Lazy leaves on whatever lqos.conf says (`[lqos] lazy_leaves` can
     /// also turn them on, read at start).
     pub lazy_leaves: bool,
-    /// With lazy leaves: time between two counter samples.
+    /// Poll per-circuit statistics ([`Reloader::statistics`]), with lazy
+    /// leaves from the same dumps.
+    pub statistics: bool,
+    /// Time between two polls (lazy leaves, statistics).
     pub poll: Duration,
     /// With lazy leaves: time without traffic before a leaf is removed.
     pub idle: Duration,
@@ -70,6 +74,7 @@ impl Default for Settings {
             overrides: PlanOverrides::default(),
             netns: None,
             lazy_leaves: false,
+            statistics: false,
             poll: Duration::from_secs(5),
             idle: Duration::from_secs(300),
             verify_every: Some(Duration::from_secs(600)),
@@ -103,8 +108,8 @@ pub enum Request<'a> {
     MemInfo,
     /// Load these streams ([`crate::load_deletes_first`]).
     Send(&'a [IfaceOps<'static>]),
-    /// Sample the class counters of these interfaces' HTB qdiscs.
-    Sample(&'a [SampleTarget]),
+    /// Poll the counters ([`crate::LiveSource::poll`]).
+    Poll(&'a PollRequest),
     /// Nothing: answer with [`Response::Continue`].
     Continue,
 }
@@ -128,29 +133,10 @@ pub enum Response {
     MemInfo(Option<MemInfo>),
     /// To [`Request::Send`].
     Sent(LoadReport),
-    /// To [`Request::Sample`].
-    Sample(Sample),
+    /// To [`Request::Poll`].
+    Polled(Polled),
     /// To [`Request::Continue`].
     Continue,
-}
-
-/// An interface to sample and the HTB qdiscs whose classes to read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SampleTarget {
-    /// The interface.
-    pub dev: String,
-    /// Majors of its HTB qdiscs ([`lqos_tc::InterfacePlan::htb_majors`]).
-    pub htb_majors: Vec<u16>,
-}
-
-/// One sample of the kernel's counters: one class dump per planned HTB
-/// qdisc and interface. The lazy-leaf poll takes it as its input; a
-/// statistics poll can take the same dumps and hand them here too
-/// ([`Reloader::sample`]), so the kernel is read once for both.
-#[derive(Debug, Default)]
-pub struct Sample {
-    /// Class counters per interface (or why they could not be read).
-    pub classes: BTreeMap<String, Result<Vec<ClassStats>>>,
 }
 
 /// What the reloader reports, in order.
@@ -322,7 +308,7 @@ enum Step {
     /// A load failed: waiting for the trees to resync the leaves.
     Resync { record: Record },
     /// A poll: waiting for the counters.
-    Sample,
+    Poll,
     /// A poll: waiting for the machine's memory.
     PollMemory { poll: Box<Poll> },
     /// A poll: waiting for its leaf ops to load.
@@ -401,8 +387,18 @@ struct Poll {
     streams: Vec<IfaceOps<'static>>,
 }
 
+/// The statistics poll's state: the poll of the plan of generation `gen`
+/// and its latest result.
+#[derive(Debug)]
+struct Statistics {
+    poll: StatsPoll,
+    gen: u64,
+    latest: Option<Arc<Snapshot>>,
+}
+
 /// The reloader: owns the plan the daemon runs, the model of the kernel
-/// ([`KnownKernel`]), the lazy-leaf tracker and the timers; takes triggers
+/// ([`KnownKernel`]), the lazy-leaf tracker, the statistics and the
+/// timers (one table: [`Reloader::poll_timeout`]); takes triggers
 /// and answers with `now` values, and says what to read, send, log and
 /// record. It reads no file, socket or clock itself: a driver does
 /// ([`super::Driver`]).
@@ -421,7 +417,6 @@ pub struct Reloader {
     /// Asked for and not yet started.
     start_at: Option<Instant>,
     hup_at: Option<Instant>,
-    sample_in: Option<(Sample, Instant)>,
     /// The pending edit of the input files.
     ready: Readiness,
     /// A reload to start again at a time (its inputs were changing).
@@ -437,7 +432,13 @@ pub struct Reloader {
     next_verify: Option<Instant>,
     /// Links asked for (kept for [`Request::Links`]'s borrow).
     asked: Vec<String>,
-    targets: Vec<SampleTarget>,
+    /// What the poll in progress reads.
+    poll_req: PollRequest,
+    /// Bumped whenever the current plan is replaced.
+    plan_gen: u64,
+    statistics: Option<Statistics>,
+    /// The first `now` seen: statistics' times are measured from it.
+    origin: Option<Instant>,
     /// Bytes of `ShapedDevices.csv` no longer needed (replaced by an edit,
     /// or read and found unchanged), for the next read to reuse.
     spare: Option<Vec<u8>>,
@@ -460,7 +461,6 @@ impl Reloader {
             out: VecDeque::new(),
             start_at: None,
             hup_at: None,
-            sample_in: None,
             ready: Readiness::new(settings_quiet, settings_settle),
             again: None,
             refused: None,
@@ -470,7 +470,10 @@ impl Reloader {
             next_poll: None,
             next_verify: None,
             asked: Vec::new(),
-            targets: Vec::new(),
+            poll_req: PollRequest::default(),
+            plan_gen: 0,
+            statistics: None,
+            origin: None,
             spare: None,
         }
     }
@@ -558,28 +561,32 @@ impl Reloader {
         self.current.as_ref().and_then(Current::applied)
     }
 
-    /// A sample of the counters taken at `now` outside the reloader's own
-    /// polls (e.g. by a statistics poll): with lazy leaves, used as the
-    /// next poll.
-    pub fn sample(&mut self, sample: Sample, now: Instant) {
-        if matches!(self.leaves, Some(Leaves::Lazy(Some(_)))) {
-            self.sample_in = Some((sample, now));
-        }
+    /// The statistics of the latest poll (with [`Settings::statistics`],
+    /// once a plan was polled): every circuit's and node's counters and
+    /// rates, kept monotonic across reloads.
+    pub fn statistics(&self) -> Option<&Arc<Snapshot>> {
+        self.statistics.as_ref()?.latest.as_ref()
+    }
+
+    /// Whether the daemon polls: lazy leaves (once decided) or statistics,
+    /// with a plan.
+    fn polls(&self) -> bool {
+        matches!(self.leaves, Some(Leaves::Lazy(Some(_))))
+            || (self.settings.statistics && self.current.is_some())
     }
 
     /// When [`Reloader::handle_timeout`] has something to start (`None`:
-    /// nothing is waiting).
+    /// nothing is waiting). Every timer of the daemon is in this table.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let lazy = matches!(self.leaves, Some(Leaves::Lazy(Some(_))));
+        let polls = self.polls();
         [
             self.start_at,
             self.hup_at,
-            self.sample_in.as_ref().map(|(_, t)| *t),
             self.confirmed.as_ref().map(|(_, t)| *t),
             self.again.map(|(_, _, _, at)| at),
             self.ready.deadline(),
             self.retry_at,
-            self.next_poll.filter(|_| lazy),
+            self.next_poll.filter(|_| polls),
             self.next_verify,
         ]
         .into_iter()
@@ -598,16 +605,6 @@ impl Reloader {
             self.begin_reload(Trigger::Start, t, now, true);
         } else if let Some(t) = self.hup_at.take() {
             self.begin_reload(Trigger::Sighup, t, now, true);
-        } else if let Some((sample, t)) = self.sample_in.take() {
-            self.job = Some(Job {
-                trigger: Trigger::LeafPoll,
-                since: t,
-                at: now,
-                read_at: now,
-                ready: None,
-                step: Step::Sample,
-            });
-            self.poll_sample(sample, now);
         } else if let Some((sha, t)) = self.confirmed.take() {
             self.allow_once = Some(sha);
             self.begin_reload(Trigger::Confirm, t, now, false);
@@ -624,9 +621,7 @@ impl Reloader {
         } else if self.retry_at.is_some_and(|r| now >= r) {
             self.retry_at = None;
             self.begin_reload(Trigger::Retry, now, now, true);
-        } else if self.next_poll.is_some_and(|p| now >= p)
-            && matches!(self.leaves, Some(Leaves::Lazy(Some(_))))
-        {
+        } else if self.next_poll.is_some_and(|p| now >= p) && self.polls() {
             self.next_poll = None;
             self.begin_poll(now);
         } else if self.next_verify.is_some_and(|v| now >= v) {
@@ -657,7 +652,7 @@ impl Reloader {
             Step::Memory { .. } | Step::PollMemory { .. } => Request::MemInfo,
             Step::Send { ld } => Request::Send(&ld.streams),
             Step::PollSend { poll } => Request::Send(&poll.streams),
-            Step::Sample => Request::Sample(&self.targets),
+            Step::Poll => Request::Poll(&self.poll_req),
         })
     }
 
@@ -675,7 +670,7 @@ impl Reloader {
         let Some(mut job) = self.job.take() else {
             panic!("a response without a request: {r:?}");
         };
-        let step = std::mem::replace(&mut job.step, Step::Sample);
+        let step = std::mem::replace(&mut job.step, Step::Poll);
         let t_prev = std::mem::replace(&mut job.at, now);
         let trigger = job.trigger;
         self.job = Some(job);
@@ -787,7 +782,7 @@ impl Reloader {
                 self.record(record);
                 self.job = None;
             }
-            (Step::Sample, Response::Sample(s)) => self.poll_sample(s, now),
+            (Step::Poll, Response::Polled(p)) => self.polled(p, t_prev, now),
             (Step::PollMemory { poll }, Response::MemInfo(m)) => self.poll_fit(*poll, m, now),
             (Step::PollSend { poll }, Response::Sent(report)) => self.poll_sent(*poll, report, now),
             (step, r) => panic!("{trigger}: response {r:?} does not answer {step:?}"),

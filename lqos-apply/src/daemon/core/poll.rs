@@ -1,5 +1,6 @@
-//! Lazy-leaf polls: a counter sample in, one op per leaf to add or
-//! remove out.
+//! Polls: one read of the kernel's counters per `poll` interval feeds the
+//! statistics (a [`Snapshot`] per poll) and lazy leaves (one op per leaf
+//! to add or remove) from the same dumps.
 
 use super::*;
 
@@ -9,50 +10,70 @@ impl Reloader {
             self.next_poll = Some(now + self.settings.poll);
             return;
         };
-        self.targets = cur
-            .plan
-            .interfaces
-            .iter()
-            .map(|ip| SampleTarget {
-                dev: ip.dev.clone(),
-                htb_majors: ip.htb_majors(),
-            })
-            .collect();
+        self.poll_req = if self.settings.statistics {
+            let gen = self.plan_gen;
+            let st = match &mut self.statistics {
+                Some(st) if st.gen == gen => st,
+                Some(st) => {
+                    // A reload since the last poll: the counters of the
+                    // circuits both plans have carry over.
+                    st.poll.replan(&cur.plan);
+                    st.gen = gen;
+                    st
+                }
+                None => self.statistics.insert(Statistics {
+                    poll: StatsPoll::new(&cur.plan),
+                    gen,
+                    latest: None,
+                }),
+            };
+            st.poll.request(true)
+        } else {
+            PollRequest::classes_of(&cur.plan)
+        };
         self.job = Some(Job {
             trigger: Trigger::LeafPoll,
             since: now,
             at: now,
             read_at: now,
             ready: None,
-            step: Step::Sample,
+            step: Step::Poll,
         });
     }
 
-    pub(super) fn poll_sample(&mut self, mut sample: Sample, now: Instant) {
+    /// The poll asked for at `asked` answered at `now`: statistics, then
+    /// lazy leaves.
+    pub(super) fn polled(&mut self, mut polled: Polled, asked: Instant, now: Instant) {
+        let origin = *self.origin.get_or_insert(asked);
+        let failed = std::mem::take(&mut polled.failed);
+        let n_failed = failed.len();
+        for (dev, error) in failed {
+            self.emit(Event::CountersUnreadable { dev, error });
+        }
+        if let Some(st) = &mut self.statistics {
+            let snapshot = st
+                .poll
+                .observe(&polled, now.saturating_duration_since(origin));
+            st.latest = Some(Arc::new(snapshot));
+        }
+        self.emit(Event::CountersRead {
+            took: now.saturating_duration_since(asked),
+            interfaces: polled.raw.interfaces.len(),
+            failed: n_failed,
+        });
         let (Some(Leaves::Lazy(Some(tracker))), Some(cur)) = (&mut self.leaves, &self.current)
         else {
             self.job = None;
+            self.after_job(Trigger::LeafPoll, now);
             return;
         };
         let mut changes = Vec::new();
-        let mut events = Vec::new();
         for ip in &cur.plan.interfaces {
-            let stats = match sample.classes.remove(&ip.dev) {
-                Some(Ok(s)) => s,
-                Some(Err(error)) => {
-                    events.push(Event::CountersUnreadable {
-                        dev: ip.dev.clone(),
-                        error,
-                    });
-                    continue;
-                }
-                None => continue,
+            let Some(raw) = polled.raw.interface(&ip.dev) else {
+                continue;
             };
-            let ch = tracker.observe(ip, &stats, now);
+            let ch = tracker.observe(ip, &raw.class_stats(), now);
             changes.push((ip.dev.clone(), ch));
-        }
-        for e in events {
-            self.emit(e);
         }
         let poll = Box::new(Poll {
             changes,
