@@ -3,13 +3,41 @@
 //! they are added here, in one place, next to `main`'s mapping of errors
 //! to exit codes.
 
-use lqos_apply::{ApplyError, FullReason, LoadKind, UnsafeState};
+use lqos_apply::{guard, ApplyError, FullReason, LoadKind, UnsafeState};
 
-/// Advice for the first error in `err`'s chain that has some.
+use crate::cmd::apply::{LoadStopped, Refused};
+
+/// Advice for the first error in `err`'s chain that has some (with, after a
+/// load that stopped part way, how to go on from the partial tree).
 pub(crate) fn hint(err: &anyhow::Error) -> Option<String> {
-    err.chain()
+    if let Some(Refused(r)) = err.downcast_ref::<Refused>() {
+        return refusal_hint(r);
+    }
+    let advice = err
+        .chain()
         .filter_map(|e| e.downcast_ref::<ApplyError>())
-        .find_map(apply_hint)
+        .find_map(apply_hint);
+    if err.downcast_ref::<LoadStopped>().is_none() {
+        return advice;
+    }
+    let partial = "the interface was left partly loaded; the next `lqos apply` continues from \
+                   there (or use --rollback)";
+    Some(match advice {
+        Some(a) => format!("{a}; {partial}"),
+        None => partial.to_string(),
+    })
+}
+
+/// Advice for a refusal of the removal guard.
+fn refusal_hint(r: &guard::Refusal) -> Option<String> {
+    match r {
+        guard::Refusal::TooManyRemovals { .. } => Some(
+            "if that is meant, run again with --allow-removals (or set --max-removals / [lqos] \
+             max_removals)"
+                .to_string(),
+        ),
+        _ => None,
+    }
 }
 
 /// Advice for one library error, naming this binary's flags.

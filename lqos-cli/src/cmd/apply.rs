@@ -2,7 +2,6 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::Context;
 use lqos_apply::journal::Journal;
@@ -19,7 +18,9 @@ use super::adopt::adopt;
 use super::inputs::print_report as print_problems;
 use super::inputs::InputArgs;
 use super::plan::PlanOptions;
-use super::{EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK};
+use super::{Done, Interrupted, Outcome};
+use crate::out::{note, outln, with_stdout};
+use crate::EXIT_INTERRUPTED;
 
 /// Where the plan comes from: LibreQoS inputs (planned here) or a plan file.
 #[derive(clap::Args, Debug, Clone)]
@@ -163,7 +164,7 @@ impl PlanArgs {
         let prev = match &adoption {
             Some(a) => Some(a.seed.clone()),
             None => last_good_allocation(state, netns).unwrap_or_else(|e| {
-                eprintln!("lqos: warning: ignoring the saved plan ({e}); classids may change");
+                note!("lqos: warning: ignoring the saved plan ({e}); classids may change");
                 None
             }),
         };
@@ -216,6 +217,29 @@ impl PlanArgs {
     }
 }
 
+/// The removal guard refused a plan: nothing was changed.
+#[derive(Debug)]
+pub struct Refused(pub guard::Refusal);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "refused: {}; nothing was changed", self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// A load that failed part way (the context of its error): the interface
+/// holds what was applied until then.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadStopped;
+
+impl std::fmt::Display for LoadStopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the load stopped")
+    }
+}
+
 /// A plan as [`PlanArgs::resolve_with_network`] found it.
 pub struct Resolved {
     /// The plan.
@@ -231,10 +255,10 @@ pub struct Resolved {
 }
 
 impl Resolved {
-    /// The removal guard: an error (printed, with how to go on) when the
-    /// plan removes more circuits than the limit, or comes from an empty
-    /// input.
-    fn guard(&self, args: &Args) -> Result<(), ExitCode> {
+    /// The removal guard: an error (the refusal; `main` adds how to go on)
+    /// when the plan removes more circuits than the limit, or comes from an
+    /// empty input.
+    fn guard(&self, args: &Args) -> anyhow::Result<()> {
         let limit = args
             .max_removals
             .or(self.config.as_ref().map(|c| c.lqos.max_removals))
@@ -255,18 +279,10 @@ impl Resolved {
         match guard::check(limit, &r, &empty) {
             Ok(()) => Ok(()),
             Err(e @ guard::Refusal::TooManyRemovals { .. }) if args.allow_removals => {
-                eprintln!("lqos: --allow-removals: {e}");
+                note!("lqos: --allow-removals: {e}");
                 Ok(())
             }
-            Err(e) => {
-                eprintln!("lqos: refused: {e}; nothing was changed");
-                if matches!(e, guard::Refusal::TooManyRemovals { .. }) {
-                    eprintln!(
-                        "lqos: if that is meant, run again with --allow-removals (or set --max-removals / [lqos] max_removals)"
-                    );
-                }
-                Err(ExitCode::from(EXIT_ERROR))
-            }
+            Err(e) => Err(Refused(e).into()),
         }
     }
 
@@ -276,7 +292,7 @@ impl Resolved {
         let r = Journal::open(state, netns)
             .and_then(|j| j.push(raw.into(), self.plan.allocation.circuits.len(), source));
         if let Err(e) = r {
-            eprintln!("lqos: warning: cannot write the input journal: {e}");
+            note!("lqos: warning: cannot write the input journal: {e}");
         }
     }
 }
@@ -301,7 +317,7 @@ fn change_line(c: &Change<'_>) -> String {
     )
 }
 
-fn print_report(report: &ApplyReport<'_>) {
+fn print_report(report: &ApplyReport<'_>) -> anyhow::Result<()> {
     let load = report.load.as_ref();
     for (i, c) in report.changes.iter().enumerate() {
         let mut line = change_line(c);
@@ -311,17 +327,17 @@ fn print_report(report: &ApplyReport<'_>) {
                 line += &format!(", {}", t.display());
             }
         }
-        println!("{line}");
+        outln!("{line}")?;
     }
     if let Some(m) = &report.memory {
-        println!(
+        outln!(
             "memory: the load adds about {} of kernel memory ({}); it fits",
             lqos_tc::memory::human_bytes(m.net_bytes().max(0) as u64),
             m.describe()
-        );
+        )?;
     }
     if let Some(l) = load {
-        println!(
+        outln!(
             "total: {} ops applied by {}; preflight {:.3}s, readback {:.3}s, diff {:.3}s, load {}",
             l.ops_applied(),
             l.backend,
@@ -329,25 +345,20 @@ fn print_report(report: &ApplyReport<'_>) {
             report.readback.wall.as_secs_f64(),
             report.diff.wall.as_secs_f64(),
             l.total.display()
-        );
+        )?;
     }
+    Ok(())
 }
 
 fn print_dry_run<'a>(streams: impl Iterator<Item = &'a IfaceOps<'a>>) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let write = || -> std::io::Result<()> {
+    with_stdout(|out| {
         for s in streams {
             for op in s.sent() {
                 writeln!(out, "{}", render_line(&s.dev, &op))?;
             }
         }
-        out.flush()
-    };
-    match write() {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+        Ok(())
+    })
 }
 
 fn backend(args: &Args, netns: Option<String>) -> Box<dyn Backend> {
@@ -398,7 +409,7 @@ fn no_state(state_path: &Path) -> anyhow::Error {
 }
 
 /// Runs `lqos apply`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
     if args.combined && args.backend != BackendArg::Tc {
         anyhow::bail!("--combined needs --backend tc");
     }
@@ -445,9 +456,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.source
                 .resolve_from(&live, &state_path, netns.as_deref(), from_journal)
         })?;
-        if let Err(code) = resolved.guard(&args) {
-            return Ok(code);
-        }
+        resolved.guard(&args)?;
         let (plan, network) = (&resolved.plan, resolved.network.as_ref());
         let session = Session {
             state: &state,
@@ -490,9 +499,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .source
             .resolve_with_network(&live, &state_path, netns.as_deref())?;
         if !args.dry_run {
-            if let Err(code) = r.guard(&args) {
-                return Ok(code);
-            }
+            r.guard(&args)?;
         }
         (Some(r.plan), r.network)
     };
@@ -515,12 +522,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         match (result, &plan) {
             (Ok(r), _) => {
                 for c in &r.changes {
-                    eprintln!("{}", change_line(c));
+                    note!("{}", change_line(c));
                 }
                 print_dry_run(r.changes.iter().map(|c| &c.stream))?;
             }
             (Err(e @ (ApplyError::NoInterface { .. } | ApplyError::Netlink { .. })), Some(p)) => {
-                eprintln!("lqos: cannot read the live trees ({e}); showing the full build");
+                note!("lqos: cannot read the live trees ({e}); showing the full build");
                 let full: Vec<IfaceOps> = IfaceOps::all_from_plan(p)
                     .into_iter()
                     .map(IfaceOps::with_delete_root)
@@ -529,7 +536,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             (Err(e), _) => return Err(e.into()),
         }
-        return Ok(ExitCode::from(EXIT_OK));
+        return Ok(Done::Ok);
     }
 
     let state = StateDir::open(&state_path)?;
@@ -577,17 +584,15 @@ fn progress_bar(plan: &Plan) -> Option<Bar> {
 }
 
 /// Prints the report (with `readback`, the time of the trees read ahead
-/// during planning, when they were) and turns it into the exit code.
-fn finish(
-    mut report: ApplyReport<'_>,
-    readback: Option<lqos_apply::Timing>,
-) -> anyhow::Result<ExitCode> {
+/// during planning, when they were) and turns a failed or interrupted
+/// load, or a verify that found drift, into the error `main` maps.
+fn finish(mut report: ApplyReport<'_>, readback: Option<lqos_apply::Timing>) -> Outcome {
     if let Some(t) = readback {
         // The read-ahead's own time (apply_plan only took those trees,
         // and dumped any interface the read-ahead did not know).
         report.readback = report.readback + t;
     }
-    print_report(&report);
+    print_report(&report)?;
     if let Some(load) = report.load.take() {
         let applied = load.ops_applied();
         if let Err(e) = load.into_result() {
@@ -596,26 +601,22 @@ fn finish(
                 ..
             } = &e
             {
-                eprintln!(
-                    "lqos: interrupted: stopped after {applied} ops ({e}); nothing was saved \
-                     (the last good plan stays); the next `lqos apply` continues from there"
-                );
-                return Ok(ExitCode::from(EXIT_INTERRUPTED));
+                return Err(Interrupted(format!(
+                    "stopped after {applied} ops ({e}); nothing was saved (the last good plan \
+                     stays); the next `lqos apply` continues from there"
+                ))
+                .into());
             }
-            // With its causes (e.g. why the tc process failed).
-            eprintln!("lqos: error: {:#}", anyhow::Error::from(e));
-            eprintln!(
-                "lqos: the interface was left partly loaded; the next `lqos apply` continues from there (or use --rollback)"
-            );
-            return Ok(ExitCode::from(EXIT_ERROR));
+            // With its causes (e.g. why the tc process failed); the hint
+            // says the interface was left partly loaded and how to go on.
+            return Err(anyhow::Error::from(e).context(LoadStopped));
         }
     }
     if let Some(v) = &report.verify {
-        print!("{v}");
+        crate::out::out!("{v}")?;
         if !v.is_clean() {
-            eprintln!("lqos: error: the kernel's trees differ from the plan after loading");
-            return Ok(ExitCode::from(EXIT_ERROR));
+            anyhow::bail!("the kernel's trees differ from the plan after loading");
         }
     }
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(Done::Ok)
 }

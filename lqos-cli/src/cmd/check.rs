@@ -1,9 +1,8 @@
 //! `lqos check`: validate the inputs and print every problem.
 
-use std::process::ExitCode;
-
 use super::inputs::InputArgs;
-use super::{EXIT_ERROR, EXIT_OK, EXIT_WARN};
+use super::{Done, Outcome};
+use crate::out::{out, outln};
 
 /// Arguments of `lqos check`.
 #[derive(clap::Args, Debug)]
@@ -20,7 +19,7 @@ pub struct Args {
 ///
 /// Exit code 0 when clean (or warnings only without `--strict`), 1 for
 /// warnings with `--strict`, 2 for errors or unreadable files.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
     let loaded = args.inputs.load()?;
     let s = super::inputs::summary(&loaded);
     let config = loaded
@@ -28,34 +27,35 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "built-in defaults".to_string());
-    println!(
+    outln!(
         "{}: {} nodes, depth {}",
         args.inputs.network.display(),
         s.nodes,
         s.depth
-    );
+    )?;
     let unshaped = match loaded.unshaped.len() {
         0 => String::new(),
         n => format!(" ({n} more not shaped: parent node not in network.json)"),
     };
-    println!(
+    outln!(
         "{}: {} circuits, {} devices{unshaped}",
         args.inputs.devices.display(),
         s.circuits,
         s.devices
-    );
-    println!("config: {config}");
-    print!("{}", loaded.report);
+    )?;
+    outln!("config: {config}")?;
+    out!("{}", loaded.report)?;
     let (errors, warnings) = (loaded.report.error_count(), loaded.report.warning_count());
-    println!("{errors} error(s), {warnings} warning(s)");
+    outln!("{errors} error(s), {warnings} warning(s)")?;
     // The process ends here: freeing every circuit one by one would only
     // cost time.
     std::mem::forget(loaded);
-    Ok(ExitCode::from(if errors > 0 {
-        EXIT_ERROR
-    } else if warnings > 0 && args.strict {
-        EXIT_WARN
+    if errors > 0 {
+        anyhow::bail!("the inputs have {errors} error(s)");
+    }
+    Ok(if warnings > 0 && args.strict {
+        Done::Findings
     } else {
-        EXIT_OK
-    }))
+        Done::Ok
+    })
 }

@@ -2,12 +2,12 @@
 //! lqos.conf) for tests and benchmarks.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::Context;
 use lqos_model::{generate, write_config, write_network_json, write_shaped_devices, GenParams};
 
-use super::EXIT_OK;
+use super::{Done, Outcome};
+use crate::out::outln;
 
 /// Arguments of `lqos gen`.
 #[derive(clap::Args, Debug)]
@@ -45,7 +45,7 @@ pub struct Args {
 const FILES: [&str; 3] = ["network.json", "ShapedDevices.csv", "lqos.conf"];
 
 /// Runs `lqos gen`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
     let params = GenParams {
         circuits: args.circuits,
         seed: args.seed,
@@ -76,13 +76,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     let s = lqos_model::summarize(&g.network);
-    println!(
+    outln!(
         "wrote network.json ({} nodes, depth {}), ShapedDevices.csv ({} circuits, {} devices), lqos.conf to {}",
         s.nodes,
         s.depth,
         s.circuits,
         s.devices,
         args.out.display()
-    );
-    Ok(ExitCode::from(EXIT_OK))
+    )?;
+    Ok(Done::Ok)
 }

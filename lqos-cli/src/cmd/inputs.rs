@@ -33,7 +33,7 @@ pub type Loaded = LoadedInputs;
 /// Prints every problem of `report` to stderr (warnings of a plan that
 /// succeeded, or everything wrong with inputs that failed).
 pub fn print_report(report: &Report) {
-    eprint!("{report}");
+    crate::out::eprint(format_args!("{report}"));
 }
 
 /// The counts of nodes, circuits, devices and the depth.
@@ -48,7 +48,7 @@ impl InputArgs {
     pub fn inputs(&self) -> Inputs {
         let inputs = self.inputs_quiet();
         if inputs.config.is_none() {
-            eprintln!(
+            crate::out::note!(
                 "lqos: no {DEFAULT_CONFIG} in the current directory; using built-in defaults (give --config to use another file)"
             );
         }

@@ -4,7 +4,6 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::Context;
 use lqos_apply::{plan_files, ApplyError, PlanOverrides, Planned, QueueCount};
@@ -12,7 +11,8 @@ use lqos_model::Network;
 use lqos_tc::{Allocation, Classifier, LeafSpec, Plan, PlanRecordRef, QueueStrategy};
 
 use super::inputs::{print_report, InputArgs};
-use super::EXIT_OK;
+use super::{Done, Outcome};
+use crate::out::outln;
 
 /// Queues used when neither `--queues` nor `override_available_queues` says.
 pub const DEFAULT_QUEUES: u32 = 16;
@@ -206,7 +206,7 @@ fn write_plan_json(
 /// interface's tc file on one; the other tc files, linux_tc.txt and
 /// ip_map.csv on the other), each streamed in chunks; the bytes are the
 /// same as written one after the other.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
     let previous = args.previous.as_deref().map(read_plan).transpose()?;
     let mut options = args.options.clone();
     let adoption = match &args.adopt_libreqos {
@@ -259,7 +259,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         text.and(json)
     })?;
 
-    println!(
+    outln!(
         "planned {} circuits and {} nodes on {} queue(s) per direction ({:?} strategy); {} addresses/prefixes in ip_map.csv, classifier {}",
         plan.allocation.circuits.len(),
         plan.allocation.nodes.len(),
@@ -267,23 +267,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         plan.config.strategy,
         plan.ip_map.len(),
         plan.config.classifier
-    );
+    )?;
     for ip in &plan.interfaces {
         let counts: Vec<String> = ip
             .queue_class_counts
             .iter()
             .map(|c| c.to_string())
             .collect();
-        println!(
+        outln!(
             "{} ({:?}): {} ops; classes per queue: {}",
             ip.dev,
             ip.direction,
             ip.ops.len(),
             counts.join(" ")
-        );
+        )?;
     }
-    println!("wrote {}", args.out.display());
+    outln!("wrote {}", args.out.display())?;
     // As above: the process ends here, nothing needs these freed.
     std::mem::forget((plan, network));
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(Done::Ok)
 }

@@ -5,14 +5,14 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use lqos_tc::render::rate_to_tc;
 use lqos_tc::{Direction, Plan, TcHandle, TcTree};
 
 use super::inputs::InputArgs;
 use super::plan::{plan_inputs, read_plan, PlanOptions};
-use super::EXIT_OK;
+use super::{Done, Outcome};
+use crate::out::out;
 
 /// Arguments of `lqos show`.
 #[derive(clap::Args, Debug)]
@@ -40,25 +40,25 @@ pub struct Args {
 }
 
 /// Runs `lqos show`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
     let plan = match &args.plan {
         Some(p) => read_plan(p)?,
         None => plan_inputs(&args.inputs, &args.options, None)?,
     };
     if let Some(addr) = args.ip {
-        print!("{}", render_ip(&plan, addr));
-        return Ok(ExitCode::from(EXIT_OK));
+        out!("{}", render_ip(&plan, addr))?;
+        return Ok(Done::Ok);
     }
     if let Some(dev) = &args.interface {
         if plan.interface(dev).is_none() {
             anyhow::bail!("the plan has no interface {dev:?}");
         }
     }
-    print!(
+    out!(
         "{}",
         render_show(&plan, args.interface.as_deref(), args.circuits)
-    );
-    Ok(ExitCode::from(EXIT_OK))
+    )?;
+    Ok(Done::Ok)
 }
 
 /// Untrusted names print escaped on one line.

@@ -2,7 +2,6 @@
 //! interval apart, for rates), as a table or JSON. Also the selection,
 //! sorting and formatting `lqos top` shares.
 
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -11,7 +10,8 @@ use lqos_apply::{load_saved_plan, NetlinkLive, StateDir};
 use serde::Serialize;
 
 use super::apply::{state_path, TargetArgs};
-use super::EXIT_OK;
+use super::{Done, Outcome};
+use crate::out::{out, outln};
 
 /// What to sort circuits by (highest first).
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -241,7 +241,7 @@ struct JsonOut<'a> {
 }
 
 /// Runs `lqos stats`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
     if !(args.interval.is_finite() && args.interval >= 0.0 && args.interval <= 3600.0) {
         anyhow::bail!("--interval {}: give 0 to 3600 seconds", args.interval);
     }
@@ -283,18 +283,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             circuits,
             nodes,
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(ExitCode::from(EXIT_OK));
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
+        return Ok(Done::Ok);
     }
-    print!(
+    out!(
         "{}",
         table(
             &circuits,
             &nodes,
             args.top.is_none() && args.circuit.is_none()
         )
-    );
-    Ok(ExitCode::from(EXIT_OK))
+    )?;
+    Ok(Done::Ok)
 }
 
 /// The plain table: circuits, then (unless `nodes` is empty) nodes.

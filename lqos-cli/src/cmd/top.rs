@@ -3,7 +3,6 @@
 //! so it works over ssh).
 
 use std::io::IsTerminal;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use lqos_apply::stats::{Stats, StatsIndex, StatsTracker};
@@ -17,7 +16,7 @@ use ratatui::Frame;
 
 use super::apply::TargetArgs;
 use super::stats::{clean, delay, last_plan, mbit, select, select_nodes, Filter, SortKey};
-use super::{EXIT_ERROR, EXIT_OK};
+use super::{Done, Outcome};
 
 /// Arguments of `lqos top`.
 #[derive(clap::Args, Debug)]
@@ -55,12 +54,11 @@ struct App {
 }
 
 /// Runs `lqos top`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        eprintln!(
+        anyhow::bail!(
             "lqos top needs a terminal; use `lqos stats` (or `lqos stats --json`) for scripts"
         );
-        return Ok(ExitCode::from(EXIT_ERROR));
     }
     if !(args.interval.is_finite() && (0.1..=3600.0).contains(&args.interval)) {
         anyhow::bail!("--interval {}: give 0.1 to 3600 seconds", args.interval);
@@ -110,7 +108,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })();
     ratatui::restore();
     result?;
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(Done::Ok)
 }
 
 /// Applies one key; `true` to quit.

@@ -1,12 +1,11 @@
 //! `lqos verify`: compare the live kernel trees with a plan.
 
-use std::process::ExitCode;
-
 use anyhow::Context;
 use lqos_apply::{lazy, load_saved_plan, read_live, verify_plan, NetlinkLive, StateDir};
 
 use super::apply::{state_path, PlanArgs, TargetArgs};
-use super::{EXIT_OK, EXIT_WARN};
+use super::{Done, Outcome};
+use crate::out::{out, outln};
 
 /// Arguments of `lqos verify`.
 #[derive(clap::Args, Debug)]
@@ -31,7 +30,7 @@ pub struct Args {
 }
 
 /// Runs `lqos verify`: exit 0 in sync, 1 on drift, 2 on error.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
     let netns = args.target.netns.clone();
     let state_path = state_path(&args.target);
     let live = NetlinkLive::new(netns.clone());
@@ -72,13 +71,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let report = verify_plan(&plan, &live)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print!("{report}");
+        out!("{report}")?;
     }
-    Ok(ExitCode::from(if report.is_clean() {
-        EXIT_OK
+    Ok(if report.is_clean() {
+        Done::Ok
     } else {
-        EXIT_WARN
-    }))
+        Done::Findings
+    })
 }

@@ -9,7 +9,6 @@
 //! does on each change is in docs/daemon.md.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,7 +21,7 @@ use tracing::{debug, info, warn};
 use super::apply::{state_path, TargetArgs, PROBE_CACHE_FILE};
 use super::inputs::InputArgs;
 use super::plan::PlanOptions;
-use super::EXIT_OK;
+use super::{Done, Outcome};
 
 mod log;
 use log::{log, StartInfo};
@@ -200,7 +199,7 @@ fn take_confirmation(path: &Path) -> Option<String> {
 }
 
 /// Runs `lqos watch` until SIGTERM/SIGINT.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
     init_logging(args.log_format);
     let mut inputs = args.inputs.inputs();
     inputs.network = absolute(&inputs.network)?;
@@ -376,5 +375,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     d.stop(sink);
     drop(watcher);
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(Done::Ok)
 }
