@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::error::ApplyError;
 use crate::Stopped;
 
-use super::event::{Event, LoadPath, StateFile};
+use super::event::{Applied, Event, LoadPath, StateFile};
 
 /// How much a line matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -189,6 +189,14 @@ impl Event {
                 .text("dev", dev)
                 .text("reason", reason)
                 .num("ops", *ops),
+            Event::Applied(Applied {
+                trigger,
+                took,
+                path: LoadPath::Unchanged,
+                ..
+            }) => LogLine::new(Info, "inputs are the ones live again: nothing to send")
+                .text("trigger", trigger)
+                .str("ms", ms1(*took)),
             Event::Applied(a) => {
                 let s = &a.summary;
                 let l = LogLine::new(Info, "applied")
@@ -214,6 +222,7 @@ impl Event {
                         .str("plan_ms", ms2(b.plan))
                         .str("diff_ms", ms2(b.diff))
                         .str("load_ms", ms2(b.load)),
+                    LoadPath::Unchanged => l,
                 }
             }
             Event::LoadFailed {

@@ -107,7 +107,10 @@ pub enum Event {
         /// Whether a refusal is pending.
         pending: bool,
     },
-    /// The inputs' bytes are what was last applied: nothing to do.
+    /// The inputs' bytes are what was last applied, and the last reload
+    /// succeeded: nothing to do. (After a reload that did not, the same
+    /// finding is an [`Event::Applied`] with [`LoadPath::Unchanged`]: the
+    /// inputs are live again.)
     Unchanged {
         /// What started the reload.
         trigger: Trigger,
@@ -280,6 +283,10 @@ pub enum LoadPath {
     /// Only the edited rows of ShapedDevices.csv re-read, their circuits
     /// re-planned and diffed against the known state.
     Incremental(Breakdown),
+    /// The inputs are those of the plan the kernel holds (after inputs
+    /// that were rejected, refused or could not be read): nothing to send,
+    /// and they are live again.
+    Unchanged,
 }
 
 /// The parts of an incremental edit's time.

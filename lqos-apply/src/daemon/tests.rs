@@ -804,3 +804,68 @@ fn a_file_ending_mid_record_or_empty_waits_and_an_empty_one_is_refused() {
     assert_eq!(kernel.sent().len(), sent0);
     trees_are(&kernel, &plan0);
 }
+
+/// Regression: inputs fixed after a rejected (or refused) reload were
+/// found "unchanged" against the applied set and nothing was recorded, so
+/// the status (and `lqos status`'s exit code, and the metrics' last
+/// success) kept saying the daemon failed until a SIGHUP. The status now
+/// follows what is live: the fixed files are the live inputs again.
+#[test]
+fn fixed_input_clears_failed_status() {
+    let files = Files::new(60);
+    started!(files, kernel, state, d, clock, s);
+    let plan0 = d.core().plan().unwrap().clone();
+    let sent0 = kernel.sent().len();
+    let path = files.dir.path().join("ShapedDevices.csv");
+    let good = std::fs::read_to_string(&path).unwrap();
+    let mut edit = |text: &str| {
+        std::fs::write(&path, text).unwrap();
+        d.file_event(InputFile::Devices, FileEvent::Closed);
+        clock.advance(s.debounce);
+        collect(|s| d.run(s))
+    };
+    let status = || WatchStatus::load(&state, None).unwrap().unwrap();
+
+    // A typo in a row: rejected.
+    let mut lines: Vec<&str> = good.lines().collect();
+    let typo = lines[3].replacen(',', ",,", 1);
+    lines[3] = &typo;
+    let ev = edit(&(lines.join("\n") + "\n"));
+    assert!(ev.iter().any(|e| matches!(e, Event::Rejected { .. })));
+    assert_eq!(status().last.unwrap().outcome, Outcome::Rejected);
+
+    // The file restored: live again, nothing sent, the status a success.
+    let ev = edit(&good);
+    let a = applied(&ev).expect("the inputs are live again");
+    assert_eq!(a.path, LoadPath::Unchanged);
+    assert_eq!(a.summary, lqos_tc::DiffSummary::default());
+    assert_eq!(kernel.sent().len(), sent0, "nothing sent");
+    let st = status();
+    assert_eq!(st.last.as_ref().unwrap().outcome, Outcome::Applied);
+    assert_eq!(st.last.unwrap().trigger, Trigger::FileChange);
+    assert_eq!(
+        st.last_error.unwrap().outcome,
+        Outcome::Rejected,
+        "the history stays"
+    );
+    // Once that is reported, the same bytes again are just unchanged.
+    let ev = edit(&good);
+    assert!(matches!(ev[..], [Event::Unchanged { .. }]), "{ev:?}");
+
+    // A file cut short: refused, pending; restored: nothing pending.
+    let cut: String = good.lines().take(30).map(|l| format!("{l}\n")).collect();
+    let ev = edit(&cut);
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, Event::RemovalsRefused { .. })));
+    assert!(status().pending.is_some());
+    let ev = edit(&good);
+    assert_eq!(applied(&ev).unwrap().path, LoadPath::Unchanged);
+    let st = status();
+    assert_eq!(st.pending, None);
+    assert_eq!(st.last.unwrap().outcome, Outcome::Applied);
+    assert!(d.core().refused().is_none());
+    assert_eq!(d.deadline(), None);
+    assert_eq!(kernel.sent().len(), sent0);
+    trees_are(&kernel, &plan0);
+}

@@ -428,6 +428,9 @@ pub struct Reloader {
     again: Option<(Trigger, Instant, bool, Instant)>,
     /// What the removal guard refused last (until applied or replaced).
     refused: Option<Refused>,
+    /// The outcome of the last trigger recorded (what the status file and
+    /// the health say).
+    reported: Option<Outcome>,
     /// A confirmation of `refused` (its sha256), and when it came.
     confirmed: Option<(String, Instant)>,
     /// The sha256 the guard lets through once (during a confirm's job).
@@ -464,6 +467,7 @@ impl Reloader {
             ready: Readiness::new(settings_quiet, settings_settle),
             again: None,
             refused: None,
+            reported: None,
             confirmed: None,
             allow_once: None,
             retry_at: None,
@@ -818,6 +822,7 @@ impl Reloader {
     }
 
     fn record(&mut self, r: Record) {
+        self.reported = Some(r.outcome);
         self.out.push_back(Output::Record(r));
     }
 
