@@ -229,20 +229,42 @@ impl LoadedInputs {
 }
 
 /// Planner settings an operator gives on top of `lqos.conf` (the CLI's
-/// `--queues`, `--sqm`, `--strategy`, `--classifier`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// `--queues`, `--sqm`, `--strategy`, `--classifier`). The journal keeps
+/// them with each input set applied, so a rollback plans it as it was.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PlanOverrides {
     /// TX queues per interface, instead of `override_available_queues` or
     /// the [`QueueCount`] fallback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queues: Option<u32>,
     /// Leaf qdisc for circuits instead of `default_sqm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sqm: Option<LeafSpec>,
     /// How top-level subtrees are spread over the queues (default:
     /// [`QueueStrategy::Balanced`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<QueueStrategy>,
     /// Which classifier the plan includes, instead of lqos.conf's
     /// `[lqos] classifier` (default [`Classifier::None`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classifier: Option<Classifier>,
+}
+
+impl PlanOverrides {
+    /// Whether none is given.
+    pub fn is_empty(&self) -> bool {
+        *self == PlanOverrides::default()
+    }
+
+    /// These overrides, with each one `over` gives taking its place.
+    pub fn under(&self, over: &PlanOverrides) -> PlanOverrides {
+        PlanOverrides {
+            queues: over.queues.or(self.queues),
+            sqm: over.sqm.clone().or_else(|| self.sqm.clone()),
+            strategy: over.strategy.or(self.strategy),
+            classifier: over.classifier.or(self.classifier),
+        }
+    }
 }
 
 /// Where the queue count comes from when neither `--queues` nor

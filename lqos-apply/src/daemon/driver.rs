@@ -264,8 +264,10 @@ impl<'a> Driver<'a> {
         let circuits = self.core.status().circuits;
         let trigger = self.status.last.as_ref().map(|e| e.trigger);
         let source = trigger.map_or("watch".to_string(), |t| format!("watch {t}"));
-        let netns = self.core.settings().netns.as_deref();
-        let r = Journal::open(self.state, netns).and_then(|j| j.push(set, circuits, &source));
+        let settings = self.core.settings();
+        let netns = settings.netns.as_deref();
+        let r = Journal::open(self.state, netns)
+            .and_then(|j| j.push(set, &settings.overrides, circuits, &source));
         if let Err(error) = r {
             sink(Event::SaveFailed {
                 what: StateFile::Journal,

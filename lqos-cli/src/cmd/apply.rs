@@ -8,8 +8,8 @@ use lqos_apply::journal::Journal;
 use lqos_apply::{
     apply_plan, guard, last_good_allocation, plan_raw, resolve_state_dir, ApplyError, ApplyOptions,
     ApplyReport, Backend, Cancel, Change, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive,
-    NoProgress, Parallelism, Prefetched, Progress, QueueCount, RawInputs, Session, StateDir,
-    Stopped, TcBatch, TcMode,
+    NoProgress, Parallelism, PlanOverrides, Prefetched, Progress, QueueCount, RawInputs, SavedPlan,
+    Session, StateDir, Stopped, TcBatch, TcMode,
 };
 use lqos_model::{LqosConfig, Network};
 use lqos_tc::{render_line, Plan};
@@ -130,6 +130,31 @@ pub fn state_path(target: &TargetArgs) -> PathBuf {
     resolve_state_dir(target.state_dir.as_deref())
 }
 
+/// The plan last applied in `target` (the state directory's record of it:
+/// the inputs and the options it was applied with, re-planned), if one
+/// was; a state directory that does not exist is not created.
+pub fn applied_plan(target: &TargetArgs) -> anyhow::Result<Option<SavedPlan>> {
+    let path = state_path(target);
+    let netns = target.netns.as_deref();
+    if !path.join(lqos_apply::saved_plan_file(netns)).exists() {
+        return Ok(None);
+    }
+    Ok(lqos_apply::load_saved_plan(&StateDir::open(&path)?, netns)?)
+}
+
+/// `the plan applied at TIME (STATE_DIR/last-plan.json)`: what a command
+/// that describes it says it used.
+pub fn applied_from(target: &TargetArgs, saved: &SavedPlan) -> String {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(saved.applied_at);
+    format!(
+        "the plan applied at {} ({})",
+        humantime::format_rfc3339_seconds(at),
+        state_path(target)
+            .join(lqos_apply::saved_plan_file(target.netns.as_deref()))
+            .display()
+    )
+}
+
 impl PlanArgs {
     /// The plan: from `--plan`, or planned from the inputs with the queue
     /// count from `--queues` / lqos.conf / the interfaces, keeping the
@@ -145,15 +170,20 @@ impl PlanArgs {
         self.resolve_from(live, state, netns, None)
     }
 
-    /// [`PlanArgs::resolve_with_network`], planning `raw` (e.g. a journal
-    /// entry) instead of the files when given.
+    /// [`PlanArgs::resolve_with_network`], planning `from` (a journal
+    /// entry: its inputs, with the overrides it was applied with under
+    /// those of the command line) instead of the files when given.
     pub fn resolve_from(
         &self,
         live: &dyn LiveSource,
         state: &Path,
         netns: Option<&str>,
-        raw: Option<RawInputs>,
+        from: Option<(PlanOverrides, RawInputs)>,
     ) -> anyhow::Result<Resolved> {
+        let (applied_with, raw) = match from {
+            Some((o, r)) => (o, Some(r)),
+            None => (PlanOverrides::default(), None),
+        };
         // Adopting: LibreQoS's allocation stands for the last good plan's
         // (classids to keep, and what the removal guard counts from).
         let mut options = self.options.clone();
@@ -176,6 +206,7 @@ impl PlanArgs {
                 config: None,
                 previous: prev,
                 raw: None,
+                overrides: PlanOverrides::default(),
             });
         }
         let inputs = self.inputs.inputs();
@@ -183,10 +214,11 @@ impl PlanArgs {
             Some(r) => r,
             None => inputs.read()?,
         };
+        let overrides = applied_with.under(&options.overrides()?);
         let planned = match plan_raw(
             &inputs,
             &raw,
-            &options.overrides()?,
+            &overrides,
             QueueCount::FromInterfaces(live),
             prev.as_ref(),
         ) {
@@ -213,6 +245,7 @@ impl PlanArgs {
             config: Some(planned.config),
             previous: prev,
             raw: Some(raw),
+            overrides,
         })
     }
 }
@@ -252,6 +285,9 @@ pub struct Resolved {
     pub previous: Option<lqos_tc::Allocation>,
     /// The inputs planned (`None` for a plan file).
     pub raw: Option<RawInputs>,
+    /// The planner settings given on top of lqos.conf (kept with the
+    /// inputs in the journal).
+    pub overrides: PlanOverrides,
 }
 
 impl Resolved {
@@ -289,8 +325,9 @@ impl Resolved {
     /// Records the inputs as applied (the journal).
     fn journal(&self, state: &StateDir, netns: Option<&str>, source: &str) {
         let Some(raw) = &self.raw else { return };
+        let circuits = self.plan.allocation.circuits.len();
         let r = Journal::open(state, netns)
-            .and_then(|j| j.push(raw.into(), self.plan.allocation.circuits.len(), source));
+            .and_then(|j| j.push(raw.into(), &self.overrides, circuits, source));
         if let Err(e) = r {
             note!("lqos: warning: cannot write the input journal: {e}");
         }
@@ -447,7 +484,10 @@ pub fn run(args: Args) -> Outcome {
         let state = StateDir::open(&state_path)?;
         let lock = state.lock()?;
         let from_journal = match args.to {
-            Some(n) => Some(Journal::open(&state, netns.as_deref())?.inputs(n)?.1),
+            Some(n) => {
+                let (entry, raw) = Journal::open(&state, netns.as_deref())?.inputs(n)?;
+                Some((entry.overrides, raw))
+            }
             None => None,
         };
         let devs = args.source.inputs.inputs_quiet().interface_hint();

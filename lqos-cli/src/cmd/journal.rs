@@ -2,7 +2,7 @@
 //! kept in the state directory; `lqos apply --rollback --to N` applies one.
 
 use lqos_apply::journal::Journal;
-use lqos_apply::StateDir;
+use lqos_apply::{PlanOverrides, StateDir};
 
 use super::apply::{state_path, TargetArgs};
 use super::{Done, Outcome};
@@ -16,7 +16,33 @@ pub struct Args {
     pub target: TargetArgs,
 }
 
-/// Runs `lqos journal`.
+/// The files of an entry, in the order [`Journal::paths`] gives them.
+const FILES: [&str; 3] = ["network.json", "ShapedDevices.csv", "lqos.conf"];
+
+/// The overrides as the flags that give them (`--queues 4 --sqm pfifo`).
+pub fn flags(o: &PlanOverrides) -> String {
+    let mut v = Vec::new();
+    if let Some(q) = o.queues {
+        v.push(format!("--queues {q}"));
+    }
+    if let Some(s) = &o.sqm {
+        let s = s.to_string();
+        v.push(match s.contains(' ') {
+            true => format!("--sqm \"{s}\""),
+            false => format!("--sqm {s}"),
+        });
+    }
+    if let Some(s) = o.strategy {
+        v.push(format!("--strategy {}", super::plan::strategy_name(s)));
+    }
+    if let Some(c) = o.classifier {
+        v.push(format!("--classifier {c}"));
+    }
+    v.join(" ")
+}
+
+/// Runs `lqos journal`: each entry, then which stored file is which of
+/// its inputs.
 pub fn run(args: Args) -> Outcome {
     let state = StateDir::open(state_path(&args.target))?;
     let j = Journal::open(&state, args.target.netns.as_deref())?;
@@ -26,16 +52,22 @@ pub fn run(args: Args) -> Outcome {
     }
     for (i, e) in entries.iter().enumerate() {
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(e.at_ms);
+        let with = match e.overrides.is_empty() {
+            true => String::new(),
+            false => format!(", with {}", flags(&e.overrides)),
+        };
         outln!(
-            "{}: {} {} circuits, sha256 {} ({})",
+            "{}: {} {} circuits, sha256 {} ({}{with})",
             i + 1,
             humantime::format_rfc3339_millis(t),
             e.circuits,
             &e.sha256[..16],
             e.source
         )?;
-        for p in j.paths(e).into_iter().flatten() {
-            outln!("   {}", p.display())?;
+        for (name, p) in FILES.iter().zip(j.paths(e)) {
+            if let Some(p) = p {
+                outln!("   {name:<17} {}", p.display())?;
+            }
         }
     }
     Ok(Done::Ok)

@@ -28,9 +28,10 @@ pub struct PlanOptions {
     /// (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none").
     #[arg(long, value_name = "SPEC")]
     pub sqm: Option<String>,
-    /// How top-level subtrees are spread over the queues.
-    #[arg(long, value_enum, default_value_t = Strategy::Balanced)]
-    pub strategy: Strategy,
+    /// How top-level subtrees are spread over the queues [default:
+    /// balanced].
+    #[arg(long, value_enum)]
+    pub strategy: Option<Strategy>,
     /// Classifier: `tc` plans clsact + flower + skbedit filters with the
     /// tree; `none` leaves classification to an external program (feed it
     /// ip_map.csv) [default: lqos.conf [lqos] classifier, else none].
@@ -63,6 +64,14 @@ pub enum Strategy {
     Balanced,
     /// LibreQoS's round robin over top-level nodes.
     RoundRobin,
+}
+
+/// A strategy as `--strategy` names it.
+pub fn strategy_name(s: QueueStrategy) -> &'static str {
+    match s {
+        QueueStrategy::Balanced => "balanced",
+        QueueStrategy::RoundRobin => "round-robin",
+    }
 }
 
 /// Arguments of `lqos plan`.
@@ -98,6 +107,15 @@ pub struct Args {
 }
 
 impl PlanOptions {
+    /// Whether any planner option is given (a command that describes the
+    /// plan last applied then plans the input files instead).
+    pub fn given(&self) -> bool {
+        self.queues.is_some()
+            || self.sqm.is_some()
+            || self.strategy.is_some()
+            || self.classifier.is_some()
+    }
+
     /// The overrides these options give on top of lqos.conf.
     pub fn overrides(&self) -> anyhow::Result<PlanOverrides> {
         let sqm = match &self.sqm {
@@ -110,7 +128,7 @@ impl PlanOptions {
         Ok(PlanOverrides {
             queues: self.queues,
             sqm,
-            strategy: Some(match self.strategy {
+            strategy: self.strategy.map(|s| match s {
                 Strategy::Balanced => QueueStrategy::Balanced,
                 Strategy::RoundRobin => QueueStrategy::RoundRobin,
             }),

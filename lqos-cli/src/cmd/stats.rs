@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use lqos_apply::stats::{CircuitStats, Dir, DirStats, NodeStats, Stats, StatsIndex, StatsTracker};
-use lqos_apply::{load_saved_plan, NetlinkLive, StateDir};
+use lqos_apply::NetlinkLive;
 use serde::Serialize;
 
-use super::apply::{state_path, TargetArgs};
+use super::apply::{applied_plan, state_path, TargetArgs};
 use super::{Done, Outcome};
 use crate::out::{out, outln};
 
@@ -221,13 +221,11 @@ pub fn snapshot(
 
 /// The plan of the last successful apply (what the kernel holds).
 pub fn last_plan(target: &TargetArgs) -> anyhow::Result<lqos_tc::Plan> {
-    let path = state_path(target);
-    let dir = StateDir::open(&path)?;
-    Ok(load_saved_plan(&dir, target.netns.as_deref())?
+    Ok(applied_plan(target)?
         .with_context(|| {
             format!(
                 "no plan was applied successfully yet (state dir {}): nothing to read statistics of",
-                path.display()
+                state_path(target).display()
             )
         })?
         .plan)

@@ -15,6 +15,8 @@ use lqos_tc::{LeafSpec, PlanConfig, QdiscKind, QueueStrategy};
 
 mod report;
 
+use super::plan::strategy_name;
+
 use super::{Done, Interrupted, Outcome};
 use crate::out::{note, out, outln};
 
@@ -346,13 +348,6 @@ fn interrupted(cancel: &Cancel, done: usize) -> anyhow::Result<()> {
         .into());
     }
     Ok(())
-}
-
-fn strategy_name(s: QueueStrategy) -> &'static str {
-    match s {
-        QueueStrategy::Balanced => "balanced",
-        QueueStrategy::RoundRobin => "round-robin",
-    }
 }
 
 fn parse_methods(ids: &[String]) -> anyhow::Result<Vec<Method>> {
