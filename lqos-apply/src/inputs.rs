@@ -287,6 +287,37 @@ impl std::fmt::Debug for QueueCount<'_> {
     }
 }
 
+/// The lqos.conf key that names interface `dev` in `cfg`: `[bridge]
+/// to_network` (download), `[bridge] to_internet` (upload) or
+/// `[single_interface] interface`.
+pub fn config_key(cfg: &Interfaces, dev: &str) -> Option<&'static str> {
+    match cfg {
+        Interfaces::Bridge { download, .. } if download == dev => Some("[bridge] to_network"),
+        Interfaces::Bridge { upload, .. } if upload == dev => Some("[bridge] to_internet"),
+        Interfaces::OnAStick { interface, .. } if interface == dev => {
+            Some("[single_interface] interface")
+        }
+        _ => None,
+    }
+}
+
+/// `e` with the lqos.conf key that names its interface in `cfg` when it
+/// is an [`ApplyError::NoInterface`] without one ([`config_key`]).
+pub(crate) fn with_config_key(e: ApplyError, cfg: &Interfaces) -> ApplyError {
+    match e {
+        ApplyError::NoInterface {
+            dev,
+            netns,
+            config_key: None,
+        } => ApplyError::NoInterface {
+            config_key: config_key(cfg, &dev),
+            dev,
+            netns,
+        },
+        e => e,
+    }
+}
+
 /// The interface names `cfg` shapes.
 pub fn interface_names(cfg: &Interfaces) -> Vec<&str> {
     match cfg {
@@ -319,6 +350,7 @@ pub fn plan_config(
                 let link = live.link(dev)?.ok_or_else(|| ApplyError::NoInterface {
                     dev: dev.to_string(),
                     netns: live.netns().map(str::to_string),
+                    config_key: config_key(&cfg.interfaces, dev),
                 })?;
                 min = min.min(link.num_tx_queues);
             }
@@ -568,6 +600,11 @@ mod tests {
             QueueCount::FromInterfaces(&rec),
         )
         .unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("ens20 does not exist (lqos.conf's [bridge] to_internet names it)"),
+            "{e}"
+        );
         assert!(
             matches!(&e, ApplyError::NoInterface { dev, .. } if dev == "ens20"),
             "{e}"

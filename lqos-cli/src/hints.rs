@@ -70,6 +70,33 @@ pub(crate) fn apply_hint(e: &ApplyError) -> Option<String> {
             ..
         } => "chmod go-w it, or use another --state-dir".to_string(),
         ApplyError::Incomplete { cause: Some(c), .. } => return apply_hint(c),
+        ApplyError::Locked {
+            daemon: true,
+            holder,
+            ..
+        } => {
+            let pid = holder.map_or("$(pidof lqos)".to_string(), |p| p.to_string());
+            format!(
+                "`lqos watch` (pid {pid}) applies every change of the files: edit them and see \
+                 `lqos status`; `kill -HUP {pid}` applies now; for `lqos apply` by hand, stop \
+                 it first (`systemctl stop lqos-watch`, or `kill {pid}`: the tree stays)"
+            )
+        }
+        ApplyError::Locked { .. } => "wait for it to finish".to_string(),
+        ApplyError::NoInterface {
+            config_key: Some(key),
+            netns,
+            ..
+        } => match netns {
+            Some(ns) => format!(
+                "name an interface of network namespace {ns} in lqos.conf's {key} (`ip -n {ns} \
+                 link` lists them)"
+            ),
+            None => format!(
+                "name an interface of this machine in lqos.conf's {key} (`ip link` lists them; \
+                 --netns NAME for one in a network namespace)"
+            ),
+        },
         _ => return None,
     })
 }

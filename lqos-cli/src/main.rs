@@ -145,6 +145,24 @@ fn main() -> ExitCode {
     ExitCode::from(exit_code(&result))
 }
 
+/// `err` and its causes, `: `-separated, each said once: a library error
+/// that already prints its source (`cannot read X: No such file or
+/// directory`) is not followed by the source again.
+fn chain(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for e in err.chain() {
+        let text = e.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
 /// Exit code 0: success, or the reader of the output went away (a closed
 /// pipe ends a command quietly).
 pub const EXIT_OK: u8 = 0;
@@ -172,11 +190,30 @@ fn exit_code(result: &cmd::Outcome) -> u8 {
         note!("lqos: {i}");
         return EXIT_INTERRUPTED;
     }
-    note!("lqos: error: {err:#}");
+    note!("lqos: error: {}", chain(err));
     // The library states what is wrong; what to do, with this binary's
     // flags, comes from here.
     if let Some(hint) = hints::hint(err) {
         note!("lqos: hint: {hint}");
     }
     EXIT_ERROR
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: `lqos compare` on a missing file printed the OS error
+    /// twice (the library's error prints its source, and anyhow's chain
+    /// printed it again).
+    #[test]
+    fn an_error_chain_says_each_cause_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let e = lqos_apply::ApplyError::io("cannot read LibreQoS state /x/y.json", io);
+        let err = anyhow::Error::new(e).context("comparing");
+        assert_eq!(
+            chain(&err),
+            "comparing: cannot read LibreQoS state /x/y.json: entity not found"
+        );
+    }
 }

@@ -216,7 +216,7 @@ fn apply_errors_exit_2_and_change_nothing() {
         )),
         "{err}"
     );
-    // Without --queues the probe says what to do.
+    // Without --queues the probe names lqos.conf's key and what to do.
     let o = lqos(
         d,
         &[
@@ -231,7 +231,14 @@ fn apply_errors_exit_2_and_change_nothing() {
     );
     let (_, err) = text(&o);
     assert_eq!(code(&o), 2, "{err}");
-    assert!(err.contains("--queues"), "{err}");
+    assert!(
+        err.contains("(lqos.conf's [bridge] to_network names it)")
+            && err.contains(&format!(
+                "hint: name an interface of network namespace {}",
+                ns.name()
+            )),
+        "{err}"
+    );
     // cake on a kernel without sch_cake: preflight refuses. The state dir
     // comes from LQOS_STATE_DIR and is created on first use.
     ns.add_veth("ens19", "ens20", 4).unwrap();
@@ -395,6 +402,10 @@ fn read_ahead_noop_sees_every_drift_and_bad_inputs_change_nothing() {
     let (out, err) = text(&o);
     assert_eq!(code(&o), 2, "{out}\n{err}");
     assert!(err.contains("ShapedDevices.csv"), "{err}");
+    // Regression: invalid inputs were met with `cannot plan (give --queues
+    // N if the interfaces cannot be probed)`; the queues are not the
+    // problem.
+    assert!(!err.contains("--queues"), "{err}");
     assert_eq!(trees(&ns), before);
     drop(state.lock().expect("the failed apply released the lock"));
     std::fs::write(d.join("ShapedDevices.csv"), csv).unwrap();

@@ -281,7 +281,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__check)
-            opts="-h --network --devices --config --strict --help"
+            opts="-h --network --devices --config --strict --offline --netns --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -296,6 +296,10 @@ _lqos() {
                     return 0
                     ;;
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --netns)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -451,7 +455,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__gen)
-            opts="-h --circuits --seed --sites --site-fanout --fanout --depth --multi-device-fraction --out --force --help"
+            opts="-h --circuits --seed --sites --site-fanout --fanout --depth --multi-device-fraction --oversubscribed --out --force --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -47,7 +47,9 @@ complete -c lqos -n "__fish_lqos_needs_command" -f -a "help" -d 'Print this mess
 complete -c lqos -n "__fish_lqos_using_subcommand check" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand check" -l devices -d 'The circuits and devices (LibreQoS ShapedDevices.csv)' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand check" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand check" -l netns -d 'Look the interfaces lqos.conf names up in this network namespace' -r
 complete -c lqos -n "__fish_lqos_using_subcommand check" -l strict -d 'Exit 1 when there are warnings (and no errors)'
+complete -c lqos -n "__fish_lqos_using_subcommand check" -l offline -d 'Do not look up the interfaces lqos.conf names (the files are checked for another machine)'
 complete -c lqos -n "__fish_lqos_using_subcommand check" -s h -l help -d 'Print help'
 complete -c lqos -n "__fish_lqos_using_subcommand compare" -l libreqos -d 'LibreQoS\'s state directory (lqos.conf `state_directory`, by default /opt/libreqos/state): shaping/queuingStructure.json and stats/statsByCircuit.json name LibreQoS\'s classes' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand compare" -l tc -d 'LibreQoS\'s tc commands [default: DIR/debug/linux_tc_rust.txt (what its bakery loaded), else DIR/debug/linux_tc.txt]' -r -F
@@ -70,6 +72,7 @@ complete -c lqos -n "__fish_lqos_using_subcommand gen" -l fanout -d 'APs per las
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -l depth -d 'Levels of sites (0 = flat network)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -l multi-device-fraction -d 'Share of circuits with several devices (0..1)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -l out -d 'Output directory (created if missing)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand gen" -l oversubscribed -d 'Minimums of a quarter of each circuit\'s maximum even where an AP\'s circuits then ask for more than the AP guarantees (the planner squashes them, as LibreQoS does). Without it each AP\'s circuits get a smaller fraction where needed, so every minimum is guaranteed'
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -l force -d 'Overwrite existing files (without it, gen refuses to replace a real network.json / ShapedDevices.csv / lqos.conf)'
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -s h -l help -d 'Print help'
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F

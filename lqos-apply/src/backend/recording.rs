@@ -136,6 +136,7 @@ impl Recording {
             rep.error = Some(ApplyError::NoInterface {
                 dev: dev.to_string(),
                 netns: None,
+                config_key: None,
             });
             return rep;
         }
@@ -280,6 +281,7 @@ impl LiveSource for Recording {
         self.tree(dev).ok_or_else(|| ApplyError::NoInterface {
             dev: dev.to_string(),
             netns: None,
+            config_key: None,
         })
     }
 

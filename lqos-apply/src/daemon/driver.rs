@@ -316,6 +316,7 @@ fn execute(
                     k.live.link(d)?.ok_or_else(|| ApplyError::NoInterface {
                         dev: d.clone(),
                         netns: k.live.netns().map(str::to_string),
+                        config_key: None,
                     })
                 })
                 .collect(),

@@ -126,6 +126,19 @@ pub enum Event {
     },
     /// A plan was loaded (possibly nothing to send: in sync).
     Applied(Applied),
+    /// What the planner squashes changed with the plan just loaded (said
+    /// once per change, not on every reload): nodes whose circuits'
+    /// minimums are now squashed or squashed differently
+    /// ([`lqos_tc::Squashed`]: asked, what fits, how many circuits), and
+    /// nodes whose circuits' minimums are no longer squashed.
+    Squashed {
+        /// Nodes squashed that were not, or with other numbers.
+        now: Vec<lqos_tc::Squashed>,
+        /// Nodes squashed before and no longer.
+        cleared: Vec<String>,
+        /// Nodes squashed in the plan, in all.
+        total: usize,
+    },
     /// A load failed: refused by the memory preflight (nothing changed)
     /// or by the kernel (the failing op is in the error). Retried.
     LoadFailed {

@@ -869,3 +869,89 @@ fn fixed_input_clears_failed_status() {
     assert_eq!(kernel.sent().len(), sent0);
     trees_are(&kernel, &plan0);
 }
+
+/// The nodes the planner squashes are logged when they change (new, other
+/// numbers, or no longer squashed), not on every reload.
+#[test]
+fn squashed_guarantees_are_logged_once_per_change() {
+    let mut files = Files::new(60);
+    let kernel = kernel();
+    let counters = FakeCounters {
+        kernel: &kernel,
+        bytes: Mutex::default(),
+    };
+    let state = StateDir::open(files.dir.path().join("st")).unwrap();
+    let k = Kernel {
+        live: &kernel,
+        backend: &kernel,
+        counters: &counters,
+    };
+    let clock = Clock::new();
+    let s = settings("pfifo");
+    let mut d = driver(s.clone(), &files, &state, k, &clock);
+    let squashed = |ev: &[Event]| {
+        ev.iter()
+            .filter_map(|e| match e {
+                Event::Squashed {
+                    now,
+                    cleared,
+                    total,
+                } => Some((now.clone(), cleared.clone(), *total)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    // `lqos gen`'s network guarantees every minimum: nothing to say.
+    let ev = collect(|s| d.start(s));
+    assert!(squashed(&ev).is_empty(), "{ev:?}");
+    let ap = files.net.circuits()[0].parent.clone().unwrap();
+    let mut edit = |files: &mut Files, i: usize, min: u64| {
+        let mut cs = files.net.circuits().to_vec();
+        cs[i].download_min = Rate::from_mbps(min);
+        cs[i].download_max = Rate::from_mbps(min.max(cs[i].download_max.mbps_floor()));
+        files.net.set_circuits(cs);
+        files.write_devices();
+        d.file_event(InputFile::Devices, FileEvent::Closed);
+        clock.advance(s.debounce);
+        collect(|s| d.run(s))
+    };
+    // One circuit asks for more than its AP guarantees: the AP is squashed.
+    let ev = edit(&mut files, 0, 2500);
+    assert!(applied(&ev).is_some(), "{ev:?}");
+    let sq = squashed(&ev);
+    assert_eq!(sq.len(), 1, "{ev:?}");
+    let (now, cleared, total) = &sq[0];
+    assert_eq!((now.len(), cleared.len(), *total), (1, 0, 1));
+    assert_eq!(now[0].node, ap.as_str());
+    assert!(now[0].asked_down > now[0].fits_down);
+    let lines = ev
+        .iter()
+        .find(|e| matches!(e, Event::Squashed { .. }))
+        .unwrap()
+        .describe();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(
+        lines[0].field("node"),
+        Some(&describe::Value::Str(ap.to_string()))
+    );
+    // A reload that changes nothing squashed: not said again.
+    let other = files
+        .net
+        .circuits()
+        .iter()
+        .position(|c| c.parent.as_ref() != Some(&ap))
+        .unwrap();
+    let ev = edit(&mut files, other, 1);
+    assert!(applied(&ev).is_some() && squashed(&ev).is_empty(), "{ev:?}");
+    // Its numbers change: said once more.
+    let ev = edit(&mut files, 0, 2600);
+    assert_eq!(squashed(&ev).len(), 1, "{ev:?}");
+    // Back under what the AP guarantees: no longer squashed.
+    let ev = edit(&mut files, 0, 1);
+    let sq = squashed(&ev);
+    assert_eq!(sq.len(), 1, "{ev:?}");
+    assert_eq!(
+        (sq[0].0.len(), sq[0].1.clone(), sq[0].2),
+        (0, vec![ap.to_string()], 0)
+    );
+}

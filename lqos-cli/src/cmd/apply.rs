@@ -224,17 +224,15 @@ impl PlanArgs {
         ) {
             Ok(p) => {
                 print_problems(&p.report);
+                super::inputs::print_squashed(&p.plan);
                 p
             }
             Err(ApplyError::InvalidInputs { report }) => {
                 print_problems(&report);
                 return Err(anyhow::Error::from(ApplyError::InvalidInputs { report }))
-                    .context("cannot plan (give --queues N if the interfaces cannot be probed)");
+                    .context("cannot plan");
             }
-            Err(e) => {
-                return Err(anyhow::Error::from(e))
-                    .context("cannot plan (give --queues N if the interfaces cannot be probed)")
-            }
+            Err(e) => return Err(anyhow::Error::from(e)).context("cannot plan"),
         };
         if let Some(a) = &adoption {
             a.report(&planned.plan)?;

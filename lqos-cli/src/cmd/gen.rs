@@ -33,6 +33,12 @@ pub struct Args {
     /// Share of circuits with several devices (0..1).
     #[arg(long, default_value_t = GenParams::default().multi_device_fraction)]
     pub multi_device_fraction: f64,
+    /// Minimums of a quarter of each circuit's maximum even where an AP's
+    /// circuits then ask for more than the AP guarantees (the planner
+    /// squashes them, as LibreQoS does). Without it each AP's circuits get
+    /// a smaller fraction where needed, so every minimum is guaranteed.
+    #[arg(long)]
+    pub oversubscribed: bool,
     /// Output directory (created if missing).
     #[arg(long, default_value = ".")]
     pub out: PathBuf,
@@ -54,6 +60,7 @@ pub fn run(args: Args) -> Outcome {
         fanout: args.fanout,
         depth: args.depth,
         multi_device_fraction: args.multi_device_fraction,
+        oversubscribed: args.oversubscribed,
         ..GenParams::default()
     };
     if !args.force {

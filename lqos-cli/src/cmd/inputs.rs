@@ -36,6 +36,15 @@ pub fn print_report(report: &Report) {
     crate::out::eprint(format_args!("{report}"));
 }
 
+/// Prints, to stderr as warnings, the nodes whose circuits' minimums the
+/// planner squashed (what the files promise and the tree cannot
+/// guarantee).
+pub fn print_squashed(plan: &lqos_tc::Plan) {
+    for s in &plan.squashed {
+        crate::out::note!("warning: {s}");
+    }
+}
+
 /// The counts of nodes, circuits, devices and the depth.
 pub fn summary(loaded: &Loaded) -> Summary {
     lqos_model::summarize(&loaded.network)

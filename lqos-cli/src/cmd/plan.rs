@@ -10,7 +10,7 @@ use lqos_apply::{plan_files, ApplyError, PlanOverrides, Planned, QueueCount};
 use lqos_model::Network;
 use lqos_tc::{Allocation, Classifier, LeafSpec, Plan, PlanRecordRef, QueueStrategy};
 
-use super::inputs::{print_report, InputArgs};
+use super::inputs::{print_report, print_squashed, InputArgs};
 use super::{Done, Outcome};
 use crate::out::outln;
 
@@ -159,6 +159,7 @@ pub fn plan_with_network(
     match plan_files(&inputs.inputs(), &options.overrides()?, queues, previous) {
         Ok(planned) => {
             print_report(&planned.report);
+            print_squashed(&planned.plan);
             Ok(planned)
         }
         Err(ApplyError::InvalidInputs { report }) => {
@@ -286,6 +287,14 @@ pub fn run(args: Args) -> Outcome {
         plan.ip_map.len(),
         plan.config.classifier
     )?;
+    if !plan.squashed.is_empty() {
+        outln!(
+            "minimums squashed in {} node(s), {} circuit(s): their minimums add up to more than \
+             the node guarantees (each gets 1 Mbps or less; the warnings name them)",
+            plan.squashed.len(),
+            plan.squashed.iter().map(|s| s.circuits).sum::<u32>()
+        )?;
+    }
     for ip in &plan.interfaces {
         let counts: Vec<String> = ip
             .queue_class_counts

@@ -224,7 +224,7 @@ pub fn run(args: Args) -> Outcome {
     let state_path = state_path(&args.target);
     let state = StateDir::open(&state_path)?;
     // The daemon owns the tree: no `lqos apply` runs beside it.
-    let _lock = state.lock()?;
+    let _lock = state.lock_for(lqos_apply::state::Holder::Daemon)?;
     let live = NetlinkLive::new(netns.clone()).with_probe_cache(state_path.join(PROBE_CACHE_FILE));
     let backend = NetlinkBackend::new(netns.clone(), Parallelism::Serial);
 

@@ -431,6 +431,8 @@ pub struct Reloader {
     /// The outcome of the last trigger recorded (what the status file and
     /// the health say).
     reported: Option<Outcome>,
+    /// The squashed nodes last reported ([`Event::Squashed`]).
+    squashed: Vec<lqos_tc::Squashed>,
     /// A confirmation of `refused` (its sha256), and when it came.
     confirmed: Option<(String, Instant)>,
     /// The sha256 the guard lets through once (during a confirm's job).
@@ -468,6 +470,7 @@ impl Reloader {
             again: None,
             refused: None,
             reported: None,
+            squashed: Vec::new(),
             confirmed: None,
             allow_once: None,
             retry_at: None,
@@ -702,7 +705,13 @@ impl Reloader {
                     let n = l.iter().map(|l| l.num_tx_queues).min().unwrap_or(0);
                     self.plan_loaded(readback, raw, *loaded, n, now)
                 }
-                Err(error) => self.plan_failed(error, now),
+                Err(error) => {
+                    let error = match PlanConfig::from_lqos_config(&loaded.config, 1) {
+                        Ok(cfg) => crate::inputs::with_config_key(error, &cfg.interfaces),
+                        Err(_) => error,
+                    };
+                    self.plan_failed(error, now)
+                }
             },
             (
                 Step::Planned {
