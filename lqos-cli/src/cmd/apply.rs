@@ -445,6 +445,7 @@ fn no_state(state_path: &Path) -> anyhow::Error {
 
 /// Runs `lqos apply`.
 pub fn run(args: Args) -> Outcome {
+    super::privilege::require("`lqos apply`", !args.dry_run, args.target.netns.is_some())?;
     if args.combined && args.backend != BackendArg::Tc {
         anyhow::bail!("--combined needs --backend tc");
     }

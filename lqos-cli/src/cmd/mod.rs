@@ -12,6 +12,7 @@ pub mod gen;
 pub mod inputs;
 pub mod journal;
 pub mod plan;
+pub mod privilege;
 pub mod show;
 pub mod stats;
 pub mod status;

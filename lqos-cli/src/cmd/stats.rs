@@ -240,6 +240,7 @@ struct JsonOut<'a> {
 
 /// Runs `lqos stats`.
 pub fn run(args: Args) -> Outcome {
+    super::privilege::require("`lqos stats`", false, args.target.netns.is_some())?;
     if !(args.interval.is_finite() && args.interval >= 0.0 && args.interval <= 3600.0) {
         anyhow::bail!("--interval {}: give 0 to 3600 seconds", args.interval);
     }

@@ -55,6 +55,7 @@ struct App {
 
 /// Runs `lqos top`.
 pub fn run(args: Args) -> Outcome {
+    super::privilege::require("`lqos top`", false, args.target.netns.is_some())?;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!(
             "lqos top needs a terminal; use `lqos stats` (or `lqos stats --json`) for scripts"

@@ -41,6 +41,7 @@ pub struct Args {
 /// `--plan FILE`; the input files' with `--from-inputs` or a planner
 /// option; else the one last applied (else the input files' plan).
 pub fn run(args: Args) -> Outcome {
+    super::privilege::require("`lqos verify`", false, args.target.netns.is_some())?;
     let netns = args.target.netns.clone();
     let state_path = state_path(&args.target);
     let live = NetlinkLive::new(netns.clone());

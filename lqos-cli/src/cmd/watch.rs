@@ -200,6 +200,7 @@ fn take_confirmation(path: &Path) -> Option<String> {
 
 /// Runs `lqos watch` until SIGTERM/SIGINT.
 pub fn run(args: Args) -> Outcome {
+    super::privilege::require("`lqos watch`", true, args.target.netns.is_some())?;
     init_logging(args.log_format);
     let mut inputs = args.inputs.inputs();
     inputs.network = absolute(&inputs.network)?;

@@ -100,6 +100,8 @@ pub struct Args {
 
 /// Runs `lqos bench`.
 pub fn run(args: Args) -> Outcome {
+    // A scratch namespace (or, with --interfaces, the host's qdiscs).
+    super::privilege::require("`lqos bench`", true, args.interfaces.is_empty())?;
     let quick = args.circuits.is_none()
         && args.runs.is_none()
         && args.sweep.is_empty()
