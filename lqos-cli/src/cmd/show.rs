@@ -193,8 +193,7 @@ pub fn render_show(plan: &Plan, only: Option<&str>, circuits: bool) -> String {
                 let maj = plan.major(dir, q);
                 let _ = writeln!(
                     out,
-                    "  queue {} {maj:x}:1 {}: {} classes",
-                    q + 1,
+                    "  tx queue {q} {maj:x}:1 {}: {} classes",
                     rates(&t, TcHandle::new(maj, 1)),
                     t.class_count_in(maj)
                 );
