@@ -15,7 +15,10 @@
 //! - `lqos_circuit_info{circuit_id, name, parent} 1` (type `info`): names
 //!   and parents in one series, so the counters' labels stay bounded;
 //! - per node (labels `node`, `direction`): the same counters and the two
-//!   gauges.
+//!   gauges;
+//! - traffic no circuit's class took, the default classes `:2` of every
+//!   queue summed (label `direction`): `lqos_unclassified_*`, the same
+//!   counters and gauges.
 //!
 //! [`CircuitSeries`] bounds the circuit series on very large networks.
 //!
@@ -43,6 +46,7 @@
 //! render(&mut out, &stats, &labels, CircuitSeries::All).unwrap();
 //! let text = String::from_utf8(out).unwrap();
 //! assert!(text.contains("lqos_circuit_sent_bytes_total{circuit_id=\"10001\",direction=\"download\"} 0\n"));
+//! assert!(text.contains("lqos_unclassified_sent_bytes_total{direction=\"upload\"} 0\n"));
 //! ```
 
 use std::io;
@@ -341,6 +345,17 @@ pub fn render(
                 out.uint(value(n.dir(d)));
                 out.end_line()?;
             }
+        }
+        let family = format!("lqos_unclassified_{name}");
+        let sample = format!("{family}{open}");
+        out.descriptor(&family, help, kind)?;
+        for d in Dir::BOTH {
+            out.put(&sample);
+            // The direction label alone (no leading comma).
+            out.put(&DIRECTION[d as usize][1..]);
+            out.put("} ");
+            out.uint(value(stats.unclassified.dir(d)));
+            out.end_line()?;
         }
     }
     out.descriptor(DELAY.0, DELAY.1, "gauge")?;

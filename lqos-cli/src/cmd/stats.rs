@@ -5,7 +5,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use lqos_apply::stats::{CircuitStats, Dir, DirStats, NodeStats, Stats, StatsIndex, StatsTracker};
+use lqos_apply::stats::{
+    CircuitStats, Dir, DirStats, NodeStats, Stats, StatsIndex, StatsTracker, Unclassified,
+};
 use lqos_apply::NetlinkLive;
 use serde::Serialize;
 
@@ -72,6 +74,17 @@ pub struct Args {
     pub interval: f64,
 }
 
+/// `unclassified (default classes, addresses no circuit has): down 1.2/999.0
+/// (0%), up ..., drops/s 0.0`: traffic no circuit's class took.
+pub fn unclassified_line(u: &Unclassified) -> String {
+    format!(
+        "unclassified (the default classes: addresses no circuit has): down {}, up {}, {:.1} drops/s",
+        rate_of_ceil(&u.download),
+        rate_of_ceil(&u.upload),
+        u.download.drop_rate + u.upload.drop_rate
+    )
+}
+
 /// Which circuits to show.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
@@ -134,9 +147,11 @@ pub fn select<'a>(
         })
         .collect();
     let rates = stats.interval_secs.is_some();
+    // Ties (no drops, no cake delay at all) go busiest first, then by ID.
     v.sort_by(|a, b| {
         key(b, sort, rates)
             .total_cmp(&key(a, sort, rates))
+            .then_with(|| key(b, SortKey::Rate, rates).total_cmp(&key(a, SortKey::Rate, rates)))
             .then_with(|| a.id.cmp(&b.id))
     });
     if let Some(n) = top {
@@ -236,6 +251,7 @@ struct JsonOut<'a> {
     interval_secs: Option<f64>,
     circuits: Vec<&'a CircuitStats>,
     nodes: Vec<&'a NodeStats>,
+    unclassified: &'a Unclassified,
 }
 
 /// Runs `lqos stats`.
@@ -281,6 +297,7 @@ pub fn run(args: Args) -> Outcome {
             interval_secs: stats.interval_secs,
             circuits,
             nodes,
+            unclassified: &stats.unclassified,
         };
         outln!("{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(Done::Ok);
@@ -293,6 +310,9 @@ pub fn run(args: Args) -> Outcome {
             args.top.is_none() && args.circuit.is_none()
         )
     )?;
+    if args.circuit.is_none() && args.node.is_none() {
+        outln!("\n{}", unclassified_line(&stats.unclassified))?;
+    }
     Ok(Done::Ok)
 }
 
@@ -351,4 +371,54 @@ fn table(circuits: &[&CircuitStats], nodes: &[&NodeStats], all_nodes: bool) -> S
         );
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn circuit(id: &str, rate: f64, drop_rate: f64) -> CircuitStats {
+        let d = DirStats {
+            rate_bps: rate,
+            drop_rate,
+            ..DirStats::default()
+        };
+        CircuitStats {
+            id: id.into(),
+            name: id.into(),
+            parent: "AP".into(),
+            download: d.clone(),
+            upload: DirStats::default(),
+        }
+    }
+
+    /// Regression: `--sort drops` with no drops anywhere listed circuits
+    /// by ID, hiding the busy ones; ties now go busiest first.
+    #[test]
+    fn sorting_by_drops_without_drops_puts_the_busiest_first() {
+        let stats = Stats {
+            interval_secs: Some(1.0),
+            circuits: vec![
+                circuit("a", 1e3, 0.0),
+                circuit("b", 9e6, 0.0),
+                circuit("c", 5e6, 0.0),
+            ],
+            nodes: Vec::new(),
+            unclassified: Unclassified::default(),
+        };
+        let ids = |k: SortKey| -> Vec<String> {
+            select(&stats, &Filter::default(), k, None)
+                .iter()
+                .map(|c| c.id.to_string())
+                .collect()
+        };
+        for k in [SortKey::Drops, SortKey::Delay, SortKey::Rate] {
+            assert_eq!(ids(k), ["b", "c", "a"], "{k:?}");
+        }
+        // A circuit that drops still comes first.
+        let mut stats = stats;
+        stats.circuits[0].download.drop_rate = 2.0;
+        let first = select(&stats, &Filter::default(), SortKey::Drops, Some(1));
+        assert_eq!(first[0].id, "a");
+    }
 }
