@@ -383,6 +383,20 @@ struct DirAcc {
     ecn: Mono,
 }
 
+impl DirAcc {
+    /// The class was not in a poll: its next sample is a new class's.
+    fn class_missing(&mut self) {
+        for m in [
+            &mut self.bytes,
+            &mut self.packets,
+            &mut self.drops,
+            &mut self.overlimits,
+        ] {
+            m.missing();
+        }
+    }
+}
+
 /// One direction of a circuit or node in one poll.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DirStats {
@@ -472,39 +486,30 @@ pub struct NodeStats {
     pub upload: DirStats,
 }
 
-impl CircuitStats {
-    /// The direction `d`.
-    pub fn dir(&self, d: Dir) -> &DirStats {
-        match d {
-            Dir::Download => &self.download,
-            Dir::Upload => &self.upload,
-        }
-    }
+/// `dir` and `dir_mut` of the types with a `download` and an `upload`
+/// [`DirStats`].
+macro_rules! by_direction {
+    ($($t:ty),*) => {$(
+        impl $t {
+            /// The direction `d`.
+            pub fn dir(&self, d: Dir) -> &DirStats {
+                match d {
+                    Dir::Download => &self.download,
+                    Dir::Upload => &self.upload,
+                }
+            }
 
-    fn dir_mut(&mut self, d: Dir) -> &mut DirStats {
-        match d {
-            Dir::Download => &mut self.download,
-            Dir::Upload => &mut self.upload,
+            fn dir_mut(&mut self, d: Dir) -> &mut DirStats {
+                match d {
+                    Dir::Download => &mut self.download,
+                    Dir::Upload => &mut self.upload,
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl NodeStats {
-    /// The direction `d`.
-    pub fn dir(&self, d: Dir) -> &DirStats {
-        match d {
-            Dir::Download => &self.download,
-            Dir::Upload => &self.upload,
-        }
-    }
-
-    fn dir_mut(&mut self, d: Dir) -> &mut DirStats {
-        match d {
-            Dir::Download => &mut self.download,
-            Dir::Upload => &mut self.upload,
-        }
-    }
-}
+by_direction!(CircuitStats, NodeStats, Unclassified);
 
 /// The default class of each queue (`:2`).
 const DEFAULT_MINOR: u16 = 2;
@@ -518,23 +523,6 @@ pub struct Unclassified {
     pub download: DirStats,
     /// Towards the internet.
     pub upload: DirStats,
-}
-
-impl Unclassified {
-    /// The direction `d`.
-    pub fn dir(&self, d: Dir) -> &DirStats {
-        match d {
-            Dir::Download => &self.download,
-            Dir::Upload => &self.upload,
-        }
-    }
-
-    fn dir_mut(&mut self, d: Dir) -> &mut DirStats {
-        match d {
-            Dir::Download => &mut self.download,
-            Dir::Upload => &mut self.upload,
-        }
-    }
 }
 
 /// The statistics of one poll.
@@ -773,14 +761,7 @@ impl StatsTracker {
             for d in Dir::BOTH {
                 let a = &mut acc[d.i()];
                 if !class_seen[i][d.i()] {
-                    for m in [
-                        &mut a.bytes,
-                        &mut a.packets,
-                        &mut a.drops,
-                        &mut a.overlimits,
-                    ] {
-                        m.missing();
-                    }
+                    a.class_missing();
                 }
                 if !leaf_seen[i][d.i()] {
                     a.leaf_drops.missing();
@@ -800,14 +781,7 @@ impl StatsTracker {
             for d in Dir::BOTH {
                 let a = &mut acc[d.i()];
                 if polled[d.i()] && !node_seen[i][d.i()] {
-                    for m in [
-                        &mut a.bytes,
-                        &mut a.packets,
-                        &mut a.drops,
-                        &mut a.overlimits,
-                    ] {
-                        m.missing();
-                    }
+                    a.class_missing();
                 }
                 let out = nodes[i].dir_mut(d);
                 out.bytes = a.bytes.total;
@@ -819,14 +793,7 @@ impl StatsTracker {
             for d in Dir::BOTH {
                 let a = &mut acc[d.i()];
                 if polled[d.i()] && !default_seen[q][d.i()] {
-                    for m in [
-                        &mut a.bytes,
-                        &mut a.packets,
-                        &mut a.drops,
-                        &mut a.overlimits,
-                    ] {
-                        m.missing();
-                    }
+                    a.class_missing();
                 }
                 let out = unclassified.dir_mut(d);
                 out.bytes += a.bytes.total;

@@ -263,6 +263,47 @@ impl Out<'_> {
         self.end_line()
     }
 
+    /// The descriptor of family `lqos_{who}_{name}`; returns the start of
+    /// its samples (`lqos_{who}_{name}{open}`).
+    fn family(
+        &mut self,
+        who: &str,
+        name: &str,
+        help: &str,
+        kind: &str,
+        open: &str,
+    ) -> io::Result<String> {
+        let family = format!("lqos_{who}_{name}");
+        self.descriptor(&family, help, kind)?;
+        Ok(format!("{family}{open}"))
+    }
+
+    /// The download and upload samples of one label set (`labels` without
+    /// the direction; empty: the direction alone).
+    #[inline]
+    fn both(
+        &mut self,
+        sample: &str,
+        labels: &str,
+        dirs: [&DirStats; 2],
+        value: fn(&DirStats) -> u64,
+    ) -> io::Result<()> {
+        for d in Dir::BOTH {
+            self.put(sample);
+            self.put(labels);
+            let direction = DIRECTION[d as usize];
+            self.put(if labels.is_empty() {
+                &direction[1..]
+            } else {
+                direction
+            });
+            self.put("} ");
+            self.uint(value(dirs[d as usize]));
+            self.end_line()?;
+        }
+        Ok(())
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         self.sink.write_all(&self.buf)?;
         self.buf.clear();
@@ -319,44 +360,23 @@ pub fn render(
         .map(|f| (f, "counter", "_total{"))
         .chain(GAUGES.iter().map(|f| (f, "gauge", "{")));
     for (&(name, help, value), kind, open) in families {
-        let family = format!("lqos_circuit_{name}");
-        let sample = format!("{family}{open}");
-        out.descriptor(&family, help, kind)?;
+        let sample = out.family("circuit", name, help, kind, open)?;
         for &i in &circuits {
             let c = &stats.circuits[i];
-            for d in Dir::BOTH {
-                out.put(&sample);
-                out.put(labels.circuit.get(i));
-                out.put(DIRECTION[d as usize]);
-                out.put("} ");
-                out.uint(value(c.dir(d)));
-                out.end_line()?;
-            }
+            out.both(
+                &sample,
+                labels.circuit.get(i),
+                [&c.download, &c.upload],
+                value,
+            )?;
         }
-        let family = format!("lqos_node_{name}");
-        let sample = format!("{family}{open}");
-        out.descriptor(&family, help, kind)?;
+        let sample = out.family("node", name, help, kind, open)?;
         for (i, n) in stats.nodes.iter().enumerate().take(nodes) {
-            for d in Dir::BOTH {
-                out.put(&sample);
-                out.put(labels.node.get(i));
-                out.put(DIRECTION[d as usize]);
-                out.put("} ");
-                out.uint(value(n.dir(d)));
-                out.end_line()?;
-            }
+            out.both(&sample, labels.node.get(i), [&n.download, &n.upload], value)?;
         }
-        let family = format!("lqos_unclassified_{name}");
-        let sample = format!("{family}{open}");
-        out.descriptor(&family, help, kind)?;
-        for d in Dir::BOTH {
-            out.put(&sample);
-            // The direction label alone (no leading comma).
-            out.put(&DIRECTION[d as usize][1..]);
-            out.put("} ");
-            out.uint(value(stats.unclassified.dir(d)));
-            out.end_line()?;
-        }
+        let sample = out.family("unclassified", name, help, kind, open)?;
+        let u = &stats.unclassified;
+        out.both(&sample, "", [&u.download, &u.upload], value)?;
     }
     out.descriptor(DELAY.0, DELAY.1, "gauge")?;
     for &i in &circuits {
