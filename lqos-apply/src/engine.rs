@@ -191,6 +191,7 @@ pub fn preflight(plan: &Plan, live: &dyn LiveSource) -> Result<BTreeMap<String, 
         let link = live.link(&t.dev)?.ok_or_else(|| ApplyError::NoInterface {
             dev: t.dev.clone(),
             netns: live.netns().map(str::to_string),
+            config_key: crate::inputs::config_key(&plan.config.interfaces, &t.dev),
         })?;
         let mq_root = t.ops[..t.setup_ops.min(t.ops.len())].iter().any(|op| {
             matches!(op, TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q)
@@ -507,6 +508,7 @@ mod tests {
             config: lqos_tc::PlanConfig::bridge("ens19", "ens20", 4),
             interfaces: ifaces.to_vec(),
             allocation: Default::default(),
+            squashed: Vec::new(),
             ip_map: Default::default(),
         }
     }

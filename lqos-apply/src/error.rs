@@ -46,12 +46,15 @@ pub enum ApplyError {
         cause: Option<std::sync::Arc<ApplyError>>,
     },
     /// A planned interface does not exist.
-    #[error("interface {dev} does not exist{}", in_netns(.netns))]
+    #[error("interface {dev} does not exist{}{}", in_netns(.netns), named_by(.config_key))]
     NoInterface {
         /// Interface.
         dev: String,
         /// Namespace searched, if not the current one.
         netns: Option<String>,
+        /// The lqos.conf key that names it (`[bridge] to_network`, ...),
+        /// when known ([`crate::config_key`]).
+        config_key: Option<&'static str>,
     },
     /// The plan spreads circuits over more TX queues than the interface has.
     #[error("{dev}: the plan uses {needed} TX queues but the interface has {available}")]
@@ -117,9 +120,14 @@ pub enum ApplyError {
         /// This machine's memory.
         mem: crate::meminfo::MemInfo,
     },
-    /// Another apply holds the machine-wide lock.
+    /// Another apply, or the reload daemon, holds the machine-wide lock.
     #[error(
-        "another lqos apply is running{} (lock {path}); wait for it to finish",
+        "{}{} (lock {path})",
+        if *.daemon {
+            "the reload daemon holds the lock: it applies every change of the input files itself"
+        } else {
+            "another lqos apply is running"
+        },
         holder.map(|p| format!(" (pid {p})")).unwrap_or_default()
     )]
     Locked {
@@ -127,6 +135,9 @@ pub enum ApplyError {
         path: PathBuf,
         /// The holder's pid, as written in the lock file.
         holder: Option<u32>,
+        /// Whether the holder is the reload daemon (it holds the lock for
+        /// its whole life), as written in the lock file.
+        daemon: bool,
     },
     /// A file or process operation failed.
     #[error("{context}: {source}")]
@@ -380,6 +391,13 @@ pub enum ClassifierMissing {
         /// The kernel's extended-ACK text, else strerror.
         message: String,
     },
+}
+
+fn named_by(key: &Option<&'static str>) -> String {
+    match key {
+        Some(k) => format!(" (lqos.conf's {k} names it)"),
+        None => String::new(),
+    }
 }
 
 fn in_netns(netns: &Option<String>) -> String {

@@ -229,20 +229,42 @@ impl LoadedInputs {
 }
 
 /// Planner settings an operator gives on top of `lqos.conf` (the CLI's
-/// `--queues`, `--sqm`, `--strategy`, `--classifier`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// `--queues`, `--sqm`, `--strategy`, `--classifier`). The journal keeps
+/// them with each input set applied, so a rollback plans it as it was.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PlanOverrides {
     /// TX queues per interface, instead of `override_available_queues` or
     /// the [`QueueCount`] fallback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queues: Option<u32>,
     /// Leaf qdisc for circuits instead of `default_sqm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sqm: Option<LeafSpec>,
     /// How top-level subtrees are spread over the queues (default:
     /// [`QueueStrategy::Balanced`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<QueueStrategy>,
     /// Which classifier the plan includes, instead of lqos.conf's
     /// `[lqos] classifier` (default [`Classifier::None`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classifier: Option<Classifier>,
+}
+
+impl PlanOverrides {
+    /// Whether none is given.
+    pub fn is_empty(&self) -> bool {
+        *self == PlanOverrides::default()
+    }
+
+    /// These overrides, with each one `over` gives taking its place.
+    pub fn under(&self, over: &PlanOverrides) -> PlanOverrides {
+        PlanOverrides {
+            queues: over.queues.or(self.queues),
+            sqm: over.sqm.clone().or_else(|| self.sqm.clone()),
+            strategy: over.strategy.or(self.strategy),
+            classifier: over.classifier.or(self.classifier),
+        }
+    }
 }
 
 /// Where the queue count comes from when neither `--queues` nor
@@ -262,6 +284,37 @@ impl std::fmt::Debug for QueueCount<'_> {
             QueueCount::Default(n) => write!(f, "Default({n})"),
             QueueCount::FromInterfaces(_) => f.write_str("FromInterfaces(..)"),
         }
+    }
+}
+
+/// The lqos.conf key that names interface `dev` in `cfg`: `[bridge]
+/// to_network` (download), `[bridge] to_internet` (upload) or
+/// `[single_interface] interface`.
+pub fn config_key(cfg: &Interfaces, dev: &str) -> Option<&'static str> {
+    match cfg {
+        Interfaces::Bridge { download, .. } if download == dev => Some("[bridge] to_network"),
+        Interfaces::Bridge { upload, .. } if upload == dev => Some("[bridge] to_internet"),
+        Interfaces::OnAStick { interface, .. } if interface == dev => {
+            Some("[single_interface] interface")
+        }
+        _ => None,
+    }
+}
+
+/// `e` with the lqos.conf key that names its interface in `cfg` when it
+/// is an [`ApplyError::NoInterface`] without one ([`config_key`]).
+pub(crate) fn with_config_key(e: ApplyError, cfg: &Interfaces) -> ApplyError {
+    match e {
+        ApplyError::NoInterface {
+            dev,
+            netns,
+            config_key: None,
+        } => ApplyError::NoInterface {
+            config_key: config_key(cfg, &dev),
+            dev,
+            netns,
+        },
+        e => e,
     }
 }
 
@@ -297,6 +350,7 @@ pub fn plan_config(
                 let link = live.link(dev)?.ok_or_else(|| ApplyError::NoInterface {
                     dev: dev.to_string(),
                     netns: live.netns().map(str::to_string),
+                    config_key: config_key(&cfg.interfaces, dev),
                 })?;
                 min = min.min(link.num_tx_queues);
             }
@@ -546,6 +600,11 @@ mod tests {
             QueueCount::FromInterfaces(&rec),
         )
         .unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("ens20 does not exist (lqos.conf's [bridge] to_internet names it)"),
+            "{e}"
+        );
         assert!(
             matches!(&e, ApplyError::NoInterface { dev, .. } if dev == "ens20"),
             "{e}"

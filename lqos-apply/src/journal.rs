@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{ApplyError, Result, StateProblem};
-use crate::inputs::RawInputs;
+use crate::inputs::{PlanOverrides, RawInputs};
 use crate::state::StateDir;
 
 /// How many input sets the journal keeps.
@@ -96,6 +96,10 @@ pub struct JournalEntry {
     pub devices: String,
     /// sha256 of `lqos.conf`, if one was used.
     pub config: Option<String>,
+    /// The planner settings given on top of `lqos.conf` when it was
+    /// applied (what a rollback to it plans with).
+    #[serde(default, skip_serializing_if = "PlanOverrides::is_empty")]
+    pub overrides: PlanOverrides,
 }
 
 /// The journal of one network namespace in a state directory.
@@ -123,15 +127,25 @@ impl Journal {
         Ok(self.dir.load_json(INDEX)?.unwrap_or_default())
     }
 
-    /// Records `inputs` as applied by `source` (nothing when the newest
-    /// entry has the same sha256). Returns whether an entry was added.
-    pub fn push(&self, inputs: InputSet<'_>, circuits: usize, source: &str) -> Result<bool> {
+    /// Records `inputs` as applied by `source` with `overrides` (nothing
+    /// when the newest entry has the same sha256 and overrides). Returns
+    /// whether an entry was added.
+    pub fn push(
+        &self,
+        inputs: InputSet<'_>,
+        overrides: &PlanOverrides,
+        circuits: usize,
+        source: &str,
+    ) -> Result<bool> {
         let mut entries = self.entries()?;
         // Each file is hashed once (ShapedDevices.csv is 15 MB at 100,000
         // circuits): the set's sha256 and the stored files' names.
         let hashes = inputs.file_hashes();
         let sha = hashes.sha256();
-        if entries.first().is_some_and(|e| e.sha256 == sha) {
+        if entries
+            .first()
+            .is_some_and(|e| e.sha256 == sha && e.overrides == *overrides)
+        {
             return Ok(false);
         }
         // Files are named by their sha256 and written atomically: one
@@ -162,6 +176,7 @@ impl Journal {
                 (Some(c), Some(h)) => Some(put(c.as_bytes(), h)?),
                 _ => None,
             },
+            overrides: overrides.clone(),
         };
         entries.insert(0, entry);
         entries.truncate(JOURNAL_LEN);
@@ -244,11 +259,14 @@ mod tests {
             devices: format!("Circuit ID\n{i}\n").into_bytes(),
             config: None,
         };
-        assert!(j.push((&set(0)).into(), 1, "apply").unwrap());
+        let none = PlanOverrides::default();
+        assert!(j.push((&set(0)).into(), &none, 1, "apply").unwrap());
         // The same again: nothing.
-        assert!(!j.push((&set(0)).into(), 1, "apply").unwrap());
+        assert!(!j.push((&set(0)).into(), &none, 1, "apply").unwrap());
         for i in 1..8 {
-            assert!(j.push((&set(i)).into(), 1, "watch file-change").unwrap());
+            assert!(j
+                .push((&set(i)).into(), &none, 1, "watch file-change")
+                .unwrap());
         }
         let e = j.entries().unwrap();
         assert_eq!(e.len(), JOURNAL_LEN);
@@ -281,12 +299,55 @@ mod tests {
         assert_eq!(InputSet::from(&raw).sha256(), want);
         let dir = tempfile::tempdir().unwrap();
         let j = Journal::open(&StateDir::open(dir.path()).unwrap(), None).unwrap();
-        assert!(j.push((&raw).into(), 1, "apply").unwrap());
+        assert!(j
+            .push((&raw).into(), &PlanOverrides::default(), 1, "apply")
+            .unwrap());
         let e = &j.entries().unwrap()[0];
         assert_eq!(e.sha256, want);
         assert_eq!(e.devices, hex(&raw.devices));
         assert_eq!(e.config.as_deref(), Some(hex(b"[lqos]\n").as_str()));
         let stored = std::fs::read(dir.path().join("journal").join(&e.devices)).unwrap();
         assert_eq!(stored, raw.devices);
+    }
+
+    /// The same files applied with other overrides (`--sqm pfifo`, then
+    /// `--sqm fq_codel`) are another entry, and an entry gives back the
+    /// overrides it was applied with (what a rollback to it plans with).
+    #[test]
+    fn an_entry_keeps_the_overrides_it_was_applied_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::open(&StateDir::open(dir.path()).unwrap(), None).unwrap();
+        let raw = RawInputs {
+            network: "{}".into(),
+            devices: b"Circuit ID\n1\n".to_vec(),
+            config: None,
+        };
+        let pfifo = PlanOverrides {
+            sqm: Some("pfifo".parse().unwrap()),
+            queues: Some(4),
+            ..Default::default()
+        };
+        let fq = PlanOverrides {
+            sqm: Some("fq_codel".parse().unwrap()),
+            ..Default::default()
+        };
+        assert!(j.push((&raw).into(), &pfifo, 1, "apply").unwrap());
+        assert!(!j.push((&raw).into(), &pfifo, 1, "apply").unwrap());
+        assert!(j.push((&raw).into(), &fq, 1, "apply").unwrap());
+        assert_eq!(j.inputs(1).unwrap().0.overrides, fq);
+        assert_eq!(j.inputs(2).unwrap().0.overrides, pfifo);
+        // Entries written before overrides were kept read as none.
+        let old: JournalEntry = serde_json::from_str(
+            r#"{"at_ms":1,"sha256":"a","circuits":1,"source":"apply","network":"b","devices":"c","config":null}"#,
+        )
+        .unwrap();
+        assert!(old.overrides.is_empty());
+        // The overrides a command line gives take the place of the entry's.
+        let over = PlanOverrides {
+            queues: Some(2),
+            ..Default::default()
+        };
+        let both = pfifo.under(&over);
+        assert_eq!((both.queues, both.sqm), (Some(2), pfifo.sqm.clone()));
     }
 }

@@ -112,9 +112,9 @@ pub use error::{
     UnsafeState,
 };
 pub use inputs::{
-    given_queues, interface_names, plan_config, plan_files, plan_raw, read_plan, read_plan_record,
-    Inputs, LoadedInputs, PlanOverrides, Planned, QueueCount, RawInputs, CONFIG_FILE, DEVICES_FILE,
-    NETWORK_FILE,
+    config_key, given_queues, interface_names, plan_config, plan_files, plan_raw, read_plan,
+    read_plan_record, Inputs, LoadedInputs, PlanOverrides, Planned, QueueCount, RawInputs,
+    CONFIG_FILE, DEVICES_FILE, NETWORK_FILE,
 };
 pub use live::{read_live, KindProbe, KindSupport, LinkSummary, LiveSource, NetlinkLive};
 pub use prefetch::Prefetched;

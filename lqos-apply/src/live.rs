@@ -277,6 +277,7 @@ pub(crate) fn netlink_error(dev: Option<&str>, context: &str, e: NetlinkError) -
         NetlinkError::NoSuchInterface { name } => ApplyError::NoInterface {
             dev: name,
             netns: None,
+            config_key: None,
         },
         source => ApplyError::Netlink {
             dev: dev.map(str::to_string),
@@ -350,9 +351,12 @@ impl NetlinkLive {
 
     fn in_ns(&self, e: ApplyError) -> ApplyError {
         match e {
-            ApplyError::NoInterface { dev, .. } => ApplyError::NoInterface {
+            ApplyError::NoInterface {
+                dev, config_key, ..
+            } => ApplyError::NoInterface {
                 dev,
                 netns: self.netns.clone(),
+                config_key,
             },
             e => e,
         }

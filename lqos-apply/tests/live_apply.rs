@@ -30,7 +30,8 @@ fn tc_agrees(ns: &lqos_apply::netns::ScratchNetns, plan: &lqos_tc::Plan) {
             let line = by_id
                 .get(id.as_str())
                 .unwrap_or_else(|| panic!("{}: {id} not shown", ip.dev));
-            let want = tc_rate(c.htb.rate.bps());
+            // The kernel keeps whole bytes per second.
+            let want = tc_rate(c.htb.rate.bps() / 8 * 8);
             assert_eq!(
                 line.rate.as_deref(),
                 Some(want.as_str()),

@@ -519,6 +519,7 @@ fn fq_codel_scenario(env: &Env) {
 }
 
 #[test]
+#[ignore = "needs sch_cake and sch_fq_codel, which many kernels lack: runs in the lab (cargo xtask lab test); cargo test -- --include-ignored where the kernel has them"]
 fn cake_diffserv4_leaves_with_overrides_on_veth() {
     if let Some(env) = veth_env("cake-leaves") {
         cake_scenario(&env);
@@ -526,6 +527,7 @@ fn cake_diffserv4_leaves_with_overrides_on_veth() {
 }
 
 #[test]
+#[ignore = "needs sch_cake and sch_fq_codel, which many kernels lack: runs in the lab (cargo xtask lab test); cargo test -- --include-ignored where the kernel has them"]
 fn fq_codel_leaves_on_veth() {
     if let Some(env) = veth_env("fq-codel-leaves") {
         fq_codel_scenario(&env);
@@ -533,6 +535,7 @@ fn fq_codel_leaves_on_veth() {
 }
 
 #[test]
+#[ignore = "needs LQOS_LIVE_IFACES=DOWN,UP (existing interfaces with cake and fq_codel): runs in the lab on its virtio NICs (cargo xtask lab test)"]
 fn cake_and_fq_codel_leaves_on_existing_interfaces() {
     if let Some(env) = iface_env("leaves-on-ifaces") {
         cake_scenario(&env);
@@ -546,6 +549,7 @@ fn cake_and_fq_codel_leaves_on_existing_interfaces() {
 /// what it says. The plan is sized from this machine's `MemAvailable`: a
 /// quarter more cake leaves than the check allows.
 #[test]
+#[ignore = "needs sch_cake and sch_fq_codel, which many kernels lack: runs in the lab (cargo xtask lab test); cargo test -- --include-ignored where the kernel has them"]
 fn a_cake_load_that_does_not_fit_in_memory_is_refused() {
     let Some(env) = veth_env("memory refusal") else {
         return;

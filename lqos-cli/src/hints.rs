@@ -3,13 +3,41 @@
 //! they are added here, in one place, next to `main`'s mapping of errors
 //! to exit codes.
 
-use lqos_apply::{ApplyError, FullReason, LoadKind, UnsafeState};
+use lqos_apply::{guard, ApplyError, FullReason, LoadKind, UnsafeState};
 
-/// Advice for the first error in `err`'s chain that has some.
+use crate::cmd::apply::{LoadStopped, Refused};
+
+/// Advice for the first error in `err`'s chain that has some (with, after a
+/// load that stopped part way, how to go on from the partial tree).
 pub(crate) fn hint(err: &anyhow::Error) -> Option<String> {
-    err.chain()
+    if let Some(Refused(r)) = err.downcast_ref::<Refused>() {
+        return refusal_hint(r);
+    }
+    let advice = err
+        .chain()
         .filter_map(|e| e.downcast_ref::<ApplyError>())
-        .find_map(apply_hint)
+        .find_map(apply_hint);
+    if err.downcast_ref::<LoadStopped>().is_none() {
+        return advice;
+    }
+    let partial = "the interface was left partly loaded; the next `lqos apply` continues from \
+                   there (or use --rollback)";
+    Some(match advice {
+        Some(a) => format!("{a}; {partial}"),
+        None => partial.to_string(),
+    })
+}
+
+/// Advice for a refusal of the removal guard.
+fn refusal_hint(r: &guard::Refusal) -> Option<String> {
+    match r {
+        guard::Refusal::TooManyRemovals { .. } => Some(
+            "if that is meant, run again with --allow-removals (or set --max-removals / [lqos] \
+             max_removals)"
+                .to_string(),
+        ),
+        _ => None,
+    }
 }
 
 /// Advice for one library error, naming this binary's flags.
@@ -42,6 +70,33 @@ pub(crate) fn apply_hint(e: &ApplyError) -> Option<String> {
             ..
         } => "chmod go-w it, or use another --state-dir".to_string(),
         ApplyError::Incomplete { cause: Some(c), .. } => return apply_hint(c),
+        ApplyError::Locked {
+            daemon: true,
+            holder,
+            ..
+        } => {
+            let pid = holder.map_or("$(pidof lqos)".to_string(), |p| p.to_string());
+            format!(
+                "`lqos watch` (pid {pid}) applies every change of the files: edit them and see \
+                 `lqos status`; `kill -HUP {pid}` applies now; for `lqos apply` by hand, stop \
+                 it first (`systemctl stop lqos-watch`, or `kill {pid}`: the tree stays)"
+            )
+        }
+        ApplyError::Locked { .. } => "wait for it to finish".to_string(),
+        ApplyError::NoInterface {
+            config_key: Some(key),
+            netns,
+            ..
+        } => match netns {
+            Some(ns) => format!(
+                "name an interface of network namespace {ns} in lqos.conf's {key} (`ip -n {ns} \
+                 link` lists them)"
+            ),
+            None => format!(
+                "name an interface of this machine in lqos.conf's {key} (`ip link` lists them; \
+                 --netns NAME for one in a network namespace)"
+            ),
+        },
         _ => return None,
     })
 }

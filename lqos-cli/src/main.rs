@@ -14,13 +14,19 @@
 //!   statistics served over HTTP);
 //! - `bench`: the bench runner in a scratch network namespace.
 
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod out;
+
 mod cmd;
 mod hints;
 mod metrics;
+
+use out::note;
 
 /// Plan and load ISP traffic-shaping trees (HTB + cake/fq_codel under mq).
 #[derive(Parser)]
@@ -137,16 +143,78 @@ fn main() -> ExitCode {
         Command::Man(a) => cmd::docs::man(a),
         Command::Completions(a) => cmd::docs::completions(a),
     };
-    match result {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("lqos: error: {err:#}");
-            // The library states what is wrong; what to do, with this
-            // binary's flags, comes from here.
-            if let Some(hint) = hints::hint(&err) {
-                eprintln!("lqos: hint: {hint}");
-            }
-            ExitCode::from(cmd::EXIT_ERROR)
+    ExitCode::from(exit_code(&result))
+}
+
+/// `err` and its causes, `: `-separated, each said once: a library error
+/// that already prints its source (`cannot read X: No such file or
+/// directory`) is not followed by the source again.
+fn chain(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for e in err.chain() {
+        let text = e.to_string();
+        if out.ends_with(&text) {
+            continue;
         }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+/// Exit code 0: success, or the reader of the output went away (a closed
+/// pipe ends a command quietly).
+pub const EXIT_OK: u8 = 0;
+/// Exit code 1: findings (warnings under `--strict`, drift, differences,
+/// a failed last action of the daemon).
+pub const EXIT_FINDINGS: u8 = 1;
+/// Exit code 2: bad input or a failed operation.
+pub const EXIT_ERROR: u8 = 2;
+/// Exit code 130: stopped by SIGINT or SIGTERM (128 + SIGINT, as shells
+/// report Ctrl-C).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// The one mapping of a command's end to its exit code, printing the error
+/// (and the advice for it) when there is one.
+fn exit_code(result: &cmd::Outcome) -> u8 {
+    let err = match result {
+        Ok(cmd::Done::Ok) => return EXIT_OK,
+        Ok(cmd::Done::Findings) => return EXIT_FINDINGS,
+        Err(err) => err,
+    };
+    if err.chain().any(|e| e.is::<out::Closed>()) {
+        return EXIT_OK;
+    }
+    if let Some(i) = err.downcast_ref::<cmd::Interrupted>() {
+        note!("lqos: {i}");
+        return EXIT_INTERRUPTED;
+    }
+    note!("lqos: error: {}", chain(err));
+    // The library states what is wrong; what to do, with this binary's
+    // flags, comes from here.
+    if let Some(hint) = hints::hint(err) {
+        note!("lqos: hint: {hint}");
+    }
+    EXIT_ERROR
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: `lqos compare` on a missing file printed the OS error
+    /// twice (the library's error prints its source, and anyhow's chain
+    /// printed it again).
+    #[test]
+    fn an_error_chain_says_each_cause_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let e = lqos_apply::ApplyError::io("cannot read LibreQoS state /x/y.json", io);
+        let err = anyhow::Error::new(e).context("comparing");
+        assert_eq!(
+            chain(&err),
+            "comparing: cannot read LibreQoS state /x/y.json: entity not found"
+        );
     }
 }

@@ -422,6 +422,7 @@ impl http_body::Body for Body {
 /// The tests' promtool check, shared with the CLI's black-box tests.
 #[cfg(test)]
 #[path = "../tests/common/promtool.rs"]
+#[allow(clippy::print_stderr)] // a test's skip message
 mod promtool;
 
 #[cfg(test)]
@@ -594,6 +595,8 @@ mod tests {
         let none = text(&sh, CircuitSeries::None);
         assert_eq!(none.matches("\nlqos_circuit_info{").count(), 0);
         assert!(none.contains("\nlqos_node_sent_bytes_total{"));
+        // The default classes' traffic (no circuit's), per direction.
+        assert!(all.contains("\nlqos_unclassified_sent_bytes_total{direction=\"download\"} "));
         // Every series the Grafana dashboard queries is served.
         let dash = include_str!("../packaging/grafana/lqos.json");
         let mut names: Vec<&str> = dash
@@ -761,6 +764,17 @@ mod tests {
                                     _ => ConstGauge::new(f(ds) as i64).encode(enc)?,
                                 }
                             }
+                        }
+                    }
+                    let family = format!("lqos_unclassified_{name}");
+                    let mut m = e.encode_descriptor(&family, help, None, ty)?;
+                    for d in Dir::BOTH {
+                        let labels = [("direction", d.name())];
+                        let enc = m.encode_family(&labels)?;
+                        let v = f(stats.unclassified.dir(d));
+                        match ty {
+                            MetricType::Counter => ConstCounter::new(v).encode(enc)?,
+                            _ => ConstGauge::new(v as i64).encode(enc)?,
                         }
                     }
                 }

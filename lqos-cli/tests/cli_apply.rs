@@ -216,7 +216,7 @@ fn apply_errors_exit_2_and_change_nothing() {
         )),
         "{err}"
     );
-    // Without --queues the probe says what to do.
+    // Without --queues the probe names lqos.conf's key and what to do.
     let o = lqos(
         d,
         &[
@@ -231,7 +231,14 @@ fn apply_errors_exit_2_and_change_nothing() {
     );
     let (_, err) = text(&o);
     assert_eq!(code(&o), 2, "{err}");
-    assert!(err.contains("--queues"), "{err}");
+    assert!(
+        err.contains("(lqos.conf's [bridge] to_network names it)")
+            && err.contains(&format!(
+                "hint: name an interface of network namespace {}",
+                ns.name()
+            )),
+        "{err}"
+    );
     // cake on a kernel without sch_cake: preflight refuses. The state dir
     // comes from LQOS_STATE_DIR and is created on first use.
     ns.add_veth("ens19", "ens20", 4).unwrap();
@@ -395,6 +402,10 @@ fn read_ahead_noop_sees_every_drift_and_bad_inputs_change_nothing() {
     let (out, err) = text(&o);
     assert_eq!(code(&o), 2, "{out}\n{err}");
     assert!(err.contains("ShapedDevices.csv"), "{err}");
+    // Regression: invalid inputs were met with `cannot plan (give --queues
+    // N if the interfaces cannot be probed)`; the queues are not the
+    // problem.
+    assert!(!err.contains("--queues"), "{err}");
     assert_eq!(trees(&ns), before);
     drop(state.lock().expect("the failed apply released the lock"));
     std::fs::write(d.join("ShapedDevices.csv"), csv).unwrap();
@@ -517,4 +528,89 @@ fn apply_loads_a_circuit_with_an_unknown_parent_node_unshaped_with_a_warning() {
     assert!(err.contains(&warning), "{err}");
     assert_eq!(classes(), before, "the unshaped circuit got a class");
     common::assert_in_sync(d, &ns);
+}
+
+/// Regression: the flags of the last apply were forgotten. After `lqos
+/// apply --sqm pfifo` on a 4-queue pair (the generated lqos.conf asks for
+/// cake), a plain `lqos verify` reported every leaf as drift, `lqos show
+/// --ip` named classids of a 16-queue plan that is not live, and `lqos
+/// apply --rollback --to N` planned cake. They now use what was applied:
+/// the state directory's record of it, and the journal's overrides.
+#[test]
+fn the_flags_of_the_last_apply_are_not_forgotten() {
+    if !require_netns("the_flags_of_the_last_apply_are_not_forgotten") {
+        return;
+    }
+    let (ns, dir) = common::netns_with_generated("flags", 4, 200);
+    let d = dir.path();
+    let target = ["--netns", ns.name(), "--state-dir", "st"];
+    let run = |args: &[&str]| {
+        let all: Vec<&str> = args.iter().chain(target.iter()).copied().collect();
+        lqos(d, &all)
+    };
+    let o = run(&["apply", "--sqm", "pfifo"]);
+    assert_eq!(code(&o), 0, "{:?}", text(&o));
+
+    // verify: against what was applied, and says so.
+    let o = run(&["verify"]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}{err}");
+    assert!(
+        err.contains("verifying against the plan applied at"),
+        "{err}"
+    );
+    // Told otherwise: the input files' plan (cake) is not what is live.
+    let o = run(&["verify", "--from-inputs"]);
+    assert_eq!(code(&o), 1, "{:?}", text(&o));
+
+    // show --ip: the classid that is live (4 queues, not 16).
+    let o = run(&["show", "--ip", "100.64.0.7"]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}{err}");
+    let class = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("download:"))
+        .and_then(|l| l.split(" class ").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
+    let live = ns
+        .tc(&["class", "show", "dev", "ens19", "classid", &class])
+        .unwrap();
+    assert!(
+        live.contains(&format!("class htb {class} ")),
+        "{class}: {live}"
+    );
+    let o = run(&["show"]);
+    let (out, _) = text(&o);
+    assert_eq!(
+        out.lines().filter(|l| l.contains("queue ")).count(),
+        8,
+        "4 queues per direction:\n{out}"
+    );
+
+    // A second input set, then back to the first: planned with pfifo.
+    let csv = std::fs::read_to_string(d.join("ShapedDevices.csv")).unwrap();
+    std::fs::write(
+        d.join("ShapedDevices.csv"),
+        csv.replacen(",1000,100,", ",900,100,", 1),
+    )
+    .unwrap();
+    let o = run(&["apply", "--sqm", "pfifo"]);
+    assert_eq!(code(&o), 0, "{:?}", text(&o));
+    let o = run(&["journal"]);
+    let (out, _) = text(&o);
+    assert!(out.contains("(apply, with --sqm pfifo)"), "{out}");
+    assert!(
+        out.contains("network.json ")
+            && out.contains("ShapedDevices.csv ")
+            && out.contains("lqos.conf "),
+        "{out}"
+    );
+    let o = run(&["apply", "--rollback", "--to", "2"]);
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 0, "{out}{err}");
+    assert!(out.contains("0 added, 1 changed, 0 removed"), "{out}");
+    let o = run(&["verify"]);
+    assert_eq!(code(&o), 0, "{:?}", text(&o));
 }

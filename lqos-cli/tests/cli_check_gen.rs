@@ -18,8 +18,9 @@ fn gen_then_check_is_clean() {
     for f in ["network.json", "ShapedDevices.csv", "lqos.conf"] {
         assert!(dir.path().join("net").join(f).is_file(), "{f} missing");
     }
-    // Defaults: the three files in the current directory.
-    let o = lqos(&dir.path().join("net"), &["check", "--strict"]);
+    // Defaults: the three files in the current directory (looking up
+    // ens19/ens20 is for the machine that shapes: --offline).
+    let o = lqos(&dir.path().join("net"), &["check", "--strict", "--offline"]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(out.contains("network.json: 88 nodes, depth 3"), "{out}");
@@ -170,4 +171,88 @@ fn gen_does_not_overwrite_without_force() {
         std::fs::read_to_string(dir.path().join("ShapedDevices.csv")).unwrap(),
         "mine"
     );
+}
+
+/// Regression: on `lqos gen`'s own network every circuit's minimum was
+/// squashed and `lqos check` said nothing. Generated networks now fit (the
+/// planner squashes nothing), and `--oversubscribed` ones are reported
+/// node by node: what was asked, what fits, how many circuits.
+#[test]
+fn squashed_minimums_are_reported_and_gen_networks_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (out, extra) in [("fit", None), ("over", Some("--oversubscribed"))] {
+        let mut args = vec!["gen", "--circuits", "3000", "--out", out];
+        args.extend(extra);
+        assert!(lqos(d, &args).status.success());
+    }
+    let o = lqos(&d.join("fit"), &["check", "--strict", "--offline"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.ends_with("0 error(s), 0 warning(s)\n"), "{out}");
+
+    let o = lqos(&d.join("over"), &["check", "--strict", "--offline"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("warning: ShapedDevices.csv: node \"AP_"))
+        .collect();
+    assert!(lines.len() > 10, "{out}");
+    assert!(
+        lines.iter().all(|l| l.contains(" circuit(s) add up to ")
+            && l.contains("(down / up), more than the ")
+            && l.ends_with("it guarantees: each gets 1 Mbps")),
+        "{out}"
+    );
+    assert!(
+        out.ends_with(&format!("0 error(s), {} warning(s)\n", lines.len())),
+        "{out}"
+    );
+    // `lqos plan` says so too.
+    let o = lqos(&d.join("over"), &["plan", "--out", "p"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains(&format!("minimums squashed in {} node(s)", lines.len())),
+        "{out}"
+    );
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.starts_with("warning: node \"AP_"))
+            .count(),
+        lines.len(),
+        "{err}"
+    );
+}
+
+/// `lqos check` looks up the interfaces lqos.conf names and names the key
+/// of one that does not exist here.
+#[test]
+fn check_warns_of_configured_interfaces_that_do_not_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert!(lqos(d, &["gen", "--circuits", "20", "--out", "."])
+        .status
+        .success());
+    let conf = std::fs::read_to_string(d.join("lqos.conf")).unwrap();
+    std::fs::write(
+        d.join("lqos.conf"),
+        conf.replace("to_network = \"ens19\"", "to_network = \"ens99\"")
+            .replace("to_internet = \"ens20\"", "to_internet = \"lo\""),
+    )
+    .unwrap();
+    let o = lqos(d, &["check", "--strict"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        out.contains(
+            "warning: lqos.conf: [bridge] to_network = \"ens99\": no such interface on this machine"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("\"lo\""), "lo exists: {out}");
+    assert!(out.ends_with("0 error(s), 1 warning(s)\n"), "{out}");
+    let o = lqos(d, &["check", "--strict", "--offline"]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }

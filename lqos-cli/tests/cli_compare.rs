@@ -104,3 +104,29 @@ fn a_difference_is_named_and_fails() {
         "{out}"
     );
 }
+
+/// Regression: a missing LibreQoS file was reported as `No such file or
+/// directory (os error 2): No such file or directory (os error 2)`. The
+/// path is named, and the OS's words come once.
+#[test]
+fn a_missing_file_is_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nowhere");
+    let o = lqos(
+        &fixture(),
+        &["compare", "--libreqos", missing.to_str().unwrap()],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(code(&o), 2, "{out}\n{err}");
+    let path = missing.join("shaping/queuingStructure.json");
+    assert!(err.contains(&path.display().to_string()), "{err}");
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+    // Its --tc file too.
+    let o = lqos(
+        &fixture(),
+        &["compare", "--libreqos", "state", "--tc", "nope.txt"],
+    );
+    let (_, err) = text(&o);
+    assert!(err.contains("nope.txt"), "{err}");
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+}

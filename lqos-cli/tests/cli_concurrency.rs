@@ -140,7 +140,22 @@ fn while_the_daemon_runs_apply_and_a_second_daemon_are_refused_naming_its_pid() 
     wait_while_running(&mut daemon, "the start load", || log.has(applied("start")));
 
     for extra in [&[][..], &["--full"], &["--rollback"]] {
-        assert_refused_by(&lqos(d, &apply_args(ns.name(), extra)), daemon.id());
+        let o = lqos(d, &apply_args(ns.name(), extra));
+        assert_refused_by(&o, daemon.id());
+        // Regression: it said another apply was running and to wait for
+        // it; the daemon never finishes. It says what holds the lock and
+        // what to do instead.
+        let (_, err) = text(&o);
+        assert!(
+            err.contains("the reload daemon holds the lock") && !err.contains("wait for it"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!("hint: `lqos watch` (pid {})", daemon.id()))
+                && err.contains("lqos status")
+                && err.contains("systemctl stop lqos-watch"),
+            "{err}"
+        );
     }
     let second = lqos(d, &watch_args(ns.name()));
     assert_refused_by(&second, daemon.id());

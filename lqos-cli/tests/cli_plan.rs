@@ -147,8 +147,11 @@ fn show_prints_the_tree() {
         &["show", "--circuits", "--interface", "ens19"],
     ));
     assert!(out.starts_with("ens19 (Download)\n"), "{out}");
+    // Queues are numbered from 0, as the kernel's tx-N and ip_map.csv
+    // number them (regression: `show` counted from 1, `show --ip` and
+    // ip_map.csv from 0).
     assert!(
-        out.contains("  queue 1 1:1 rate 1gbit ceil 1gbit: 6 classes"),
+        out.contains("  tx queue 0 1:1 rate 1gbit ceil 1gbit: 6 classes"),
         "{out}"
     );
     assert!(
@@ -293,5 +296,46 @@ fn unwritable_outputs_name_the_file() {
             err.contains("cannot write") && err.contains(&format!("{out}/{name}")),
             "{err}"
         );
+    }
+}
+
+/// Regression: `show` counted queues from 1 (`queue 3 3:1`) where `show
+/// --ip` and `ip_map.csv` count from 0 (`tx queue 2`). One numbering
+/// everywhere: the kernel's TX queue `tx-N`, from 0 (its HTB is N+1:).
+#[test]
+fn every_view_numbers_a_circuits_queue_the_same() {
+    let dir = setup(DEVICES);
+    let d = dir.path();
+    ok(&lqos(d, &["plan", "--out", "out"]));
+    let map = std::fs::read_to_string(d.join("out/ip_map.csv")).unwrap();
+    let col = csv::Reader::from_reader(map.as_bytes())
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "download_queue")
+        .unwrap();
+    for (id, addr) in [("c1", "100.64.0.1"), ("c3", "100.64.0.3")] {
+        let row = csv::Reader::from_reader(map.as_bytes())
+            .records()
+            .map(|r| r.unwrap())
+            .find(|r| r.iter().any(|f| f == id))
+            .unwrap();
+        let q: u32 = row[col].parse().unwrap();
+        let ip = ok(&lqos(d, &["show", "--ip", addr]));
+        assert!(
+            ip.contains(&format!("download: ens19 tx queue {q} class {}:", q + 1)),
+            "{id}: queue {q}: {ip}"
+        );
+        // Under which `tx queue N` block `show --circuits` lists it.
+        let tree = ok(&lqos(d, &["show", "--circuits", "--interface", "ens19"]));
+        let mut block = None;
+        for l in tree.lines() {
+            if let Some(rest) = l.strip_prefix("  tx queue ") {
+                block = rest.split(' ').next().and_then(|n| n.parse::<u32>().ok());
+            }
+            if l.trim_start().starts_with(&format!("circuit {id} ")) {
+                assert_eq!(block, Some(q), "{id}: {tree}");
+            }
+        }
     }
 }

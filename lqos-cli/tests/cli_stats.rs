@@ -98,14 +98,21 @@ fn stats_report_what_was_sent_and_top_shows_the_busy_circuit_first() {
     let stop = Arc::new(AtomicBool::new(false));
     let sent_a = Arc::new(AtomicU64::new(0));
     let sent_b = Arc::new(AtomicU64::new(0));
-    let flows: Vec<_> = [(a, 500, &sent_a), (b, 1500, &sent_b)]
-        .into_iter()
-        .map(|(id, pps, sent)| {
-            let s = sender(ns.name(), "ens19", classid(id).raw());
-            let (stop, sent) = (stop.clone(), sent.clone());
-            std::thread::spawn(move || paced(s, pps, stop, sent))
-        })
-        .collect();
+    let sent_none = Arc::new(AtomicU64::new(0));
+    // A, B, and 200 datagrams/s that no circuit's class takes (priority 0:
+    // the queue's default class).
+    let flows: Vec<_> = [
+        (Some(a), 500, &sent_a),
+        (Some(b), 1500, &sent_b),
+        (None, 200, &sent_none),
+    ]
+    .into_iter()
+    .map(|(id, pps, sent)| {
+        let s = sender(ns.name(), "ens19", id.map_or(0, |id| classid(id).raw()));
+        let (stop, sent) = (stop.clone(), sent.clone());
+        std::thread::spawn(move || paced(s, pps, stop, sent))
+    })
+    .collect();
     // B's leaf fills (1000 packets at +750/s) before the measurement.
     std::thread::sleep(Duration::from_millis(2500));
     let mut stats = vec!["stats", "--json", "--interval", "2"];
@@ -140,6 +147,14 @@ fn stats_report_what_was_sent_and_top_shows_the_busy_circuit_first() {
         "B drops: {cb}"
     );
     assert_eq!(ca["download"]["drops"], 0, "{ca}");
+    // Regression: the default classes' traffic appeared nowhere.
+    let unclassified = j["unclassified"]["download"]["rate_bps"].as_f64().unwrap();
+    let sent_rate_none = 200.0 * WIRE as f64 * 8.0;
+    assert!(
+        (unclassified / sent_rate_none - 1.0).abs() <= 0.10,
+        "unclassified {unclassified} vs {sent_rate_none}: {}",
+        j["unclassified"]
+    );
 
     // Once the queues drained: every byte sent to A, as the kernel counts.
     std::thread::sleep(Duration::from_millis(1500));
@@ -171,6 +186,10 @@ fn stats_report_what_was_sent_and_top_shows_the_busy_circuit_first() {
     table.extend(target);
     let out = ok(&lqos(d, &table));
     assert!(out.lines().nth(1).unwrap().starts_with(b), "{out}");
+    assert!(
+        out.contains("unclassified (the default classes: addresses no circuit has): down "),
+        "{out}"
+    );
     let mut bad = vec!["stats", "--circuit", "nope", "--interval", "0"];
     bad.extend(target);
     let o = lqos(d, &bad);

@@ -293,6 +293,19 @@ fn watch_applies_renamed_edits_rejects_broken_files_and_handles_signals() {
         "{out}"
     );
 
+    // The file restored to what is live (regression,
+    // fixed_input_clears_failed_status): nothing to send, and the status
+    // says so at once (no SIGHUP needed).
+    let n = daemon.count();
+    replace(&d.join("ShapedDevices.csv"), &csv1);
+    daemon.wait_log(n, Duration::from_secs(30), |v| {
+        msg(v).starts_with("inputs are the ones live again")
+    });
+    let o = lqos(d, &["status", "--netns", ns.name(), "--state-dir", "st"]);
+    let (out, _) = text(&o);
+    assert_eq!(code(&o), 0, "{out}");
+    assert!(out.contains("file-change: applied"), "{out}");
+
     // Fixed (back to the original speeds): applied.
     let n = daemon.count();
     replace(&d.join("ShapedDevices.csv"), &csv0);

@@ -33,6 +33,7 @@ fn cake_available(test: &str) -> bool {
 /// counters and not the Best Effort one's (tins as the kernel dumps them:
 /// Bulk, Best Effort, Video, Voice).
 #[test]
+#[ignore = "needs sch_cake, which many kernels lack: runs in the lab (cargo xtask lab test); cargo test -- --include-ignored where the kernel has it"]
 fn cake_counts_an_ef_flow_in_the_voice_tin() {
     if !require_netns("cli stats cake tins") || !cake_available("cli stats cake tins") {
         return;

@@ -39,6 +39,12 @@ pub struct GenParams {
     /// Unevenness of top-level sites: top-level site `k` (1-based) gets a
     /// share of circuits proportional to `1 / k^site_skew`. 0 = even.
     pub site_skew: f64,
+    /// Keep every circuit's minimum at a quarter of its maximum even where
+    /// an AP's circuits then ask for more than the AP guarantees (the
+    /// planner squashes them, as LibreQoS does). Off: an AP's circuits get
+    /// a smaller fraction of their maximum where needed, so every minimum
+    /// is guaranteed, as in an ISP's tree.
+    pub oversubscribed: bool,
 }
 
 impl Default for GenParams {
@@ -56,6 +62,7 @@ impl Default for GenParams {
             ipv6_fraction: 0.5,
             ipv4_range_fraction: 0.02,
             site_skew: 0.0,
+            oversubscribed: false,
         }
     }
 }
@@ -124,7 +131,12 @@ fn top_site_index(site: &str) -> usize {
 ///
 /// Circuits get realistic plans (25/5, 50/10, 100/20, 300/50, 1000/100,
 /// 155/20 Mbps and fractional ones such as 2.5/1, 10.5/5.25, 100.5/20.25)
-/// with min = max / 4, one IPv4 address from 100.64.0.0/10 per device (a
+/// with min = max / 4, or, where the minimums of an AP's circuits would
+/// add up to more than the AP guarantees (its rate less 1 Mbit, as the
+/// planner computes it), max / 8, max / 16, ... for that AP's circuits, the
+/// first that fits (unless [`GenParams::oversubscribed`]); circuits of a
+/// flat network fit in one generated parent node, whose rate is then the
+/// link's. One IPv4 address from 100.64.0.0/10 per device (a
 /// few get a /30), an IPv6 /56 from fdd7:b724::/32 for some circuits,
 /// random locally administered MACs, and device lines numbered as
 /// [`write_shaped_devices`](crate::write_shaped_devices) writes them. The
@@ -311,13 +323,30 @@ pub fn generate(params: &GenParams) -> Generated {
             devices,
         });
     }
-    net.set_circuits(circuits);
-
     let link = if depth > 0 {
         cap_at(1)
     } else {
         Rate::from_mbps(leaf_cap)
     };
+    // What a generated parent node guarantees (flat networks).
+    let generated_pn = if depth > 0 {
+        Rate::from_mbps(1000)
+    } else {
+        link
+    };
+    if !params.oversubscribed {
+        let guarantee = |parent: Option<&str>| -> (Rate, Rate) {
+            let (d, u) = match parent.and_then(|p| net.node_by_name(p)) {
+                Some(n) => (net.node(n).download, net.node(n).upload),
+                None => (generated_pn, generated_pn),
+            };
+            let below = |r: Rate| r.saturating_sub(Rate::from_mbps(1));
+            (below(d), below(u))
+        };
+        fit_minimums(&mut circuits, guarantee);
+    }
+    net.set_circuits(circuits);
+
     let config = LqosConfig {
         bridge: Some(BridgeConfig {
             to_internet: "ens20".to_string(),
@@ -328,8 +357,8 @@ pub fn generate(params: &GenParams) -> Generated {
             default_sqm: "cake diffserv4".into(),
             uplink_bandwidth_mbps: link.mbps_floor(),
             downlink_bandwidth_mbps: link.mbps_floor(),
-            generated_pn_download_mbps: 1000,
-            generated_pn_upload_mbps: 1000,
+            generated_pn_download_mbps: generated_pn.mbps_floor(),
+            generated_pn_upload_mbps: generated_pn.mbps_floor(),
             ..QueuesConfig::default()
         },
         ..LqosConfig::default()
@@ -337,6 +366,39 @@ pub fn generate(params: &GenParams) -> Generated {
     Generated {
         network: net,
         config,
+    }
+}
+
+/// Lowers the minimums of each parent's circuits to max / 8, max / 16, ...
+/// (the first that fits) where their max / 4 minimums add up to more than
+/// `guarantee(parent)` gives (download, upload).
+fn fit_minimums(circuits: &mut [Circuit], guarantee: impl Fn(Option<&str>) -> (Rate, Rate)) {
+    let mut by_parent: std::collections::BTreeMap<Option<&str>, Vec<usize>> = Default::default();
+    for (i, c) in circuits.iter().enumerate() {
+        by_parent.entry(c.parent.as_deref()).or_default().push(i);
+    }
+    let mut divisor = vec![4u64; circuits.len()];
+    for (parent, members) in &by_parent {
+        let (gd, gu) = guarantee(*parent);
+        let sum = |d: u64, max: fn(&Circuit) -> Rate| -> u64 {
+            members
+                .iter()
+                .map(|&i| (max(&circuits[i]).bps() / d).max(1))
+                .sum()
+        };
+        let mut d = 4u64;
+        while d < 1 << 20
+            && (sum(d, |c| c.download_max) > gd.bps() || sum(d, |c| c.upload_max) > gu.bps())
+        {
+            d *= 2;
+        }
+        for &i in members {
+            divisor[i] = d;
+        }
+    }
+    for (c, d) in circuits.iter_mut().zip(divisor) {
+        c.download_min = Rate::from_bps((c.download_max.bps() / d).max(1));
+        c.upload_min = Rate::from_bps((c.upload_max.bps() / d).max(1));
     }
 }
 

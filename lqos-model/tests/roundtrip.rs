@@ -110,11 +110,12 @@ proptest! {
         v6 in 0.0f64..1.0,
         range in 0.0f64..0.3,
         skew in 0.0f64..2.0,
+        oversubscribed in any::<bool>(),
     ) {
         let g = generate(&GenParams {
             circuits, seed, sites, site_fanout, fanout, depth,
             multi_device_fraction: multi, ipv6_fraction: v6, ipv4_range_fraction: range,
-            site_skew: skew,
+            site_skew: skew, oversubscribed,
         });
         let (net, config, report) = reread(&g);
         prop_assert!(report.is_clean(), "{}", report);

@@ -75,7 +75,8 @@ pub use plan::replan::{replan_circuits, PlanIndex, Replan, ReplanFallback};
 pub use plan::{
     default_class_rate, default_leaf_major, just_below, plan, quantum_for, r2q_for, squashed_min,
     squashed_rate, squashes, Allocation, CircuitSlot, Direction, FilterSlot, InterfacePlan,
-    NodeSlot, Plan, PlanError, SqmError, HTB_LEVELS, MIN_RATE, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
+    NodeSlot, Plan, PlanError, SqmError, Squashed, HTB_LEVELS, MIN_RATE, MQ_HANDLE, QUANTUM_MAX,
+    QUANTUM_MIN,
 };
 pub use record::{PlanInputs, PlanRecord, PlanRecordRef, PrefixRow, RecordError, RECORD_FORMAT};
 pub use render::{

@@ -585,18 +585,24 @@ impl PlanRecord {
                 let alloc = inputs.allocation();
                 Ok(crate::plan(&net, &self.config, Some(&alloc))?)
             }
-            (_, Some(ifaces)) => Ok(Plan {
-                config: self.config.clone(),
-                interfaces: ifaces.clone(),
-                allocation: self.allocation().unwrap_or_default(),
-                // The IP map follows from the inputs (none without them).
-                ip_map: match (&self.inputs, &self.ip_map) {
+            (_, Some(ifaces)) => {
+                // The IP map and the squashed nodes follow from the inputs
+                // (none without them).
+                let (ip_map, squashed) = match (&self.inputs, &self.ip_map) {
                     (Some(i), _) => {
-                        crate::plan(&i.network()?, &self.config, Some(&i.allocation()))?.ip_map
+                        let p = crate::plan(&i.network()?, &self.config, Some(&i.allocation()))?;
+                        (p.ip_map, p.squashed)
                     }
-                    (None, m) => m.clone().unwrap_or_default(),
-                },
-            }),
+                    (None, m) => (m.clone().unwrap_or_default(), Vec::new()),
+                };
+                Ok(Plan {
+                    config: self.config.clone(),
+                    interfaces: ifaces.clone(),
+                    allocation: self.allocation().unwrap_or_default(),
+                    ip_map,
+                    squashed,
+                })
+            }
             (None, None) => Err(RecordError::Empty),
         }
     }

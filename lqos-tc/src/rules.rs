@@ -711,6 +711,7 @@ pub fn lazy_plan(plan: &Plan, active: &ActiveLeaves) -> Plan {
         interfaces,
         allocation: plan.allocation.clone(),
         ip_map: plan.ip_map.clone(),
+        squashed: plan.squashed.clone(),
     }
 }
 

@@ -407,14 +407,18 @@ fn an_edit_that_changes_a_nodes_squashing_is_planned_in_full() {
     // Squashed before and after: patched, and equal to the full plan.
     let old = net([60, 60], 80);
     let mut p = lqos_tc::plan(&old, &cfg, None).unwrap();
-    let edit = vec![(0, circuit("a", 60, 90))];
+    let edit = vec![(0, circuit("a", 70, 90))];
+    assert_eq!(p.squashed[0].asked_down, Rate::from_mbps(120));
     let index = PlanIndex::new(&p);
     assert!(matches!(
         lqos_tc::replan_circuits(&mut p, &index, &old, &edit),
         Replan::Patched(_)
     ));
-    let full = lqos_tc::plan(&net([60, 60], 90), &cfg, Some(&p.allocation)).unwrap();
+    let full = lqos_tc::plan(&net([70, 60], 90), &cfg, Some(&p.allocation)).unwrap();
     assert_eq!(p.interfaces, full.interfaces);
+    // The squashed node's report follows the edit.
+    assert_eq!(p.squashed, full.squashed);
+    assert_eq!(p.squashed[0].asked_down, Rate::from_mbps(130));
     let a = p.interfaces[0].tree().classes
         [&lqos_tc::TcHandle::new(1, p.allocation.circuits[0].minor)]
         .clone();

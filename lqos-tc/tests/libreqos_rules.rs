@@ -95,6 +95,32 @@ fn minimums_a_node_cannot_guarantee_are_squashed_to_one_mbit_or_ten_kbit() {
     }
     let (kd, ku) = circuit(&p, &d, &u, "k2");
     assert_eq!((kd.htb.rate, ku.htb.rate), (mbps("50"), mbps("50")));
+    // The planner says so: per node, what was asked, what fits, how many
+    // circuits, both directions (Calm's fit: not reported).
+    let sq = &p.squashed;
+    assert_eq!(sq.len(), 2, "{sq:?}");
+    assert_eq!(
+        sq[0],
+        lqos_tc::Squashed {
+            node: "AP".into(),
+            circuits: 3,
+            asked_down: mbps("100.2"),
+            asked_up: mbps("4.2"),
+            fits_down: mbps("99"),
+            fits_up: mbps("99"),
+            each: mbps("1"),
+        }
+    );
+    assert_eq!(
+        (sq[1].node.as_str(), sq[1].circuits, sq[1].each),
+        ("Crowd", 12, MIN_RATE)
+    );
+    assert_eq!((sq[1].asked_down, sq[1].fits_down), (mbps("12"), mbps("9")));
+    assert_eq!(
+        sq[0].to_string(),
+        "node \"AP\": the minimums of its 3 circuit(s) add up to 100.2 / 4.2 Mbps (down / up), \
+         more than the 99 / 99 Mbps it guarantees: each gets 1 Mbps"
+    );
 }
 
 #[test]

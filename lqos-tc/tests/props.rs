@@ -251,6 +251,7 @@ fn check_plan(net: &Network, p: &Plan) -> Result<(), TestCaseError> {
             e.2 + c.upload_min.bps(),
         );
     }
+    let mut flags: HashMap<u32, bool> = HashMap::new();
     for slot in &p.allocation.circuits {
         let c = circuits[slot.id.as_str()];
         let (n, sum_d, sum_u) = per_node[&slot.parent];
@@ -263,6 +264,7 @@ fn check_plan(net: &Network, p: &Plan) -> Result<(), TestCaseError> {
             node(Direction::Upload, &trees[1].1),
         );
         let squashed = lqos_tc::squashes(Rate::from_bps(sum_d), Rate::from_bps(sum_u), nd, nu);
+        flags.insert(slot.parent, squashed);
         for (dir, tree) in &trees {
             let id = TcHandle::new(p.major(*dir, slot.queue), slot.minor);
             let class = &tree.classes[&id];
@@ -280,6 +282,22 @@ fn check_plan(net: &Network, p: &Plan) -> Result<(), TestCaseError> {
             }
             prop_assert!(class.htb.rate <= class.htb.ceil);
             prop_assert_eq!(class.htb.prio, 3);
+        }
+    }
+    // The planner reports exactly the squashed nodes, with their numbers.
+    let reported: HashMap<&str, &lqos_tc::Squashed> =
+        p.squashed.iter().map(|s| (s.node.as_str(), s)).collect();
+    prop_assert_eq!(reported.len(), p.squashed.len());
+    prop_assert_eq!(reported.len(), flags.values().filter(|&&f| f).count());
+    for (parent, squashed) in flags {
+        let (n, sum_d, sum_u) = per_node[&parent];
+        match reported.get(parent_name(p, parent)) {
+            Some(s) => {
+                prop_assert!(squashed);
+                prop_assert_eq!(u64::from(s.circuits), n);
+                prop_assert_eq!((s.asked_down.bps(), s.asked_up.bps()), (sum_d, sum_u));
+            }
+            None => prop_assert!(!squashed),
         }
     }
     Ok(())
@@ -438,4 +456,45 @@ fn default_sqm_specs_parse() {
     }
     assert!("sfq".parse::<LeafSpec>().is_err());
     assert!("cake turbo".parse::<LeafSpec>().is_err());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// `lqos gen`'s networks guarantee every circuit's minimum (no node is
+    /// squashed, on any queue count) unless asked for oversubscribed ones.
+    #[test]
+    fn generated_networks_guarantee_every_minimum_unless_oversubscribed(
+        circuits in 1usize..3000,
+        seed in any::<u64>(),
+        depth in 0usize..4,
+        fanout in 1usize..5,
+        skew in 0.0f64..2.0,
+        queues in 1u32..17,
+    ) {
+        let params = lqos_model::GenParams {
+            circuits, seed, depth, fanout, site_skew: skew,
+            ..lqos_model::GenParams::default()
+        };
+        let g = lqos_model::generate(&params);
+        let cfg = PlanConfig::from_lqos_config(&g.config, queues).unwrap();
+        let p = plan(&g.network, &cfg, None).unwrap();
+        prop_assert!(p.squashed.is_empty(), "{:?}", p.squashed);
+    }
+}
+
+/// The default network asked oversubscribed: minimums of a quarter of
+/// each maximum, more than the APs guarantee, squashed and reported.
+#[test]
+fn oversubscribed_generated_networks_are_squashed_and_reported() {
+    let g = lqos_model::generate(&lqos_model::GenParams {
+        circuits: 10_000,
+        oversubscribed: true,
+        ..lqos_model::GenParams::default()
+    });
+    let cfg = PlanConfig::from_lqos_config(&g.config, 16).unwrap();
+    let p = plan(&g.network, &cfg, None).unwrap();
+    assert_eq!(p.squashed.len(), 64, "every AP");
+    assert!(p.squashed.iter().all(|s| s.asked_down > s.fits_down));
+    assert_eq!(p.squashed.iter().map(|s| s.circuits).sum::<u32>(), 10_000);
 }

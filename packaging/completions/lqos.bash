@@ -281,7 +281,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__check)
-            opts="-h --network --devices --config --strict --help"
+            opts="-h --network --devices --config --strict --offline --netns --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -296,6 +296,10 @@ _lqos() {
                     return 0
                     ;;
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --netns)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -451,7 +455,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__gen)
-            opts="-h --circuits --seed --sites --site-fanout --fanout --depth --multi-device-fraction --out --force --help"
+            opts="-h --circuits --seed --sites --site-fanout --fanout --depth --multi-device-fraction --oversubscribed --out --force --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -857,7 +861,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__show)
-            opts="-h --network --devices --config --queues --sqm --strategy --classifier --plan --interface --circuits --ip --help"
+            opts="-h --network --devices --config --queues --sqm --strategy --classifier --plan --from-inputs --netns --state-dir --interface --circuits --ip --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -892,6 +896,14 @@ _lqos() {
                     return 0
                     ;;
                 --plan)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1009,7 +1021,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__verify)
-            opts="-h --network --devices --config --plan --queues --sqm --strategy --classifier --adopt-libreqos --netns --state-dir --last --json --lazy-leaves --help"
+            opts="-h --network --devices --config --plan --queues --sqm --strategy --classifier --adopt-libreqos --netns --state-dir --last --from-inputs --json --lazy-leaves --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

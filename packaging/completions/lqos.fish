@@ -47,7 +47,9 @@ complete -c lqos -n "__fish_lqos_needs_command" -f -a "help" -d 'Print this mess
 complete -c lqos -n "__fish_lqos_using_subcommand check" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand check" -l devices -d 'The circuits and devices (LibreQoS ShapedDevices.csv)' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand check" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand check" -l netns -d 'Look the interfaces lqos.conf names up in this network namespace' -r
 complete -c lqos -n "__fish_lqos_using_subcommand check" -l strict -d 'Exit 1 when there are warnings (and no errors)'
+complete -c lqos -n "__fish_lqos_using_subcommand check" -l offline -d 'Do not look up the interfaces lqos.conf names (the files are checked for another machine)'
 complete -c lqos -n "__fish_lqos_using_subcommand check" -s h -l help -d 'Print help'
 complete -c lqos -n "__fish_lqos_using_subcommand compare" -l libreqos -d 'LibreQoS\'s state directory (lqos.conf `state_directory`, by default /opt/libreqos/state): shaping/queuingStructure.json and stats/statsByCircuit.json name LibreQoS\'s classes' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand compare" -l tc -d 'LibreQoS\'s tc commands [default: DIR/debug/linux_tc_rust.txt (what its bakery loaded), else DIR/debug/linux_tc.txt]' -r -F
@@ -56,7 +58,7 @@ complete -c lqos -n "__fish_lqos_using_subcommand compare" -l devices -d 'The ci
 complete -c lqos -n "__fish_lqos_using_subcommand compare" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand compare" -l queues -d 'TX queues per interface [default: lqos.conf override_available_queues, else 16 for plan/show/diff, the interfaces\' TX queues for apply/verify]' -r
 complete -c lqos -n "__fish_lqos_using_subcommand compare" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
-complete -c lqos -n "__fish_lqos_using_subcommand compare" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
+complete -c lqos -n "__fish_lqos_using_subcommand compare" -l strategy -d 'How top-level subtrees are spread over the queues [default: balanced]' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
 round-robin\t'LibreQoS\'s round robin over top-level nodes'"
 complete -c lqos -n "__fish_lqos_using_subcommand compare" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
 none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
@@ -70,6 +72,7 @@ complete -c lqos -n "__fish_lqos_using_subcommand gen" -l fanout -d 'APs per las
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -l depth -d 'Levels of sites (0 = flat network)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -l multi-device-fraction -d 'Share of circuits with several devices (0..1)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -l out -d 'Output directory (created if missing)' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand gen" -l oversubscribed -d 'Minimums of a quarter of each circuit\'s maximum even where an AP\'s circuits then ask for more than the AP guarantees (the planner squashes them, as LibreQoS does). Without it each AP\'s circuits get a smaller fraction where needed, so every minimum is guaranteed'
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -l force -d 'Overwrite existing files (without it, gen refuses to replace a real network.json / ShapedDevices.csv / lqos.conf)'
 complete -c lqos -n "__fish_lqos_using_subcommand gen" -s h -l help -d 'Print help'
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l network -d 'The node hierarchy (LibreQoS network.json)' -r -F
@@ -77,7 +80,7 @@ complete -c lqos -n "__fish_lqos_using_subcommand plan" -l devices -d 'The circu
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l queues -d 'TX queues per interface [default: lqos.conf override_available_queues, else 16 for plan/show/diff, the interfaces\' TX queues for apply/verify]' -r
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
-complete -c lqos -n "__fish_lqos_using_subcommand plan" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
+complete -c lqos -n "__fish_lqos_using_subcommand plan" -l strategy -d 'How top-level subtrees are spread over the queues [default: balanced]' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
 round-robin\t'LibreQoS\'s round robin over top-level nodes'"
 complete -c lqos -n "__fish_lqos_using_subcommand plan" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
 none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
@@ -92,13 +95,16 @@ complete -c lqos -n "__fish_lqos_using_subcommand show" -l devices -d 'The circu
 complete -c lqos -n "__fish_lqos_using_subcommand show" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand show" -l queues -d 'TX queues per interface [default: lqos.conf override_available_queues, else 16 for plan/show/diff, the interfaces\' TX queues for apply/verify]' -r
 complete -c lqos -n "__fish_lqos_using_subcommand show" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
-complete -c lqos -n "__fish_lqos_using_subcommand show" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l strategy -d 'How top-level subtrees are spread over the queues [default: balanced]' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
 round-robin\t'LibreQoS\'s round robin over top-level nodes'"
 complete -c lqos -n "__fish_lqos_using_subcommand show" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
 none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
-complete -c lqos -n "__fish_lqos_using_subcommand show" -l plan -d 'Show a saved plan.json instead of planning the inputs' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l plan -d 'Show a saved plan.json instead of the plan last applied' -r -F
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand show" -l interface -d 'Only this interface [default: all]' -r
 complete -c lqos -n "__fish_lqos_using_subcommand show" -l ip -d 'Where this address is shaped (longest-prefix match over every device\'s addresses): circuit, device, node path, queue, classids, rates and leaf, per direction' -r
+complete -c lqos -n "__fish_lqos_using_subcommand show" -l from-inputs -d 'Plan the input files (with the planner options given; 16 queues unless --queues or override_available_queues say) instead of showing the plan last applied. Implied by --queues, --sqm, --strategy and --classifier, and the default when nothing was applied'
 complete -c lqos -n "__fish_lqos_using_subcommand show" -l circuits -d 'Also list every circuit'
 complete -c lqos -n "__fish_lqos_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lqos -n "__fish_lqos_using_subcommand diff" -l old-network -d 'Old network.json (when OLD is not given)' -r -F
@@ -109,7 +115,7 @@ complete -c lqos -n "__fish_lqos_using_subcommand diff" -l devices -d 'The circu
 complete -c lqos -n "__fish_lqos_using_subcommand diff" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand diff" -l queues -d 'TX queues per interface [default: lqos.conf override_available_queues, else 16 for plan/show/diff, the interfaces\' TX queues for apply/verify]' -r
 complete -c lqos -n "__fish_lqos_using_subcommand diff" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
-complete -c lqos -n "__fish_lqos_using_subcommand diff" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
+complete -c lqos -n "__fish_lqos_using_subcommand diff" -l strategy -d 'How top-level subtrees are spread over the queues [default: balanced]' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
 round-robin\t'LibreQoS\'s round robin over top-level nodes'"
 complete -c lqos -n "__fish_lqos_using_subcommand diff" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
 none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
@@ -121,7 +127,7 @@ complete -c lqos -n "__fish_lqos_using_subcommand apply" -l config -d 'The confi
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l plan -d 'Use this plan (JSON written by `lqos plan`) instead of the inputs' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l queues -d 'TX queues per interface [default: lqos.conf override_available_queues, else 16 for plan/show/diff, the interfaces\' TX queues for apply/verify]' -r
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
-complete -c lqos -n "__fish_lqos_using_subcommand apply" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
+complete -c lqos -n "__fish_lqos_using_subcommand apply" -l strategy -d 'How top-level subtrees are spread over the queues [default: balanced]' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
 round-robin\t'LibreQoS\'s round robin over top-level nodes'"
 complete -c lqos -n "__fish_lqos_using_subcommand apply" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
 none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
@@ -148,14 +154,15 @@ complete -c lqos -n "__fish_lqos_using_subcommand verify" -l config -d 'The conf
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l plan -d 'Use this plan (JSON written by `lqos plan`) instead of the inputs' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l queues -d 'TX queues per interface [default: lqos.conf override_available_queues, else 16 for plan/show/diff, the interfaces\' TX queues for apply/verify]' -r
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
-complete -c lqos -n "__fish_lqos_using_subcommand verify" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l strategy -d 'How top-level subtrees are spread over the queues [default: balanced]' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
 round-robin\t'LibreQoS\'s round robin over top-level nodes'"
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
 none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l adopt-libreqos -d 'Adopt the tree a LibreQoS box built: plan from the allocation in LibreQoS\'s state directory DIR (shaping/queuingStructure.json, stats/statsByCircuit.json: every node\'s and circuit\'s classid) and the leaf handles the kernel holds, instead of the last good plan, so LibreQoS\'s tree and classids are kept (its XDP map stays right). Afterwards the saved plan keeps them' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
-complete -c lqos -n "__fish_lqos_using_subcommand verify" -l last -d 'Verify against the last plan `lqos apply` loaded successfully'
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l last -d 'Only against the plan last applied (`lqos apply` or `lqos watch`; what verify uses by default when there is one): an error when there is none, instead of planning the input files'
+complete -c lqos -n "__fish_lqos_using_subcommand verify" -l from-inputs -d 'Plan the input files (with the planner options given, and the interfaces\' TX queues) and verify against that plan, instead of the plan last applied. Implied by --queues, --sqm, --strategy and --classifier'
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l json -d 'Print the report as JSON'
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -l lazy-leaves -d 'Leaves are lazy (`lqos watch --lazy-leaves`, or `[lqos] lazy_leaves = true` in lqos.conf): a circuit without its leaf is not drift; a leaf that is there must match the plan'
 complete -c lqos -n "__fish_lqos_using_subcommand verify" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -184,7 +191,7 @@ complete -c lqos -n "__fish_lqos_using_subcommand watch" -l devices -d 'The circ
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l config -d 'The config (LibreQoS lqos.conf, TOML) [default: lqos.conf if it exists, else built-in defaults]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l queues -d 'TX queues per interface [default: lqos.conf override_available_queues, else 16 for plan/show/diff, the interfaces\' TX queues for apply/verify]' -r
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l sqm -d 'Leaf qdisc for circuits, overriding lqos.conf default_sqm (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none")' -r
-complete -c lqos -n "__fish_lqos_using_subcommand watch" -l strategy -d 'How top-level subtrees are spread over the queues' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
+complete -c lqos -n "__fish_lqos_using_subcommand watch" -l strategy -d 'How top-level subtrees are spread over the queues [default: balanced]' -r -f -a "balanced\t'Largest subtree first into the least-loaded queue (default)'
 round-robin\t'LibreQoS\'s round robin over top-level nodes'"
 complete -c lqos -n "__fish_lqos_using_subcommand watch" -l classifier -d 'Classifier: `tc` plans clsact + flower + skbedit filters with the tree; `none` leaves classification to an external program (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else none]' -r -f -a "tc\t'clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0)'
 none\t'No classifier ops (LibreQoS\'s XDP or another program classifies)'"

@@ -430,8 +430,9 @@ fn quote(s: &str) -> String {
     }
 }
 
-/// The guest script of `lab test`: every binary in turn, a summary, and
-/// failure if any failed.
+/// The guest script of `lab test`: every binary in turn (its ignored
+/// tests too: those are the ones that need what the lab's kernel has and
+/// most hosts' lack), a summary, and failure if any failed.
 fn test_script(tests: &[(String, String, PathBuf)], test_args: &[String]) -> String {
     let args: Vec<String> = test_args.iter().map(|a| quote(a)).collect();
     let mut s = String::from(
@@ -442,7 +443,7 @@ fn test_script(tests: &[(String, String, PathBuf)], test_args: &[String]) -> Str
     );
     for (name, guest, dir) in tests {
         s.push_str(&format!(
-            "echo '== {name}'\ncd {}\nstart=$(date +%s)\nif {guest} --test-threads=1 {}; then echo \"== {name}: ok in $(( $(date +%s) - start )) s\"; else failed=\"$failed {name}\"; echo '== {name}: FAILED'; fi\n",
+            "echo '== {name}'\ncd {}\nstart=$(date +%s)\nif {guest} --test-threads=1 --include-ignored {}; then echo \"== {name}: ok in $(( $(date +%s) - start )) s\"; else failed=\"$failed {name}\"; echo '== {name}: FAILED'; fi\n",
             quote(&dir.display().to_string()),
             args.join(" ")
         ));
@@ -722,6 +723,28 @@ mod tests {
         assert!(is_live_test("live_leaves"));
         assert!(is_live_test("netlink_live"));
         assert!(!is_live_test("netlink_golden"));
+    }
+
+    /// The lab runs the tests a host's `cargo test` ignores for lack of
+    /// cake, fq_codel or the classifier, requiring every feature.
+    #[test]
+    fn the_lab_runs_the_ignored_live_tests() {
+        let s = test_script(
+            &[(
+                "live_leaves".into(),
+                "/lab/tests/live_leaves".into(),
+                PathBuf::from("/r"),
+            )],
+            &[],
+        );
+        assert!(
+            s.contains("/lab/tests/live_leaves --test-threads=1 --include-ignored "),
+            "{s}"
+        );
+        assert!(
+            s.contains("LQOS_REQUIRE_CAKE=1 LQOS_REQUIRE_CLASSIFIER=1"),
+            "{s}"
+        );
     }
 
     #[test]

@@ -129,9 +129,12 @@ impl NetlinkBackend {
         let opened = open_socket(self.netns.as_deref()).and_then(|mut s| {
             let link = s.link(&iface.dev).map_err(|e| {
                 match netlink_error(Some(&iface.dev), "looking up the interface", e) {
-                    ApplyError::NoInterface { dev, .. } => ApplyError::NoInterface {
+                    ApplyError::NoInterface {
+                        dev, config_key, ..
+                    } => ApplyError::NoInterface {
                         dev,
                         netns: self.netns.clone(),
+                        config_key,
                     },
                     e => e,
                 }

@@ -150,6 +150,7 @@ impl Recording {
             rep.error = Some(ApplyError::NoInterface {
                 dev: dev.to_string(),
                 netns: None,
+                config_key: None,
             });
             return rep;
         }
@@ -292,6 +293,7 @@ impl LiveSource for Recording {
                 return Err(ApplyError::NoInterface {
                     dev: t.dev.clone(),
                     netns: None,
+                    config_key: None,
                 });
             };
             let mut r = RawIface::empty(&t.dev);
@@ -342,6 +344,7 @@ impl LiveSource for Recording {
         self.tree(dev).ok_or_else(|| ApplyError::NoInterface {
             dev: dev.to_string(),
             netns: None,
+            config_key: None,
         })
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::error::ApplyError;
 use crate::Stopped;
 
-use super::event::{Event, LoadPath, StateFile};
+use super::event::{Applied, Event, LoadPath, StateFile};
 
 /// How much a line matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -105,6 +105,10 @@ fn ms2(d: Duration) -> String {
 /// At most this many repair ops get a line of their own.
 pub const REPAIRS_LOGGED: usize = 50;
 
+/// At most this many squashed (and this many cleared) nodes get a line of
+/// their own, then one line counts them.
+pub const SQUASHED_LOGGED: usize = 50;
+
 impl Event {
     /// The event as log lines (one, except a repair: one line per op, at
     /// most [`REPAIRS_LOGGED`], then the count).
@@ -189,6 +193,14 @@ impl Event {
                 .text("dev", dev)
                 .text("reason", reason)
                 .num("ops", *ops),
+            Event::Applied(Applied {
+                trigger,
+                took,
+                path: LoadPath::Unchanged,
+                ..
+            }) => LogLine::new(Info, "inputs are the ones live again: nothing to send")
+                .text("trigger", trigger)
+                .str("ms", ms1(*took)),
             Event::Applied(a) => {
                 let s = &a.summary;
                 let l = LogLine::new(Info, "applied")
@@ -214,7 +226,44 @@ impl Event {
                         .str("plan_ms", ms2(b.plan))
                         .str("diff_ms", ms2(b.diff))
                         .str("load_ms", ms2(b.load)),
+                    LoadPath::Unchanged => l,
                 }
+            }
+            Event::Squashed {
+                now,
+                cleared,
+                total,
+            } => {
+                let mut lines: Vec<LogLine> = now
+                    .iter()
+                    .take(SQUASHED_LOGGED)
+                    .map(|s| {
+                        LogLine::new(
+                            Warn,
+                            "the node cannot guarantee its circuits' minimums: each is squashed",
+                        )
+                        .str("node", s.node.as_str())
+                        .num("circuits", s.circuits)
+                        .str("asked_down_mbps", s.asked_down.to_string())
+                        .str("asked_up_mbps", s.asked_up.to_string())
+                        .str("fits_down_mbps", s.fits_down.to_string())
+                        .str("fits_up_mbps", s.fits_up.to_string())
+                        .str("each_mbps", s.each.to_string())
+                    })
+                    .chain(cleared.iter().take(SQUASHED_LOGGED).map(|n| {
+                        LogLine::new(Info, "the node's circuits' minimums are guaranteed again")
+                            .str("node", n.as_str())
+                    }))
+                    .collect();
+                if now.len() > SQUASHED_LOGGED || cleared.len() > SQUASHED_LOGGED {
+                    lines.push(
+                        LogLine::new(Warn, "nodes whose circuits' minimums are squashed")
+                            .num("changed", now.len())
+                            .num("cleared", cleared.len())
+                            .num("total", *total),
+                    );
+                }
+                return lines;
             }
             Event::LoadFailed {
                 trigger,

@@ -267,8 +267,10 @@ impl<'a> Driver<'a> {
         let circuits = self.core.status().circuits;
         let trigger = self.status.last.as_ref().map(|e| e.trigger);
         let source = trigger.map_or("watch".to_string(), |t| format!("watch {t}"));
-        let netns = self.core.settings().netns.as_deref();
-        let r = Journal::open(self.state, netns).and_then(|j| j.push(set, circuits, &source));
+        let settings = self.core.settings();
+        let netns = settings.netns.as_deref();
+        let r = Journal::open(self.state, netns)
+            .and_then(|j| j.push(set, &settings.overrides, circuits, &source));
         if let Err(error) = r {
             sink(Event::SaveFailed {
                 what: StateFile::Journal,
@@ -317,6 +319,7 @@ fn execute(
                     k.live.link(d)?.ok_or_else(|| ApplyError::NoInterface {
                         dev: d.clone(),
                         netns: k.live.netns().map(str::to_string),
+                        config_key: None,
                     })
                 })
                 .collect(),

@@ -107,7 +107,10 @@ pub enum Event {
         /// Whether a refusal is pending.
         pending: bool,
     },
-    /// The inputs' bytes are what was last applied: nothing to do.
+    /// The inputs' bytes are what was last applied, and the last reload
+    /// succeeded: nothing to do. (After a reload that did not, the same
+    /// finding is an [`Event::Applied`] with [`LoadPath::Unchanged`]: the
+    /// inputs are live again.)
     Unchanged {
         /// What started the reload.
         trigger: Trigger,
@@ -123,6 +126,19 @@ pub enum Event {
     },
     /// A plan was loaded (possibly nothing to send: in sync).
     Applied(Applied),
+    /// What the planner squashes changed with the plan just loaded (said
+    /// once per change, not on every reload): nodes whose circuits'
+    /// minimums are now squashed or squashed differently
+    /// ([`lqos_tc::Squashed`]: asked, what fits, how many circuits), and
+    /// nodes whose circuits' minimums are no longer squashed.
+    Squashed {
+        /// Nodes squashed that were not, or with other numbers.
+        now: Vec<lqos_tc::Squashed>,
+        /// Nodes squashed before and no longer.
+        cleared: Vec<String>,
+        /// Nodes squashed in the plan, in all.
+        total: usize,
+    },
     /// A load failed: refused by the memory preflight (nothing changed)
     /// or by the kernel (the failing op is in the error). Retried.
     LoadFailed {
@@ -291,6 +307,10 @@ pub enum LoadPath {
     /// Only the edited rows of ShapedDevices.csv re-read, their circuits
     /// re-planned and diffed against the known state.
     Incremental(Breakdown),
+    /// The inputs are those of the plan the kernel holds (after inputs
+    /// that were rejected, refused or could not be read): nothing to send,
+    /// and they are live again.
+    Unchanged,
 }
 
 /// The parts of an incremental edit's time.

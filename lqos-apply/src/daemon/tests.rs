@@ -798,3 +798,140 @@ fn a_file_ending_mid_record_or_empty_waits_and_an_empty_one_is_refused() {
     assert_eq!(kernel.sent().len(), sent0);
     trees_are(&kernel, &plan0);
 }
+
+/// Regression: inputs fixed after a rejected (or refused) reload were
+/// found "unchanged" against the applied set and nothing was recorded, so
+/// the status (and `lqos status`'s exit code, and the metrics' last
+/// success) kept saying the daemon failed until a SIGHUP. The status now
+/// follows what is live: the fixed files are the live inputs again.
+#[test]
+fn fixed_input_clears_failed_status() {
+    let files = Files::new(60);
+    started!(files, kernel, state, d, clock, s);
+    let plan0 = d.core().plan().unwrap().clone();
+    let sent0 = kernel.sent().len();
+    let path = files.dir.path().join("ShapedDevices.csv");
+    let good = std::fs::read_to_string(&path).unwrap();
+    let mut edit = |text: &str| {
+        std::fs::write(&path, text).unwrap();
+        d.file_event(InputFile::Devices, FileEvent::Closed);
+        clock.advance(s.debounce);
+        collect(|s| d.run(s))
+    };
+    let status = || WatchStatus::load(&state, None).unwrap().unwrap();
+
+    // A typo in a row: rejected.
+    let mut lines: Vec<&str> = good.lines().collect();
+    let typo = lines[3].replacen(',', ",,", 1);
+    lines[3] = &typo;
+    let ev = edit(&(lines.join("\n") + "\n"));
+    assert!(ev.iter().any(|e| matches!(e, Event::Rejected { .. })));
+    assert_eq!(status().last.unwrap().outcome, Outcome::Rejected);
+
+    // The file restored: live again, nothing sent, the status a success.
+    let ev = edit(&good);
+    let a = applied(&ev).expect("the inputs are live again");
+    assert_eq!(a.path, LoadPath::Unchanged);
+    assert_eq!(a.summary, lqos_tc::DiffSummary::default());
+    assert_eq!(kernel.sent().len(), sent0, "nothing sent");
+    let st = status();
+    assert_eq!(st.last.as_ref().unwrap().outcome, Outcome::Applied);
+    assert_eq!(st.last.unwrap().trigger, Trigger::FileChange);
+    assert_eq!(
+        st.last_error.unwrap().outcome,
+        Outcome::Rejected,
+        "the history stays"
+    );
+    // Once that is reported, the same bytes again are just unchanged.
+    let ev = edit(&good);
+    assert!(matches!(ev[..], [Event::Unchanged { .. }]), "{ev:?}");
+
+    // A file cut short: refused, pending; restored: nothing pending.
+    let cut: String = good.lines().take(30).map(|l| format!("{l}\n")).collect();
+    let ev = edit(&cut);
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, Event::RemovalsRefused { .. })));
+    assert!(status().pending.is_some());
+    let ev = edit(&good);
+    assert_eq!(applied(&ev).unwrap().path, LoadPath::Unchanged);
+    let st = status();
+    assert_eq!(st.pending, None);
+    assert_eq!(st.last.unwrap().outcome, Outcome::Applied);
+    assert!(d.core().refused().is_none());
+    assert_eq!(d.deadline(), None);
+    assert_eq!(kernel.sent().len(), sent0);
+    trees_are(&kernel, &plan0);
+}
+
+/// The nodes the planner squashes are logged when they change (new, other
+/// numbers, or no longer squashed), not on every reload.
+#[test]
+fn squashed_guarantees_are_logged_once_per_change() {
+    let mut files = Files::new(60);
+    started!(files, kernel, state, d, clock, s);
+    let squashed = |ev: &[Event]| {
+        ev.iter()
+            .filter_map(|e| match e {
+                Event::Squashed {
+                    now,
+                    cleared,
+                    total,
+                } => Some((now.clone(), cleared.clone(), *total)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    // `lqos gen`'s network guarantees every minimum: nothing to say.
+    assert!(d.core().plan().unwrap().squashed.is_empty());
+    let ap = files.net.circuits()[0].parent.clone().unwrap();
+    let mut edit = |files: &mut Files, i: usize, min: u64| {
+        let mut cs = files.net.circuits().to_vec();
+        cs[i].download_min = Rate::from_mbps(min);
+        cs[i].download_max = Rate::from_mbps(min.max(cs[i].download_max.mbps_floor()));
+        files.net.set_circuits(cs);
+        files.write_devices();
+        d.file_event(InputFile::Devices, FileEvent::Closed);
+        clock.advance(s.debounce);
+        collect(|s| d.run(s))
+    };
+    // One circuit asks for more than its AP guarantees: the AP is squashed.
+    let ev = edit(&mut files, 0, 2500);
+    assert!(applied(&ev).is_some(), "{ev:?}");
+    let sq = squashed(&ev);
+    assert_eq!(sq.len(), 1, "{ev:?}");
+    let (now, cleared, total) = &sq[0];
+    assert_eq!((now.len(), cleared.len(), *total), (1, 0, 1));
+    assert_eq!(now[0].node, ap.as_str());
+    assert!(now[0].asked_down > now[0].fits_down);
+    let lines = ev
+        .iter()
+        .find(|e| matches!(e, Event::Squashed { .. }))
+        .unwrap()
+        .describe();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(
+        lines[0].field("node"),
+        Some(&describe::Value::Str(ap.to_string()))
+    );
+    // A reload that changes nothing squashed: not said again.
+    let other = files
+        .net
+        .circuits()
+        .iter()
+        .position(|c| c.parent.as_ref() != Some(&ap))
+        .unwrap();
+    let ev = edit(&mut files, other, 1);
+    assert!(applied(&ev).is_some() && squashed(&ev).is_empty(), "{ev:?}");
+    // Its numbers change: said once more.
+    let ev = edit(&mut files, 0, 2600);
+    assert_eq!(squashed(&ev).len(), 1, "{ev:?}");
+    // Back under what the AP guarantees: no longer squashed.
+    let ev = edit(&mut files, 0, 1);
+    let sq = squashed(&ev);
+    assert_eq!(sq.len(), 1, "{ev:?}");
+    assert_eq!(
+        (sq[0].0.len(), sq[0].1.clone(), sq[0].2),
+        (0, vec![ap.to_string()], 0)
+    );
+}

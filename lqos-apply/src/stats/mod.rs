@@ -94,6 +94,9 @@ impl Dir {
 enum Owner {
     Circuit(u32),
     Node(u32),
+    /// The default class `:2` of 0-based queue N: traffic no circuit's
+    /// class took (an address no device has).
+    Default(u32),
 }
 
 /// A planned circuit, as the statistics name it.
@@ -148,6 +151,10 @@ pub struct StatsIndex {
     pub circuits: Vec<CircuitInfo>,
     /// Every planned node, parents before children.
     pub nodes: Vec<NodeInfo>,
+    /// HTB queues per direction (each has a default class `:2`).
+    queues: u32,
+    /// The default classes' planned ceil per direction, bits/s.
+    default_ceil_bps: [u64; 2],
 }
 
 fn dirs(d: Direction) -> &'static [(Direction, Dir)] {
@@ -186,6 +193,7 @@ impl StatsIndex {
             })
             .collect();
         let mut ifaces = Vec::new();
+        let mut default_ceil_bps = [0; 2];
         for ip in &plan.interfaces {
             let mut classes = HashMap::new();
             let mut leaves = HashMap::new();
@@ -204,6 +212,10 @@ impl StatsIndex {
                 for (i, n) in a.nodes.iter().enumerate() {
                     let id = TcHandle::new(plan.major(pd, n.queue), n.minor);
                     classes.insert(id.raw(), (Owner::Node(i as u32), d));
+                }
+                for q in 0..a.queues {
+                    let id = TcHandle::new(plan.major(pd, q), DEFAULT_MINOR);
+                    classes.insert(id.raw(), (Owner::Default(q), d));
                 }
             }
             let mut fifo_leaves = Some(HashMap::new());
@@ -233,6 +245,10 @@ impl StatsIndex {
                     Some(&(Owner::Node(i), d)) => {
                         nodes[i as usize].ceil_bps[d.i()] = c.htb.ceil.bps();
                     }
+                    Some(&(Owner::Default(_), d)) => {
+                        let ceil = &mut default_ceil_bps[d.i()];
+                        *ceil = (*ceil).max(c.htb.ceil.bps());
+                    }
                     None => {}
                 }
             }
@@ -256,6 +272,8 @@ impl StatsIndex {
             ifaces,
             circuits,
             nodes,
+            queues: a.queues,
+            default_ceil_bps,
         }
     }
 
@@ -372,6 +390,20 @@ struct DirAcc {
     ecn: Mono,
 }
 
+impl DirAcc {
+    /// The class was not in a poll: its next sample is a new class's.
+    fn class_missing(&mut self) {
+        for m in [
+            &mut self.bytes,
+            &mut self.packets,
+            &mut self.drops,
+            &mut self.overlimits,
+        ] {
+            m.missing();
+        }
+    }
+}
+
 /// One direction of a circuit or node in one poll.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DirStats {
@@ -461,38 +493,43 @@ pub struct NodeStats {
     pub upload: DirStats,
 }
 
-impl CircuitStats {
-    /// The direction `d`.
-    pub fn dir(&self, d: Dir) -> &DirStats {
-        match d {
-            Dir::Download => &self.download,
-            Dir::Upload => &self.upload,
-        }
-    }
+/// `dir` and `dir_mut` of the types with a `download` and an `upload`
+/// [`DirStats`].
+macro_rules! by_direction {
+    ($($t:ty),*) => {$(
+        impl $t {
+            /// The direction `d`.
+            pub fn dir(&self, d: Dir) -> &DirStats {
+                match d {
+                    Dir::Download => &self.download,
+                    Dir::Upload => &self.upload,
+                }
+            }
 
-    fn dir_mut(&mut self, d: Dir) -> &mut DirStats {
-        match d {
-            Dir::Download => &mut self.download,
-            Dir::Upload => &mut self.upload,
+            fn dir_mut(&mut self, d: Dir) -> &mut DirStats {
+                match d {
+                    Dir::Download => &mut self.download,
+                    Dir::Upload => &mut self.upload,
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl NodeStats {
-    /// The direction `d`.
-    pub fn dir(&self, d: Dir) -> &DirStats {
-        match d {
-            Dir::Download => &self.download,
-            Dir::Upload => &self.upload,
-        }
-    }
+by_direction!(CircuitStats, NodeStats, Unclassified);
 
-    fn dir_mut(&mut self, d: Dir) -> &mut DirStats {
-        match d {
-            Dir::Download => &mut self.download,
-            Dir::Upload => &mut self.upload,
-        }
-    }
+/// The default class of each queue (`:2`).
+const DEFAULT_MINOR: u16 = 2;
+
+/// Traffic no circuit's class took: the default classes (`:2`) of every
+/// queue, summed, per direction. Addresses no device has (or that a
+/// classifier does not map) land there, unshaped by any circuit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Unclassified {
+    /// Towards the subscribers.
+    pub download: DirStats,
+    /// Towards the internet.
+    pub upload: DirStats,
 }
 
 /// The statistics of one poll.
@@ -504,6 +541,8 @@ pub struct Stats {
     pub circuits: Vec<CircuitStats>,
     /// Every planned node, parents before children.
     pub nodes: Vec<NodeStats>,
+    /// Traffic in the default classes (no circuit's).
+    pub unclassified: Unclassified,
 }
 
 /// Keeps counters monotonic and turns deltas into rates, poll after poll
@@ -512,6 +551,8 @@ pub struct Stats {
 pub struct StatsTracker {
     circuits: Vec<[DirAcc; 2]>,
     nodes: Vec<[DirAcc; 2]>,
+    /// Per queue: its default class.
+    defaults: Vec<[DirAcc; 2]>,
     last: Option<Duration>,
 }
 
@@ -521,6 +562,7 @@ impl StatsTracker {
         StatsTracker {
             circuits: vec![Default::default(); index.circuits.len()],
             nodes: vec![Default::default(); index.nodes.len()],
+            defaults: vec![Default::default(); index.queues as usize],
             last: None,
         }
     }
@@ -560,6 +602,12 @@ impl StatsTracker {
                         .map_or_else(Default::default, |a| **a)
                 })
                 .collect(),
+            // The queues' default classes stay when the queues do.
+            defaults: if old.queues == new.queues {
+                self.defaults.clone()
+            } else {
+                vec![Default::default(); new.queues as usize]
+            },
             last: self.last,
         }
     }
@@ -611,6 +659,11 @@ impl StatsTracker {
         let mut class_seen = vec![[false; 2]; index.circuits.len()];
         let mut node_seen = vec![[false; 2]; index.nodes.len()];
         let mut leaf_seen = vec![[false; 2]; index.circuits.len()];
+        let mut default_seen = vec![[false; 2]; index.queues as usize];
+        let mut unclassified = Unclassified::default();
+        for d in Dir::BOTH {
+            unclassified.dir_mut(d).ceil_bps = index.default_ceil_bps[d.i()];
+        }
         let mut drop_deltas = vec![[0u64; 2]; index.circuits.len()];
         let mut ecn_deltas = vec![[0u64; 2]; index.circuits.len()];
         // Directions whose interface was polled: only their objects can be
@@ -628,6 +681,21 @@ impl StatsTracker {
                 let Some(&(owner, d)) = ii.classes.get(&s.classid.raw()) else {
                     continue;
                 };
+                if let Owner::Default(q) = owner {
+                    let Some(acc) = self.defaults.get_mut(q as usize) else {
+                        continue;
+                    };
+                    default_seen[q as usize][d.i()] = true;
+                    let (acc, out) = (&mut acc[d.i()], unclassified.dir_mut(d));
+                    let c = &s.counters;
+                    out.rate_bps += per_sec(acc.bytes.update(c.bytes)) * 8.0;
+                    out.packet_rate += per_sec(acc.packets.update(c.packets));
+                    out.drop_rate += per_sec(acc.drops.update(c.drops.into()));
+                    acc.overlimits.update(c.overlimits.into());
+                    out.backlog_bytes += u64::from(c.backlog);
+                    out.qlen += u64::from(c.qlen);
+                    continue;
+                }
                 let (acc, out) = match owner {
                     Owner::Circuit(i) => {
                         class_seen[i as usize][d.i()] = true;
@@ -643,6 +711,8 @@ impl StatsTracker {
                             nodes[i as usize].dir_mut(d),
                         )
                     }
+                    // Taken above.
+                    Owner::Default(_) => continue,
                 };
                 let c = &s.counters;
                 let db = acc.bytes.update(c.bytes);
@@ -699,14 +769,7 @@ impl StatsTracker {
             for d in Dir::BOTH {
                 let a = &mut acc[d.i()];
                 if polled[d.i()] && !class_seen[i][d.i()] {
-                    for m in [
-                        &mut a.bytes,
-                        &mut a.packets,
-                        &mut a.drops,
-                        &mut a.overlimits,
-                    ] {
-                        m.missing();
-                    }
+                    a.class_missing();
                 }
                 if polled[d.i()] && !leaf_seen[i][d.i()] {
                     a.leaf_drops.missing();
@@ -726,19 +789,25 @@ impl StatsTracker {
             for d in Dir::BOTH {
                 let a = &mut acc[d.i()];
                 if polled[d.i()] && !node_seen[i][d.i()] {
-                    for m in [
-                        &mut a.bytes,
-                        &mut a.packets,
-                        &mut a.drops,
-                        &mut a.overlimits,
-                    ] {
-                        m.missing();
-                    }
+                    a.class_missing();
                 }
                 let out = nodes[i].dir_mut(d);
                 out.bytes = a.bytes.total;
                 out.packets = a.packets.total;
                 out.overlimits = a.overlimits.total;
+            }
+        }
+        for (q, acc) in self.defaults.iter_mut().enumerate() {
+            for d in Dir::BOTH {
+                let a = &mut acc[d.i()];
+                if polled[d.i()] && !default_seen[q][d.i()] {
+                    a.class_missing();
+                }
+                let out = unclassified.dir_mut(d);
+                out.bytes += a.bytes.total;
+                out.packets += a.packets.total;
+                out.drops += a.drops.total;
+                out.overlimits += a.overlimits.total;
             }
         }
         // Drops, ECN marks and backlog of the circuits, summed up their
@@ -764,6 +833,7 @@ impl StatsTracker {
             interval_secs: dt,
             circuits,
             nodes,
+            unclassified,
         }
     }
 }
@@ -881,6 +951,44 @@ mod tests {
         assert_eq!(s.circuits[0].download.rate_bps, 8000.0);
         assert_eq!(s.circuits[0].download.bytes, 2000);
         assert_eq!(s.circuits[0].download.drop_rate, 0.0);
+    }
+
+    /// Regression: traffic of addresses no device has (the default
+    /// classes `:2`) appeared nowhere. It is summed over the queues per
+    /// direction, kept monotonic per queue, with a rate.
+    #[test]
+    fn default_class_traffic_is_counted_as_unclassified() {
+        let (plan, index) = setup(4);
+        let mut t = StatsTracker::new(&index);
+        let with_defaults = |bytes: [u64; 2]| {
+            let mut r = raw(&plan, &[(100, 0)], None);
+            for ip in &plan.interfaces {
+                let iface = r.interfaces.iter_mut().find(|i| i.dev == ip.dev).unwrap();
+                for (q, b) in bytes.iter().enumerate() {
+                    let id = TcHandle::new(plan.major(ip.direction, q as u32), 2);
+                    iface.classes.push(class(id, *b, 1));
+                }
+            }
+            r
+        };
+        let s = t.observe(&index, &with_defaults([500, 700]), Duration::ZERO);
+        for d in Dir::BOTH {
+            let u = s.unclassified.dir(d);
+            assert_eq!((u.bytes, u.packets, u.drops), (1200, 12, 2), "{d:?}");
+            assert!(u.ceil_bps > 0);
+        }
+        // Circuits are not touched by it.
+        assert_eq!(s.circuits[0].download.bytes, 100);
+        // A second poll: the deltas of both queues, as a rate; a class
+        // recreated (its counter back below) adds all it counted.
+        let s = t.observe(&index, &with_defaults([1500, 300]), Duration::from_secs(2));
+        let u = &s.unclassified.download;
+        assert_eq!(u.bytes, 1200 + 1000 + 300);
+        assert_eq!(u.rate_bps, (1000.0 + 300.0) * 8.0 / 2.0);
+        assert_eq!(
+            serde_json::to_value(&s).unwrap()["unclassified"]["download"]["bytes"],
+            2500
+        );
     }
 
     #[test]

@@ -19,6 +19,9 @@
 //!   so the counters' labels stay bounded;
 //! - per node (labels `node`, `direction`): the same counters and the two
 //!   gauges;
+//! - traffic no circuit's class took, the default classes `:2` of every
+//!   queue summed (label `direction`): `lqos_unclassified_*`, the same
+//!   counters and gauges;
 //! - any [`Family`] of the caller's own (the daemon's health), after them.
 //!
 //! The formats differ only in their descriptors: OpenMetrics names a
@@ -53,6 +56,7 @@
 //! let text = String::from_utf8(out).unwrap();
 //! assert!(text.contains("# TYPE lqos_circuit_sent_bytes_total counter\n"));
 //! assert!(text.contains("lqos_circuit_sent_bytes_total{circuit_id=\"10001\",direction=\"download\"} 0\n"));
+//! assert!(text.contains("lqos_unclassified_sent_bytes_total{direction=\"upload\"} 0\n"));
 //! ```
 
 use std::io;
@@ -456,9 +460,13 @@ fn fields() -> impl Iterator<Item = (&'static Field, Kind)> {
         .chain(GAUGES.iter().map(|f| (f, Kind::Gauge)))
 }
 
-/// Sections of an exposition: per field a circuit and a node section,
-/// then the delays, the circuits' info, the caller's families, the end.
-const FIELD_SECTIONS: usize = 2 * (COUNTERS.len() + GAUGES.len());
+/// Who a field section is of, in the order of the sections.
+const WHO: [&str; 3] = ["circuit", "node", "unclassified"];
+
+/// Sections of an exposition: per field a circuit, a node and an
+/// unclassified section, then the delays, the circuits' info, the
+/// caller's families, the end.
+const FIELD_SECTIONS: usize = WHO.len() * (COUNTERS.len() + GAUGES.len());
 const DELAY_SECTION: usize = FIELD_SECTIONS;
 const INFO_SECTION: usize = FIELD_SECTIONS + 1;
 const FAMILY_SECTIONS: usize = FIELD_SECTIONS + 2;
@@ -496,7 +504,7 @@ impl Exposition {
                     Kind::Counter => "_total{",
                     Kind::Gauge => "{",
                 };
-                ["circuit", "node"].map(|who| format!("lqos_{who}_{name}{open}"))
+                WHO.map(|who| format!("lqos_{who}_{name}{open}"))
             })
             .collect();
         Exposition {
@@ -527,8 +535,9 @@ impl Exposition {
                 return false;
             }
             let rows = match self.section {
-                s if s < FIELD_SECTIONS && s % 2 == 0 => self.circuits.len(),
-                s if s < FIELD_SECTIONS => self.nodes,
+                s if s < FIELD_SECTIONS && s % WHO.len() == 0 => self.circuits.len(),
+                s if s < FIELD_SECTIONS && s % WHO.len() == 1 => self.nodes,
+                s if s < FIELD_SECTIONS => usize::from(series.is_some()),
                 DELAY_SECTION | INFO_SECTION => self.circuits.len(),
                 s if s < eof_section => families[s - FAMILY_SECTIONS].samples.len(),
                 _ => 0,
@@ -549,28 +558,42 @@ impl Exposition {
         let (s, row) = (self.section, self.row);
         let format = self.format;
         if s < FIELD_SECTIONS {
-            let (&(name, help, value), kind) = fields().nth(s / 2).expect("a field section");
-            let who = if s % 2 == 0 { "circuit" } else { "node" };
+            let (&(name, help, value), kind) =
+                fields().nth(s / WHO.len()).expect("a field section");
+            let who = WHO[s % WHO.len()];
             if row == 0 {
                 return o.descriptor(format, &format!("lqos_{who}_{name}"), help, kind);
             }
             let Some((stats, labels)) = series else {
                 return;
             };
-            let (dirs, label) = if s % 2 == 0 {
-                let i = self.circuits.get(row - 1);
-                (
-                    [&stats.circuits[i].download, &stats.circuits[i].upload],
-                    labels.circuit.get(i),
-                )
-            } else {
-                let n = &stats.nodes[row - 1];
-                ([&n.download, &n.upload], labels.node.get(row - 1))
+            let (dirs, label) = match s % WHO.len() {
+                0 => {
+                    let i = self.circuits.get(row - 1);
+                    (
+                        [&stats.circuits[i].download, &stats.circuits[i].upload],
+                        labels.circuit.get(i),
+                    )
+                }
+                1 => {
+                    let n = &stats.nodes[row - 1];
+                    ([&n.download, &n.upload], labels.node.get(row - 1))
+                }
+                _ => {
+                    let u = &stats.unclassified;
+                    ([&u.download, &u.upload], "")
+                }
             };
             for d in Dir::BOTH {
                 o.put(&self.prefixes[s]);
                 o.put(label);
-                o.put(DIRECTION[d as usize]);
+                // The direction alone has no comma before it.
+                let direction = DIRECTION[d as usize];
+                o.put(if label.is_empty() {
+                    &direction[1..]
+                } else {
+                    direction
+                });
                 o.put("} ");
                 o.uint(value(dirs[d as usize]));
                 o.put("\n");

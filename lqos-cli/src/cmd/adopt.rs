@@ -45,7 +45,7 @@ pub fn adopt(
     if options.queues.is_none() {
         options.queues = Some(lq.tx_queues());
     }
-    eprintln!(
+    crate::out::note!(
         "lqos: adopting LibreQoS's allocation from {}: {} nodes, {} circuits, {} queues per direction{}",
         dir.display(),
         lq.state.nodes.len(),
@@ -104,7 +104,7 @@ impl Adoption {
                 nodes.get(n.name.as_str()) == Some(&TcHandle::new(n.queue as u16 + 1, n.minor))
             })
             .count();
-        eprintln!(
+        crate::out::note!(
             "lqos: kept LibreQoS's classids for {kept} of {} circuits and {kept_nodes} of {} nodes",
             plan.allocation.circuits.len(),
             plan.allocation.nodes.len()

@@ -2,15 +2,14 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::Context;
 use lqos_apply::journal::Journal;
 use lqos_apply::{
     apply_plan, guard, last_good_allocation, plan_raw, resolve_state_dir, ApplyError, ApplyOptions,
     ApplyReport, Backend, Cancel, Change, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive,
-    NoProgress, Parallelism, Prefetched, Progress, QueueCount, RawInputs, Session, StateDir,
-    Stopped, TcBatch, TcMode,
+    NoProgress, Parallelism, PlanOverrides, Prefetched, Progress, QueueCount, RawInputs, SavedPlan,
+    Session, StateDir, Stopped, TcBatch, TcMode,
 };
 use lqos_model::{LqosConfig, Network};
 use lqos_tc::{render_line, Plan};
@@ -19,7 +18,9 @@ use super::adopt::adopt;
 use super::inputs::print_report as print_problems;
 use super::inputs::InputArgs;
 use super::plan::PlanOptions;
-use super::{EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK};
+use super::{Done, Interrupted, Outcome};
+use crate::out::{note, outln, with_stdout};
+use crate::EXIT_INTERRUPTED;
 
 /// Where the plan comes from: LibreQoS inputs (planned here) or a plan file.
 #[derive(clap::Args, Debug, Clone)]
@@ -129,6 +130,31 @@ pub fn state_path(target: &TargetArgs) -> PathBuf {
     resolve_state_dir(target.state_dir.as_deref())
 }
 
+/// The plan last applied in `target` (the state directory's record of it:
+/// the inputs and the options it was applied with, re-planned), if one
+/// was; a state directory that does not exist is not created.
+pub fn applied_plan(target: &TargetArgs) -> anyhow::Result<Option<SavedPlan>> {
+    let path = state_path(target);
+    let netns = target.netns.as_deref();
+    if !path.join(lqos_apply::saved_plan_file(netns)).exists() {
+        return Ok(None);
+    }
+    Ok(lqos_apply::load_saved_plan(&StateDir::open(&path)?, netns)?)
+}
+
+/// `the plan applied at TIME (STATE_DIR/last-plan.json)`: what a command
+/// that describes it says it used.
+pub fn applied_from(target: &TargetArgs, saved: &SavedPlan) -> String {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(saved.applied_at);
+    format!(
+        "the plan applied at {} ({})",
+        humantime::format_rfc3339_seconds(at),
+        state_path(target)
+            .join(lqos_apply::saved_plan_file(target.netns.as_deref()))
+            .display()
+    )
+}
+
 impl PlanArgs {
     /// The plan: from `--plan`, or planned from the inputs with the queue
     /// count from `--queues` / lqos.conf / the interfaces, keeping the
@@ -144,15 +170,20 @@ impl PlanArgs {
         self.resolve_from(live, state, netns, None)
     }
 
-    /// [`PlanArgs::resolve_with_network`], planning `raw` (e.g. a journal
-    /// entry) instead of the files when given.
+    /// [`PlanArgs::resolve_with_network`], planning `from` (a journal
+    /// entry: its inputs, with the overrides it was applied with under
+    /// those of the command line) instead of the files when given.
     pub fn resolve_from(
         &self,
         live: &dyn LiveSource,
         state: &Path,
         netns: Option<&str>,
-        raw: Option<RawInputs>,
+        from: Option<(PlanOverrides, RawInputs)>,
     ) -> anyhow::Result<Resolved> {
+        let (applied_with, raw) = match from {
+            Some((o, r)) => (o, Some(r)),
+            None => (PlanOverrides::default(), None),
+        };
         // Adopting: LibreQoS's allocation stands for the last good plan's
         // (classids to keep, and what the removal guard counts from).
         let mut options = self.options.clone();
@@ -163,7 +194,7 @@ impl PlanArgs {
         let prev = match &adoption {
             Some(a) => Some(a.seed.clone()),
             None => last_good_allocation(state, netns).unwrap_or_else(|e| {
-                eprintln!("lqos: warning: ignoring the saved plan ({e}); classids may change");
+                note!("lqos: warning: ignoring the saved plan ({e}); classids may change");
                 None
             }),
         };
@@ -175,6 +206,7 @@ impl PlanArgs {
                 config: None,
                 previous: prev,
                 raw: None,
+                overrides: PlanOverrides::default(),
             });
         }
         let inputs = self.inputs.inputs();
@@ -182,26 +214,25 @@ impl PlanArgs {
             Some(r) => r,
             None => inputs.read()?,
         };
+        let overrides = applied_with.under(&options.overrides()?);
         let planned = match plan_raw(
             &inputs,
             &raw,
-            &options.overrides()?,
+            &overrides,
             QueueCount::FromInterfaces(live),
             prev.as_ref(),
         ) {
             Ok(p) => {
                 print_problems(&p.report);
+                super::inputs::print_squashed(&p.plan);
                 p
             }
             Err(ApplyError::InvalidInputs { report }) => {
                 print_problems(&report);
                 return Err(anyhow::Error::from(ApplyError::InvalidInputs { report }))
-                    .context("cannot plan (give --queues N if the interfaces cannot be probed)");
+                    .context("cannot plan");
             }
-            Err(e) => {
-                return Err(anyhow::Error::from(e))
-                    .context("cannot plan (give --queues N if the interfaces cannot be probed)")
-            }
+            Err(e) => return Err(anyhow::Error::from(e)).context("cannot plan"),
         };
         if let Some(a) = &adoption {
             a.report(&planned.plan)?;
@@ -212,7 +243,31 @@ impl PlanArgs {
             config: Some(planned.config),
             previous: prev,
             raw: Some(raw),
+            overrides,
         })
+    }
+}
+
+/// The removal guard refused a plan: nothing was changed.
+#[derive(Debug)]
+pub struct Refused(pub guard::Refusal);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "refused: {}; nothing was changed", self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// A load that failed part way (the context of its error): the interface
+/// holds what was applied until then.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadStopped;
+
+impl std::fmt::Display for LoadStopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the load stopped")
     }
 }
 
@@ -228,13 +283,16 @@ pub struct Resolved {
     pub previous: Option<lqos_tc::Allocation>,
     /// The inputs planned (`None` for a plan file).
     pub raw: Option<RawInputs>,
+    /// The planner settings given on top of lqos.conf (kept with the
+    /// inputs in the journal).
+    pub overrides: PlanOverrides,
 }
 
 impl Resolved {
-    /// The removal guard: an error (printed, with how to go on) when the
-    /// plan removes more circuits than the limit, or comes from an empty
-    /// input.
-    fn guard(&self, args: &Args) -> Result<(), ExitCode> {
+    /// The removal guard: an error (the refusal; `main` adds how to go on)
+    /// when the plan removes more circuits than the limit, or comes from an
+    /// empty input.
+    fn guard(&self, args: &Args) -> anyhow::Result<()> {
         let limit = args
             .max_removals
             .or(self.config.as_ref().map(|c| c.lqos.max_removals))
@@ -255,28 +313,21 @@ impl Resolved {
         match guard::check(limit, &r, &empty) {
             Ok(()) => Ok(()),
             Err(e @ guard::Refusal::TooManyRemovals { .. }) if args.allow_removals => {
-                eprintln!("lqos: --allow-removals: {e}");
+                note!("lqos: --allow-removals: {e}");
                 Ok(())
             }
-            Err(e) => {
-                eprintln!("lqos: refused: {e}; nothing was changed");
-                if matches!(e, guard::Refusal::TooManyRemovals { .. }) {
-                    eprintln!(
-                        "lqos: if that is meant, run again with --allow-removals (or set --max-removals / [lqos] max_removals)"
-                    );
-                }
-                Err(ExitCode::from(EXIT_ERROR))
-            }
+            Err(e) => Err(Refused(e).into()),
         }
     }
 
     /// Records the inputs as applied (the journal).
     fn journal(&self, state: &StateDir, netns: Option<&str>, source: &str) {
         let Some(raw) = &self.raw else { return };
+        let circuits = self.plan.allocation.circuits.len();
         let r = Journal::open(state, netns)
-            .and_then(|j| j.push(raw.into(), self.plan.allocation.circuits.len(), source));
+            .and_then(|j| j.push(raw.into(), &self.overrides, circuits, source));
         if let Err(e) = r {
-            eprintln!("lqos: warning: cannot write the input journal: {e}");
+            note!("lqos: warning: cannot write the input journal: {e}");
         }
     }
 }
@@ -301,7 +352,7 @@ fn change_line(c: &Change<'_>) -> String {
     )
 }
 
-fn print_report(report: &ApplyReport<'_>) {
+fn print_report(report: &ApplyReport<'_>) -> anyhow::Result<()> {
     let load = report.load.as_ref();
     for (i, c) in report.changes.iter().enumerate() {
         let mut line = change_line(c);
@@ -311,17 +362,17 @@ fn print_report(report: &ApplyReport<'_>) {
                 line += &format!(", {}", t.display());
             }
         }
-        println!("{line}");
+        outln!("{line}")?;
     }
     if let Some(m) = &report.memory {
-        println!(
+        outln!(
             "memory: the load adds about {} of kernel memory ({}); it fits",
             lqos_tc::memory::human_bytes(m.net_bytes().max(0) as u64),
             m.describe()
-        );
+        )?;
     }
     if let Some(l) = load {
-        println!(
+        outln!(
             "total: {} ops applied by {}; preflight {:.3}s, readback {:.3}s, diff {:.3}s, load {}",
             l.ops_applied(),
             l.backend,
@@ -329,25 +380,20 @@ fn print_report(report: &ApplyReport<'_>) {
             report.readback.wall.as_secs_f64(),
             report.diff.wall.as_secs_f64(),
             l.total.display()
-        );
+        )?;
     }
+    Ok(())
 }
 
 fn print_dry_run<'a>(streams: impl Iterator<Item = &'a IfaceOps<'a>>) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let write = || -> std::io::Result<()> {
+    with_stdout(|out| {
         for s in streams {
             for op in s.sent() {
                 writeln!(out, "{}", render_line(&s.dev, &op))?;
             }
         }
-        out.flush()
-    };
-    match write() {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+        Ok(())
+    })
 }
 
 fn backend(args: &Args, netns: Option<String>) -> Box<dyn Backend> {
@@ -398,7 +444,8 @@ fn no_state(state_path: &Path) -> anyhow::Error {
 }
 
 /// Runs `lqos apply`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
+    super::privilege::require("`lqos apply`", !args.dry_run, args.target.netns.is_some())?;
     if args.combined && args.backend != BackendArg::Tc {
         anyhow::bail!("--combined needs --backend tc");
     }
@@ -436,7 +483,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let state = StateDir::open(&state_path)?;
         let lock = state.lock()?;
         let from_journal = match args.to {
-            Some(n) => Some(Journal::open(&state, netns.as_deref())?.inputs(n)?.1),
+            Some(n) => {
+                let (entry, raw) = Journal::open(&state, netns.as_deref())?.inputs(n)?;
+                Some((entry.overrides, raw))
+            }
             None => None,
         };
         let devs = args.source.inputs.inputs_quiet().interface_hint();
@@ -445,9 +495,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.source
                 .resolve_from(&live, &state_path, netns.as_deref(), from_journal)
         })?;
-        if let Err(code) = resolved.guard(&args) {
-            return Ok(code);
-        }
+        resolved.guard(&args)?;
         let (plan, network) = (&resolved.plan, resolved.network.as_ref());
         let session = Session {
             state: &state,
@@ -490,9 +538,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .source
             .resolve_with_network(&live, &state_path, netns.as_deref())?;
         if !args.dry_run {
-            if let Err(code) = r.guard(&args) {
-                return Ok(code);
-            }
+            r.guard(&args)?;
         }
         (Some(r.plan), r.network)
     };
@@ -515,12 +561,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         match (result, &plan) {
             (Ok(r), _) => {
                 for c in &r.changes {
-                    eprintln!("{}", change_line(c));
+                    note!("{}", change_line(c));
                 }
                 print_dry_run(r.changes.iter().map(|c| &c.stream))?;
             }
             (Err(e @ (ApplyError::NoInterface { .. } | ApplyError::Netlink { .. })), Some(p)) => {
-                eprintln!("lqos: cannot read the live trees ({e}); showing the full build");
+                note!("lqos: cannot read the live trees ({e}); showing the full build");
                 let full: Vec<IfaceOps> = IfaceOps::all_from_plan(p)
                     .into_iter()
                     .map(IfaceOps::with_delete_root)
@@ -529,7 +575,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             (Err(e), _) => return Err(e.into()),
         }
-        return Ok(ExitCode::from(EXIT_OK));
+        return Ok(Done::Ok);
     }
 
     let state = StateDir::open(&state_path)?;
@@ -577,17 +623,15 @@ fn progress_bar(plan: &Plan) -> Option<Bar> {
 }
 
 /// Prints the report (with `readback`, the time of the trees read ahead
-/// during planning, when they were) and turns it into the exit code.
-fn finish(
-    mut report: ApplyReport<'_>,
-    readback: Option<lqos_apply::Timing>,
-) -> anyhow::Result<ExitCode> {
+/// during planning, when they were) and turns a failed or interrupted
+/// load, or a verify that found drift, into the error `main` maps.
+fn finish(mut report: ApplyReport<'_>, readback: Option<lqos_apply::Timing>) -> Outcome {
     if let Some(t) = readback {
         // The read-ahead's own time (apply_plan only took those trees,
         // and dumped any interface the read-ahead did not know).
         report.readback = report.readback + t;
     }
-    print_report(&report);
+    print_report(&report)?;
     if let Some(load) = report.load.take() {
         let applied = load.ops_applied();
         if let Err(e) = load.into_result() {
@@ -596,26 +640,22 @@ fn finish(
                 ..
             } = &e
             {
-                eprintln!(
-                    "lqos: interrupted: stopped after {applied} ops ({e}); nothing was saved \
-                     (the last good plan stays); the next `lqos apply` continues from there"
-                );
-                return Ok(ExitCode::from(EXIT_INTERRUPTED));
+                return Err(Interrupted(format!(
+                    "stopped after {applied} ops ({e}); nothing was saved (the last good plan \
+                     stays); the next `lqos apply` continues from there"
+                ))
+                .into());
             }
-            // With its causes (e.g. why the tc process failed).
-            eprintln!("lqos: error: {:#}", anyhow::Error::from(e));
-            eprintln!(
-                "lqos: the interface was left partly loaded; the next `lqos apply` continues from there (or use --rollback)"
-            );
-            return Ok(ExitCode::from(EXIT_ERROR));
+            // With its causes (e.g. why the tc process failed); the hint
+            // says the interface was left partly loaded and how to go on.
+            return Err(anyhow::Error::from(e).context(LoadStopped));
         }
     }
     if let Some(v) = &report.verify {
-        print!("{v}");
+        crate::out::out!("{v}")?;
         if !v.is_clean() {
-            eprintln!("lqos: error: the kernel's trees differ from the plan after loading");
-            return Ok(ExitCode::from(EXIT_ERROR));
+            anyhow::bail!("the kernel's trees differ from the plan after loading");
         }
     }
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(Done::Ok)
 }

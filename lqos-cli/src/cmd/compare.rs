@@ -2,7 +2,6 @@
 //! built, by name, field by field.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use lqos_apply::adopt::LibreQosDir;
 use lqos_apply::QueueCount;
@@ -10,7 +9,8 @@ use lqos_tc::libreqos::compare;
 
 use super::inputs::InputArgs;
 use super::plan::{plan_with_network, PlanOptions};
-use super::{EXIT_OK, EXIT_WARN};
+use super::{Done, Outcome};
+use crate::out::{out, outln};
 
 /// Arguments of `lqos compare`.
 #[derive(clap::Args, Debug)]
@@ -37,7 +37,7 @@ pub struct Args {
 
 /// Runs `lqos compare`: exit 0 when every difference is an expected one
 /// (it has a note), 1 otherwise.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
     let lq = LibreQosDir::read(&args.libreqos)?;
     let (tc_file, trees) = lq.trees(args.tc.as_deref())?;
     let mut options = args.options.clone();
@@ -61,22 +61,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &lq.state.unattached,
         planned.unshaped.iter().map(|c| c.id.as_str()),
     );
-    println!(
+    outln!(
         "compared with LibreQoS's {} ({} queues per direction)",
         tc_file.display(),
         lq.state.queues
-    );
+    )?;
     if args.summary {
-        print!("{}", summary_lines(&cmp.to_string()));
+        out!("{}", summary_lines(&cmp.to_string()))?;
     } else {
-        print!("{cmp}");
+        out!("{cmp}")?;
     }
-    print!("{unshaped}");
-    Ok(ExitCode::from(if cmp.only_expected() && unshaped.same() {
-        EXIT_OK
+    out!("{unshaped}")?;
+    Ok(if cmp.only_expected() && unshaped.same() {
+        Done::Ok
     } else {
-        EXIT_WARN
-    }))
+        Done::Findings
+    })
 }
 
 /// The counts part of a comparison's text (its first lines, up to the

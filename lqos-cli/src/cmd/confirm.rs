@@ -2,15 +2,15 @@
 //! refused (the sha256 of the refused inputs, written to the state
 //! directory, is what `lqos watch` applies).
 
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use lqos_apply::watch::{confirm_file, Confirmation, Outcome, Trigger, WatchStatus};
+use lqos_apply::watch::{confirm_file, Confirmation, Outcome as Ended, Trigger, WatchStatus};
 use lqos_apply::StateDir;
 
 use super::apply::{state_path, TargetArgs};
-use super::{EXIT_ERROR, EXIT_OK, EXIT_WARN};
+use super::{Done, Outcome};
+use crate::out::{note, outln};
 
 /// Arguments of `lqos confirm`.
 #[derive(clap::Args, Debug)]
@@ -25,28 +25,22 @@ pub struct Args {
 
 /// Runs `lqos confirm`: 0 applied, 1 not applied (it failed, or the files
 /// changed since and were refused again), 2 nothing to confirm.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
     let path = state_path(&args.target);
     let netns = args.target.netns.as_deref();
     let state = StateDir::open(&path)?;
     let Some(status) = WatchStatus::load(&state, netns)? else {
-        eprintln!(
-            "lqos: no status in {} (is `lqos watch` running?)",
-            path.display()
-        );
-        return Ok(ExitCode::from(EXIT_ERROR));
+        anyhow::bail!("no status in {} (is `lqos watch` running?)", path.display());
     };
     let Some(pending) = status.pending.clone() else {
-        eprintln!("lqos: nothing to confirm: the daemon has no refused inputs pending");
-        return Ok(ExitCode::from(EXIT_ERROR));
+        anyhow::bail!("nothing to confirm: the daemon has no refused inputs pending");
     };
     if status.stopped_ms.is_some() {
-        eprintln!(
-            "lqos: the daemon is not running: start it (its first apply checks the files again)"
+        anyhow::bail!(
+            "the daemon is not running: start it (its first apply checks the files again)"
         );
-        return Ok(ExitCode::from(EXIT_ERROR));
     }
-    println!("confirming: {}", pending.refusal);
+    outln!("confirming: {}", pending.refusal)?;
     let since = status.last.as_ref().map_or(0, |e| e.at_ms);
     state
         .save_json(
@@ -63,21 +57,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .last
                 .filter(|e| e.trigger == Trigger::Confirm && e.at_ms >= since)
             {
-                println!("{e}");
-                return Ok(ExitCode::from(if e.outcome == Outcome::Applied {
-                    EXIT_OK
+                outln!("{e}")?;
+                return Ok(if e.outcome == Ended::Applied {
+                    Done::Ok
                 } else {
-                    EXIT_WARN
-                }));
+                    Done::Findings
+                });
             }
         }
         if Instant::now() >= end {
-            eprintln!(
+            note!(
                 "lqos: the daemon did not answer within {} s (the confirmation stays in {})",
                 args.wait,
                 path.display()
             );
-            return Ok(ExitCode::from(EXIT_WARN));
+            return Ok(Done::Findings);
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -1,13 +1,13 @@
 //! `lqos diff`: the tc ops between two plans (or two sets of inputs).
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use lqos_tc::{DiffSummary, Plan};
 
 use super::inputs::InputArgs;
 use super::plan::{plan_inputs, read_plan, PlanOptions};
-use super::EXIT_OK;
+use super::{Done, Outcome};
+use crate::out::{note, outln, with_stdout};
 
 /// Arguments of `lqos diff`.
 #[derive(clap::Args, Debug)]
@@ -40,7 +40,7 @@ pub struct Args {
 }
 
 /// Runs `lqos diff`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
     let old: Plan = match &args.old {
         Some(p) => read_plan(p)?,
         None => {
@@ -64,12 +64,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let s = DiffSummary::of(&ops);
         total.add(&ops);
         if !args.summary {
-            for op in &ops {
-                println!("{}", lqos_tc::render_line(&dev, op));
-            }
+            with_stdout(|w| {
+                for op in &ops {
+                    writeln!(w, "{}", lqos_tc::render_line(&dev, op))?;
+                }
+                Ok(())
+            })?;
         }
-        eprintln!("{dev}: {s}");
+        note!("{dev}: {s}");
     }
-    println!("{total}");
-    Ok(ExitCode::from(EXIT_OK))
+    outln!("{total}")?;
+    Ok(Done::Ok)
 }

@@ -1,14 +1,13 @@
 //! `lqos man` and `lqos completions SHELL`: the man page and shell
 //! completions, generated from the clap definitions (what the .deb ships).
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::CommandFactory;
 
-use super::EXIT_OK;
+use super::{Done, Outcome};
+use crate::out::with_stdout;
 
 /// Arguments of `lqos man`.
 #[derive(clap::Args, Debug)]
@@ -28,26 +27,26 @@ pub struct CompletionArgs {
 }
 
 /// Prints (or writes) the man pages.
-pub fn man(args: ManArgs) -> anyhow::Result<ExitCode> {
+pub fn man(args: ManArgs) -> Outcome {
     let cmd = crate::Cli::command();
     match args.out {
-        None => {
-            let mut out = std::io::stdout().lock();
-            clap_mangen::Man::new(cmd).render(&mut out)?;
-            out.flush()?;
-        }
+        None => with_stdout(|w| clap_mangen::Man::new(cmd).render(w))?,
         Some(dir) => {
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
             clap_mangen::generate_to(cmd, &dir)
                 .with_context(|| format!("writing man pages to {}", dir.display()))?;
         }
     }
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(Done::Ok)
 }
 
 /// Prints the completion script for a shell.
-pub fn completions(args: CompletionArgs) -> anyhow::Result<ExitCode> {
+pub fn completions(args: CompletionArgs) -> Outcome {
     let mut cmd = crate::Cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "lqos", &mut std::io::stdout().lock());
-    Ok(ExitCode::from(EXIT_OK))
+    // clap_complete's own writer panics on a write error: render into
+    // memory, then write.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "lqos", &mut script);
+    with_stdout(|w| w.write_all(&script))?;
+    Ok(Done::Ok)
 }

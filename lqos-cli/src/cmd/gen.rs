@@ -2,12 +2,12 @@
 //! lqos.conf) for tests and benchmarks.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::Context;
 use lqos_model::{generate, write_config, write_network_json, write_shaped_devices, GenParams};
 
-use super::EXIT_OK;
+use super::{Done, Outcome};
+use crate::out::outln;
 
 /// Arguments of `lqos gen`.
 #[derive(clap::Args, Debug)]
@@ -33,6 +33,12 @@ pub struct Args {
     /// Share of circuits with several devices (0..1).
     #[arg(long, default_value_t = GenParams::default().multi_device_fraction)]
     pub multi_device_fraction: f64,
+    /// Minimums of a quarter of each circuit's maximum even where an AP's
+    /// circuits then ask for more than the AP guarantees (the planner
+    /// squashes them, as LibreQoS does). Without it each AP's circuits get
+    /// a smaller fraction where needed, so every minimum is guaranteed.
+    #[arg(long)]
+    pub oversubscribed: bool,
     /// Output directory (created if missing).
     #[arg(long, default_value = ".")]
     pub out: PathBuf,
@@ -45,7 +51,7 @@ pub struct Args {
 const FILES: [&str; 3] = ["network.json", "ShapedDevices.csv", "lqos.conf"];
 
 /// Runs `lqos gen`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
     let params = GenParams {
         circuits: args.circuits,
         seed: args.seed,
@@ -54,6 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         fanout: args.fanout,
         depth: args.depth,
         multi_device_fraction: args.multi_device_fraction,
+        oversubscribed: args.oversubscribed,
         ..GenParams::default()
     };
     if !args.force {
@@ -76,13 +83,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     let s = lqos_model::summarize(&g.network);
-    println!(
+    outln!(
         "wrote network.json ({} nodes, depth {}), ShapedDevices.csv ({} circuits, {} devices), lqos.conf to {}",
         s.nodes,
         s.depth,
         s.circuits,
         s.devices,
         args.out.display()
-    );
-    Ok(ExitCode::from(EXIT_OK))
+    )?;
+    Ok(Done::Ok)
 }

@@ -33,7 +33,16 @@ pub type Loaded = LoadedInputs;
 /// Prints every problem of `report` to stderr (warnings of a plan that
 /// succeeded, or everything wrong with inputs that failed).
 pub fn print_report(report: &Report) {
-    eprint!("{report}");
+    crate::out::eprint(format_args!("{report}"));
+}
+
+/// Prints, to stderr as warnings, the nodes whose circuits' minimums the
+/// planner squashed (what the files promise and the tree cannot
+/// guarantee).
+pub fn print_squashed(plan: &lqos_tc::Plan) {
+    for s in &plan.squashed {
+        crate::out::note!("warning: {s}");
+    }
 }
 
 /// The counts of nodes, circuits, devices and the depth.
@@ -48,7 +57,7 @@ impl InputArgs {
     pub fn inputs(&self) -> Inputs {
         let inputs = self.inputs_quiet();
         if inputs.config.is_none() {
-            eprintln!(
+            crate::out::note!(
                 "lqos: no {DEFAULT_CONFIG} in the current directory; using built-in defaults (give --config to use another file)"
             );
         }

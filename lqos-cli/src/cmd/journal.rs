@@ -1,13 +1,12 @@
 //! `lqos journal`: the last input sets that were applied (newest first),
 //! kept in the state directory; `lqos apply --rollback --to N` applies one.
 
-use std::process::ExitCode;
-
 use lqos_apply::journal::Journal;
-use lqos_apply::StateDir;
+use lqos_apply::{PlanOverrides, StateDir};
 
 use super::apply::{state_path, TargetArgs};
-use super::EXIT_OK;
+use super::{Done, Outcome};
+use crate::out::outln;
 
 /// Arguments of `lqos journal`.
 #[derive(clap::Args, Debug)]
@@ -17,27 +16,59 @@ pub struct Args {
     pub target: TargetArgs,
 }
 
-/// Runs `lqos journal`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+/// The files of an entry, in the order [`Journal::paths`] gives them.
+const FILES: [&str; 3] = ["network.json", "ShapedDevices.csv", "lqos.conf"];
+
+/// The overrides as the flags that give them (`--queues 4 --sqm pfifo`).
+pub fn flags(o: &PlanOverrides) -> String {
+    let mut v = Vec::new();
+    if let Some(q) = o.queues {
+        v.push(format!("--queues {q}"));
+    }
+    if let Some(s) = &o.sqm {
+        let s = s.to_string();
+        v.push(match s.contains(' ') {
+            true => format!("--sqm \"{s}\""),
+            false => format!("--sqm {s}"),
+        });
+    }
+    if let Some(s) = o.strategy {
+        v.push(format!("--strategy {}", super::plan::strategy_name(s)));
+    }
+    if let Some(c) = o.classifier {
+        v.push(format!("--classifier {c}"));
+    }
+    v.join(" ")
+}
+
+/// Runs `lqos journal`: each entry, then which stored file is which of
+/// its inputs.
+pub fn run(args: Args) -> Outcome {
     let state = StateDir::open(state_path(&args.target))?;
     let j = Journal::open(&state, args.target.netns.as_deref())?;
     let entries = j.entries()?;
     if entries.is_empty() {
-        println!("no input set applied yet");
+        outln!("no input set applied yet")?;
     }
     for (i, e) in entries.iter().enumerate() {
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(e.at_ms);
-        println!(
-            "{}: {} {} circuits, sha256 {} ({})",
+        let with = match e.overrides.is_empty() {
+            true => String::new(),
+            false => format!(", with {}", flags(&e.overrides)),
+        };
+        outln!(
+            "{}: {} {} circuits, sha256 {} ({}{with})",
             i + 1,
             humantime::format_rfc3339_millis(t),
             e.circuits,
             &e.sha256[..16],
             e.source
-        );
-        for p in j.paths(e).into_iter().flatten() {
-            println!("   {}", p.display());
+        )?;
+        for (name, p) in FILES.iter().zip(j.paths(e)) {
+            if let Some(p) = p {
+                outln!("   {name:<17} {}", p.display())?;
+            }
         }
     }
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(Done::Ok)
 }

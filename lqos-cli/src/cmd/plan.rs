@@ -4,15 +4,15 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::Context;
 use lqos_apply::{plan_files, ApplyError, PlanOverrides, Planned, QueueCount};
 use lqos_model::Network;
 use lqos_tc::{Allocation, Classifier, LeafSpec, Plan, PlanRecordRef, QueueStrategy};
 
-use super::inputs::{print_report, InputArgs};
-use super::EXIT_OK;
+use super::inputs::{print_report, print_squashed, InputArgs};
+use super::{Done, Outcome};
+use crate::out::outln;
 
 /// Queues used when neither `--queues` nor `override_available_queues` says.
 pub const DEFAULT_QUEUES: u32 = 16;
@@ -28,9 +28,10 @@ pub struct PlanOptions {
     /// (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none").
     #[arg(long, value_name = "SPEC")]
     pub sqm: Option<String>,
-    /// How top-level subtrees are spread over the queues.
-    #[arg(long, value_enum, default_value_t = Strategy::Balanced)]
-    pub strategy: Strategy,
+    /// How top-level subtrees are spread over the queues [default:
+    /// balanced].
+    #[arg(long, value_enum)]
+    pub strategy: Option<Strategy>,
     /// Classifier: `tc` plans clsact + flower + skbedit filters with the
     /// tree; `none` leaves classification to an external program (feed it
     /// ip_map.csv) [default: lqos.conf [lqos] classifier, else none].
@@ -67,6 +68,14 @@ pub enum Strategy {
     RoundRobin,
 }
 
+/// A strategy as `--strategy` names it.
+pub fn strategy_name(s: QueueStrategy) -> &'static str {
+    match s {
+        QueueStrategy::Balanced => "balanced",
+        QueueStrategy::RoundRobin => "round-robin",
+    }
+}
+
 /// Arguments of `lqos plan`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -100,6 +109,15 @@ pub struct Args {
 }
 
 impl PlanOptions {
+    /// Whether any planner option is given (a command that describes the
+    /// plan last applied then plans the input files instead).
+    pub fn given(&self) -> bool {
+        self.queues.is_some()
+            || self.sqm.is_some()
+            || self.strategy.is_some()
+            || self.classifier.is_some()
+    }
+
     /// The overrides these options give on top of lqos.conf.
     pub fn overrides(&self) -> anyhow::Result<PlanOverrides> {
         let sqm = match &self.sqm {
@@ -112,7 +130,7 @@ impl PlanOptions {
         Ok(PlanOverrides {
             queues: self.queues,
             sqm,
-            strategy: Some(match self.strategy {
+            strategy: self.strategy.map(|s| match s {
                 Strategy::Balanced => QueueStrategy::Balanced,
                 Strategy::RoundRobin => QueueStrategy::RoundRobin,
             }),
@@ -143,6 +161,7 @@ pub fn plan_with_network(
     match plan_files(&inputs.inputs(), &options.overrides()?, queues, previous) {
         Ok(planned) => {
             print_report(&planned.report);
+            print_squashed(&planned.plan);
             Ok(planned)
         }
         Err(ApplyError::InvalidInputs { report }) => {
@@ -208,7 +227,7 @@ fn write_plan_json(
 /// interface's tc file on one; the other tc files, linux_tc.txt and
 /// ip_map.csv on the other), each streamed in chunks; the bytes are the
 /// same as written one after the other.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
     let previous = args.previous.as_deref().map(read_plan).transpose()?;
     let mut options = args.options.clone();
     let adoption = match &args.adopt_libreqos {
@@ -261,7 +280,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         text.and(json)
     })?;
 
-    println!(
+    outln!(
         "planned {} circuits and {} nodes on {} queue(s) per direction ({:?} strategy); {} addresses/prefixes in ip_map.csv, classifier {}",
         plan.allocation.circuits.len(),
         plan.allocation.nodes.len(),
@@ -269,23 +288,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         plan.config.strategy,
         plan.ip_map.len(),
         plan.config.classifier
-    );
+    )?;
+    if !plan.squashed.is_empty() {
+        outln!(
+            "minimums squashed in {} node(s), {} circuit(s): their minimums add up to more than \
+             the node guarantees (each gets 1 Mbps or less; the warnings name them)",
+            plan.squashed.len(),
+            plan.squashed.iter().map(|s| s.circuits).sum::<u32>()
+        )?;
+    }
     for ip in &plan.interfaces {
         let counts: Vec<String> = ip
             .queue_class_counts
             .iter()
             .map(|c| c.to_string())
             .collect();
-        println!(
+        outln!(
             "{} ({:?}): {} ops; classes per queue: {}",
             ip.dev,
             ip.direction,
             ip.ops.len(),
             counts.join(" ")
-        );
+        )?;
     }
-    println!("wrote {}", args.out.display());
+    outln!("wrote {}", args.out.display())?;
     // As above: the process ends here, nothing needs these freed.
     std::mem::forget((plan, network));
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(Done::Ok)
 }

@@ -5,14 +5,15 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use lqos_tc::render::rate_to_tc;
 use lqos_tc::{Direction, Plan, TcHandle, TcTree};
 
+use super::apply::{applied_from, applied_plan, TargetArgs};
 use super::inputs::InputArgs;
 use super::plan::{plan_inputs, read_plan, PlanOptions};
-use super::EXIT_OK;
+use super::{Done, Outcome};
+use crate::out::{note, out};
 
 /// Arguments of `lqos show`.
 #[derive(clap::Args, Debug)]
@@ -23,9 +24,18 @@ pub struct Args {
     /// Planner options (ignored with --plan).
     #[command(flatten)]
     pub options: PlanOptions,
-    /// Show a saved plan.json instead of planning the inputs.
+    /// Show a saved plan.json instead of the plan last applied.
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
+    /// Plan the input files (with the planner options given; 16 queues
+    /// unless --queues or override_available_queues say) instead of showing
+    /// the plan last applied. Implied by --queues, --sqm, --strategy and
+    /// --classifier, and the default when nothing was applied.
+    #[arg(long, conflicts_with = "plan")]
+    pub from_inputs: bool,
+    /// Namespace and state directory of the plan last applied.
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Only this interface [default: all].
     #[arg(long, value_name = "DEV")]
     pub interface: Option<String>,
@@ -39,26 +49,39 @@ pub struct Args {
     pub ip: Option<IpAddr>,
 }
 
-/// Runs `lqos show`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let plan = match &args.plan {
-        Some(p) => read_plan(p)?,
-        None => plan_inputs(&args.inputs, &args.options, None)?,
+/// Runs `lqos show`: the plan last applied (its classids and queues are
+/// what is live), else `--plan FILE`, or the input files' plan.
+pub fn run(args: Args) -> Outcome {
+    let applied = if args.plan.is_some() || args.from_inputs || args.options.given() {
+        None
+    } else {
+        applied_plan(&args.target)?
+    };
+    let plan = match (&args.plan, applied) {
+        (Some(p), _) => read_plan(p)?,
+        (None, Some(saved)) => {
+            note!(
+                "lqos: showing {} (--from-inputs: the input files' plan instead)",
+                applied_from(&args.target, &saved)
+            );
+            saved.plan
+        }
+        (None, None) => plan_inputs(&args.inputs, &args.options, None)?,
     };
     if let Some(addr) = args.ip {
-        print!("{}", render_ip(&plan, addr));
-        return Ok(ExitCode::from(EXIT_OK));
+        out!("{}", render_ip(&plan, addr))?;
+        return Ok(Done::Ok);
     }
     if let Some(dev) = &args.interface {
         if plan.interface(dev).is_none() {
             anyhow::bail!("the plan has no interface {dev:?}");
         }
     }
-    print!(
+    out!(
         "{}",
         render_show(&plan, args.interface.as_deref(), args.circuits)
-    );
-    Ok(ExitCode::from(EXIT_OK))
+    )?;
+    Ok(Done::Ok)
 }
 
 /// Untrusted names print escaped on one line.
@@ -170,8 +193,7 @@ pub fn render_show(plan: &Plan, only: Option<&str>, circuits: bool) -> String {
                 let maj = plan.major(dir, q);
                 let _ = writeln!(
                     out,
-                    "  queue {} {maj:x}:1 {}: {} classes",
-                    q + 1,
+                    "  tx queue {q} {maj:x}:1 {}: {} classes",
                     rates(&t, TcHandle::new(maj, 1)),
                     t.class_count_in(maj)
                 );

@@ -2,16 +2,16 @@
 //! interval apart, for rates), as a table or JSON. Also the selection,
 //! sorting and formatting `lqos top` shares.
 
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use lqos_apply::stats::{CircuitStats, Dir, DirStats, NodeStats, Stats, StatsPoll};
-use lqos_apply::{load_saved_plan, NetlinkLive, StateDir};
+use lqos_apply::stats::{CircuitStats, Dir, DirStats, NodeStats, Stats, StatsPoll, Unclassified};
+use lqos_apply::NetlinkLive;
 use serde::Serialize;
 
-use super::apply::{state_path, TargetArgs};
-use super::EXIT_OK;
+use super::apply::{applied_plan, state_path, TargetArgs};
+use super::{Done, Outcome};
+use crate::out::{out, outln};
 
 /// What to sort circuits by (highest first).
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,6 +70,17 @@ pub struct Args {
     /// counters only).
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
     pub interval: f64,
+}
+
+/// `unclassified (default classes, addresses no circuit has): down 1.2/999.0
+/// (0%), up ..., drops/s 0.0`: traffic no circuit's class took.
+pub fn unclassified_line(u: &Unclassified) -> String {
+    format!(
+        "unclassified (the default classes: addresses no circuit has): down {}, up {}, {:.1} drops/s",
+        rate_of_ceil(&u.download),
+        rate_of_ceil(&u.upload),
+        u.download.drop_rate + u.upload.drop_rate
+    )
 }
 
 /// Which circuits to show.
@@ -134,9 +145,11 @@ pub fn select<'a>(
         })
         .collect();
     let rates = stats.interval_secs.is_some();
+    // Ties (no drops, no cake delay at all) go busiest first, then by ID.
     v.sort_by(|a, b| {
         key(b, sort, rates)
             .total_cmp(&key(a, sort, rates))
+            .then_with(|| key(b, SortKey::Rate, rates).total_cmp(&key(a, SortKey::Rate, rates)))
             .then_with(|| a.id.cmp(&b.id))
     });
     if let Some(n) = top {
@@ -220,13 +233,11 @@ pub fn snapshot(
 
 /// The plan of the last successful apply (what the kernel holds).
 pub fn last_plan(target: &TargetArgs) -> anyhow::Result<lqos_tc::Plan> {
-    let path = state_path(target);
-    let dir = StateDir::open(&path)?;
-    Ok(load_saved_plan(&dir, target.netns.as_deref())?
+    Ok(applied_plan(target)?
         .with_context(|| {
             format!(
                 "no plan was applied successfully yet (state dir {}): nothing to read statistics of",
-                path.display()
+                state_path(target).display()
             )
         })?
         .plan)
@@ -237,10 +248,12 @@ struct JsonOut<'a> {
     interval_secs: Option<f64>,
     circuits: Vec<&'a CircuitStats>,
     nodes: Vec<&'a NodeStats>,
+    unclassified: &'a Unclassified,
 }
 
 /// Runs `lqos stats`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
+    super::privilege::require("`lqos stats`", false, args.target.netns.is_some())?;
     if !(args.interval.is_finite() && args.interval >= 0.0 && args.interval <= 3600.0) {
         anyhow::bail!("--interval {}: give 0 to 3600 seconds", args.interval);
     }
@@ -279,19 +292,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             interval_secs: stats.interval_secs,
             circuits,
             nodes,
+            unclassified: &stats.unclassified,
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(ExitCode::from(EXIT_OK));
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
+        return Ok(Done::Ok);
     }
-    print!(
+    out!(
         "{}",
         table(
             &circuits,
             &nodes,
             args.top.is_none() && args.circuit.is_none()
         )
-    );
-    Ok(ExitCode::from(EXIT_OK))
+    )?;
+    if args.circuit.is_none() && args.node.is_none() {
+        outln!("\n{}", unclassified_line(&stats.unclassified))?;
+    }
+    Ok(Done::Ok)
 }
 
 /// The plain table: circuits, then (unless `nodes` is empty) nodes.
@@ -349,4 +366,54 @@ fn table(circuits: &[&CircuitStats], nodes: &[&NodeStats], all_nodes: bool) -> S
         );
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn circuit(id: &str, rate: f64, drop_rate: f64) -> CircuitStats {
+        let d = DirStats {
+            rate_bps: rate,
+            drop_rate,
+            ..DirStats::default()
+        };
+        CircuitStats {
+            id: id.into(),
+            name: id.into(),
+            parent: "AP".into(),
+            download: d.clone(),
+            upload: DirStats::default(),
+        }
+    }
+
+    /// Regression: `--sort drops` with no drops anywhere listed circuits
+    /// by ID, hiding the busy ones; ties now go busiest first.
+    #[test]
+    fn sorting_by_drops_without_drops_puts_the_busiest_first() {
+        let stats = Stats {
+            interval_secs: Some(1.0),
+            circuits: vec![
+                circuit("a", 1e3, 0.0),
+                circuit("b", 9e6, 0.0),
+                circuit("c", 5e6, 0.0),
+            ],
+            nodes: Vec::new(),
+            unclassified: Unclassified::default(),
+        };
+        let ids = |k: SortKey| -> Vec<String> {
+            select(&stats, &Filter::default(), k, None)
+                .iter()
+                .map(|c| c.id.to_string())
+                .collect()
+        };
+        for k in [SortKey::Drops, SortKey::Delay, SortKey::Rate] {
+            assert_eq!(ids(k), ["b", "c", "a"], "{k:?}");
+        }
+        // A circuit that drops still comes first.
+        let mut stats = stats;
+        stats.circuits[0].download.drop_rate = 2.0;
+        let first = select(&stats, &Filter::default(), SortKey::Drops, Some(1));
+        assert_eq!(first[0].id, "a");
+    }
 }

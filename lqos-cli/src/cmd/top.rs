@@ -3,7 +3,6 @@
 //! so it works over ssh).
 
 use std::io::IsTerminal;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use lqos_apply::stats::{Stats, StatsPoll};
@@ -17,7 +16,7 @@ use ratatui::Frame;
 
 use super::apply::TargetArgs;
 use super::stats::{clean, delay, last_plan, mbit, select, select_nodes, Filter, SortKey};
-use super::{EXIT_ERROR, EXIT_OK};
+use super::{Done, Outcome};
 
 /// Arguments of `lqos top`.
 #[derive(clap::Args, Debug)]
@@ -55,12 +54,12 @@ struct App {
 }
 
 /// Runs `lqos top`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
+    super::privilege::require("`lqos top`", false, args.target.netns.is_some())?;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        eprintln!(
+        anyhow::bail!(
             "lqos top needs a terminal; use `lqos stats` (or `lqos stats --json`) for scripts"
         );
-        return Ok(ExitCode::from(EXIT_ERROR));
     }
     if !(args.interval.is_finite() && (0.1..=3600.0).contains(&args.interval)) {
         anyhow::bail!("--interval {}: give 0.1 to 3600 seconds", args.interval);
@@ -109,7 +108,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })();
     ratatui::restore();
     result?;
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(Done::Ok)
 }
 
 /// Applies one key; `true` to quit.
@@ -195,12 +194,19 @@ fn draw(f: &mut Frame, app: &App) {
         Paragraph::new(title).style(Style::new().add_modifier(Modifier::BOLD)),
         head,
     );
-    let keys = match (&app.editing, &app.error) {
-        (Some(t), _) => format!("filter: {}_  (Enter apply, Esc cancel)", clean(t, 64)),
-        (None, Some(e)) => format!("error: {}", clean(e, 200)),
-        (None, None) => {
-            "q quit  s sort  v circuits/nodes  / filter  c clear filter  ↑↓ scroll".into()
-        }
+    let keys = match (&app.editing, &app.error, &app.stats) {
+        (Some(t), _, _) => format!("filter: {}_  (Enter apply, Esc cancel)", clean(t, 64)),
+        (None, Some(e), _) => format!("error: {}", clean(e, 200)),
+        (None, None, s) => format!(
+            "q quit  s sort  v circuits/nodes  / filter  c clear filter  ↑↓ scroll{}",
+            s.as_ref()
+                .map(|s| format!(
+                    "  |  unclassified Mb/s: down {} up {}",
+                    mbit(s.unclassified.download.rate_bps),
+                    mbit(s.unclassified.upload.rate_bps)
+                ))
+                .unwrap_or_default()
+        ),
     };
     f.render_widget(Paragraph::new(keys), foot);
     let Some(stats) = &app.stats else { return };
@@ -210,8 +216,16 @@ fn draw(f: &mut Frame, app: &App) {
     };
     let bold = Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED);
     let rows_fit = usize::from(body.height.saturating_sub(1));
+    // The name column takes the width the fixed ones leave (one space
+    // between columns), and names are cut to exactly that width.
+    let rest = |fixed: &[u16]| -> u16 {
+        let used: u16 = fixed.iter().sum::<u16>() + fixed.len() as u16;
+        body.width.saturating_sub(used).max(10)
+    };
     match app.view {
         View::Circuits => {
+            let fixed = [16, 16, 10, 7, 10, 7, 8, 7, 9];
+            let name_w = rest(&fixed);
             let all = select(stats, &sel, app.sort, None);
             let start = app.scroll.min(all.len().saturating_sub(1));
             let rows: Vec<Row> = all
@@ -221,7 +235,7 @@ fn draw(f: &mut Frame, app: &App) {
                 .map(|c| {
                     Row::new(vec![
                         Cell::from(clean(&c.id, 16)),
-                        Cell::from(clean(&c.name, 24)),
+                        Cell::from(clean(&c.name, usize::from(name_w))),
                         Cell::from(clean(&c.parent, 16)),
                         Cell::from(Line::from(mbit(c.download.rate_bps)).right_aligned()),
                         Cell::from(
@@ -258,20 +272,22 @@ fn draw(f: &mut Frame, app: &App) {
             ])
             .style(bold);
             let widths = [
-                Constraint::Length(16),
-                Constraint::Min(10),
-                Constraint::Length(16),
-                Constraint::Length(10),
-                Constraint::Length(7),
-                Constraint::Length(10),
-                Constraint::Length(7),
-                Constraint::Length(8),
-                Constraint::Length(7),
-                Constraint::Length(9),
+                Constraint::Length(fixed[0]),
+                Constraint::Length(name_w),
+                Constraint::Length(fixed[1]),
+                Constraint::Length(fixed[2]),
+                Constraint::Length(fixed[3]),
+                Constraint::Length(fixed[4]),
+                Constraint::Length(fixed[5]),
+                Constraint::Length(fixed[6]),
+                Constraint::Length(fixed[7]),
+                Constraint::Length(fixed[8]),
             ];
             f.render_widget(Table::new(rows, widths).header(header), body);
         }
         View::Nodes => {
+            let fixed = [24, 10, 7, 10, 7, 8];
+            let name_w = rest(&fixed);
             let all = select_nodes(stats, &sel);
             let start = app.scroll.min(all.len().saturating_sub(1));
             let rows: Vec<Row> = all
@@ -280,7 +296,7 @@ fn draw(f: &mut Frame, app: &App) {
                 .take(rows_fit)
                 .map(|n| {
                     Row::new(vec![
-                        Cell::from(clean(&n.name, 24)),
+                        Cell::from(clean(&n.name, usize::from(name_w))),
                         Cell::from(clean(n.parent.as_deref().unwrap_or("-"), 24)),
                         Cell::from(Line::from(mbit(n.download.rate_bps)).right_aligned()),
                         Cell::from(
@@ -309,15 +325,77 @@ fn draw(f: &mut Frame, app: &App) {
             ])
             .style(bold);
             let widths = [
-                Constraint::Min(16),
-                Constraint::Length(24),
-                Constraint::Length(10),
-                Constraint::Length(7),
-                Constraint::Length(10),
-                Constraint::Length(7),
-                Constraint::Length(8),
+                Constraint::Length(name_w),
+                Constraint::Length(fixed[0]),
+                Constraint::Length(fixed[1]),
+                Constraint::Length(fixed[2]),
+                Constraint::Length(fixed[3]),
+                Constraint::Length(fixed[4]),
+                Constraint::Length(fixed[5]),
             ];
             f.render_widget(Table::new(rows, widths).header(header), body);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lqos_apply::stats::{CircuitStats, DirStats, Unclassified};
+    use ratatui::backend::TestBackend;
+
+    fn screen(app: &App, width: u16) -> Vec<String> {
+        let mut t = ratatui::Terminal::new(TestBackend::new(width, 8)).unwrap();
+        t.draw(|f| draw(f, app)).unwrap();
+        let buf = t.backend().buffer().clone();
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol().to_string())
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Regression: the NAME column was 62 wide on a 150-column terminal
+    /// but names were cut at 24 characters. A name is cut to the width its
+    /// column has; the default classes' traffic is on the last line.
+    #[test]
+    fn names_fill_their_column_and_unclassified_traffic_is_shown() {
+        let name = "4710 Maple Avenue, Jamestown, New York, apartment 12B";
+        let c = CircuitStats {
+            id: "10001".into(),
+            name: name.into(),
+            parent: "AP_1".into(),
+            download: DirStats::default(),
+            upload: DirStats::default(),
+        };
+        let mut unclassified = Unclassified::default();
+        unclassified.download.rate_bps = 12.3e6;
+        let app = App {
+            view: View::Circuits,
+            sort: SortKey::Rate,
+            filter: None,
+            editing: None,
+            scroll: 0,
+            stats: Some(Stats {
+                interval_secs: Some(1.0),
+                circuits: vec![c],
+                nodes: Vec::new(),
+                unclassified,
+            }),
+            error: None,
+        };
+        let wide = screen(&app, 160);
+        assert!(wide[2].contains(name), "{wide:#?}");
+        // Narrow: cut where the column ends, the next column intact.
+        let narrow = screen(&app, 110);
+        let row = &narrow[2];
+        let kept = name.chars().take(110 - 99).collect::<String>();
+        assert!(row.contains(&format!("{kept} AP_1")), "{narrow:#?}");
+        assert!(
+            narrow[7].contains("unclassified Mb/s: down 12.3 up 0.0"),
+            "{narrow:#?}"
+        );
     }
 }

@@ -1,12 +1,11 @@
 //! `lqos verify`: compare the live kernel trees with a plan.
 
-use std::process::ExitCode;
-
 use anyhow::Context;
-use lqos_apply::{lazy, load_saved_plan, read_live, verify_plan, NetlinkLive, StateDir};
+use lqos_apply::{lazy, read_live, verify_plan, NetlinkLive};
 
-use super::apply::{state_path, PlanArgs, TargetArgs};
-use super::{EXIT_OK, EXIT_WARN};
+use super::apply::{applied_from, applied_plan, state_path, PlanArgs, TargetArgs};
+use super::{Done, Outcome};
+use crate::out::{note, out, outln};
 
 /// Arguments of `lqos verify`.
 #[derive(clap::Args, Debug)]
@@ -17,9 +16,17 @@ pub struct Args {
     /// Namespace and state directory.
     #[command(flatten)]
     pub target: TargetArgs,
-    /// Verify against the last plan `lqos apply` loaded successfully.
-    #[arg(long, conflicts_with = "plan")]
+    /// Only against the plan last applied (`lqos apply` or `lqos watch`;
+    /// what verify uses by default when there is one): an error when there
+    /// is none, instead of planning the input files.
+    #[arg(long, conflicts_with_all = ["plan", "from_inputs"])]
     pub last: bool,
+    /// Plan the input files (with the planner options given, and the
+    /// interfaces' TX queues) and verify against that plan, instead of
+    /// the plan last applied. Implied by --queues, --sqm, --strategy and
+    /// --classifier.
+    #[arg(long, conflicts_with = "plan")]
+    pub from_inputs: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -30,19 +37,31 @@ pub struct Args {
     pub lazy_leaves: bool,
 }
 
-/// Runs `lqos verify`: exit 0 in sync, 1 on drift, 2 on error.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+/// Runs `lqos verify`: exit 0 in sync, 1 on drift, 2 on error. The plan:
+/// `--plan FILE`; the input files' with `--from-inputs` or a planner
+/// option; else the one last applied (else the input files' plan).
+pub fn run(args: Args) -> Outcome {
+    super::privilege::require("`lqos verify`", false, args.target.netns.is_some())?;
     let netns = args.target.netns.clone();
     let state_path = state_path(&args.target);
     let live = NetlinkLive::new(netns.clone());
-    let (plan, lazy_conf) = if args.last {
-        let dir = StateDir::open(&state_path)?;
-        let saved = load_saved_plan(&dir, netns.as_deref())?.with_context(|| {
-            format!(
-                "no plan was applied successfully yet (state dir {})",
-                state_path.display()
-            )
-        })?;
+    let planned = args.source.plan.is_some() || args.from_inputs || args.source.options.given();
+    let applied = if planned {
+        None
+    } else {
+        applied_plan(&args.target)?
+    };
+    if args.last && applied.is_none() {
+        anyhow::bail!(
+            "no plan was applied successfully yet (state dir {})",
+            state_path.display()
+        );
+    }
+    let (plan, lazy_conf) = if let Some(saved) = applied {
+        note!(
+            "lqos: verifying against {} (--from-inputs: the input files' plan instead)",
+            applied_from(&args.target, &saved)
+        );
         // The saved plan has every leaf; lazy_leaves still comes from
         // lqos.conf.
         let lazy = match args.source.inputs.inputs_quiet().config {
@@ -72,13 +91,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let report = verify_plan(&plan, &live)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print!("{report}");
+        out!("{report}")?;
     }
-    Ok(ExitCode::from(if report.is_clean() {
-        EXIT_OK
+    Ok(if report.is_clean() {
+        Done::Ok
     } else {
-        EXIT_WARN
-    }))
+        Done::Findings
+    })
 }

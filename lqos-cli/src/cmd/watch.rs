@@ -9,7 +9,6 @@
 //! does on each change is in docs/daemon.md.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,7 +21,7 @@ use tracing::{debug, info, warn};
 use super::apply::{state_path, TargetArgs, PROBE_CACHE_FILE};
 use super::inputs::InputArgs;
 use super::plan::PlanOptions;
-use super::EXIT_OK;
+use super::{Done, Outcome};
 
 mod log;
 use log::{log, StartInfo};
@@ -200,7 +199,8 @@ fn take_confirmation(path: &Path) -> Option<String> {
 }
 
 /// Runs `lqos watch` until SIGTERM/SIGINT.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
+    super::privilege::require("`lqos watch`", true, args.target.netns.is_some())?;
     init_logging(args.log_format);
     let mut inputs = args.inputs.inputs();
     inputs.network = absolute(&inputs.network)?;
@@ -226,7 +226,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let state_path = state_path(&args.target);
     let state = StateDir::open(&state_path)?;
     // The daemon owns the tree: no `lqos apply` runs beside it.
-    let _lock = state.lock()?;
+    let _lock = state.lock_for(lqos_apply::state::Holder::Daemon)?;
     let live = NetlinkLive::new(netns.clone()).with_probe_cache(state_path.join(PROBE_CACHE_FILE));
     let backend = NetlinkBackend::new(netns.clone(), Parallelism::Serial);
 
@@ -353,5 +353,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     d.stop(sink);
     drop(watcher);
-    Ok(ExitCode::from(EXIT_OK))
+    Ok(Done::Ok)
 }

@@ -175,6 +175,7 @@ pub(super) fn build(h: Hierarchy, queue: &[u32], ids: &Ids, cfg: &PlanConfig) ->
             filters: Vec::new(),
         },
         ip_map: IpMap::default(),
+        squashed: h.squashed,
     }
 }
 

@@ -9,7 +9,7 @@ use lqos_model::{Circuit, Network, Rate};
 use super::leaf::{kind_index, LeafChooser};
 use super::queues::argmin;
 use super::rates::{circuit_rates, just_below, squashed_min, squashed_rate, squashes};
-use super::{CircuitSlot, PlanError, Previous, HTB_LEVELS};
+use super::{CircuitSlot, PlanError, Previous, Squashed, HTB_LEVELS};
 use crate::{PlanConfig, QdiscKind, QueueStrategy};
 use hashbrown::{DefaultHashBuilder, HashMap, HashSet};
 
@@ -57,6 +57,8 @@ pub(super) struct Hierarchy<'n> {
     pub(super) slots: Vec<CircuitSlot>,
     /// The distinct leaf kinds.
     pub(super) kinds: Vec<QdiscKind>,
+    /// The nodes whose circuits' minimums are squashed.
+    pub(super) squashed: Vec<Squashed>,
 }
 
 /// Stage 1: nodes (virtual ones hand their children to the nearest real
@@ -242,12 +244,12 @@ pub(super) fn hierarchy<'n>(
     for &e in &circ_ent {
         circ_count[e as usize] += 1;
     }
-    squash(
+    let squashed = squash(
         circuits,
+        &ents,
         &circ_ent,
         &circ_count,
-        &ceil_d,
-        &ceil_u,
+        (&ceil_d, &ceil_u),
         &mut circ,
     );
 
@@ -278,21 +280,23 @@ pub(super) fn hierarchy<'n>(
         circ,
         slots,
         kinds,
+        squashed,
     })
 }
 
 /// LibreQoS's minimum squashing: where the minimums of a node's circuits
 /// add up to more than the node guarantees (its rate, [`just_below`] its
 /// ceil) in either direction, each of them gets [`squashed_min`] instead
-/// ([`squashed_rate`] under its ceil), both directions.
+/// ([`squashed_rate`] under its ceil), both directions. Returns those
+/// nodes, in node order.
 fn squash(
     circuits: &[Circuit],
+    ents: &[Ent<'_>],
     circ_ent: &[u32],
     circ_count: &[u32],
-    ceil_d: &[Rate],
-    ceil_u: &[Rate],
+    (ceil_d, ceil_u): (&[Rate], &[Rate]),
     circ: &mut [CircRates],
-) {
+) -> Vec<Squashed> {
     let n = circ_count.len();
     let (mut sum_d, mut sum_u) = (vec![0u64; n], vec![0u64; n]);
     for (c, &e) in circuits.iter().zip(circ_ent) {
@@ -312,6 +316,20 @@ fn squash(
             r.rate_u = squashed_rate(m, r.ceil_u);
         }
     }
+    min.iter()
+        .enumerate()
+        .filter_map(|(e, m)| {
+            Some(Squashed {
+                node: ents[e].name.to_string(),
+                circuits: circ_count[e],
+                asked_down: Rate::from_bps(sum_d[e]),
+                asked_up: Rate::from_bps(sum_u[e]),
+                fits_down: just_below(ceil_d[e]),
+                fits_up: just_below(ceil_u[e]),
+                each: (*m)?,
+            })
+        })
+        .collect()
 }
 
 /// Rejects two circuits with one ID (the exact check, run when the hashes

@@ -36,7 +36,9 @@ pub use rates::{
     default_class_rate, just_below, quantum_for, r2q_for, squashed_min, squashed_rate, squashes,
     MIN_RATE, QUANTUM_MAX, QUANTUM_MIN,
 };
-pub use types::{Allocation, CircuitSlot, Direction, FilterSlot, InterfacePlan, NodeSlot, Plan};
+pub use types::{
+    Allocation, CircuitSlot, Direction, FilterSlot, InterfacePlan, NodeSlot, Plan, Squashed,
+};
 
 use crate::{PlanConfig, TcHandle};
 use lqos_model::Network;

@@ -310,6 +310,17 @@ fn try_replan(
     for (ci, c) in new {
         plan.allocation.circuits[*ci].name = c.name.clone();
     }
+    // A node squashed before is squashed after (else the edit took the
+    // full path): its circuits now ask for the new sums.
+    for (parent, m) in &sums {
+        let Some(node) = plan.allocation.nodes.get(*parent as usize) else {
+            continue;
+        };
+        if let Some(sq) = plan.squashed.iter_mut().find(|s| s.node == node.name) {
+            sq.asked_down = Rate::from_bps(m.new_d);
+            sq.asked_up = Rate::from_bps(m.new_u);
+        }
+    }
     ip.apply(plan);
     Ok(at)
 }

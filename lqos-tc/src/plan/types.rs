@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use ipnet::IpNet;
-use lqos_model::SmolStr;
+use lqos_model::{Rate, SmolStr};
 use serde::{Deserialize, Serialize};
 
 use crate::ipmap::IpMap;
@@ -179,6 +179,51 @@ pub struct FilterSlot {
     pub handle: u32,
 }
 
+/// A node whose circuits' guaranteed minimums add up to more than it
+/// guarantees itself (its rate, just below its ceil), in either
+/// direction: as in LibreQoS, each of those circuits gets a squashed
+/// minimum instead of its own ([`crate::squashed_min`]), so what the
+/// input files promise is not what the tree guarantees. The planner
+/// reports every such node ([`Plan::squashed`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Squashed {
+    /// The node (`Generated_PN_N` for circuits without a parent node).
+    pub node: String,
+    /// Its circuits: every one of them is squashed.
+    pub circuits: u32,
+    /// The sum of their download minimums.
+    pub asked_down: Rate,
+    /// The sum of their upload minimums.
+    pub asked_up: Rate,
+    /// What the node guarantees for download.
+    pub fits_down: Rate,
+    /// What the node guarantees for upload.
+    pub fits_up: Rate,
+    /// The minimum each of them gets instead (1 Mbit, or 10 kbit where
+    /// even that is too much; below a circuit's ceil).
+    pub each: Rate,
+}
+
+impl std::fmt::Display for Squashed {
+    /// `node "AP_1": the minimums of its 40 circuits add up to 1500 / 250
+    /// Mbps (down / up), more than the 999 / 999 Mbps it guarantees: each
+    /// gets 1 Mbps`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "node {:?}: the minimums of its {} circuit(s) add up to {} / {} Mbps (down / up), \
+             more than the {} / {} Mbps it guarantees: each gets {} Mbps",
+            self.node,
+            self.circuits,
+            self.asked_down,
+            self.asked_up,
+            self.fits_down,
+            self.fits_up,
+            self.each
+        )
+    }
+}
+
 /// A complete plan: ops per interface plus the allocation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
@@ -192,6 +237,11 @@ pub struct Plan {
     /// direction (`ip_map.csv`, `lqos show --ip`, the classifier's source).
     #[serde(default)]
     pub ip_map: IpMap,
+    /// The nodes whose circuits' minimums are squashed, in plan order
+    /// (empty when every node can guarantee its circuits' minimums, and
+    /// for a plan read from ops alone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub squashed: Vec<Squashed>,
 }
 
 impl Plan {

@@ -43,12 +43,7 @@ impl Reloader {
         let raw = if !readback && trigger == Trigger::FileChange && self.settings.incremental {
             match self.try_incremental(raw) {
                 Incremental::Continue(step) => return self.set_step(*step),
-                Incremental::Unchanged => {
-                    self.emit(Event::Unchanged { trigger });
-                    self.retry_at = None;
-                    self.job = None;
-                    return;
-                }
+                Incremental::Unchanged => return self.unchanged(now),
                 Incremental::Full(reason, raw) => {
                     self.emit(Event::PlannedInFull { reason });
                     raw
@@ -332,6 +327,41 @@ impl Reloader {
             Event::PlanFailed { trigger, error },
             now,
         );
+    }
+
+    /// The inputs are those of the plan the daemon runs, which the kernel
+    /// holds (the incremental path is taken only then). After a reload
+    /// that was rejected, refused or failed, what the daemon reports comes
+    /// back to what is live: a success with nothing sent, and no refusal
+    /// pending; otherwise there is nothing to report but the finding.
+    fn unchanged(&mut self, now: Instant) {
+        let job = self.job.take().expect("a job");
+        self.retry_at = None;
+        let behind = self.reported != Some(Outcome::Applied) || self.refused.is_some();
+        if !behind {
+            self.emit(Event::Unchanged {
+                trigger: job.trigger,
+            });
+            return self.after_job(job.trigger, now);
+        }
+        if self.refused.take().is_some() {
+            self.out.push_back(Output::Pending(None));
+        }
+        let took = now.saturating_duration_since(job.since);
+        self.record(Record {
+            trigger: job.trigger,
+            outcome: Outcome::Applied,
+            summary: DiffSummary::default(),
+            took,
+            error: None,
+        });
+        self.emit(Event::Applied(Applied {
+            trigger: job.trigger,
+            summary: DiffSummary::default(),
+            took,
+            path: LoadPath::Unchanged,
+        }));
+        self.after_job(job.trigger, now);
     }
 
     /// Ends a reload that sent nothing: the status is recorded, then

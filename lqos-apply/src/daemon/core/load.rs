@@ -218,6 +218,7 @@ impl Reloader {
             },
         };
         self.status.circuits = cand.plan.allocation.circuits.len();
+        let squashed = cand.plan.squashed.clone();
         self.current = Some(Current {
             plan: cand.plan,
             index: cand.index,
@@ -253,6 +254,7 @@ impl Reloader {
         self.out.push_back(Output::SaveLastGood);
         self.record(record);
         self.emit(applied);
+        self.squashed_changed(&squashed);
         if new_inputs {
             self.out.push_back(Output::Journal);
         }
@@ -277,6 +279,33 @@ impl Reloader {
         }
         let job = self.job.take().expect("a job");
         self.after_job(job.trigger, now);
+    }
+
+    /// Reports what the planner squashes when it differs from what was
+    /// reported last (once per change).
+    fn squashed_changed(&mut self, squashed: &[lqos_tc::Squashed]) {
+        if squashed == self.squashed.as_slice() {
+            return;
+        }
+        let now: Vec<lqos_tc::Squashed> = squashed
+            .iter()
+            .filter(|s| !self.squashed.contains(s))
+            .cloned()
+            .collect();
+        let cleared: Vec<String> = self
+            .squashed
+            .iter()
+            .filter(|old| !squashed.iter().any(|s| s.node == old.node))
+            .map(|s| s.node.clone())
+            .collect();
+        self.squashed = squashed.to_vec();
+        if !now.is_empty() || !cleared.is_empty() {
+            self.emit(Event::Squashed {
+                now,
+                cleared,
+                total: squashed.len(),
+            });
+        }
     }
 
     pub(super) fn active_leaves(&self) -> usize {

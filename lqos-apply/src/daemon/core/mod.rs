@@ -423,6 +423,11 @@ pub struct Reloader {
     again: Option<(Trigger, Instant, bool, Instant)>,
     /// What the removal guard refused last (until applied or replaced).
     refused: Option<Refused>,
+    /// The outcome of the last trigger recorded (what the status file and
+    /// the health say).
+    reported: Option<Outcome>,
+    /// The squashed nodes last reported ([`Event::Squashed`]).
+    squashed: Vec<lqos_tc::Squashed>,
     /// A confirmation of `refused` (its sha256), and when it came.
     confirmed: Option<(String, Instant)>,
     /// The sha256 the guard lets through once (during a confirm's job).
@@ -464,6 +469,8 @@ impl Reloader {
             ready: Readiness::new(settings_quiet, settings_settle),
             again: None,
             refused: None,
+            reported: None,
+            squashed: Vec::new(),
             confirmed: None,
             allow_once: None,
             retry_at: None,
@@ -693,7 +700,13 @@ impl Reloader {
                     let n = l.iter().map(|l| l.num_tx_queues).min().unwrap_or(0);
                     self.plan_loaded(readback, raw, *loaded, n, now)
                 }
-                Err(error) => self.plan_failed(error, now),
+                Err(error) => {
+                    let error = match PlanConfig::from_lqos_config(&loaded.config, 1) {
+                        Ok(cfg) => crate::inputs::with_config_key(error, &cfg.interfaces),
+                        Err(_) => error,
+                    };
+                    self.plan_failed(error, now)
+                }
             },
             (
                 Step::Planned {
@@ -813,6 +826,7 @@ impl Reloader {
     }
 
     fn record(&mut self, r: Record) {
+        self.reported = Some(r.outcome);
         self.out.push_back(Output::Record(r));
     }
 

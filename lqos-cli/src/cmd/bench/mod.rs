@@ -4,17 +4,21 @@
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use lqos_apply::netns::{cleanup_stale, netns_available, ScratchNetns};
-use lqos_apply::{KindProbe, NoProgress};
+use lqos_apply::{Cancel, KindProbe, NoProgress, Progress};
 use lqos_bench::{ApplyCommand, BenchTree, Method, Runner, Sample, Summary};
 use lqos_model::{BridgeConfig, GenParams, LqosConfig, Network, QueuesConfig};
 use lqos_tc::{LeafSpec, PlanConfig, QdiscKind, QueueStrategy};
 
 mod report;
+
+use super::plan::strategy_name;
+
+use super::{Done, Interrupted, Outcome};
+use crate::out::{note, out, outln};
 
 use report::Row;
 
@@ -95,7 +99,9 @@ pub struct Args {
 }
 
 /// Runs `lqos bench`.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Outcome {
+    // A scratch namespace (or, with --interfaces, the host's qdiscs).
+    super::privilege::require("`lqos bench`", true, args.interfaces.is_empty())?;
     let quick = args.circuits.is_none()
         && args.runs.is_none()
         && args.sweep.is_empty()
@@ -126,15 +132,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
 
     let ns_name = format!("lqos-bench-{}", std::process::id());
+    let cancel = Cancel::new();
     let (ns, devs) = if args.interfaces.is_empty() {
         let _ = cleanup_stale("lqos-bench");
-        install_interrupt_cleanup(Cleanup::Netns(ns_name.clone()))?;
+        install_interrupt_cleanup(Cleanup::Netns(ns_name.clone()), &cancel)?;
         let ns = ScratchNetns::with_veth(&ns_name, DOWNLINK, UPLINK, args.queues)
             .with_context(|| format!("creating network namespace {ns_name}"))?;
         (Some(ns), [DOWNLINK.to_string(), UPLINK.to_string()])
     } else {
         let devs = existing_interfaces(&args.interfaces, args.queues, args.replace_existing)?;
-        install_interrupt_cleanup(Cleanup::Roots(devs.to_vec()))?;
+        install_interrupt_cleanup(Cleanup::Roots(devs.to_vec()), &cancel)?;
         (None, devs)
     };
     let [down, up] = [devs[0].as_str(), devs[1].as_str()];
@@ -145,7 +152,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             anyhow::bail!("--classifier tc: {why}; bench with --classifier none (or in the lab VM: cargo xtask lab run --nics -- lqos bench --classifier tc)");
         }
     }
-    eprintln!(
+    note!(
         "lqos bench: {} ({down}/{up}, {} TX queues), leaf qdisc {sqm}, classifier {classifier}, {runs} run(s) per method",
         match &ns {
             Some(ns) => format!("namespace {}", ns.name()),
@@ -155,7 +162,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     let ids: Vec<&str> = methods.iter().map(|m| m.id()).collect();
     let sizes_text: Vec<String> = sizes.iter().map(usize::to_string).collect();
-    eprintln!(
+    note!(
         "lqos bench: {}{} circuits, methods {}{}",
         if quick { "quick run: " } else { "" },
         sizes_text.join(", "),
@@ -260,6 +267,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             runner.converge(&tree.base)?;
             for run in 0..runs {
                 for (mi, &m) in methods.iter().enumerate() {
+                    interrupted(&cancel, done)?;
                     let what = format!(
                         "{n} circuits{}, run {}/{runs}: method {} ({})",
                         if strategies.len() > 1 {
@@ -272,9 +280,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         m.name()
                     );
                     bar.message(what.clone());
-                    let rows = runner
-                        .run(&tree, m, &NoProgress)
-                        .with_context(|| format!("method {} ({})", m.id(), m.name()))?;
+                    let rows = runner.run(&tree, m, &cancel.with(&NoProgress));
+                    interrupted(&cancel, done)?;
+                    let rows = rows.with_context(|| format!("method {} ({})", m.id(), m.name()))?;
                     done += 1;
                     for r in rows {
                         bar.finished(done, &what, &r.label, &r.sample);
@@ -316,25 +324,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "runs": runs,
             "rows": rows,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
     } else {
-        print!("{}", report::table(&rows));
+        out!("{}", report::table(&rows))?;
     }
     if args.markdown {
-        print!("\n{}", report::markdown(&rows));
+        out!("\n{}", report::markdown(&rows))?;
     }
     if let Some(path) = &args.plot {
         report::plot_svg(&rows, path)?;
-        eprintln!("lqos bench: plot written to {}", path.display());
+        note!("lqos bench: plot written to {}", path.display());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Done::Ok)
 }
 
-fn strategy_name(s: QueueStrategy) -> &'static str {
-    match s {
-        QueueStrategy::Balanced => "balanced",
-        QueueStrategy::RoundRobin => "round-robin",
+/// `Err(Interrupted)` once SIGINT, SIGTERM or SIGHUP set `cancel` (the
+/// load under way stopped at its next batch); the namespace, or the
+/// benched interfaces' root qdiscs, are removed on the way out.
+fn interrupted(cancel: &Cancel, done: usize) -> anyhow::Result<()> {
+    if cancel.cancelled() {
+        return Err(Interrupted(format!(
+            "stopped after {done} finished run(s); the bench's namespace (or the benched \
+             interfaces' root qdiscs) removed"
+        ))
+        .into());
     }
+    Ok(())
 }
 
 fn parse_methods(ids: &[String]) -> anyhow::Result<Vec<Method>> {
@@ -390,7 +405,7 @@ fn choose_sqm(asked: Option<&str>) -> anyhow::Result<LeafSpec> {
     match KindProbe::new().probe(&cake)? {
         Ok(()) => Ok(LeafSpec::cake_diffserv4()),
         Err(why) => {
-            eprintln!(
+            note!(
                 "lqos bench: notice: this kernel has no sch_cake ({why}); using pfifo leaves instead"
             );
             Ok("pfifo".parse().map_err(|e| anyhow::anyhow!("{e}"))?)
@@ -426,9 +441,7 @@ fn existing_interfaces(list: &[String], queues: u32, replace: bool) -> anyhow::R
                 "--interfaces: {dev} already has a root qdisc ({root}) that is not the kernel's default; \
                  the bench would delete it and leave none: pass --replace-existing if that is what you want"
             );
-            eprintln!(
-                "lqos bench: notice: replacing {dev}'s root qdisc {root} (--replace-existing)"
-            );
+            note!("lqos bench: notice: replacing {dev}'s root qdisc {root} (--replace-existing)");
         }
     }
     Ok([down.clone(), up.clone()])
@@ -469,14 +482,22 @@ enum Cleanup {
     Roots(Vec<String>),
 }
 
-/// On Ctrl-C / SIGTERM, delete the namespace (or the benched interfaces'
-/// root qdiscs) before exiting (the normal and error paths do it on drop).
-fn install_interrupt_cleanup(cleanup: Cleanup) -> anyhow::Result<()> {
+/// Ctrl-C, SIGTERM or SIGHUP set `cancel`: the load under way stops at its
+/// next batch and the bench returns [`Interrupted`] (the namespace, or the
+/// benched interfaces' root qdiscs, are removed on drop as on any other
+/// way out). A second signal does the cleanup and exits at once.
+fn install_interrupt_cleanup(cleanup: Cleanup, cancel: &Cancel) -> anyhow::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
         .context("installing the Ctrl-C handler")?;
+    let cancel = cancel.clone();
     std::thread::spawn(move || {
-        if signals.forever().next().is_none() {
+        let mut forever = signals.forever();
+        if forever.next().is_none() {
+            return;
+        }
+        cancel.cancel();
+        if forever.next().is_none() {
             return;
         }
         match &cleanup {
@@ -484,19 +505,20 @@ fn install_interrupt_cleanup(cleanup: Cleanup) -> anyhow::Result<()> {
                 let _ = std::process::Command::new("ip")
                     .args(["netns", "del", ns])
                     .status();
-                eprintln!("\nlqos bench: interrupted; removed namespace {ns}");
+                note!("\nlqos bench: interrupted again; removed namespace {ns}");
             }
             Cleanup::Roots(devs) => {
                 for d in devs {
                     delete_root(d);
                 }
-                eprintln!(
-                    "\nlqos bench: interrupted; deleted the root qdiscs of {}",
+                note!(
+                    "\nlqos bench: interrupted again; deleted the root qdiscs of {}",
                     devs.join(", ")
                 );
             }
         }
-        std::process::exit(130);
+        // The second signal: at once, as `lqos apply` does.
+        std::process::exit(i32::from(crate::EXIT_INTERRUPTED));
     });
     Ok(())
 }
@@ -546,7 +568,7 @@ impl Reporter {
     fn finished(&self, done: usize, what: &str, label: &str, s: &Sample) {
         match &self.bar {
             Some(b) => b.set_position(done as u64),
-            None => eprintln!(
+            None => note!(
                 "lqos bench: [{done}/{}] {what}{}: wall {:.3}s user {:.3}s sys {:.3}s, {} ops",
                 self.total,
                 if label.contains(" alone") {

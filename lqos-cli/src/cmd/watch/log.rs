@@ -60,15 +60,16 @@ macro_rules! site {
             level: tracing::Level::$lvl,
             fields: message, netns, lazy_leaves, files, state_dir, file, line, circuit,
                 problem, wait_ms, path, dev, trigger, added, changed, removed, deferred,
-                mem_available_mib, margin_mib, active, ms, incremental, rows, circuits,
-                parse_ms, plan_ms, diff_ms, load_ms, readback, indexed, reason, ops, op,
-                refusal, sha256, pending, errors, error
+                mem_available_mib, margin_mib, active, ms, incremental, rows, node, circuits,
+                asked_down_mbps, asked_up_mbps, fits_down_mbps, fits_up_mbps, each_mbps,
+                cleared, total, parse_ms, plan_ms, diff_ms, load_ms, readback, indexed, reason,
+                ops, op, refusal, sha256, pending, errors, error
         }
     };
 }
 
 /// How many fields the callsites have (`message` and the rest).
-const FIELDS: usize = 38;
+const FIELDS: usize = 46;
 
 /// A field's value as `tracing` records it.
 enum Recorded<'a> {
@@ -169,6 +170,48 @@ mod tests {
         tracing::subscriber::with_default(sub, &f);
         let s = |b: Buf| String::from_utf8(b.0.lock().unwrap().clone()).unwrap();
         (s(text), s(json))
+    }
+
+    /// Every field of the squashed nodes' lines is logged (a field the
+    /// callsites lack stopped a debug build of the daemon).
+    #[test]
+    fn squashed_nodes_are_logged_with_every_number() {
+        let start = StartInfo {
+            netns: None,
+            files: Vec::new(),
+            state_dir: PathBuf::from("/var/lib/lqos"),
+        };
+        let r = lqos_model::Rate::from_mbps;
+        let (text, json) = logged(|| {
+            log(
+                Event::Squashed {
+                    now: vec![lqos_tc::Squashed {
+                        node: "AP 1".into(),
+                        circuits: 40,
+                        asked_down: r(1500),
+                        asked_up: r(250),
+                        fits_down: r(999),
+                        fits_up: r(999),
+                        each: r(1),
+                    }],
+                    cleared: vec!["AP 2".into()],
+                    total: 1,
+                },
+                &start,
+            )
+        });
+        assert_eq!(text.lines().count(), 2, "{text}");
+        for want in [
+            "\"node\":\"AP 1\"",
+            "\"circuits\":40",
+            "\"asked_down_mbps\":\"1500\"",
+            "\"asked_up_mbps\":\"250\"",
+            "\"fits_down_mbps\":\"999\"",
+            "\"each_mbps\":\"1\"",
+            "\"node\":\"AP 2\"",
+        ] {
+            assert!(json.contains(want), "{want} not in {json}");
+        }
     }
 
     /// The lines are what the field-by-field macros wrote.
