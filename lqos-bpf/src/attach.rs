@@ -424,7 +424,7 @@ fn remove_pins(pin_dir: &Path) -> Result<()> {
 }
 
 /// `lqosN_...` with N a layout version.
-fn is_lqos_map(name: &str) -> bool {
+pub(crate) fn is_lqos_map(name: &str) -> bool {
     name.strip_prefix("lqos")
         .and_then(|r| r.split_once('_'))
         .is_some_and(|(v, rest)| {

@@ -68,13 +68,27 @@ pub fn install(plan: &Plan, opts: &InstallOptions) -> Result<Installed> {
     let ifs = interfaces(&plan.config)?;
     let names: Vec<&str> = ifs.iter().map(|i| i.name.as_str()).collect();
     let pre = preflight(&opts.pin_dir, opts.netns.as_deref(), &names)?;
+    install_checked(plan, opts, pre).map(|(done, _)| done)
+}
+
+/// [`install`] after its preflight ran (`pre`, for the same pin directory,
+/// namespace and interfaces): everything but the checks. Returns the
+/// report and a [`MapSync`] holding the entries the maps now hold, for a
+/// process that goes on updating them (the reload daemon).
+pub fn install_checked(
+    plan: &Plan,
+    opts: &InstallOptions,
+    pre: Preflight,
+) -> Result<(Installed, MapSync)> {
+    let ifs = interfaces(&plan.config)?;
     let cpus = match &opts.cpus {
         Some(c) => c.clone(),
         None => CpuPolicy::online()?,
     };
     let want = entries(plan, &cpus)?;
     let mut dp = DataPath::load(&opts.pin_dir)?;
-    let counts = dp.maps()?.sync(&want)?;
+    let mut sync = MapSync::open(&opts.pin_dir)?;
+    let counts = sync.sync(&want)?;
     let attach_opts = AttachOptions {
         xdp: if pre.xdp { opts.xdp } else { XdpChoice::Off },
         disable_xps: true,
@@ -101,12 +115,25 @@ pub fn install(plan: &Plan, opts: &InstallOptions) -> Result<Installed> {
         Ok((reports, detached))
     })?;
     let stale_maps = attach::remove_stale_layouts(&opts.pin_dir)?;
-    Ok(Installed {
+    let done = Installed {
         preflight: pre,
         entries: counts,
         interfaces: reports,
         detached,
         stale_maps,
+    };
+    Ok((done, sync))
+}
+
+/// Whether lqos's data path is installed under `pin_dir`: any map of any
+/// layout version, or an XDP link, is pinned there.
+pub fn installed(pin_dir: &Path) -> bool {
+    std::fs::read_dir(pin_dir).is_ok_and(|rd| {
+        rd.flatten().any(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n == "links" || attach::is_lqos_map(n))
+        })
     })
 }
 
@@ -167,6 +194,30 @@ impl MapSync {
         self.apply(&d)
     }
 
+    /// The ordered changes from the entries held to `desired` (nothing is
+    /// written).
+    pub fn diff_to(&self, desired: &Entries) -> MapDiff {
+        diff(self.current.entries(), desired)
+    }
+
+    /// The ordered changes [`MapSync::sync_prefixes`] would make (nothing
+    /// is written).
+    pub fn diff_prefixes(
+        &self,
+        ip_map: &IpMap,
+        nets: &[IpNet],
+        cpus: &CpuPolicy,
+    ) -> Result<MapDiff> {
+        Ok(self.current.edit(&prefix_changes(ip_map, nets, cpus)?))
+    }
+
+    /// Reads the maps' entries again (after something else may have
+    /// changed them: a verify), so the next update starts from the truth.
+    pub fn reload(&mut self) -> Result<()> {
+        self.current = Indexed::new(self.maps.read()?);
+        Ok(())
+    }
+
     /// Sets each listed address or prefix to its value (`None`: removes
     /// it), placing them as [`Indexed::edit`] does.
     pub fn set(&mut self, changes: &[(IpNet, Option<CircuitValue>)]) -> Result<ApplyCounts> {
@@ -183,14 +234,7 @@ impl MapSync {
         nets: &[IpNet],
         cpus: &CpuPolicy,
     ) -> Result<ApplyCounts> {
-        let mut changes = Vec::with_capacity(nets.len());
-        for n in nets {
-            let v = match exact(ip_map, *n) {
-                Some(e) => Some(value_of(e, |q| cpus.cpu_of(q))?),
-                None => None,
-            };
-            changes.push((n.trunc(), v));
-        }
+        let changes = prefix_changes(ip_map, nets, cpus)?;
         self.set(&changes)
     }
 
@@ -216,6 +260,24 @@ impl MapSync {
     pub fn maps(&mut self) -> &mut Maps {
         &mut self.maps
     }
+}
+
+/// Each listed prefix with the value `ip_map` gives exactly that prefix
+/// (`None`: no entry).
+fn prefix_changes(
+    ip_map: &IpMap,
+    nets: &[IpNet],
+    cpus: &CpuPolicy,
+) -> Result<Vec<(IpNet, Option<CircuitValue>)>> {
+    nets.iter()
+        .map(|n| {
+            let v = match exact(ip_map, *n) {
+                Some(e) => Some(value_of(e, |q| cpus.cpu_of(q))?),
+                None => None,
+            };
+            Ok((n.trunc(), v))
+        })
+        .collect()
 }
 
 impl Maps {

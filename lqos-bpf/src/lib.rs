@@ -4,6 +4,7 @@
 pub mod attach;
 pub mod error;
 pub mod index;
+pub mod inspect;
 pub mod install;
 pub mod layout;
 pub mod loader;
@@ -17,7 +18,10 @@ pub mod testrun;
 pub mod xps;
 
 pub use error::{BpfError, Result};
-pub use install::{check, install, lookup, remove, update, InstallOptions, Installed, MapSync};
+pub use install::{
+    check, install, install_checked, installed, lookup, remove, update, InstallOptions, Installed,
+    MapSync,
+};
 pub use layout::{CircuitValue, DefaultQueues, FastLens, IfaceConfig, Role, Stats, Steer};
 pub use loader::{DataPath, DEFAULT_PIN_DIR, OBJECT};
 pub use maps::{ApplyCounts, Maps};

@@ -453,6 +453,40 @@ impl MapDiff {
         self.writes.len() + self.removes.len()
     }
 
+    /// The removals that may go first, before anything else of this diff
+    /// and before the tree the values point into changes: removals of
+    /// prefixes that no write of the diff overlaps (contains, or lies
+    /// inside) and that lie inside no other removal that must wait. Each
+    /// takes its addresses straight to their final state (no circuit, or a
+    /// covering entry that keeps its value), so a tree load that deletes
+    /// a circuit's class after these never has a packet steered into the
+    /// missing class, and no address is ever steered into a class that is
+    /// yet to be created. The rest of the diff is computed again
+    /// afterwards (`diff(applied, desired)`). The fast lengths stay those
+    /// of both sets (`fast_before`).
+    pub fn early_removals(&self) -> MapDiff {
+        let writes = Ranges::new(self.writes.iter().map(|(k, _)| range(k)));
+        let logical: hashbrown::HashSet<MapKey> =
+            self.writes.iter().map(|(k, _)| k.logical()).collect();
+        // Removals that wait for the writes: a prefix moving between the
+        // trie and the fast map, or one a write overlaps.
+        let waits = |k: &MapKey| logical.contains(&k.logical()) || writes.overlaps(range(k));
+        let late = Ranges::new(self.removes.iter().filter(|k| waits(k)).map(range));
+        MapDiff {
+            fast_before: self.fast_before,
+            writes: Vec::new(),
+            // An address under a removal that waits keeps falling to it
+            // until it goes: what lies inside one waits too.
+            removes: self
+                .removes
+                .iter()
+                .filter(|k| !waits(k) && !late.contains(range(k)))
+                .copied()
+                .collect(),
+            fast_after: self.fast_before,
+        }
+    }
+
     /// Applies the diff to a set in memory (what [`crate::Maps::apply`]
     /// does to the kernel's maps).
     pub fn apply_to(&self, entries: &mut Entries) {
@@ -462,6 +496,55 @@ impl MapDiff {
         for k in &self.removes {
             entries.remove(k);
         }
+    }
+}
+
+/// A key's addresses as an inclusive range of the IPv6 key space.
+fn range(k: &MapKey) -> (u128, u128) {
+    let (len, a) = k.lpm();
+    let a = u128::from_be_bytes(a);
+    (a, a | u128::MAX.checked_shr(len).unwrap_or(0))
+}
+
+/// Prefix ranges (any two nested or disjoint), sorted, with the farthest
+/// end reached by each one and those before it.
+struct Ranges {
+    sorted: Vec<(u128, u128)>,
+    reach: Vec<u128>,
+}
+
+impl Ranges {
+    fn new(r: impl Iterator<Item = (u128, u128)>) -> Ranges {
+        let mut sorted: Vec<(u128, u128)> = r.collect();
+        sorted.sort_unstable();
+        let mut m = 0u128;
+        let reach = sorted
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                m = if i == 0 { r.1 } else { m.max(r.1) };
+                m
+            })
+            .collect();
+        Ranges { sorted, reach }
+    }
+
+    /// The farthest end of the ranges starting at or before `first`.
+    fn reach_from(&self, first: u128) -> Option<u128> {
+        let i = self.sorted.partition_point(|r| r.0 <= first);
+        i.checked_sub(1).map(|j| self.reach[j])
+    }
+
+    /// Whether one range lies inside `[first, last]` or contains `first`.
+    fn overlaps(&self, (first, last): (u128, u128)) -> bool {
+        let i = self.sorted.partition_point(|r| r.0 < first);
+        self.sorted.get(i).is_some_and(|r| r.0 <= last)
+            || self.reach_from(first).is_some_and(|e| e >= first)
+    }
+
+    /// Whether one range contains all of `[first, last]`.
+    fn contains(&self, (first, last): (u128, u128)) -> bool {
+        self.reach_from(first).is_some_and(|e| e >= last)
     }
 }
 
@@ -531,6 +614,37 @@ mod tests {
         assert_eq!(c("100.64.0.4"), Some(1));
         assert_eq!(c("100.64.0.200"), Some(3));
         assert_eq!(c("100.65.0.1"), None);
+    }
+
+    #[test]
+    fn early_removals_are_those_no_write_overlaps() {
+        let v = |c| CircuitValue {
+            circuit: c,
+            ..Default::default()
+        };
+        let mut a = Entries::default();
+        a.insert(k("100.64.0.3/32"), v(1)); // gone, inside a new /29: late
+        a.insert(k("100.64.2.9/32"), v(2)); // gone, nothing near: early
+        a.insert(k("100.64.3.0/24"), v(3)); // gone, a new /32 inside: late
+        a.insert(k("100.64.4.0/24"), v(4)); // kept as it is
+        a.insert(k("100.64.4.5/32"), v(5)); // gone, under the kept /24: early
+        let mut b = Entries::default();
+        b.insert(k("100.64.0.0/29"), v(1));
+        b.insert(k("100.64.3.7/32"), v(3));
+        b.insert(k("100.64.4.0/24"), v(4));
+        let d = diff(&a, &b);
+        let early = d.early_removals();
+        assert!(early.writes.is_empty());
+        let mut names: Vec<String> = early.removes.iter().map(|k| k.to_string()).collect();
+        names.sort();
+        assert_eq!(names, ["100.64.2.9/32", "100.64.4.5/32"]);
+        assert_eq!(early.fast_after, d.fast_before);
+        // Early, then the rest: the desired set.
+        let mut mid = a.clone();
+        early.apply_to(&mut mid);
+        let rest = diff(&mid, &b);
+        rest.apply_to(&mut mid);
+        assert_eq!(mid, b);
     }
 
     #[test]

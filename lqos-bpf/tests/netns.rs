@@ -95,6 +95,14 @@ fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
             && filters.contains("direct-action"),
         "{filters}"
     );
+    // The kernel's own account: lqos's programs in the XDP slot and first
+    // on the egress hook.
+    let seen = in_netns(Some(&shaper.name), || lqos_bpf::inspect::attached("ens19")).unwrap();
+    assert!(
+        seen.xdp.is_lqos() && seen.xdp.mode == Some("native"),
+        "{seen:?}"
+    );
+    assert!(seen.lqos_decides_first(), "{seen:?}");
 
     // Warm up neighbours, then measure.
     send(&inet, "198.51.100.1", "100.64.0.7", 3);

@@ -106,6 +106,34 @@ proptest! {
             }
         }
     }
+
+    #[test]
+    fn early_removals_only_take_addresses_to_their_final_state(a in arb_entries(), b in arb_entries(), probe in prop::collection::vec(arb_net(), 8)) {
+        // Removals that go before a tree load: every address is then
+        // decided as before or as after, and one that changed is decided
+        // by no entry or by one both sets hold unchanged (its class exists
+        // before and after the load). The rest of the diff finishes the
+        // job.
+        let d = diff(&a, &b);
+        let early = d.early_removals();
+        let mut x = a.clone();
+        early.apply_to(&mut x);
+        for p in probe_addrs(&probe, a.iter().chain(b.iter()).map(|(k, _)| k.net())) {
+            let now = x.lookup(p).map(|(k, v)| (k.logical(), *v));
+            let before = a.lookup(p).map(|(k, v)| (k.logical(), *v));
+            if now == before {
+                continue;
+            }
+            let after = b.lookup(p).map(|(k, v)| (k.logical(), *v));
+            prop_assert_eq!(now, after, "{} is neither as before nor as after", p);
+            if let Some((k, v)) = now {
+                let kept = |e: &Entries| e.iter().any(|(k2, v2)| k2.logical() == k && *v2 == v);
+                prop_assert!(kept(&a) && kept(&b), "{} moved to {} early", p, k);
+            }
+        }
+        diff(&x, &b).apply_to(&mut x);
+        prop_assert_eq!(&x, &b);
+    }
 }
 
 /// Addresses to probe: the probes' first addresses, and each net's first

@@ -175,7 +175,7 @@ pub enum QueueMode {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LqosSection {
-    /// `classifier = "tc" | "none"`: which classifier plans include
+    /// `classifier = "bpf" | "tc" | "none"`: which classifier lqos runs
     /// (default `none`: something else, e.g. LibreQoS's XDP, classifies).
     #[serde(
         deserialize_with = "classifier_value",
@@ -402,6 +402,10 @@ pub enum Classifier {
     None,
     /// `clsact` + `flower` + `skbedit` filters planned with the tree.
     Tc,
+    /// lqos's eBPF data path (XDP CPU steering and a `cls_bpf` program
+    /// reading pinned maps): no classifier ops in the tree; the maps are
+    /// written from the plan's IP map.
+    Bpf,
 }
 
 impl std::str::FromStr for Classifier {
@@ -410,8 +414,9 @@ impl std::str::FromStr for Classifier {
         match s.trim().to_ascii_lowercase().as_str() {
             "none" => Ok(Classifier::None),
             "tc" => Ok(Classifier::Tc),
+            "bpf" => Ok(Classifier::Bpf),
             other => Err(format!(
-                "unknown classifier {other:?} (expected `tc` or `none`)"
+                "unknown classifier {other:?} (expected `bpf`, `tc` or `none`)"
             )),
         }
     }
@@ -422,6 +427,7 @@ impl fmt::Display for Classifier {
         f.write_str(match self {
             Classifier::None => "none",
             Classifier::Tc => "tc",
+            Classifier::Bpf => "bpf",
         })
     }
 }
@@ -622,6 +628,8 @@ mod tests {
         .unwrap();
         assert!(c.lqos.lazy_leaves);
         assert_eq!(c.lqos.classifier, Classifier::Tc);
+        let c = parse_config("lqos.conf", "[lqos]\nclassifier = \"bpf\"\n").unwrap();
+        assert_eq!(c.lqos.classifier, Classifier::Bpf);
         let e = parse_config("lqos.conf", "[lqos]\nlazy_leaves = 3\n").unwrap_err();
         assert_eq!(
             e.to_string(),
@@ -665,7 +673,7 @@ mod tests {
             "{text}"
         );
         c.lqos.lazy_leaves = true;
-        c.lqos.classifier = Classifier::Tc;
+        c.lqos.classifier = Classifier::Bpf;
         for limit in [
             RemovalLimit::Count(7),
             RemovalLimit::Percent(3),

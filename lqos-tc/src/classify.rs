@@ -279,6 +279,8 @@ mod tests {
     fn classifier_names() {
         assert_eq!("TC".parse::<Classifier>().unwrap(), Classifier::Tc);
         assert_eq!("none".parse::<Classifier>().unwrap(), Classifier::None);
+        assert_eq!(" Bpf".parse::<Classifier>().unwrap(), Classifier::Bpf);
+        assert_eq!(Classifier::Bpf.to_string(), "bpf");
         assert!("xdp".parse::<Classifier>().is_err());
     }
 }

@@ -144,6 +144,7 @@ pub fn render_ip(plan: &Plan, addr: IpAddr) -> String {
         "  classifier: {}",
         match plan.config.classifier {
             lqos_tc::Classifier::Tc => format!("tc (flower filter handle {})", e.filter_handle),
+            lqos_tc::Classifier::Bpf => "bpf (lqos's eBPF data path)".to_string(),
             lqos_tc::Classifier::None =>
                 "none (an external classifier must map it; see ip_map.csv)".to_string(),
         }
