@@ -46,6 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         netns: netns.as_deref(),
         live: &live,
         backend: &backend,
+        datapath: None,
     };
     let report = session.apply(&plan, ApplyOptions::default(), &NoProgress)?;
     let load = report.load.as_ref().expect("not a dry run");

@@ -28,6 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         netns: None,
         live: &kernel,
         backend: &kernel,
+        datapath: None,
     };
     let opts = ApplyOptions {
         verify_after: true,

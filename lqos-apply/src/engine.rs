@@ -4,10 +4,11 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use lqos_tc::rules::{self, Layout};
-use lqos_tc::{diff, InterfacePlan, Plan, QdiscKind, TcOp, TcTree};
+use lqos_tc::{diff, Classifier, InterfacePlan, Plan, QdiscKind, TcOp, TcTree};
 use serde::Serialize;
 
 use crate::backend::{load_deletes_first, Backend, IfaceOps, LoadReport, Progress};
+use crate::datapath::{DataPath, DataPathReport, MapChange};
 use crate::error::{ApplyError, PlanProblem, Result};
 use crate::live::{LinkSummary, LiveSource};
 use crate::memory::check_memory;
@@ -146,6 +147,9 @@ pub struct ApplyReport<'a> {
     /// load is small, memory is unknown, a dry run, or the check was
     /// skipped).
     pub memory: Option<lqos_tc::memory::MemoryEstimate>,
+    /// What happened to lqos's eBPF classifier (`None`: the plan has
+    /// another classifier and none was installed).
+    pub datapath: Option<DataPathReport>,
 }
 
 impl ApplyReport<'_> {
@@ -164,7 +168,15 @@ impl ApplyReport<'_> {
             load: self.load,
             verify: self.verify,
             memory: self.memory,
+            datapath: self.datapath,
         }
+    }
+
+    /// The load and the eBPF classifier's install both succeeded (what
+    /// makes the plan the last good one). `false` for a dry run.
+    pub fn succeeded(&self) -> bool {
+        self.load.as_ref().is_some_and(|l| l.is_ok())
+            && self.datapath.as_ref().is_none_or(|d| d.error().is_none())
     }
 }
 
@@ -364,6 +376,21 @@ fn rebuild_stream<'a>(ip: &'a InterfacePlan, live: &TcTree, planned: &TcTree) ->
     stream
 }
 
+/// Verifies the live trees of all interfaces of `plan`, and with the bpf
+/// classifier the data path (`datapath`) too.
+pub fn verify_plan_with(
+    plan: &Plan,
+    live: &dyn LiveSource,
+    datapath: Option<&dyn DataPath>,
+) -> Result<VerifyReport> {
+    let mut report = verify_plan(plan, live)?;
+    if plan.config.classifier == Classifier::Bpf {
+        let dp = datapath.ok_or(ApplyError::Plan(PlanProblem::NoDataPath))?;
+        report.datapath = Some(dp.check(plan)?);
+    }
+    Ok(report)
+}
+
 /// Verifies the live trees of all interfaces of `plan`.
 pub fn verify_plan(plan: &Plan, live: &dyn LiveSource) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
@@ -384,7 +411,8 @@ pub fn verify_plan(plan: &Plan, live: &dyn LiveSource) -> Result<VerifyReport> {
 /// `skip_memory_check`), and load (unless `dry_run`). Returns `Err` for a
 /// failed preflight or memory check (nothing was changed); a failed load is
 /// `Ok` with the error inside [`ApplyReport::load`] so the caller sees what
-/// was applied.
+/// was applied. A plan with the bpf classifier needs
+/// [`apply_plan_with`].
 pub fn apply_plan<'a>(
     plan: &'a Plan,
     live: &dyn LiveSource,
@@ -392,8 +420,35 @@ pub fn apply_plan<'a>(
     opts: ApplyOptions,
     progress: &dyn Progress,
 ) -> Result<ApplyReport<'a>> {
+    apply_plan_with(plan, live, backend, None, opts, progress)
+}
+
+/// [`apply_plan`] with lqos's eBPF classifier: with `classifier = "bpf"`
+/// its preflight runs with the tree's (a refusal changes nothing), the map
+/// entries that may go first are removed before the load, and after a
+/// successful load the programs are installed (or upgraded) and the maps
+/// brought to the plan ([`crate::datapath`]). A plan with another
+/// classifier removes an installed data path before its load. The
+/// outcome is [`ApplyReport::datapath`].
+pub fn apply_plan_with<'a>(
+    plan: &'a Plan,
+    live: &dyn LiveSource,
+    backend: &dyn Backend,
+    datapath: Option<&dyn DataPath>,
+    opts: ApplyOptions,
+    progress: &dyn Progress,
+) -> Result<ApplyReport<'a>> {
     let sw = Stopwatch::start(CpuScope::Process);
     preflight(plan, live)?;
+    let bpf = plan.config.classifier == Classifier::Bpf;
+    let mut dp_report = None;
+    if bpf {
+        let dp = datapath.ok_or(ApplyError::Plan(PlanProblem::NoDataPath))?;
+        dp_report = Some(DataPathReport {
+            warnings: dp.preflight(plan)?,
+            ..DataPathReport::default()
+        });
+    }
     let preflight_t = sw.stop();
     let sw = Stopwatch::start(CpuScope::Process);
     let mut trees = Vec::with_capacity(plan.interfaces.len());
@@ -412,8 +467,12 @@ pub fn apply_plan<'a>(
         load: None,
         verify: None,
         memory: None,
+        datapath: dp_report,
     };
     if opts.dry_run {
+        if let (Some(dp), Some(r)) = (datapath, report.datapath.as_mut()) {
+            r.verify = Some(dp.check(plan)?);
+        }
         return Ok(report);
     }
     let streams: Vec<IfaceOps> = report.changes.iter().map(|c| c.stream.clone()).collect();
@@ -421,11 +480,29 @@ pub fn apply_plan<'a>(
         let live_trees: Vec<&TcTree> = trees.iter().collect();
         report.memory = check_memory(&streams, &live_trees, || live.meminfo())?;
     }
+    // Before the tree changes: the map entries that may go first, or the
+    // whole data path when the plan has another classifier.
+    let t = std::time::Instant::now();
+    if let (true, Some(dp), Some(r)) = (bpf, datapath, report.datapath.as_mut()) {
+        r.early = dp.before_load(MapChange::Plan(plan))?;
+    } else if let Some(dp) = datapath.filter(|d| !bpf && d.installed()) {
+        report.datapath = Some(DataPathReport {
+            removed: Some(dp.remove()?),
+            took: t.elapsed(),
+            ..DataPathReport::default()
+        });
+    }
+    let early_t = t.elapsed();
     let load = load_deletes_first(backend, &streams, progress);
     let ok = load.is_ok();
     report.load = Some(load);
-    if ok && opts.verify_after {
-        report.verify = Some(verify_plan(plan, live)?);
+    if let (true, true, Some(dp), Some(r)) = (ok, bpf, datapath, report.datapath.as_mut()) {
+        let t = std::time::Instant::now();
+        r.install = Some(dp.install(plan));
+        r.took = early_t + t.elapsed();
+    }
+    if report.succeeded() && opts.verify_after {
+        report.verify = Some(verify_plan_with(plan, live, datapath)?);
     }
     Ok(report)
 }
@@ -779,6 +856,57 @@ mod tests {
             k => panic!("{k:?}"),
         }
         assert!(r.verify.unwrap().is_clean());
+    }
+
+    /// `lqos apply --classifier bpf`: its preflight runs before anything
+    /// is sent (a refusal sends nothing), the install after the load; a
+    /// plan with another classifier removes it before its load; without a
+    /// data path the plan is refused.
+    #[test]
+    fn the_bpf_classifier_wraps_the_load() {
+        use crate::datapath::{DataPath as _, InMemory};
+        let (_, mut p) = crate::test_fixtures::bridge_plan(30, 1, "pfifo");
+        p.config.classifier = Classifier::Bpf;
+        let rec = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
+        let opts = ApplyOptions::default().verify_after(true);
+        let e = apply_plan(&p, &rec, &rec, opts, &NoProgress).unwrap_err();
+        assert!(
+            matches!(e, ApplyError::Plan(PlanProblem::NoDataPath)),
+            "{e}"
+        );
+        let dp = InMemory::new();
+        dp.fail_next("preflight");
+        assert!(apply_plan_with(&p, &rec, &rec, Some(&dp), opts, &NoProgress).is_err());
+        assert!(rec.sent().is_empty(), "a refused preflight sends nothing");
+        let r = apply_plan_with(&p, &rec, &rec, Some(&dp), opts, &NoProgress).unwrap();
+        assert!(r.succeeded());
+        let d = r.datapath.as_ref().unwrap();
+        assert_eq!(
+            d.install
+                .as_ref()
+                .unwrap()
+                .as_ref()
+                .unwrap()
+                .entries
+                .written,
+            p.ip_map.len()
+        );
+        assert!(r.verify.as_ref().unwrap().is_clean());
+        assert!(r.verify.as_ref().unwrap().datapath.is_some());
+        // Another classifier: removed first.
+        let mut none = p.clone();
+        none.config.classifier = Classifier::None;
+        let r = apply_plan_with(&none, &rec, &rec, Some(&dp), opts, &NoProgress).unwrap();
+        assert_eq!(
+            r.datapath.unwrap().removed.unwrap(),
+            vec!["ens19".to_string(), "ens20".to_string()]
+        );
+        assert!(!dp.installed());
+        // A failed install leaves the tree loaded but the apply unsuccessful.
+        dp.fail_next("install");
+        let r = apply_plan_with(&p, &rec, &rec, Some(&dp), opts, &NoProgress).unwrap();
+        assert!(r.load.as_ref().unwrap().is_ok() && !r.succeeded());
+        assert!(r.datapath.unwrap().error().is_some());
     }
 
     proptest::proptest! {

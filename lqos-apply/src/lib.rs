@@ -30,7 +30,7 @@
 //! let kernel = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
 //! let dir = tempfile::tempdir().unwrap();
 //! let state = StateDir::open(dir.path()).unwrap();
-//! let s = Session { state: &state, netns: None, live: &kernel, backend: &kernel };
+//! let s = Session { state: &state, netns: None, live: &kernel, backend: &kernel, datapath: None };
 //! let first = s.apply(&plan, ApplyOptions::default(), &NoProgress).unwrap();
 //! assert_eq!(first.ops_total(), 2 * plan.interfaces[0].ops.len()); // full build
 //! let again = s.apply(&plan, ApplyOptions::default(), &NoProgress).unwrap();
@@ -56,6 +56,9 @@
 //! - [`stats`]: per-circuit statistics (one poll of class and qdisc
 //!   dumps mapped through the plan, rates from counter deltas), used by
 //!   `lqos stats`, `lqos top` and `lqos watch --metrics`.
+//! - [`datapath`]: lqos's eBPF classifier (`classifier = "bpf"`) as apply,
+//!   verify and the daemon drive it ([`datapath::PinnedDataPath`]; give it
+//!   to [`Session::datapath`]).
 //! - [`daemon`]: the reload daemon (`lqos watch`) as a library: a sans-I/O
 //!   [`daemon::Reloader`] and the [`daemon::Driver`] that runs it.
 //! - [`guard`]: the removal guard (a reload that would remove too many
@@ -70,6 +73,7 @@ pub mod adopt;
 pub mod alloc;
 mod backend;
 pub mod daemon;
+pub mod datapath;
 mod engine;
 mod error;
 pub mod fuzzing;
@@ -104,8 +108,8 @@ pub use backend::{
 #[cfg(feature = "test-util")]
 pub use backend::{Fault, Faulty};
 pub use engine::{
-    apply_plan, plan_change, preflight, verify_plan, ApplyOptions, ApplyReport, Change, FullReason,
-    LoadKind,
+    apply_plan, apply_plan_with, plan_change, preflight, verify_plan, verify_plan_with,
+    ApplyOptions, ApplyReport, Change, FullReason, LoadKind,
 };
 pub use error::{
     ApplyError, ClassifierMissing, PlanProblem, QdiscRefusal, Result, StateProblem, Stopped,

@@ -8,7 +8,7 @@ use lqos_tc::{Allocation, Plan, PlanRecord, PlanRecordRef};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Progress};
-use crate::engine::{apply_plan, ApplyOptions, ApplyReport};
+use crate::engine::{apply_plan_with, ApplyOptions, ApplyReport};
 use crate::error::{ApplyError, Result, StateProblem};
 use crate::live::LiveSource;
 use crate::state::{ApplyLock, StateDir};
@@ -220,6 +220,10 @@ pub struct Session<'a> {
     pub live: &'a dyn LiveSource,
     /// Loader.
     pub backend: &'a dyn Backend,
+    /// lqos's eBPF classifier, for plans with `classifier = "bpf"` (and to
+    /// remove it when a plan has another classifier):
+    /// [`crate::datapath::PinnedDataPath`].
+    pub datapath: Option<&'a dyn crate::datapath::DataPath>,
 }
 
 impl Session<'_> {
@@ -278,9 +282,8 @@ impl Session<'_> {
         opts: ApplyOptions,
         progress: &dyn Progress,
     ) -> Result<ApplyReport<'p>> {
-        let report = apply_plan(plan, self.live, self.backend, opts, progress)?;
-        let loaded = report.load.as_ref().is_some_and(|l| l.is_ok());
-        if loaded {
+        let report = apply_plan_with(plan, self.live, self.backend, self.datapath, opts, progress)?;
+        if report.succeeded() {
             save_last_good(self.state, self.netns, plan, net)?;
         }
         Ok(report)
@@ -354,6 +357,7 @@ mod tests {
             netns: None,
             live: &Recording::new(),
             backend: &Recording::new(),
+            datapath: None,
         };
         let e = s
             .rollback(ApplyOptions::default(), &NoProgress)
@@ -380,6 +384,7 @@ mod tests {
             netns: None,
             live: &rec,
             backend: &rec,
+            datapath: None,
         };
         assert!(s.rollback(ApplyOptions::default(), &NoProgress).is_err());
         let p1 = plan(100, 1);
@@ -433,6 +438,7 @@ mod tests {
             netns: None,
             live: &rec,
             backend: &rec,
+            datapath: None,
         };
         let (net, p) = net_and_plan(2000, 1);
         let opts = ApplyOptions::default();

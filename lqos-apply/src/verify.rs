@@ -166,17 +166,23 @@ pub struct IfaceVerify {
 pub struct VerifyReport {
     /// One entry per planned interface.
     pub interfaces: Vec<IfaceVerify>,
+    /// lqos's eBPF classifier, when the plan has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub datapath: Option<crate::datapath::DataPathVerify>,
 }
 
 impl VerifyReport {
     /// No drift anywhere.
     pub fn is_clean(&self) -> bool {
         self.interfaces.iter().all(|i| i.drift.is_empty())
+            && self.datapath.as_ref().is_none_or(|d| d.is_clean())
     }
 
-    /// Number of differences over all interfaces.
+    /// Number of differences over all interfaces (and the eBPF
+    /// classifier).
     pub fn drift_count(&self) -> usize {
-        self.interfaces.iter().map(|i| i.drift.len()).sum()
+        self.interfaces.iter().map(|i| i.drift.len()).sum::<usize>()
+            + self.datapath.as_ref().map_or(0, |d| d.drift_count())
     }
 }
 
@@ -200,6 +206,9 @@ impl fmt::Display for VerifyReport {
             for d in &i.drift {
                 writeln!(f, "  {}: {d}", i.dev)?;
             }
+        }
+        if let Some(d) = &self.datapath {
+            d.fmt(f)?;
         }
         Ok(())
     }
@@ -364,6 +373,7 @@ mod tests {
         );
         let report = VerifyReport {
             interfaces: vec![v],
+            datapath: None,
         };
         assert!(!report.is_clean());
         assert_eq!(report.drift_count(), 5);

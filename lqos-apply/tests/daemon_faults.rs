@@ -131,6 +131,7 @@ fn load_sizes() -> [usize; 3] {
             let k = Kernel {
                 live: &kernel,
                 backend: &kernel,
+                datapath: None,
             };
             let mut d = Driver::new(settings(), Inputs::in_dir(f.dir.path()), &st, k);
             d.start(&mut |_| {});
@@ -158,7 +159,7 @@ proptest! {
         let mut files = Files::new(40);
         let faulty = Faulty::new(Recording::new().with_link("ens19", 4).with_link("ens20", 4));
         let state = StateDir::open(files.dir.path().join("st")).unwrap();
-        let k = Kernel { live: faulty.inner(), backend: &faulty };
+        let k = Kernel { live: faulty.inner(), backend: &faulty, datapath: None };
         let settings = settings();
         let retry = settings.retry;
         let clock = Rc::new(Cell::new(Instant::now()));

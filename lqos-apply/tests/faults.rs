@@ -44,7 +44,7 @@ proptest! {
         let faulty = Faulty::new(Recording::new().with_link("ens19", 16).with_link("ens20", 16));
         let dir = tempfile::tempdir().unwrap();
         let state = StateDir::open(dir.path()).unwrap();
-        let s = Session { state: &state, netns: None, live: faulty.inner(), backend: &faulty };
+        let s = Session { state: &state, netns: None, live: faulty.inner(), backend: &faulty, datapath: None };
         let (net, plan) = if first_load {
             (g.network.clone(), good.clone())
         } else {
@@ -134,7 +134,7 @@ proptest! {
         let kernel = Recording::new().with_link("ens19", 16).with_link("ens20", 16);
         let dir = tempfile::tempdir().unwrap();
         let state = StateDir::open(dir.path()).unwrap();
-        let s = Session { state: &state, netns: None, live: &kernel, backend: &kernel };
+        let s = Session { state: &state, netns: None, live: &kernel, backend: &kernel, datapath: None };
         let (net, plan) = if first_load {
             (g.network.clone(), good.clone())
         } else {

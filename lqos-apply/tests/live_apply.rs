@@ -117,6 +117,7 @@ fn incremental_reload_sends_only_the_diff() {
         netns: Some(ns.name()),
         live: &live,
         backend: &nl,
+        datapath: None,
     };
     let r = s.apply(&p1, verify, &NoProgress).unwrap();
     assert!(r
@@ -133,6 +134,7 @@ fn incremental_reload_sends_only_the_diff() {
             netns: Some(ns.name()),
             live: &live,
             backend,
+            datapath: None,
         };
         let r = s.apply(&p1, ApplyOptions::default(), &NoProgress).unwrap();
         assert_eq!(r.ops_total(), 0, "{}", backend.describe());
@@ -154,6 +156,7 @@ fn incremental_reload_sends_only_the_diff() {
             netns: Some(ns.name()),
             live: &live,
             backend,
+            datapath: None,
         };
         let r = s.apply(to, verify, &NoProgress).unwrap();
         for (c, (old, new)) in r
@@ -229,6 +232,7 @@ fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
             netns: Some(ns.name()),
             live: &live,
             backend: backend.as_ref(),
+            datapath: None,
         };
         let opts = ApplyOptions {
             full: true,
@@ -297,6 +301,7 @@ fn preflight_refuses_before_any_change() {
         netns: Some(ns.name()),
         live: &live,
         backend: &nl,
+        datapath: None,
     };
     let g = generated(200, 4);
     // Too many queues for the 16-queue veths.
@@ -353,6 +358,7 @@ fn two_concurrent_applies_are_refused() {
         netns: Some(ns.name()),
         live: &live,
         backend: &nl,
+        datapath: None,
     };
     let e = s
         .apply(&p, ApplyOptions::default(), &NoProgress)

@@ -269,6 +269,7 @@ fn scenario(env: &Env, sqm: &str, overrides: &[(&str, &str)], changed: &[(&str, 
             netns: env.ns_name(),
             live: &live,
             backend: b.as_ref(),
+            datapath: None,
         };
         // Full load (the first backend finds nothing, the second p2's tree).
         let r = s
@@ -568,6 +569,7 @@ fn a_cake_load_that_does_not_fit_in_memory_is_refused() {
         netns: env.ns_name(),
         live: &live,
         backend: &backend,
+        datapath: None,
     };
     let e = s
         .apply(&p, ApplyOptions::default(), &NoProgress)

@@ -55,6 +55,7 @@ fn one_tx_queue_gets_an_htb_root_and_reloads_incrementally() {
         netns: Some(ns.name()),
         live: &live,
         backend: &backend,
+        datapath: None,
     };
     let opts = ApplyOptions {
         verify_after: true,

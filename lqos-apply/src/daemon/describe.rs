@@ -209,26 +209,106 @@ impl Event {
                     .num("changed", s.changed)
                     .num("removed", s.removed)
                     .str("ms", ms1(a.took));
-                match &a.path {
+                let l = match &a.path {
                     LoadPath::Full {
                         plan,
                         load,
+                        maps,
                         readback,
-                    } => l
-                        .str("plan_ms", ms1(*plan))
-                        .str("load_ms", ms1(*load))
-                        .flag("readback", *readback),
-                    LoadPath::Incremental(b) => l
-                        .flag("incremental", true)
-                        .num("rows", b.rows)
-                        .num("circuits", b.circuits)
-                        .str("parse_ms", ms2(b.parse))
-                        .str("plan_ms", ms2(b.plan))
-                        .str("diff_ms", ms2(b.diff))
-                        .str("load_ms", ms2(b.load)),
+                    } => {
+                        let l = l.str("plan_ms", ms1(*plan)).str("load_ms", ms1(*load));
+                        match a.maps {
+                            Some(_) => l.str("maps_ms", ms1(*maps)),
+                            None => l,
+                        }
+                        .flag("readback", *readback)
+                    }
+                    LoadPath::Incremental(b) => {
+                        let l = l
+                            .flag("incremental", true)
+                            .num("rows", b.rows)
+                            .num("circuits", b.circuits)
+                            .str("parse_ms", ms2(b.parse))
+                            .str("plan_ms", ms2(b.plan))
+                            .str("diff_ms", ms2(b.diff))
+                            .str("load_ms", ms2(b.load));
+                        match a.maps {
+                            Some(_) => {
+                                l.str("maps_ms", format!("{:.3}", b.maps.as_secs_f64() * 1e3))
+                            }
+                            None => l,
+                        }
+                    }
                     LoadPath::Unchanged => l,
+                };
+                match a.maps {
+                    Some(m) => l
+                        .num("map_written", m.written)
+                        .num("map_removed", m.removed),
+                    None => l,
                 }
             }
+            Event::ClassifierInstalled { report, took } => {
+                let mut lines: Vec<LogLine> = report
+                    .interfaces
+                    .iter()
+                    .map(|i| {
+                        let (level, xdp) = match &i.xdp {
+                            lqos_bpf::attach::XdpStatus::Native => (Info, "native".to_string()),
+                            lqos_bpf::attach::XdpStatus::Replaced => {
+                                (Info, "replaced in place".to_string())
+                            }
+                            lqos_bpf::attach::XdpStatus::Off => (Info, "off".to_string()),
+                            lqos_bpf::attach::XdpStatus::Generic(why) if why.is_empty() => {
+                                (Info, "generic".to_string())
+                            }
+                            lqos_bpf::attach::XdpStatus::Generic(why) => {
+                                (Warn, format!("generic ({why})"))
+                            }
+                            lqos_bpf::attach::XdpStatus::Unavailable(why) => (
+                                Warn,
+                                format!("not attached, no CPU steering; tc classifies ({why})"),
+                            ),
+                        };
+                        LogLine::new(level, "bpf classifier attached")
+                            .text("dev", &i.name)
+                            .str(
+                                "tc",
+                                match i.tc {
+                                    lqos_bpf::attach::TcStatus::Attached => "attached",
+                                    lqos_bpf::attach::TcStatus::Replaced => "replaced in place",
+                                },
+                            )
+                            .text("xdp", xdp)
+                            .num("xps_off", i.xps_off)
+                    })
+                    .collect();
+                lines.extend(
+                    report
+                        .preflight
+                        .warnings
+                        .iter()
+                        .map(|w| LogLine::new(Warn, "bpf classifier").text("warning", w)),
+                );
+                lines.extend(
+                    report
+                        .detached
+                        .iter()
+                        .map(|d| LogLine::new(Info, "bpf classifier detached").text("dev", d)),
+                );
+                lines.push(
+                    LogLine::new(Info, "bpf classifier installed")
+                        .num("map_written", report.entries.written)
+                        .num("map_removed", report.entries.removed)
+                        .str("ms", ms1(*took)),
+                );
+                return lines;
+            }
+            Event::ClassifierRemoved { interfaces } => LogLine::new(
+                Info,
+                "bpf classifier removed: the plan has another classifier",
+            )
+            .text("interfaces", interfaces.join(",")),
             Event::Squashed {
                 now,
                 cleared,
@@ -399,6 +479,7 @@ mod tests {
                 circuits: 1,
                 ..Default::default()
             }),
+            maps: None,
         }));
         assert_eq!((l.level, l.message.as_str()), (Level::Info, "applied"));
         let names: Vec<&str> = l.fields.iter().map(|(n, _)| *n).collect();

@@ -5,13 +5,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::core::{Reloader, Request, Response, Settings};
+use super::core::{ClassifierDone, ClassifierStep, Reloader, Request, Response, Settings};
 use super::event::{Event, Record, StateFile};
 use super::health::Health;
 use super::ingest::{FileEvent, InputFile};
 use crate::backend::{load_deletes_first, Backend, Cancel};
+use crate::datapath::DataPath;
 use crate::engine::preflight;
-use crate::error::{ApplyError, StateProblem};
+use crate::error::{ApplyError, PlanProblem, Result, StateProblem};
 use crate::inputs::Inputs;
 use crate::journal::Journal;
 use crate::live::{read_live, LiveSource};
@@ -28,6 +29,11 @@ pub struct Kernel<'a> {
     pub live: &'a dyn LiveSource,
     /// The loader.
     pub backend: &'a dyn Backend,
+    /// lqos's eBPF classifier, for plans with `classifier = "bpf"` (and to
+    /// remove it from a plan with another):
+    /// [`crate::datapath::PinnedDataPath`], kept for the daemon's life so
+    /// an edit writes only its addresses.
+    pub datapath: Option<&'a dyn DataPath>,
 }
 
 /// Runs a [`Reloader`] against files, a kernel and a state directory.
@@ -324,7 +330,17 @@ fn execute(
                 })
                 .collect(),
         ),
-        Request::Preflight(plan) => Response::Preflight(preflight(plan, k.live).map(drop)),
+        Request::Preflight(plan) => {
+            Response::Preflight(preflight(plan, k.live).and_then(|_| {
+                match (plan.config.classifier, k.datapath) {
+                    (lqos_tc::Classifier::Bpf, Some(dp)) => dp.preflight(plan).map(drop),
+                    (lqos_tc::Classifier::Bpf, None) => {
+                        Err(ApplyError::Plan(PlanProblem::NoDataPath))
+                    }
+                    _ => Ok(()),
+                }
+            }))
+        }
         Request::ReadTrees(devs) => {
             let devs: Vec<&str> = devs.iter().map(String::as_str).collect();
             Response::Trees(read_live(k.live, &devs))
@@ -332,8 +348,26 @@ fn execute(
         Request::MemInfo => Response::MemInfo(k.live.meminfo()),
         Request::Send(streams) => Response::Sent(load_deletes_first(k.backend, streams, cancel)),
         Request::Poll(req) => Response::Polled(k.live.poll(req)),
+        Request::Classifier(step) => Response::Classifier(classifier(k.datapath, step)),
         Request::Continue => Response::Continue,
     }
+}
+
+/// Does a step of the eBPF classifier.
+fn classifier(dp: Option<&dyn DataPath>, step: ClassifierStep<'_>) -> Result<ClassifierDone> {
+    let Some(dp) = dp else {
+        return match step {
+            ClassifierStep::Remove => Ok(ClassifierDone::Removed(Vec::new())),
+            _ => Err(ApplyError::Plan(PlanProblem::NoDataPath)),
+        };
+    };
+    Ok(match step {
+        ClassifierStep::Before(c) => ClassifierDone::Maps(dp.before_load(c)?),
+        ClassifierStep::Remove if dp.installed() => ClassifierDone::Removed(dp.remove()?),
+        ClassifierStep::Remove => ClassifierDone::Removed(Vec::new()),
+        ClassifierStep::Install(plan) => ClassifierDone::Installed(Box::new(dp.install(plan)?)),
+        ClassifierStep::Sync(c) => ClassifierDone::Maps(dp.after_load(c)?),
+    })
 }
 
 /// What identifies a file's content for the stability check.

@@ -126,6 +126,22 @@ pub enum Event {
     },
     /// A plan was loaded (possibly nothing to send: in sync).
     Applied(Applied),
+    /// lqos's eBPF classifier was installed, upgraded or re-attached after
+    /// a load (at start, SIGHUP, a verify, a retry, or a change of
+    /// interfaces): per interface the XDP mode and the tc filter, the
+    /// preflight's warnings, the map entries written and removed.
+    ClassifierInstalled {
+        /// What the install did.
+        report: Box<crate::datapath::Installed>,
+        /// How long it took.
+        took: Duration,
+    },
+    /// lqos's eBPF classifier was removed before a load: the plan has
+    /// another classifier.
+    ClassifierRemoved {
+        /// The interfaces it was attached to.
+        interfaces: Vec<String>,
+    },
     /// What the planner squashes changed with the plan just loaded (said
     /// once per change, not on every reload): nodes whose circuits'
     /// minimums are now squashed or squashed differently
@@ -289,6 +305,9 @@ pub struct Applied {
     pub took: Duration,
     /// Which path, with its times.
     pub path: LoadPath,
+    /// With lqos's eBPF classifier: the map entries written and removed
+    /// (before and after the load, or by the install).
+    pub maps: Option<crate::datapath::ApplyCounts>,
 }
 
 /// How a load was computed, with the times of its parts.
@@ -301,6 +320,8 @@ pub enum LoadPath {
         plan: Duration,
         /// Preflight, read back (if any), diff, memory check, load.
         load: Duration,
+        /// lqos's eBPF classifier: its map changes, or its install.
+        maps: Duration,
         /// Whether the kernel was read back.
         readback: bool,
     },
@@ -324,6 +345,9 @@ pub struct Breakdown {
     pub diff: Duration,
     /// Memory check, send them and wait for the kernel's ACKs.
     pub load: Duration,
+    /// lqos's eBPF classifier: write the edited circuits' addresses to
+    /// its maps (no RTNL).
+    pub maps: Duration,
     /// Rows re-read.
     pub rows: usize,
     /// Circuits re-planned.

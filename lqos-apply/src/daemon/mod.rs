@@ -76,7 +76,9 @@ mod known;
 #[cfg(test)]
 mod tests;
 
-pub use self::core::{Output, Refused, Reloader, Request, Response, Settings, Status};
+pub use self::core::{
+    ClassifierDone, ClassifierStep, Output, Refused, Reloader, Request, Response, Settings, Status,
+};
 pub use describe::{Level, LogLine, Value, REPAIRS_LOGGED};
 pub use driver::{Driver, Kernel};
 pub use event::{Applied, Breakdown, Event, Fallback, LoadPath, Record, StateFile};

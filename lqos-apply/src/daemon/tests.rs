@@ -10,6 +10,7 @@ use lqos_tc::{Plan, TcOp};
 
 use super::*;
 use crate::backend::{Backend, IfaceOps, NoProgress, Recording, RootDelete};
+use crate::datapath::DataPath as _;
 use crate::error::ApplyError;
 use crate::inputs::{plan_files, Inputs, PlanOverrides, QueueCount};
 use crate::memory::MemInfo;
@@ -148,6 +149,7 @@ fn start_loads_everything_reads_back_and_records_it() {
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
+        datapath: None,
     };
     let clock = Clock::new();
     let mut d = driver(settings("pfifo"), &files, &state, k, &clock);
@@ -190,6 +192,7 @@ fn edits_take_the_incremental_path_or_the_full_one_and_equal_a_full_plan() {
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
+        datapath: None,
     };
     let clock = Clock::new();
     let s = settings("pfifo");
@@ -299,6 +302,7 @@ fn invalid_inputs_are_rejected_with_the_last_good_plan_kept() {
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
+        datapath: None,
     };
     let clock = Clock::new();
     let s = settings("pfifo");
@@ -356,6 +360,7 @@ fn a_kernel_failure_is_retried_reading_back_and_converges() {
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
+        datapath: None,
     };
     let clock = Clock::new();
     let s = settings("pfifo");
@@ -411,6 +416,7 @@ fn verify_repairs_drift_behind_the_daemons_back() {
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
+        datapath: None,
     };
     let clock = Clock::new();
     let mut s = settings("pfifo");
@@ -472,6 +478,7 @@ fn statistics_are_polled_on_the_poll_timer_and_kept_as_snapshots() {
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
+        datapath: None,
     };
     let clock = Clock::new();
     let mut s = settings("pfifo");
@@ -544,6 +551,7 @@ fn lazy_leaves_follow_the_counters() {
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
+        datapath: None,
     };
     let clock = Clock::new();
     let mut s = settings("pfifo");
@@ -643,6 +651,7 @@ fn a_load_that_does_not_fit_in_memory_is_refused_before_any_op() {
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
+        datapath: None,
     };
     let clock = Clock::new();
     let mut d = driver(settings("cake diffserv4"), &files, &state, k, &clock);
@@ -671,6 +680,7 @@ macro_rules! started {
         let k = Kernel {
             live: &$kernel,
             backend: &$kernel,
+            datapath: None,
         };
         let $clock = Clock::new();
         let $s = settings("pfifo");
@@ -934,4 +944,187 @@ fn squashed_guarantees_are_logged_once_per_change() {
         (sq[0].0.len(), sq[0].1.clone(), sq[0].2),
         (0, vec![ap.to_string()], 0)
     );
+}
+
+/// The daemon with the bpf classifier (in memory): the data path is
+/// installed after the start's load; an edit that moves an address to
+/// another circuit sends no tree op and writes that one address; verify
+/// repairs a map entry changed behind its back; a config with another
+/// classifier removes it.
+#[test]
+fn the_bpf_classifier_is_installed_then_kept_in_step_address_by_address() {
+    let mut files = Files::new(30);
+    let kernel = kernel();
+    let dp = crate::datapath::InMemory::new();
+    let state = StateDir::open(files.dir.path().join("st")).unwrap();
+    let k = Kernel {
+        live: &kernel,
+        backend: &kernel,
+        datapath: Some(&dp),
+    };
+    let clock = Clock::new();
+    let mut s = settings("pfifo");
+    s.overrides.classifier = Some(lqos_tc::Classifier::Bpf);
+    s.verify_every = Some(Duration::from_secs(600));
+    let mut d = driver(s.clone(), &files, &state, k, &clock);
+    let ev = collect(|s| d.start(s));
+    let plan = d.core().plan().unwrap().clone();
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::ClassifierInstalled { .. })),
+        "{ev:?}"
+    );
+    let a = applied(&ev).expect("applied");
+    assert_eq!(a.maps.unwrap().written, plan.ip_map.len());
+    assert_eq!(
+        dp.log(),
+        [
+            "preflight",
+            "before: not installed",
+            &format!(
+                "install ens19,ens20 ({} written, 0 removed)",
+                plan.ip_map.len()
+            ),
+        ]
+    );
+    for e in plan.ip_map.entries() {
+        let v = dp.lookup(e.net.network()).expect("classified");
+        assert_eq!(v.down.classid, e.download.classid.raw(), "{}", e.net);
+    }
+
+    // Circuit 3's first IPv4 address moves to circuit 8.
+    let mut cs = files.net.circuits().to_vec();
+    let moved = cs[3].devices[0].ipv4.remove(0);
+    cs[8].devices[0].ipv4.push(moved);
+    files.net.set_circuits(cs);
+    files.write_devices();
+    let sent = kernel.sent().len();
+    d.file_event(InputFile::Devices, FileEvent::Closed);
+    clock.advance(s.debounce);
+    let ev = collect(|s| d.run(s));
+    let a = applied(&ev).expect("applied");
+    let LoadPath::Incremental(b) = &a.path else {
+        panic!("{a:?}");
+    };
+    // The rows from circuit 3's to circuit 8's are re-read.
+    assert!(b.circuits >= 2, "{b:?}");
+    assert_eq!(kernel.sent().len(), sent, "no tree op");
+    assert_eq!(
+        a.maps,
+        Some(crate::datapath::ApplyCounts {
+            written: 1,
+            removed: 0
+        })
+    );
+    let line = &Event::Applied(a.clone()).describe()[0];
+    assert!(line.field("maps_ms").is_some(), "{line:?}");
+    let now = d.core().plan().unwrap().clone();
+    let e = now.ip_map.lookup(moved.addr().into()).unwrap();
+    assert_eq!(e.circuit_id, files.net.circuits()[8].id);
+    assert_eq!(
+        dp.lookup(moved.addr().into()).unwrap().down.classid,
+        e.download.classid.raw()
+    );
+    assert_eq!(
+        dp.log()[3..],
+        ["before 0 removed", "after 1 written, 0 removed"]
+    );
+
+    // An entry changed behind the daemon's back: verify puts it back.
+    let victim = now.ip_map.entries()[0].net;
+    dp.tamper(victim, None);
+    clock.advance(Duration::from_secs(600));
+    let ev = collect(|s| d.run(s));
+    let ops = ev
+        .iter()
+        .find_map(|e| match e {
+            Event::Repaired { ops } => Some(ops),
+            _ => None,
+        })
+        .expect("repaired");
+    assert_eq!(ops, &["bpf maps: 1 entries written, 0 removed"]);
+    assert!(dp.lookup(victim.network()).is_some());
+    assert!(dp.check(&now).unwrap().is_clean());
+
+    // lqos.conf now names another classifier: removed before the load.
+    let mut conf = lqos_model::generate(&lqos_model::GenParams {
+        circuits: 30,
+        ..Default::default()
+    })
+    .config;
+    conf.lqos.classifier = lqos_tc::Classifier::None;
+    files.write("lqos.conf", &lqos_model::write_config(&conf));
+    s.overrides.classifier = None;
+    drop(d);
+    let k = Kernel {
+        live: &kernel,
+        backend: &kernel,
+        datapath: Some(&dp),
+    };
+    let mut d = driver(s.clone(), &files, &state, k, &clock);
+    let ev = collect(|s| d.start(s));
+    assert!(
+        ev.iter().any(|e| matches!(
+            e,
+            Event::ClassifierRemoved { interfaces } if interfaces == &["ens19", "ens20"]
+        )),
+        "{ev:?}"
+    );
+    assert!(!dp.installed());
+}
+
+/// The classifier's steps sit on either side of the tree's load: a failed
+/// step before it sends no op; a failed install after it leaves the tree
+/// loaded, fails the reload and is retried reading the kernel back.
+#[test]
+fn a_failed_classifier_step_before_the_load_sends_nothing_and_after_it_is_retried() {
+    let mut files = Files::new(20);
+    let kernel = kernel();
+    let dp = crate::datapath::InMemory::new();
+    let state = StateDir::open(files.dir.path().join("st")).unwrap();
+    let k = Kernel {
+        live: &kernel,
+        backend: &kernel,
+        datapath: Some(&dp),
+    };
+    let clock = Clock::new();
+    let mut s = settings("pfifo");
+    s.overrides.classifier = Some(lqos_tc::Classifier::Bpf);
+    let mut d = driver(s.clone(), &files, &state, k, &clock);
+    dp.fail_next("install");
+    let ev = collect(|s| d.start(s));
+    assert!(
+        ev.iter().any(|e| matches!(e, Event::LoadFailed { .. })),
+        "{ev:?}"
+    );
+    assert!(!kernel.sent().is_empty(), "the tree loaded first");
+    assert!(!dp.installed());
+    clock.advance(s.retry);
+    let ev = collect(|s| d.run(s));
+    assert!(applied(&ev).is_some(), "{ev:?}");
+    assert!(dp.installed());
+
+    // A circuit goes: its addresses leave the maps before its classes do;
+    // a failure there sends nothing.
+    let mut cs = files.net.circuits().to_vec();
+    let gone = cs.remove(5);
+    files.net.set_circuits(cs);
+    files.write_devices();
+    dp.fail_next("before");
+    let sent = kernel.sent().len();
+    d.file_event(InputFile::Devices, FileEvent::Closed);
+    clock.advance(s.debounce);
+    let ev = collect(|s| d.run(s));
+    assert!(
+        ev.iter().any(|e| matches!(e, Event::LoadFailed { .. })),
+        "{ev:?}"
+    );
+    assert_eq!(kernel.sent().len(), sent, "nothing sent");
+    clock.advance(s.retry);
+    let ev = collect(|s| d.run(s));
+    assert!(applied(&ev).is_some(), "{ev:?}");
+    let addrs = gone.devices.iter().flat_map(|d| d.ipv4.iter());
+    for a in addrs {
+        assert!(dp.lookup(a.addr().into()).is_none(), "{a}");
+    }
 }

@@ -502,6 +502,7 @@ pub fn run(args: Args) -> Outcome {
             netns: netns.as_deref(),
             live: &prefetched,
             backend: backend.as_ref(),
+            datapath: None,
         };
         let bar = progress_bar(plan);
         let report = session.apply_planned_locked(
@@ -554,6 +555,7 @@ pub fn run(args: Args) -> Outcome {
                     netns: netns.as_deref(),
                     live: &live,
                     backend: backend.as_ref(),
+                    datapath: None,
                 }
                 .rollback(opts, &NoProgress)
             }
@@ -584,6 +586,7 @@ pub fn run(args: Args) -> Outcome {
         netns: netns.as_deref(),
         live: &live,
         backend: backend.as_ref(),
+        datapath: None,
     };
     let total_ops: usize = plan.as_ref().map_or(usize::MAX, |p| {
         p.interfaces.iter().map(|i| i.ops.len()).sum()

@@ -302,6 +302,7 @@ pub fn run(args: Args) -> Outcome {
     let kernel = Kernel {
         live: &live,
         backend: &backend,
+        datapath: None,
     };
     let mut d = Driver::new(settings, inputs, &state, kernel).with_cancel(cancel);
     d.start(sink);

@@ -13,6 +13,25 @@ impl Reloader {
     ) {
         let mut cur = self.current.take().expect("checked by try_incremental");
         let idx = cur.index.as_mut().expect("checked by try_incremental");
+        // The edited circuits' prefixes, old and new: where the eBPF
+        // classifier's maps change.
+        let nets: Vec<IpNet> = {
+            let old = idx.net.circuits();
+            let mut v: Vec<IpNet> = patch
+                .circuits
+                .iter()
+                .flat_map(|(ci, new)| [old.get(*ci), Some(new)])
+                .flatten()
+                .flat_map(|c| c.devices.iter())
+                .flat_map(|d| {
+                    let v4 = d.ipv4.iter().map(|n| IpNet::V4(n.trunc()));
+                    v4.chain(d.ipv6.iter().map(|n| IpNet::V6(n.trunc())))
+                })
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
         match lqos_tc::replan_circuits(&mut cur.plan, &idx.plan, &idx.net, &patch.circuits) {
             Replan::Patched(at) => {
                 let old = idx.devices.commit(&mut idx.net, patch, raw.devices);
@@ -23,7 +42,7 @@ impl Reloader {
                     raw: None,
                     kind: CandidateKind::Incremental(b),
                 };
-                self.set_step(Step::Replanned { cand, at, b });
+                self.set_step(Step::Replanned { cand, at, b, nets });
             }
             Replan::Full(why) => {
                 // Nothing changed yet: the full path from the same state.
@@ -40,6 +59,7 @@ impl Reloader {
         &mut self,
         cand: Candidate,
         at: Vec<(usize, usize)>,
+        nets: Vec<IpNet>,
         b: Breakdown,
         now: Instant,
     ) {
@@ -90,6 +110,10 @@ impl Reloader {
             live: None,
             streams,
             started: now,
+            nets: Some(nets),
+            maps: None,
+            maps_took: Duration::ZERO,
+            repairs: Vec::new(),
         });
         self.set_step(Step::Diffed { ld, b });
     }

@@ -360,6 +360,7 @@ impl Reloader {
             summary: DiffSummary::default(),
             took,
             path: LoadPath::Unchanged,
+            maps: None,
         }));
         self.after_job(job.trigger, now);
     }

@@ -35,6 +35,10 @@ impl Reloader {
             live: trees,
             streams: Vec::new(),
             started: now,
+            nets: None,
+            maps: None,
+            maps_took: Duration::ZERO,
+            repairs: Vec::new(),
         });
         self.set_step(Step::Preflight { ld });
     }
@@ -112,7 +116,7 @@ impl Reloader {
 
     pub(super) fn check_memory(&mut self, ld: Box<Loading>, now: Instant) {
         if ld.streams.iter().all(|s| s.is_empty()) {
-            return self.loaded(ld, None, now);
+            return self.send(ld, now);
         }
         if !self.settings.memory_check {
             return self.send(ld, now);
@@ -134,8 +138,129 @@ impl Reloader {
         check_memory(&ld.streams, &self.base_trees(ld), || mem).map(drop)
     }
 
-    pub(super) fn send(&mut self, ld: Box<Loading>, _now: Instant) {
+    /// The load's sending part: the eBPF classifier's step before the
+    /// tree changes (when the plan has it, or may have to remove it), the
+    /// streams, its step after.
+    pub(super) fn send(&mut self, ld: Box<Loading>, now: Instant) {
+        if ld.map_change().is_some() || ld.readback || self.classifier_installed {
+            return self.set_step(Step::ClassifierBefore { ld });
+        }
+        self.send_streams(ld, now)
+    }
+
+    fn send_streams(&mut self, ld: Box<Loading>, now: Instant) {
+        if ld.streams.iter().all(|s| s.is_empty()) {
+            return self.sent(ld, None, now);
+        }
         self.set_step(Step::Send { ld });
+    }
+
+    /// The streams were sent (`None`: nothing to send).
+    pub(super) fn sent(&mut self, ld: Box<Loading>, report: Option<LoadReport>, now: Instant) {
+        let failed = report.as_ref().is_some_and(|r| !r.is_ok());
+        if !failed && ld.map_change().is_some() {
+            return self.set_step(Step::ClassifierAfter { ld, report });
+        }
+        self.loaded(ld, report, now)
+    }
+
+    /// Whether the load's classifier step after the tree is an install
+    /// (programs loaded or upgraded, attached, maps synced) rather than
+    /// the maps alone: the kernel is read back (start, SIGHUP, verify,
+    /// retry), the daemon has not installed it yet, or the config changed.
+    pub(super) fn reinstall(&self, ld: &Loading) -> bool {
+        ld.readback
+            || !self.classifier_installed
+            || self
+                .current
+                .as_ref()
+                .is_some_and(|c| c.plan.config != ld.eff().config)
+    }
+
+    pub(super) fn classifier_before(
+        &mut self,
+        mut ld: Box<Loading>,
+        r: Result<ClassifierDone>,
+        t_prev: Instant,
+        now: Instant,
+    ) {
+        ld.maps_took += now.saturating_duration_since(t_prev);
+        match r {
+            Err(e) => {
+                self.classifier_installed = false;
+                self.load_failed(ld, e, now)
+            }
+            Ok(done) => {
+                match done {
+                    ClassifierDone::Maps(c) => ld.add_maps(c),
+                    ClassifierDone::Removed(interfaces) => {
+                        self.classifier_installed = false;
+                        if !interfaces.is_empty() {
+                            self.emit(Event::ClassifierRemoved { interfaces });
+                        }
+                    }
+                    ClassifierDone::Installed(_) => {}
+                }
+                self.send_streams(ld, now)
+            }
+        }
+    }
+
+    pub(super) fn classifier_after(
+        &mut self,
+        mut ld: Box<Loading>,
+        report: Option<LoadReport>,
+        r: Result<ClassifierDone>,
+        t_prev: Instant,
+        now: Instant,
+    ) {
+        let took = now.saturating_duration_since(t_prev);
+        ld.maps_took += took;
+        match r {
+            Err(e) => {
+                self.classifier_installed = false;
+                self.finish(ld, Some(e), now)
+            }
+            Ok(done) => {
+                match done {
+                    ClassifierDone::Maps(c) => {
+                        if c.written + c.removed > 0 {
+                            ld.repairs.push(format!(
+                                "bpf maps: {} entries written, {} removed",
+                                c.written, c.removed
+                            ));
+                        }
+                        ld.add_maps(c)
+                    }
+                    ClassifierDone::Installed(rep) => {
+                        self.classifier_installed = true;
+                        ld.add_maps(rep.entries);
+                        if rep.entries.written + rep.entries.removed > 0 {
+                            ld.repairs.push(format!(
+                                "bpf maps: {} entries written, {} removed",
+                                rep.entries.written, rep.entries.removed
+                            ));
+                        }
+                        for i in &rep.interfaces {
+                            if i.tc == lqos_bpf::attach::TcStatus::Attached {
+                                ld.repairs
+                                    .push(format!("{}: bpf tc filter attached", i.name));
+                            }
+                            if matches!(
+                                i.xdp,
+                                lqos_bpf::attach::XdpStatus::Native
+                                    | lqos_bpf::attach::XdpStatus::Generic(_)
+                            ) {
+                                ld.repairs.push(format!("{}: XDP attached", i.name));
+                            }
+                        }
+                        self.emit(Event::ClassifierInstalled { report: rep, took });
+                    }
+                    ClassifierDone::Removed(_) => {}
+                }
+                self.loaded(ld, report, now)
+            }
+        }
     }
 
     pub(super) fn load_failed(&mut self, ld: Box<Loading>, error: ApplyError, now: Instant) {
@@ -160,6 +285,9 @@ impl Reloader {
             readback,
             streams,
             started,
+            maps,
+            maps_took,
+            repairs,
             ..
         } = *ld;
         if let Some(error) = err {
@@ -172,6 +300,7 @@ impl Reloader {
             // Unknown kernel state: the retry reads it back and plans in
             // full.
             self.known.invalidate();
+            self.classifier_installed = false;
             self.current = Some(Current {
                 plan: cand.plan,
                 index: None,
@@ -203,17 +332,25 @@ impl Reloader {
             self.retry_at = Some(now + self.settings.retry);
         }
         let verify = matches!(cand.kind, CandidateKind::Verify);
-        let load = now.saturating_duration_since(started);
+        let load = now
+            .saturating_duration_since(started)
+            .saturating_sub(maps_took);
         let path = match cand.kind {
-            CandidateKind::Incremental(b) => LoadPath::Incremental(Breakdown { load, ..b }),
+            CandidateKind::Incremental(b) => LoadPath::Incremental(Breakdown {
+                load,
+                maps: maps_took,
+                ..b
+            }),
             CandidateKind::Full { plan } => LoadPath::Full {
                 plan,
                 load,
+                maps: maps_took,
                 readback,
             },
             CandidateKind::Verify => LoadPath::Full {
                 plan: Duration::ZERO,
                 load,
+                maps: maps_took,
                 readback,
             },
         };
@@ -244,6 +381,7 @@ impl Reloader {
             summary,
             took,
             path: path.clone(),
+            maps,
         });
         let new_inputs = !verify;
         if new_inputs && self.refused.take().is_some() {
@@ -259,7 +397,7 @@ impl Reloader {
             self.out.push_back(Output::Journal);
         }
         if verify {
-            let ops: Vec<String> = if readback {
+            let mut ops: Vec<String> = if readback {
                 streams
                     .iter()
                     .flat_map(|s| {
@@ -271,6 +409,7 @@ impl Reloader {
             } else {
                 Vec::new()
             };
+            ops.extend(repairs);
             self.emit(if ops.is_empty() {
                 Event::InSync
             } else {

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ipnet::IpNet;
 use lqos_model::{DevicesEdit, DevicesIndex, Network};
 use lqos_tc::{
     known_diff, Allocation, DiffSummary, Plan, PlanConfig, PlanIndex, Replan, TcOp, TcTree,
@@ -18,6 +19,7 @@ use super::event::{Applied, Breakdown, Event, Fallback, LoadPath, Record};
 use super::ingest::{partial_file, FileEvent, InputFile, Readiness, Ready};
 use super::known::KnownKernel;
 use crate::backend::{IfaceOps, LoadReport};
+use crate::datapath::MapChange;
 use crate::engine::{plan_change, plan_changes, LoadKind};
 use crate::error::{ApplyError, Result};
 use crate::inputs::{given_queues, interface_names, Inputs, PlanOverrides, QueueCount, RawInputs};
@@ -110,8 +112,39 @@ pub enum Request<'a> {
     Send(&'a [IfaceOps<'static>]),
     /// Poll the counters ([`crate::LiveSource::poll`]).
     Poll(&'a PollRequest),
+    /// A step of lqos's eBPF classifier ([`crate::datapath::DataPath`]).
+    Classifier(ClassifierStep<'a>),
     /// Nothing: answer with [`Response::Continue`].
     Continue,
+}
+
+/// What a [`Request::Classifier`] asks of the eBPF classifier.
+#[derive(Debug, Clone, Copy)]
+pub enum ClassifierStep<'a> {
+    /// Before the load: remove the entries that may go first
+    /// ([`crate::datapath::DataPath::before_load`]).
+    Before(MapChange<'a>),
+    /// Before the load of a plan with another classifier: remove the data
+    /// path if it is installed.
+    Remove,
+    /// After the load: install or upgrade the programs, sync the maps,
+    /// attach ([`crate::datapath::DataPath::install`]).
+    Install(&'a Plan),
+    /// After the load: the maps only
+    /// ([`crate::datapath::DataPath::after_load`]).
+    Sync(MapChange<'a>),
+}
+
+/// What a [`ClassifierStep`] did.
+#[derive(Debug)]
+pub enum ClassifierDone {
+    /// Map entries written and removed.
+    Maps(crate::datapath::ApplyCounts),
+    /// The install's report.
+    Installed(Box<crate::datapath::Installed>),
+    /// The data path was removed from these interfaces (empty: it was not
+    /// installed).
+    Removed(Vec<String>),
 }
 
 /// The answer to a [`Request`].
@@ -135,6 +168,8 @@ pub enum Response {
     Sent(LoadReport),
     /// To [`Request::Poll`].
     Polled(Polled),
+    /// To [`Request::Classifier`].
+    Classifier(Result<ClassifierDone>),
     /// To [`Request::Continue`].
     Continue,
 }
@@ -291,6 +326,7 @@ enum Step {
         cand: Candidate,
         at: Vec<(usize, usize)>,
         b: Breakdown,
+        nets: Vec<IpNet>,
     },
     /// Incremental edit: diffed; the next call loads.
     Diffed { ld: Box<Loading>, b: Breakdown },
@@ -303,8 +339,15 @@ enum Step {
     Trees { ld: Box<Loading> },
     /// Waiting for the machine's memory.
     Memory { ld: Box<Loading> },
+    /// Waiting for the eBPF classifier's step before the load.
+    ClassifierBefore { ld: Box<Loading> },
     /// Waiting for the load.
     Send { ld: Box<Loading> },
+    /// Waiting for the eBPF classifier's step after the load.
+    ClassifierAfter {
+        ld: Box<Loading>,
+        report: Option<LoadReport>,
+    },
     /// A load failed: waiting for the trees to resync the leaves.
     Resync { record: Record },
     /// A poll: waiting for the counters.
@@ -360,6 +403,14 @@ struct Loading {
     streams: Vec<IfaceOps<'static>>,
     /// When the load began (preflight, or an edit's memory check).
     started: Instant,
+    /// An incremental edit: the old and new prefixes of its circuits (the
+    /// eBPF classifier's maps change only there).
+    nets: Option<Vec<IpNet>>,
+    /// The eBPF classifier's map changes so far, and their time.
+    maps: Option<crate::datapath::ApplyCounts>,
+    maps_took: Duration,
+    /// What the eBPF classifier's steps repaired (a verify reports it).
+    repairs: Vec<String>,
 }
 
 impl Loading {
@@ -377,6 +428,28 @@ impl Loading {
 
     fn summary(&self) -> DiffSummary {
         summarize(&self.streams)
+    }
+
+    fn add_maps(&mut self, c: crate::datapath::ApplyCounts) {
+        let m = self.maps.get_or_insert_with(Default::default);
+        m.written += c.written;
+        m.removed += c.removed;
+    }
+
+    /// With the bpf classifier: which addresses its maps change (the
+    /// edit's prefixes, or the whole plan). `None`: another classifier.
+    fn map_change(&self) -> Option<MapChange<'_>> {
+        let plan = self.eff();
+        if plan.config.classifier != lqos_tc::Classifier::Bpf {
+            return None;
+        }
+        Some(match &self.nets {
+            Some(nets) => MapChange::Prefixes {
+                ip_map: &plan.ip_map,
+                nets,
+            },
+            None => MapChange::Plan(plan),
+        })
     }
 }
 
@@ -447,6 +520,10 @@ pub struct Reloader {
     /// Bytes of `ShapedDevices.csv` no longer needed (replaced by an edit,
     /// or read and found unchanged), for the next read to reuse.
     spare: Option<Vec<u8>>,
+    /// The eBPF classifier was installed by this daemon for the config of
+    /// the plan it runs (later loads change only its maps); `false` after
+    /// any failure.
+    classifier_installed: bool,
 }
 
 impl Reloader {
@@ -482,6 +559,7 @@ impl Reloader {
             statistics: None,
             origin: None,
             spare: None,
+            classifier_installed: false,
         }
     }
 
@@ -658,6 +736,14 @@ impl Reloader {
             Step::Preflight { ld } => Request::Preflight(ld.eff()),
             Step::Memory { .. } | Step::PollMemory { .. } => Request::MemInfo,
             Step::Send { ld } => Request::Send(&ld.streams),
+            Step::ClassifierBefore { ld } => Request::Classifier(match ld.map_change() {
+                Some(c) => ClassifierStep::Before(c),
+                None => ClassifierStep::Remove,
+            }),
+            Step::ClassifierAfter { ld, .. } => Request::Classifier(match ld.map_change() {
+                Some(c) if !self.reinstall(ld) => ClassifierStep::Sync(c),
+                _ => ClassifierStep::Install(ld.eff()),
+            }),
             Step::PollSend { poll } => Request::Send(&poll.streams),
             Step::Poll => Request::Poll(&self.poll_req),
         })
@@ -754,9 +840,17 @@ impl Reloader {
                 b.parse = now.saturating_duration_since(self.read_started());
                 self.replan(raw, *patch, b, now);
             }
-            (Step::Replanned { cand, at, mut b }, Response::Continue) => {
+            (
+                Step::Replanned {
+                    cand,
+                    at,
+                    mut b,
+                    nets,
+                },
+                Response::Continue,
+            ) => {
                 b.plan = now.saturating_duration_since(t_prev);
-                self.diff_patch(cand, at, b, now);
+                self.diff_patch(cand, at, nets, b, now);
             }
             (Step::Diffed { mut ld, mut b }, Response::Continue) => {
                 b.diff = now.saturating_duration_since(t_prev);
@@ -789,7 +883,13 @@ impl Reloader {
                 Err(e) => self.load_failed(ld, e, now),
                 Ok(()) => self.send(ld, now),
             },
-            (Step::Send { ld }, Response::Sent(report)) => self.loaded(ld, Some(report), now),
+            (Step::Send { ld }, Response::Sent(report)) => self.sent(ld, Some(report), now),
+            (Step::ClassifierBefore { ld }, Response::Classifier(r)) => {
+                self.classifier_before(ld, r, t_prev, now)
+            }
+            (Step::ClassifierAfter { ld, report }, Response::Classifier(r)) => {
+                self.classifier_after(ld, report, r, t_prev, now)
+            }
             (Step::Resync { record }, Response::Trees(r)) => {
                 self.resynced(r, now);
                 self.record(record);

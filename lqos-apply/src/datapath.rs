@@ -1,0 +1,785 @@
+//! lqos's eBPF classifier (`classifier = "bpf"`, the `lqos-bpf` crate) as
+//! `lqos apply`, `lqos verify` and the reload daemon drive it.
+//!
+//! The tree and the maps change in an order that never steers a packet
+//! into a class that does not exist: before a load only the map entries
+//! that can go first are removed ([`lqos_bpf::MapDiff::early_removals`]:
+//! their addresses go straight to no circuit, or to a covering entry that
+//! keeps its class); after the load the programs are installed (or
+//! upgraded in place) and the maps brought to the plan. A plan with
+//! another classifier removes the data path before its load.
+//!
+//! [`DataPath`] is that kernel side as the engine and the daemon see it:
+//! [`PinnedDataPath`] drives the real one (maps and links pinned under
+//! [`crate::state::bpf_pin_dir`]), keeping a [`lqos_bpf::MapSync`] open so
+//! an edit of a few circuits writes only their addresses; [`InMemory`]
+//! stands for it in tests.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ipnet::IpNet;
+use lqos_bpf::attach::XdpChoice;
+use lqos_bpf::index::Indexed;
+use lqos_bpf::model::{diff, Entries, MapKey};
+use lqos_bpf::plan::{entries, interfaces, CpuPolicy};
+use lqos_bpf::preflight::Preflight;
+use lqos_bpf::{CircuitValue, MapSync};
+use lqos_tc::{IpMap, Plan};
+use serde::Serialize;
+
+pub use lqos_bpf::{ApplyCounts, Installed};
+
+use crate::error::{ApplyError, Result};
+
+/// Which addresses a map update covers.
+#[derive(Debug, Clone, Copy)]
+pub enum MapChange<'a> {
+    /// Every address of the plan.
+    Plan(&'a Plan),
+    /// Only these addresses and prefixes, set to what `ip_map` says of
+    /// exactly them (none: removed): the old and new prefixes of the
+    /// circuits an edit changed.
+    Prefixes {
+        /// The new plan's IP map.
+        ip_map: &'a IpMap,
+        /// The prefixes to set.
+        nets: &'a [IpNet],
+    },
+}
+
+/// The kernel side of lqos's eBPF classifier. Methods take `&self` (the
+/// engine and the daemon share the handle); an implementation keeps its
+/// state behind a lock.
+pub trait DataPath: Send + Sync {
+    /// Where the maps and links are pinned.
+    fn pin_dir(&self) -> &Path;
+    /// Whether lqos's data path is installed there.
+    fn installed(&self) -> bool;
+    /// Checks, before any change, that this machine can run the data path
+    /// for `plan` (refusal: [`ApplyError::BpfUnsupported`]); returns the
+    /// warnings (e.g. no XDP: no CPU steering).
+    fn preflight(&self, plan: &Plan) -> Result<Vec<String>>;
+    /// Before a load: removes the entries of `change` that may go first
+    /// (nothing when the data path is not installed).
+    fn before_load(&self, change: MapChange<'_>) -> Result<ApplyCounts>;
+    /// After a load: loads (or upgrades in place) the programs, brings the
+    /// maps to `plan` and attaches to its interfaces (detaching any the
+    /// plan dropped).
+    fn install(&self, plan: &Plan) -> Result<Installed>;
+    /// After a load that keeps the interfaces: the maps only.
+    fn after_load(&self, change: MapChange<'_>) -> Result<ApplyCounts>;
+    /// The live maps and attachments against `plan`, read from the
+    /// kernel.
+    fn check(&self, plan: &Plan) -> Result<DataPathVerify>;
+    /// Removes everything lqos attached and pinned; returns the interfaces
+    /// it was attached to.
+    fn remove(&self) -> Result<Vec<String>>;
+}
+
+/// One difference between the live maps and a plan, by address or prefix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum MapDrift {
+    /// The plan's address is not in the maps (its packets go to a
+    /// default class).
+    Missing {
+        /// Address or prefix.
+        net: IpNet,
+        /// Its circuit in the plan.
+        circuit: String,
+    },
+    /// The maps hold an address the plan does not have.
+    Extra {
+        /// Address or prefix.
+        net: IpNet,
+    },
+    /// The maps steer the address elsewhere than the plan.
+    Differs {
+        /// Address or prefix.
+        net: IpNet,
+        /// Its circuit in the plan.
+        circuit: String,
+        /// What the maps hold (`classid/queue` down, up).
+        live: String,
+        /// What the plan says.
+        planned: String,
+    },
+}
+
+impl fmt::Display for MapDrift {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MapDrift::Missing { net, circuit } => write!(
+                f,
+                "missing map entry {net} (circuit {})",
+                circuit.escape_debug()
+            ),
+            MapDrift::Extra { net } => write!(f, "extra map entry {net}"),
+            MapDrift::Differs {
+                net,
+                circuit,
+                live,
+                planned,
+            } => write!(
+                f,
+                "map entry {net} (circuit {}) is {live}, plan says {planned}",
+                circuit.escape_debug()
+            ),
+        }
+    }
+}
+
+/// What lqos's programs are attached as on one interface.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttachState {
+    /// Interface.
+    pub dev: String,
+    /// lqos's tc filter is on the clsact egress hook.
+    pub tc: bool,
+    /// Another `bpf` filter decides before lqos's (its pref and name).
+    pub before: Option<(u16, String)>,
+    /// The XDP slot: `native`/`generic` with lqos's program, `other NAME`
+    /// with another loader's, `empty`.
+    pub xdp: String,
+}
+
+/// lqos's eBPF classifier against a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DataPathVerify {
+    /// Where its pins are.
+    pub pin_dir: PathBuf,
+    /// Whether it is installed there at all.
+    pub installed: bool,
+    /// Entries in the maps.
+    pub live_entries: usize,
+    /// Entries the plan needs.
+    pub planned_entries: usize,
+    /// Map differences (at most [`MAP_DRIFT_LISTED`]; `map_drift` counts
+    /// them all).
+    pub maps: Vec<MapDrift>,
+    /// Map differences in all.
+    pub map_drift: usize,
+    /// Per interface of the plan.
+    pub interfaces: Vec<AttachState>,
+}
+
+/// Map differences listed one by one in a [`DataPathVerify`].
+pub const MAP_DRIFT_LISTED: usize = 100;
+
+impl DataPathVerify {
+    /// Nothing differs: installed, every entry as planned, lqos's filter
+    /// first on every interface. (An XDP slot held by another program is
+    /// reported, not drift: classification works from tc.)
+    pub fn is_clean(&self) -> bool {
+        self.installed
+            && self.map_drift == 0
+            && self.interfaces.iter().all(|i| i.tc && i.before.is_none())
+    }
+
+    /// Number of differences.
+    pub fn drift_count(&self) -> usize {
+        usize::from(!self.installed)
+            + self.map_drift
+            + self
+                .interfaces
+                .iter()
+                .filter(|i| !i.tc || i.before.is_some())
+                .count()
+    }
+}
+
+impl fmt::Display for DataPathVerify {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.installed {
+            return writeln!(
+                f,
+                "bpf classifier: not installed ({}): 1 difference(s)",
+                self.pin_dir.display()
+            );
+        }
+        writeln!(
+            f,
+            "bpf classifier ({}): plan {} map entries, live {}: {}",
+            self.pin_dir.display(),
+            self.planned_entries,
+            self.live_entries,
+            if self.is_clean() {
+                "in sync".to_string()
+            } else {
+                format!("{} difference(s)", self.drift_count())
+            }
+        )?;
+        for d in &self.maps {
+            writeln!(f, "  bpf: {d}")?;
+        }
+        if self.map_drift > self.maps.len() {
+            writeln!(
+                f,
+                "  bpf: ... and {} more map entries",
+                self.map_drift - self.maps.len()
+            )?;
+        }
+        for i in &self.interfaces {
+            let tc = match (&i.before, i.tc) {
+                (_, false) => "lqos's tc filter is missing".to_string(),
+                (Some((pref, name)), true) => format!(
+                    "bpf filter {} at pref {pref} decides before lqos's",
+                    name.escape_debug()
+                ),
+                (None, true) => "tc filter first".to_string(),
+            };
+            writeln!(f, "  {}: {tc}, XDP {}", i.dev, i.xdp)?;
+        }
+        Ok(())
+    }
+}
+
+/// `classid/queue` of both directions.
+fn describe(v: &CircuitValue) -> String {
+    let c = |x: u32| format!("{:x}:{:x}", x >> 16, x & 0xffff);
+    format!(
+        "down {} queue {}, up {} queue {}",
+        c(v.down.classid),
+        v.down.queue,
+        c(v.up.classid),
+        v.up.queue
+    )
+}
+
+/// The differences between `live` and `want` by address (where each
+/// entry is placed, hash, fast map or trie, is not drift).
+pub fn map_drift(plan: &Plan, live: &Entries, want: &Entries) -> (Vec<MapDrift>, usize) {
+    let logical = |e: &Entries| -> std::collections::HashMap<MapKey, CircuitValue> {
+        e.iter().map(|(k, v)| (k.logical(), *v)).collect()
+    };
+    let (l, w) = (logical(live), logical(want));
+    let circuit = |v: &CircuitValue| {
+        plan.allocation
+            .circuits
+            .get(v.circuit as usize)
+            .map_or_else(|| format!("#{}", v.circuit), |c| c.id.to_string())
+    };
+    let mut out = Vec::new();
+    for (k, v) in &w {
+        match l.get(k) {
+            None => out.push(MapDrift::Missing {
+                net: k.net(),
+                circuit: circuit(v),
+            }),
+            Some(lv) if lv != v => out.push(MapDrift::Differs {
+                net: k.net(),
+                circuit: circuit(v),
+                live: describe(lv),
+                planned: describe(v),
+            }),
+            Some(_) => {}
+        }
+    }
+    for k in l.keys() {
+        if !w.contains_key(k) {
+            out.push(MapDrift::Extra { net: k.net() });
+        }
+    }
+    out.sort_by_key(|d| match d {
+        MapDrift::Missing { net, .. } | MapDrift::Extra { net } | MapDrift::Differs { net, .. } => {
+            *net
+        }
+    });
+    let n = out.len();
+    out.truncate(MAP_DRIFT_LISTED);
+    (out, n)
+}
+
+fn bpf(step: &'static str) -> impl FnOnce(lqos_bpf::BpfError) -> ApplyError {
+    move |source| ApplyError::Bpf { step, source }
+}
+
+/// The real data path, pinned under a directory (one per network
+/// namespace: [`crate::state::bpf_pin_dir`]).
+#[derive(Debug)]
+pub struct PinnedDataPath {
+    pin_dir: PathBuf,
+    netns: Option<String>,
+    xdp: XdpChoice,
+    cpus: Option<CpuPolicy>,
+    state: Mutex<Pinned>,
+}
+
+#[derive(Debug, Default)]
+struct Pinned {
+    /// The last preflight, for the install that follows it.
+    preflight: Option<Preflight>,
+    /// The maps and their entries, once opened.
+    sync: Option<MapSync>,
+}
+
+impl PinnedDataPath {
+    /// The data path of the interfaces of network namespace `netns`,
+    /// pinned under [`crate::state::bpf_pin_dir`]`(netns)`.
+    pub fn new(netns: Option<&str>) -> PinnedDataPath {
+        PinnedDataPath::at(crate::state::bpf_pin_dir(netns), netns)
+    }
+
+    /// The same, pinned under `pin_dir`.
+    pub fn at(pin_dir: PathBuf, netns: Option<&str>) -> PinnedDataPath {
+        PinnedDataPath {
+            pin_dir,
+            netns: netns.map(str::to_string),
+            xdp: XdpChoice::Auto,
+            cpus: None,
+            state: Mutex::new(Pinned::default()),
+        }
+    }
+
+    /// The same with XDP attached as `xdp` says (default: native where
+    /// the driver has it, else generic).
+    pub fn with_xdp(mut self, xdp: XdpChoice) -> PinnedDataPath {
+        self.xdp = xdp;
+        self
+    }
+
+    /// The same with TX queues owned by `cpus` (default: the online CPUs).
+    pub fn with_cpus(mut self, cpus: CpuPolicy) -> PinnedDataPath {
+        self.cpus = Some(cpus);
+        self
+    }
+
+    fn cpus(&self) -> Result<CpuPolicy> {
+        match &self.cpus {
+            Some(c) => Ok(c.clone()),
+            None => CpuPolicy::online().map_err(bpf("reading the online CPUs")),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pinned> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The open maps (opened and read on first use).
+    fn sync<'a>(&self, st: &'a mut Pinned) -> Result<&'a mut MapSync> {
+        if st.sync.is_none() {
+            st.sync = Some(MapSync::open(&self.pin_dir).map_err(bpf("opening the maps"))?);
+        }
+        Ok(st.sync.as_mut().expect("just opened"))
+    }
+
+    fn desired(&self, plan: &Plan) -> Result<Entries> {
+        entries(plan, &self.cpus()?).map_err(bpf("placing the plan's addresses"))
+    }
+}
+
+impl DataPath for PinnedDataPath {
+    fn pin_dir(&self) -> &Path {
+        &self.pin_dir
+    }
+
+    fn installed(&self) -> bool {
+        lqos_bpf::installed(&self.pin_dir)
+    }
+
+    fn preflight(&self, plan: &Plan) -> Result<Vec<String>> {
+        let ifs =
+            interfaces(&plan.config).map_err(|source| ApplyError::BpfUnsupported { source })?;
+        let names: Vec<&str> = ifs.iter().map(|i| i.name.as_str()).collect();
+        let pre = lqos_bpf::preflight::preflight(&self.pin_dir, self.netns.as_deref(), &names)
+            .map_err(|source| ApplyError::BpfUnsupported { source })?;
+        // Every address fits the maps' fields.
+        self.desired(plan)?;
+        let warnings = pre.warnings.clone();
+        self.lock().preflight = Some(pre);
+        Ok(warnings)
+    }
+
+    fn before_load(&self, change: MapChange<'_>) -> Result<ApplyCounts> {
+        if !self.installed() {
+            return Ok(ApplyCounts::default());
+        }
+        let want = match change {
+            MapChange::Plan(p) => Some(self.desired(p)?),
+            MapChange::Prefixes { .. } => None,
+        };
+        let cpus = self.cpus()?;
+        let mut st = self.lock();
+        let sync = self.sync(&mut st)?;
+        let d = match (change, want) {
+            (MapChange::Prefixes { ip_map, nets }, _) => sync
+                .diff_prefixes(ip_map, nets, &cpus)
+                .map_err(bpf("placing the edited addresses"))?,
+            (_, Some(want)) => sync.diff_to(&want),
+            (MapChange::Plan(_), None) => unreachable!("computed above"),
+        };
+        sync.apply(&d.early_removals())
+            .map_err(bpf("removing map entries before the load"))
+    }
+
+    fn install(&self, plan: &Plan) -> Result<Installed> {
+        let pre = self.lock().preflight.take();
+        let pre = match pre {
+            Some(p) => p,
+            None => {
+                self.preflight(plan)?;
+                self.lock().preflight.take().expect("just set")
+            }
+        };
+        let opts = lqos_bpf::InstallOptions {
+            pin_dir: self.pin_dir.clone(),
+            netns: self.netns.clone(),
+            xdp: self.xdp,
+            cpus: Some(self.cpus()?),
+        };
+        // The maps may be created anew (first install, new layout): the
+        // open handle is replaced by the one the install synced.
+        let mut st = self.lock();
+        st.sync = None;
+        let (done, sync) =
+            lqos_bpf::install_checked(plan, &opts, pre).map_err(bpf("installing"))?;
+        st.sync = Some(sync);
+        Ok(done)
+    }
+
+    fn after_load(&self, change: MapChange<'_>) -> Result<ApplyCounts> {
+        let want = match change {
+            MapChange::Plan(p) => Some(self.desired(p)?),
+            MapChange::Prefixes { .. } => None,
+        };
+        let cpus = self.cpus()?;
+        let mut st = self.lock();
+        let sync = self.sync(&mut st)?;
+        match (change, want) {
+            (MapChange::Prefixes { ip_map, nets }, _) => sync
+                .sync_prefixes(ip_map, nets, &cpus)
+                .map_err(bpf("updating the edited addresses")),
+            (_, Some(want)) => sync.sync(&want).map_err(bpf("updating the maps")),
+            (MapChange::Plan(_), None) => unreachable!("computed above"),
+        }
+    }
+
+    fn check(&self, plan: &Plan) -> Result<DataPathVerify> {
+        let want = self.desired(plan)?;
+        let mut v = DataPathVerify {
+            pin_dir: self.pin_dir.clone(),
+            installed: self.installed(),
+            live_entries: 0,
+            planned_entries: want.len(),
+            maps: Vec::new(),
+            map_drift: 0,
+            interfaces: Vec::new(),
+        };
+        if !v.installed {
+            return Ok(v);
+        }
+        let live = lqos_bpf::Maps::open(&self.pin_dir)
+            .and_then(|m| m.read())
+            .map_err(bpf("reading the maps"))?;
+        v.live_entries = live.len();
+        (v.maps, v.map_drift) = map_drift(plan, &live, &want);
+        // What follows starts from what the kernel holds.
+        if let Some(s) = self.lock().sync.as_mut() {
+            s.reload().map_err(bpf("reading the maps"))?;
+        }
+        let ifs = interfaces(&plan.config).map_err(bpf("reading the plan's interfaces"))?;
+        v.interfaces = lqos_bpf::sys::in_netns(self.netns.as_deref(), || {
+            ifs.iter()
+                .map(|i| {
+                    let a = lqos_bpf::inspect::attached(&i.name)?;
+                    let lqos = a.egress.iter().position(|f| f.is_lqos());
+                    let before = match lqos {
+                        Some(at) => a.egress[..at].first().map(|f| (f.pref, f.name.clone())),
+                        None => None,
+                    };
+                    let xdp = match (&a.xdp.mode, a.xdp.is_lqos()) {
+                        (None, _) => "empty".to_string(),
+                        (Some(m), true) => (*m).to_string(),
+                        (Some(m), false) => format!(
+                            "held by another program ({}, {m})",
+                            a.xdp.prog_name.as_deref().unwrap_or("?")
+                        ),
+                    };
+                    Ok(AttachState {
+                        dev: i.name.clone(),
+                        tc: lqos.is_some(),
+                        before,
+                        xdp,
+                    })
+                })
+                .collect()
+        })
+        .map_err(bpf("reading the interfaces' attachments"))?;
+        Ok(v)
+    }
+
+    fn remove(&self) -> Result<Vec<String>> {
+        let mut st = self.lock();
+        st.sync = None;
+        lqos_bpf::remove(&self.pin_dir, self.netns.as_deref()).map_err(bpf("removing"))
+    }
+}
+
+/// What the engine did with the data path during an apply.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct DataPathReport {
+    /// The preflight's warnings.
+    pub warnings: Vec<String>,
+    /// Entries removed before the load.
+    pub early: ApplyCounts,
+    /// The data path was removed before the load (the plan has another
+    /// classifier): the interfaces it was attached to.
+    pub removed: Option<Vec<String>>,
+    /// The install after the load (`None`: a dry run, a failed load, or
+    /// another classifier).
+    pub install: Option<Result<Installed>>,
+    /// Time of the map changes and the install.
+    pub took: std::time::Duration,
+    /// The live data path against the plan, after the load (with
+    /// `verify_after`), or as it is (a dry run).
+    pub verify: Option<DataPathVerify>,
+}
+
+impl DataPathReport {
+    /// The install's error, if it failed.
+    pub fn error(&self) -> Option<&ApplyError> {
+        self.install.as_ref().and_then(|r| r.as_ref().err())
+    }
+}
+
+/// A data path in memory, for tests of the engine and the daemon: the
+/// maps are an [`Indexed`] set changed by the same diffs as the kernel's,
+/// and every call is logged.
+#[derive(Debug)]
+pub struct InMemory {
+    pin_dir: PathBuf,
+    cpus: CpuPolicy,
+    state: Mutex<MemState>,
+}
+
+#[derive(Debug, Default)]
+struct MemState {
+    installed: bool,
+    maps: Indexed,
+    interfaces: Vec<String>,
+    log: Vec<String>,
+    fail: Option<&'static str>,
+}
+
+impl Default for InMemory {
+    fn default() -> Self {
+        InMemory {
+            pin_dir: PathBuf::from("/nonexistent/lqos-test"),
+            cpus: CpuPolicy::new(vec![0, 1]),
+            state: Mutex::default(),
+        }
+    }
+}
+
+impl InMemory {
+    /// Nothing installed.
+    pub fn new() -> InMemory {
+        InMemory::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every call so far, one line each (`preflight`, `before 0 written
+    /// 2 removed`, `install ens19,ens20`, `after ...`, `remove`).
+    pub fn log(&self) -> Vec<String> {
+        self.lock().log.clone()
+    }
+
+    /// The entries the maps hold.
+    pub fn entries(&self) -> Entries {
+        self.lock().maps.entries().clone()
+    }
+
+    /// What the maps decide for `addr`.
+    pub fn lookup(&self, addr: IpAddr) -> Option<CircuitValue> {
+        self.lock().maps.entries().program_lookup(addr).copied()
+    }
+
+    /// Changes an entry behind lqos's back (drift).
+    pub fn tamper(&self, net: IpNet, value: Option<CircuitValue>) {
+        let mut st = self.lock();
+        let d = st.maps.edit(&[(net, value)]);
+        st.maps.apply(&d);
+    }
+
+    /// Makes the next call of `step` (`preflight`, `before`, `install`,
+    /// `after`) fail.
+    pub fn fail_next(&self, step: &'static str) {
+        self.lock().fail = Some(step);
+    }
+
+    fn step(&self, st: &mut MemState, step: &'static str) -> Result<()> {
+        if st.fail == Some(step) {
+            st.fail = None;
+            st.log.push(format!("{step} failed"));
+            return Err(ApplyError::Bpf {
+                step,
+                source: lqos_bpf::BpfError::Pinned {
+                    path: self.pin_dir.clone(),
+                    message: "injected failure".into(),
+                },
+            });
+        }
+        Ok(())
+    }
+
+    fn change(&self, st: &MemState, change: MapChange<'_>) -> Result<lqos_bpf::MapDiff> {
+        Ok(match change {
+            MapChange::Plan(p) => diff(
+                st.maps.entries(),
+                &entries(p, &self.cpus).map_err(bpf("placing"))?,
+            ),
+            MapChange::Prefixes { ip_map, nets } => {
+                let changes: Vec<(IpNet, Option<CircuitValue>)> = nets
+                    .iter()
+                    .map(|n| {
+                        let v = lqos_bpf::model::exact(ip_map, *n)
+                            .map(|e| lqos_bpf::model::value_of(e, |q| self.cpus.cpu_of(q)))
+                            .transpose()
+                            .map_err(bpf("placing"))?;
+                        Ok((n.trunc(), v))
+                    })
+                    .collect::<Result<_>>()?;
+                st.maps.edit(&changes)
+            }
+        })
+    }
+}
+
+fn counts(d: &lqos_bpf::MapDiff) -> ApplyCounts {
+    ApplyCounts {
+        written: d.writes.len(),
+        removed: d.removes.len(),
+    }
+}
+
+impl DataPath for InMemory {
+    fn pin_dir(&self) -> &Path {
+        &self.pin_dir
+    }
+
+    fn installed(&self) -> bool {
+        self.lock().installed
+    }
+
+    fn preflight(&self, plan: &Plan) -> Result<Vec<String>> {
+        let mut st = self.lock();
+        self.step(&mut st, "preflight")?;
+        interfaces(&plan.config).map_err(|source| ApplyError::BpfUnsupported { source })?;
+        st.log.push("preflight".into());
+        Ok(Vec::new())
+    }
+
+    fn before_load(&self, change: MapChange<'_>) -> Result<ApplyCounts> {
+        let mut st = self.lock();
+        self.step(&mut st, "before")?;
+        if !st.installed {
+            st.log.push("before: not installed".into());
+            return Ok(ApplyCounts::default());
+        }
+        let d = self.change(&st, change)?.early_removals();
+        st.maps.apply(&d);
+        let n = counts(&d);
+        st.log.push(format!("before {} removed", n.removed));
+        Ok(n)
+    }
+
+    fn install(&self, plan: &Plan) -> Result<Installed> {
+        let mut st = self.lock();
+        self.step(&mut st, "install")?;
+        let d = self.change(&st, MapChange::Plan(plan))?;
+        st.maps.apply(&d);
+        let ifs = interfaces(&plan.config).map_err(bpf("installing"))?;
+        st.interfaces = ifs.iter().map(|i| i.name.clone()).collect();
+        let fresh = !st.installed;
+        st.installed = true;
+        let n = counts(&d);
+        let line = format!(
+            "install {} ({} written, {} removed)",
+            st.interfaces.join(","),
+            n.written,
+            n.removed
+        );
+        st.log.push(line);
+        Ok(Installed {
+            preflight: Preflight {
+                cpumap_entries: 2,
+                xdp: true,
+                tx_queues: Vec::new(),
+                warnings: Vec::new(),
+            },
+            entries: n,
+            interfaces: ifs
+                .iter()
+                .enumerate()
+                .map(|(i, f)| lqos_bpf::attach::IfaceReport {
+                    name: f.name.clone(),
+                    ifindex: i as u32 + 1,
+                    xdp: if fresh {
+                        lqos_bpf::attach::XdpStatus::Native
+                    } else {
+                        lqos_bpf::attach::XdpStatus::Replaced
+                    },
+                    tc: if fresh {
+                        lqos_bpf::attach::TcStatus::Attached
+                    } else {
+                        lqos_bpf::attach::TcStatus::Replaced
+                    },
+                    xps_off: 0,
+                })
+                .collect(),
+            detached: Vec::new(),
+            stale_maps: Vec::new(),
+        })
+    }
+
+    fn after_load(&self, change: MapChange<'_>) -> Result<ApplyCounts> {
+        let mut st = self.lock();
+        self.step(&mut st, "after")?;
+        let d = self.change(&st, change)?;
+        st.maps.apply(&d);
+        let n = counts(&d);
+        st.log.push(format!(
+            "after {} written, {} removed",
+            n.written, n.removed
+        ));
+        Ok(n)
+    }
+
+    fn check(&self, plan: &Plan) -> Result<DataPathVerify> {
+        let st = self.lock();
+        let want = entries(plan, &self.cpus).map_err(bpf("placing"))?;
+        let (maps, map_drift) = map_drift(plan, st.maps.entries(), &want);
+        Ok(DataPathVerify {
+            pin_dir: self.pin_dir.clone(),
+            installed: st.installed,
+            live_entries: st.maps.entries().len(),
+            planned_entries: want.len(),
+            maps,
+            map_drift,
+            interfaces: st
+                .interfaces
+                .iter()
+                .map(|d| AttachState {
+                    dev: d.clone(),
+                    tc: st.installed,
+                    before: None,
+                    xdp: "native".into(),
+                })
+                .collect(),
+        })
+    }
+
+    fn remove(&self) -> Result<Vec<String>> {
+        let mut st = self.lock();
+        st.installed = false;
+        st.maps = Indexed::default();
+        st.log.push("remove".into());
+        Ok(std::mem::take(&mut st.interfaces))
+    }
+}
