@@ -517,6 +517,146 @@ impl DataPath for PinnedDataPath {
     }
 }
 
+/// The data path's own counters (per CPU, from its per-CPU maps): what
+/// the programs did with the packets they saw, and which CPU ran the tc
+/// program for each TX queue's packets (with CPU steering every queue's
+/// packets are handled by the CPU that owns it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Counters {
+    /// Summed over CPUs.
+    pub total: CpuCounters,
+    /// Per CPU that counted anything.
+    pub per_cpu: Vec<CpuCounters>,
+    /// Per TX queue that carried a packet: its packets per CPU.
+    pub queues: Vec<QueueCounters>,
+    /// The share of the queues' packets handled by the CPU that owns
+    /// their queue (1.0 with full CPU steering).
+    pub on_owner_share: Option<f64>,
+}
+
+/// The counters of one CPU (or of all).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CpuCounters {
+    /// The CPU (`None`: the sum).
+    pub cpu: Option<u32>,
+    /// tc: a circuit's class and queue were set.
+    pub classified: u64,
+    /// tc: IP of no circuit: a default class.
+    pub defaulted: u64,
+    /// tc: not IP or truncated: a default class.
+    pub unparsed: u64,
+    /// XDP: redirected to the circuit's CPU.
+    pub redirected: u64,
+    /// XDP: already on the circuit's CPU: passed.
+    pub local: u64,
+    /// XDP: no circuit, not IP, or no CPU entry: passed.
+    pub passed: u64,
+}
+
+impl CpuCounters {
+    fn of(cpu: Option<u32>, s: &lqos_bpf::Stats) -> CpuCounters {
+        CpuCounters {
+            cpu,
+            classified: s.tc_classified,
+            defaulted: s.tc_defaulted,
+            unparsed: s.tc_unparsed,
+            redirected: s.xdp_redirected,
+            local: s.xdp_local,
+            passed: s.xdp_unknown + s.xdp_unparsed + s.xdp_nocpu,
+        }
+    }
+}
+
+/// One TX queue's packets, per CPU that ran the tc program for them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QueueCounters {
+    /// `download` or `upload`.
+    pub direction: &'static str,
+    /// The TX queue.
+    pub queue: u32,
+    /// The CPU that owns it.
+    pub owner: u32,
+    /// `(cpu, packets)` for every CPU that counted any.
+    pub per_cpu: Vec<(u32, u64)>,
+}
+
+/// The counters of the data path pinned under `pin_dir`, for a plan of
+/// `plan`'s TX queues whose owners are `cpus`.
+pub fn counters(pin_dir: &Path, plan: &Plan, cpus: &CpuPolicy) -> Result<Counters> {
+    let maps = lqos_bpf::Maps::open(pin_dir).map_err(bpf("opening the maps"))?;
+    let per = maps.stats_per_cpu().map_err(bpf("reading the counters"))?;
+    let mut total = lqos_bpf::Stats::default();
+    let mut per_cpu = Vec::new();
+    for (cpu, st) in per.iter().enumerate() {
+        total.add(st);
+        if *st != lqos_bpf::Stats::default() {
+            per_cpu.push(CpuCounters::of(Some(cpu as u32), st));
+        }
+    }
+    let mut queues = Vec::new();
+    let (mut all, mut own) = (0u64, 0u64);
+    for upload in [false, true] {
+        for q in 0..plan.config.queues {
+            let v = maps
+                .queue_packets(upload, q)
+                .map_err(bpf("reading the queue counters"))?;
+            let owner = u32::from(cpus.cpu_of(q));
+            let per_cpu: Vec<(u32, u64)> = v
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(c, n)| (c as u32, *n))
+                .collect();
+            if per_cpu.is_empty() {
+                continue;
+            }
+            for (c, n) in &per_cpu {
+                all += n;
+                if *c == owner {
+                    own += n;
+                }
+            }
+            queues.push(QueueCounters {
+                direction: if upload { "upload" } else { "download" },
+                queue: q,
+                owner,
+                per_cpu,
+            });
+        }
+    }
+    Ok(Counters {
+        total: CpuCounters::of(None, &total),
+        per_cpu,
+        queues,
+        on_owner_share: (all > 0).then(|| own as f64 / all as f64),
+    })
+}
+
+impl fmt::Display for Counters {
+    /// One line: what tc and XDP did, and the queues' share on their CPUs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = &self.total;
+        write!(
+            f,
+            "bpf classifier: {} packets classified, {} to a default class ({} not IP); XDP {} \
+             steered to their queue's CPU, {} already there",
+            t.classified,
+            t.defaulted + t.unparsed,
+            t.unparsed,
+            t.redirected,
+            t.local
+        )?;
+        if let Some(s) = self.on_owner_share {
+            write!(
+                f,
+                "; {:.1}% of the queues' packets handled by the CPU that owns the queue",
+                s * 100.0
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// What the engine did with the data path during an apply.
 #[derive(Debug, Default)]
 #[non_exhaustive]

@@ -7,8 +7,10 @@
 //! - `plan`, `show`, `diff`: [`lqos_apply::plan_files`] or
 //!   [`lqos_apply::read_plan`], then [`lqos_tc`]'s render / diff;
 //! - `apply`: [`lqos_apply::Session::apply`] (or `rollback`;
-//!   [`lqos_apply::apply_plan`] for `--dry-run`);
-//! - `verify`: [`lqos_apply::verify_plan`];
+//!   [`lqos_apply::apply_plan_with`] for `--dry-run`), with the eBPF
+//!   classifier's [`lqos_apply::datapath::PinnedDataPath`];
+//! - `verify`: [`lqos_apply::verify_plan_with`];
+//! - `detach`: [`lqos_apply::datapath::DataPath::remove`];
 //! - `stats`, `top`: [`lqos_apply::stats::StatsPoll::poll`];
 //! - `watch`: [`lqos_apply::daemon::Driver`] (with `--metrics`, its
 //!   statistics served over HTTP);
@@ -60,6 +62,21 @@ enum Command {
     Apply(cmd::apply::Args),
     /// Compare the live kernel tree with a plan.
     Verify(cmd::verify::Args),
+    /// Remove lqos's eBPF classifier: detach its programs from every
+    /// interface and unpin its maps.
+    ///
+    /// `lqos apply` with classifier bpf attaches an XDP program (through a
+    /// link pinned under /sys/fs/bpf/lqos, or /sys/fs/bpf/lqos-netns-NAME
+    /// with --netns NAME) and a tc filter (pref 900 on clsact egress) to
+    /// the plan's interfaces and pins its maps there; they outlive lqos, so
+    /// packets stay classified while it is stopped or upgraded. This
+    /// command removes all of it and hands the interfaces back: packets
+    /// then go to each HTB's default class until another classifier steers
+    /// them. It takes the state directory's apply lock, so it is refused
+    /// while `lqos watch` runs (stop the daemon first). A plan with
+    /// classifier bpf applied later installs it again; `lqos apply` with
+    /// another classifier removes it too.
+    Detach(cmd::detach::Args),
     /// Benchmark loading methods in a private network namespace.
     Bench(cmd::bench::Args),
     /// Run as a daemon: apply at start and on every input change, verify
@@ -133,6 +150,7 @@ fn main() -> ExitCode {
         Command::Diff(a) => cmd::diff::run(a),
         Command::Apply(a) => cmd::apply::run(a),
         Command::Verify(a) => cmd::verify::run(a),
+        Command::Detach(a) => cmd::detach::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Watch(a) => cmd::watch::run(a),
         Command::Status(a) => cmd::status::run(a),

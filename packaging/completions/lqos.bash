@@ -34,6 +34,9 @@ _lqos() {
             lqos,confirm)
                 cmd="lqos__subcmd__confirm"
                 ;;
+            lqos,detach)
+                cmd="lqos__subcmd__detach"
+                ;;
             lqos,diff)
                 cmd="lqos__subcmd__diff"
                 ;;
@@ -88,6 +91,9 @@ _lqos() {
             lqos__subcmd__help,confirm)
                 cmd="lqos__subcmd__help__subcmd__confirm"
                 ;;
+            lqos__subcmd__help,detach)
+                cmd="lqos__subcmd__help__subcmd__detach"
+                ;;
             lqos__subcmd__help,diff)
                 cmd="lqos__subcmd__help__subcmd__diff"
                 ;;
@@ -131,7 +137,7 @@ _lqos() {
 
     case "${cmd}" in
         lqos)
-            opts="-h -V --help --version check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help"
+            opts="-h -V --help --version check compare gen plan show diff apply verify detach bench watch status confirm journal stats top man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -180,7 +186,7 @@ _lqos() {
                     return 0
                     ;;
                 --classifier)
-                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "bpf tc none" -- "${cur}"))
                     return 0
                     ;;
                 --adopt-libreqos)
@@ -350,7 +356,7 @@ _lqos() {
                     return 0
                     ;;
                 --classifier)
-                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "bpf tc none" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -390,6 +396,28 @@ _lqos() {
                     return 0
                     ;;
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lqos__subcmd__detach)
+            opts="-h --netns --state-dir --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -444,7 +472,7 @@ _lqos() {
                     return 0
                     ;;
                 --classifier)
-                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "bpf tc none" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -501,7 +529,7 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__help)
-            opts="check compare gen plan show diff apply verify bench watch status confirm journal stats top man completions help"
+            opts="check compare gen plan show diff apply verify detach bench watch status confirm journal stats top man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -585,6 +613,20 @@ _lqos() {
             return 0
             ;;
         lqos__subcmd__help__subcmd__confirm)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lqos__subcmd__help__subcmd__detach)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -838,7 +880,7 @@ _lqos() {
                     return 0
                     ;;
                 --classifier)
-                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "bpf tc none" -- "${cur}"))
                     return 0
                     ;;
                 --previous)
@@ -892,7 +934,7 @@ _lqos() {
                     return 0
                     ;;
                 --classifier)
-                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "bpf tc none" -- "${cur}"))
                     return 0
                     ;;
                 --plan)
@@ -1056,7 +1098,7 @@ _lqos() {
                     return 0
                     ;;
                 --classifier)
-                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "bpf tc none" -- "${cur}"))
                     return 0
                     ;;
                 --adopt-libreqos)
@@ -1110,7 +1152,7 @@ _lqos() {
                     return 0
                     ;;
                 --classifier)
-                    COMPREPLY=($(compgen -W "tc none" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "bpf tc none" -- "${cur}"))
                     return 0
                     ;;
                 --netns)

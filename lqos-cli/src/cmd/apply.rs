@@ -4,12 +4,13 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use lqos_apply::datapath::{DataPathReport, PinnedDataPath};
 use lqos_apply::journal::Journal;
 use lqos_apply::{
-    apply_plan, guard, last_good_allocation, plan_raw, resolve_state_dir, ApplyError, ApplyOptions,
-    ApplyReport, Backend, Cancel, Change, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive,
-    NoProgress, Parallelism, PlanOverrides, Prefetched, Progress, QueueCount, RawInputs, SavedPlan,
-    Session, StateDir, Stopped, TcBatch, TcMode,
+    apply_plan_with, guard, last_good_allocation, plan_raw, resolve_state_dir, ApplyError,
+    ApplyOptions, ApplyReport, Backend, Cancel, Change, IfaceOps, LiveSource, NetlinkBackend,
+    NetlinkLive, NoProgress, Parallelism, PlanOverrides, Prefetched, Progress, QueueCount,
+    RawInputs, SavedPlan, Session, StateDir, Stopped, TcBatch, TcMode,
 };
 use lqos_model::{LqosConfig, Network};
 use lqos_tc::{render_line, Plan};
@@ -371,6 +372,11 @@ fn print_report(report: &ApplyReport<'_>) -> anyhow::Result<()> {
             m.describe()
         )?;
     }
+    if let Some(d) = &report.datapath {
+        for line in datapath_lines(d) {
+            outln!("{line}")?;
+        }
+    }
     if let Some(l) = load {
         outln!(
             "total: {} ops applied by {}; preflight {:.3}s, readback {:.3}s, diff {:.3}s, load {}",
@@ -383,6 +389,61 @@ fn print_report(report: &ApplyReport<'_>) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// What `lqos apply` says of the eBPF classifier: warnings, the data path
+/// removed, each interface's XDP and tc, the map entries written.
+fn datapath_lines(d: &DataPathReport) -> Vec<String> {
+    use lqos_bpf::attach::{TcStatus, XdpStatus};
+    let mut v: Vec<String> = d
+        .warnings
+        .iter()
+        .map(|w| format!("lqos: warning: bpf classifier: {w}"))
+        .collect();
+    if let Some(ifs) = &d.removed {
+        v.push(format!(
+            "bpf classifier removed (the plan has another classifier){}",
+            if ifs.is_empty() {
+                String::new()
+            } else {
+                format!(": detached from {}", ifs.join(", "))
+            }
+        ));
+    }
+    let Some(Ok(i)) = &d.install else {
+        return v;
+    };
+    for r in &i.interfaces {
+        let xdp = match &r.xdp {
+            XdpStatus::Native => "XDP native".to_string(),
+            XdpStatus::Generic(why) if why.is_empty() => "XDP generic".to_string(),
+            XdpStatus::Generic(why) => format!("XDP generic (native refused: {why})"),
+            XdpStatus::Replaced => "XDP replaced in place".to_string(),
+            XdpStatus::Off => "XDP off".to_string(),
+            XdpStatus::Unavailable(why) => {
+                format!("XDP not attached, no CPU steering; tc classifies ({why})")
+            }
+        };
+        let tc = match r.tc {
+            TcStatus::Attached => "tc attached",
+            TcStatus::Replaced => "tc replaced in place",
+        };
+        v.push(format!(
+            "{}: bpf classifier: {tc}, {xdp}, XPS off on {} TX queues",
+            r.name, r.xps_off
+        ));
+    }
+    for n in &i.detached {
+        v.push(format!("{n}: bpf classifier detached (not in the plan)"));
+    }
+    v.push(format!(
+        "bpf classifier: {} map entries written, {} removed ({} before the load), {:.3}s",
+        i.entries.written,
+        i.entries.removed + d.early.removed,
+        d.early.removed,
+        d.took.as_secs_f64()
+    ));
+    v
 }
 
 fn print_dry_run<'a>(streams: impl Iterator<Item = &'a IfaceOps<'a>>) -> anyhow::Result<()> {
@@ -453,6 +514,9 @@ pub fn run(args: Args) -> Outcome {
     let state_path = state_path(&args.target);
     let live = NetlinkLive::new(netns.clone()).with_probe_cache(state_path.join(PROBE_CACHE_FILE));
     let backend = backend(&args, netns.clone());
+    // lqos's eBPF classifier of this namespace (used when the plan has it,
+    // and to remove it when the plan has another classifier).
+    let datapath = PinnedDataPath::new(netns.as_deref());
     let opts = ApplyOptions {
         full: args.full,
         dry_run: args.dry_run,
@@ -502,7 +566,7 @@ pub fn run(args: Args) -> Outcome {
             netns: netns.as_deref(),
             live: &prefetched,
             backend: backend.as_ref(),
-            datapath: None,
+            datapath: Some(&datapath),
         };
         let bar = progress_bar(plan);
         let report = session.apply_planned_locked(
@@ -547,7 +611,14 @@ pub fn run(args: Args) -> Outcome {
     if args.dry_run {
         // No lock, nothing saved, the state dir is not even created.
         let result = match &plan {
-            Some(p) => apply_plan(p, &live, backend.as_ref(), opts, &NoProgress),
+            Some(p) => apply_plan_with(
+                p,
+                &live,
+                backend.as_ref(),
+                Some(&datapath),
+                opts,
+                &NoProgress,
+            ),
             None => {
                 let state = StateDir::open(&state_path)?;
                 Session {
@@ -555,7 +626,7 @@ pub fn run(args: Args) -> Outcome {
                     netns: netns.as_deref(),
                     live: &live,
                     backend: backend.as_ref(),
-                    datapath: None,
+                    datapath: Some(&datapath),
                 }
                 .rollback(opts, &NoProgress)
             }
@@ -564,6 +635,9 @@ pub fn run(args: Args) -> Outcome {
             (Ok(r), _) => {
                 for c in &r.changes {
                     note!("{}", change_line(c));
+                }
+                if let Some(v) = r.datapath.as_ref().and_then(|d| d.verify.as_ref()) {
+                    note!("{}", v.to_string().trim_end());
                 }
                 print_dry_run(r.changes.iter().map(|c| &c.stream))?;
             }
@@ -586,7 +660,7 @@ pub fn run(args: Args) -> Outcome {
         netns: netns.as_deref(),
         live: &live,
         backend: backend.as_ref(),
-        datapath: None,
+        datapath: Some(&datapath),
     };
     let total_ops: usize = plan.as_ref().map_or(usize::MAX, |p| {
         p.interfaces.iter().map(|i| i.ops.len()).sum()
@@ -654,10 +728,16 @@ fn finish(mut report: ApplyReport<'_>, readback: Option<lqos_apply::Timing>) -> 
             return Err(anyhow::Error::from(e).context(LoadStopped));
         }
     }
+    if let Some(Err(e)) = report.datapath.as_mut().and_then(|d| d.install.take()) {
+        return Err(anyhow::Error::from(e).context(
+            "the tree is loaded, but lqos's eBPF classifier could not be installed; \
+             nothing was saved as the last good plan",
+        ));
+    }
     if let Some(v) = &report.verify {
         crate::out::out!("{v}")?;
         if !v.is_clean() {
-            anyhow::bail!("the kernel's trees differ from the plan after loading");
+            anyhow::bail!("the kernel differs from the plan after loading");
         }
     }
     Ok(Done::Ok)

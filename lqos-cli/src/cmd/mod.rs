@@ -6,6 +6,7 @@ pub mod bench;
 pub mod check;
 pub mod compare;
 pub mod confirm;
+pub mod detach;
 pub mod diff;
 pub mod docs;
 pub mod gen;

@@ -32,18 +32,24 @@ pub struct PlanOptions {
     /// balanced].
     #[arg(long, value_enum)]
     pub strategy: Option<Strategy>,
-    /// Classifier: `tc` plans clsact + flower + skbedit filters with the
-    /// tree; `none` leaves classification to an external program (feed it
-    /// ip_map.csv) [default: lqos.conf [lqos] classifier, else none].
+    /// Classifier: `bpf` runs lqos's eBPF data path (XDP CPU steering and
+    /// a tc program reading pinned maps, updated by address without RTNL;
+    /// any kernel with BPF); `tc` plans clsact + flower + skbedit filters
+    /// with the tree; `none` leaves classification to an external program
+    /// (feed it ip_map.csv) [default: lqos.conf [lqos] classifier, else
+    /// none].
     // The doc comment is the help text: `[lqos]` is a TOML section, not a link.
     #[allow(rustdoc::broken_intra_doc_links)]
-    #[arg(long, value_enum, value_name = "tc|none")]
+    #[arg(long, value_enum, value_name = "bpf|tc|none")]
     pub classifier: Option<ClassifierArg>,
 }
 
 /// `--classifier` values.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClassifierArg {
+    /// lqos's eBPF data path: XDP CPU steering and a cls_bpf program
+    /// reading pinned maps (needs BPF, clsact and cls_bpf; XDP optional).
+    Bpf,
     /// clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0).
     Tc,
     /// No classifier ops (LibreQoS's XDP or another program classifies).
@@ -53,6 +59,7 @@ pub enum ClassifierArg {
 impl From<ClassifierArg> for Classifier {
     fn from(c: ClassifierArg) -> Classifier {
         match c {
+            ClassifierArg::Bpf => Classifier::Bpf,
             ClassifierArg::Tc => Classifier::Tc,
             ClassifierArg::None => Classifier::None,
         }
@@ -311,8 +318,47 @@ pub fn run(args: Args) -> Outcome {
             counts.join(" ")
         )?;
     }
+    if plan.config.classifier == Classifier::Bpf {
+        outln!("{}", bpf_summary(&plan)?)?;
+    }
     outln!("wrote {}", args.out.display())?;
     // As above: the process ends here, nothing needs these freed.
     std::mem::forget((plan, network));
     Ok(Done::Ok)
+}
+
+/// What `lqos apply` would attach and write for the bpf classifier: the
+/// interfaces with their roles and the map entries (queues owned by this
+/// machine's online CPUs).
+fn bpf_summary(plan: &Plan) -> anyhow::Result<String> {
+    use lqos_bpf::layout::Role;
+    use lqos_bpf::plan::{entries, interfaces, CpuPolicy};
+    let cpus = CpuPolicy::online().unwrap_or_else(|_| CpuPolicy::new(vec![0]));
+    let ifs = interfaces(&plan.config).context("bpf classifier")?;
+    let e = entries(plan, &cpus).context("bpf classifier")?;
+    let (hosts, prefixes) = e.counts();
+    let sides: Vec<String> = ifs
+        .iter()
+        .map(|i| {
+            let role = match i.config.role {
+                Role::Subscriber => "subscribers".to_string(),
+                Role::Internet => "internet".to_string(),
+                Role::Stick {
+                    internet_vlan,
+                    network_vlan,
+                } => format!(
+                    "on a stick, internet VLAN {internet_vlan}, network VLAN {network_vlan}"
+                ),
+            };
+            format!("{} ({role})", i.name)
+        })
+        .collect();
+    Ok(format!(
+        "bpf classifier: {} map entries ({hosts} addresses, {prefixes} prefixes of which {} in the \
+         fast map), queues on {} CPU(s); attached to {}",
+        e.len(),
+        e.fast_count(),
+        cpus.cpus().len(),
+        sides.join(", ")
+    ))
 }

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::path::PathBuf;
 
+use anyhow::Context;
 use lqos_tc::render::rate_to_tc;
 use lqos_tc::{Direction, Plan, TcHandle, TcTree};
 
@@ -57,6 +58,7 @@ pub fn run(args: Args) -> Outcome {
     } else {
         applied_plan(&args.target)?
     };
+    let live = applied.is_some();
     let plan = match (&args.plan, applied) {
         (Some(p), _) => read_plan(p)?,
         (None, Some(saved)) => {
@@ -69,6 +71,18 @@ pub fn run(args: Args) -> Outcome {
         (None, None) => plan_inputs(&args.inputs, &args.options, None)?,
     };
     if let Some(addr) = args.ip {
+        // The plan last applied with lqos's eBPF classifier installed: what
+        // the live maps decide is what packets get.
+        let pins = lqos_apply::state::bpf_pin_dir(args.target.netns.as_deref());
+        if live && lqos_bpf::installed(&pins) {
+            let hit = lqos_bpf::lookup(&pins, addr).with_context(|| {
+                format!(
+                    "reading the maps of lqos's eBPF classifier ({})",
+                    pins.display()
+                )
+            })?;
+            out!("{}", render_live_ip(&plan, addr, &pins, hit.as_ref()))?;
+        }
         out!("{}", render_ip(&plan, addr))?;
         return Ok(Done::Ok);
     }
@@ -98,6 +112,71 @@ fn rates(t: &TcTree, id: TcHandle) -> String {
         ),
         None => "(no class)".to_string(),
     }
+}
+
+/// What the live maps of lqos's eBPF classifier (pinned under `pins`)
+/// decide for `addr` (`hit`), with the circuit named from `plan` (the plan
+/// last applied) and whether the plan agrees.
+pub fn render_live_ip(
+    plan: &Plan,
+    addr: IpAddr,
+    pins: &std::path::Path,
+    hit: Option<&lqos_bpf::CircuitValue>,
+) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "{addr}: the live maps of lqos's eBPF classifier ({}) say: ",
+        pins.display()
+    );
+    let planned = plan.ip_map.lookup(addr);
+    let Some(v) = hit else {
+        let _ = writeln!(
+            out,
+            "no circuit: a default class (:2 of the HTB of the TX queue its flow hash picks)"
+        );
+        if let Some(e) = planned {
+            let _ = writeln!(
+                out,
+                "  differs from the plan, which has it in circuit \"{}\" (`lqos verify` shows the drift; the next apply repairs it)",
+                esc(&e.circuit_id)
+            );
+        }
+        return out;
+    };
+    let circuit = plan
+        .allocation
+        .circuits
+        .get(v.circuit as usize)
+        .map_or_else(
+            || format!("#{}", v.circuit),
+            |c| format!("\"{}\"", esc(&c.id)),
+        );
+    let h = |x: u32| TcHandle::from_raw(x);
+    let _ = writeln!(
+        out,
+        "circuit {circuit}: download class {} on TX queue {} (CPU {}), upload class {} on TX queue {} (CPU {})",
+        h(v.down.classid),
+        v.down.queue,
+        v.down.cpu,
+        h(v.up.classid),
+        v.up.queue,
+        v.up.cpu
+    );
+    let agrees = planned.is_some_and(|e| {
+        e.circuit == v.circuit
+            && e.download.classid.raw() == v.down.classid
+            && e.upload.classid.raw() == v.up.classid
+            && e.download.queue == u32::from(v.down.queue)
+            && e.upload.queue == u32::from(v.up.queue)
+    });
+    if !agrees {
+        let _ = writeln!(
+            out,
+            "  differs from the plan below (`lqos verify` shows the drift; the next apply repairs it)"
+        );
+    }
+    out
 }
 
 /// The text `lqos show --ip ADDR` prints.
@@ -144,7 +223,10 @@ pub fn render_ip(plan: &Plan, addr: IpAddr) -> String {
         "  classifier: {}",
         match plan.config.classifier {
             lqos_tc::Classifier::Tc => format!("tc (flower filter handle {})", e.filter_handle),
-            lqos_tc::Classifier::Bpf => "bpf (lqos's eBPF data path)".to_string(),
+            lqos_tc::Classifier::Bpf => {
+                "bpf (lqos's eBPF data path: XDP steers to the queue's CPU, tc sets class and queue)"
+                    .to_string()
+            }
             lqos_tc::Classifier::None =>
                 "none (an external classifier must map it; see ip_map.csv)".to_string(),
         }

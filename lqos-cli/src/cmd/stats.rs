@@ -249,6 +249,24 @@ struct JsonOut<'a> {
     circuits: Vec<&'a CircuitStats>,
     nodes: Vec<&'a NodeStats>,
     unclassified: &'a Unclassified,
+    /// lqos's eBPF classifier's per-CPU counters, when it runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    datapath: Option<lqos_apply::datapath::Counters>,
+}
+
+/// The eBPF classifier's counters, when the plan has it and it is
+/// installed in this namespace.
+fn datapath_counters(
+    plan: &lqos_tc::Plan,
+    target: &TargetArgs,
+) -> anyhow::Result<Option<lqos_apply::datapath::Counters>> {
+    let pins = lqos_apply::state::bpf_pin_dir(target.netns.as_deref());
+    if plan.config.classifier != lqos_tc::Classifier::Bpf || !lqos_bpf::installed(&pins) {
+        return Ok(None);
+    }
+    let cpus = lqos_bpf::plan::CpuPolicy::online()
+        .unwrap_or_else(|_| lqos_bpf::plan::CpuPolicy::new(vec![0]));
+    Ok(Some(lqos_apply::datapath::counters(&pins, plan, &cpus)?))
 }
 
 /// Runs `lqos stats`.
@@ -287,12 +305,14 @@ pub fn run(args: Args) -> Outcome {
     } else {
         select_nodes(&stats, &filter)
     };
+    let datapath = datapath_counters(&plan, &args.target)?;
     if args.json {
         let out = JsonOut {
             interval_secs: stats.interval_secs,
             circuits,
             nodes,
             unclassified: &stats.unclassified,
+            datapath,
         };
         outln!("{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(Done::Ok);
@@ -307,6 +327,9 @@ pub fn run(args: Args) -> Outcome {
     )?;
     if args.circuit.is_none() && args.node.is_none() {
         outln!("\n{}", unclassified_line(&stats.unclassified))?;
+        if let Some(c) = &datapath {
+            outln!("{c}")?;
+        }
     }
     Ok(Done::Ok)
 }

@@ -53,6 +53,11 @@ pub fn run(args: Args) -> Outcome {
             )?;
         }
     }
+    if !args.json {
+        if let Some(line) = datapath_line(&args.target) {
+            outln!("{line}")?;
+        }
+    }
     if status.pending.is_some() && !args.json {
         outln!(
             "to apply the refused inputs once: lqos confirm (with the same --state-dir/--netns)"
@@ -64,4 +69,23 @@ pub fn run(args: Args) -> Outcome {
             .as_ref()
             .is_none_or(|e| e.outcome == lqos_apply::watch::Outcome::Applied);
     Ok(if ok { Done::Ok } else { Done::Findings })
+}
+
+/// lqos's eBPF classifier in this namespace, when it is installed: where,
+/// and what its counters say (or why they cannot be read).
+fn datapath_line(target: &TargetArgs) -> Option<String> {
+    let pins = lqos_apply::state::bpf_pin_dir(target.netns.as_deref());
+    if !lqos_bpf::installed(&pins) {
+        return None;
+    }
+    let plan = super::apply::applied_plan(target).ok().flatten()?.plan;
+    let cpus = lqos_bpf::plan::CpuPolicy::online()
+        .unwrap_or_else(|_| lqos_bpf::plan::CpuPolicy::new(vec![0]));
+    Some(match lqos_apply::datapath::counters(&pins, &plan, &cpus) {
+        Ok(c) => format!("{c} (maps pinned under {})", pins.display()),
+        Err(e) => format!(
+            "bpf classifier: installed under {}, its counters cannot be read: {e}",
+            pins.display()
+        ),
+    })
 }

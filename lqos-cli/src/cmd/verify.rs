@@ -1,7 +1,8 @@
 //! `lqos verify`: compare the live kernel trees with a plan.
 
 use anyhow::Context;
-use lqos_apply::{lazy, read_live, verify_plan, NetlinkLive};
+use lqos_apply::datapath::PinnedDataPath;
+use lqos_apply::{lazy, read_live, verify_plan_with, NetlinkLive};
 
 use super::apply::{applied_from, applied_plan, state_path, PlanArgs, TargetArgs};
 use super::{Done, Outcome};
@@ -89,7 +90,8 @@ pub fn run(args: Args) -> Outcome {
     } else {
         plan
     };
-    let report = verify_plan(&plan, &live)?;
+    let datapath = PinnedDataPath::new(netns.as_deref());
+    let report = verify_plan_with(&plan, &live, Some(&datapath))?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {

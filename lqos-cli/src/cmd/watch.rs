@@ -299,10 +299,13 @@ pub fn run(args: Args) -> Outcome {
         state_dir: state_path.clone(),
     };
     let sink = &mut |e: Event| log(e, &start);
+    // lqos's eBPF classifier of this namespace, kept open for the daemon's
+    // life: an edit writes only its circuits' addresses.
+    let datapath = lqos_apply::datapath::PinnedDataPath::new(netns.as_deref());
     let kernel = Kernel {
         live: &live,
         backend: &backend,
-        datapath: None,
+        datapath: Some(&datapath),
     };
     let mut d = Driver::new(settings, inputs, &state, kernel).with_cancel(cancel);
     d.start(sink);

@@ -29,6 +29,16 @@ const UPLINK: &str = "ens20";
 /// Groups samples into rows: (circuits, strategy index, method index, label).
 type RowKey = (usize, usize, usize, String);
 
+/// `lqos bench --classifier` values (the bpf classifier changes maps, not
+/// the tree: `benches/bpf-classifier.sh` times it against flower).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BenchClassifier {
+    /// clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0).
+    Tc,
+    /// No classifier ops.
+    None,
+}
+
 /// Arguments of `lqos bench`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -63,7 +73,7 @@ pub struct Args {
     /// skbedit filter per device address per interface; needs cls_flower,
     /// act_skbedit, Linux >= 6.0).
     #[arg(long, value_enum, default_value = "none", value_name = "tc|none")]
-    classifier: super::plan::ClassifierArg,
+    classifier: BenchClassifier,
     /// Generator seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -146,7 +156,10 @@ pub fn run(args: Args) -> Outcome {
     };
     let [down, up] = [devs[0].as_str(), devs[1].as_str()];
     let sqm = choose_sqm(args.sqm.as_deref())?;
-    let classifier: lqos_tc::Classifier = args.classifier.into();
+    let classifier = match args.classifier {
+        BenchClassifier::Tc => lqos_tc::Classifier::Tc,
+        BenchClassifier::None => lqos_tc::Classifier::None,
+    };
     if classifier == lqos_tc::Classifier::Tc {
         if let Err(why) = KindProbe::new().probe_classifier()? {
             anyhow::bail!("--classifier tc: {why}; bench with --classifier none (or in the lab VM: cargo xtask lab run --nics -- lqos bench --classifier tc)");
