@@ -66,7 +66,8 @@
 //! - [`journal`]: the last input sets applied, kept in the state directory.
 //! - [`watch`]: the status file `lqos watch` writes and `lqos status` reads.
 //! - `netns` (feature `test-util`): scratch network namespaces with veth
-//!   pairs for tests and benchmarks.
+//!   pairs for tests and benchmarks; `traffic`: UDP flows through them and
+//!   their rates, for live tests of classifiers.
 #![deny(missing_docs)]
 
 pub mod adopt;
@@ -97,6 +98,8 @@ pub mod stats;
 #[cfg(test)]
 mod test_fixtures;
 pub mod timing;
+#[cfg(feature = "test-util")]
+pub mod traffic;
 mod verify;
 pub mod watch;
 
