@@ -215,6 +215,89 @@ pub fn require_netns(test: &str) -> bool {
     }
 }
 
+/// A thread with a mount namespace of its own and a fresh bpffs on
+/// `/sys/fs/bpf`: the calls it runs and the processes it spawns (they
+/// inherit its mounts) pin lqos's eBPF classifier there, never where a
+/// real install or another test pins theirs; the pins vanish with it.
+/// Two processes spawned by one `PrivateBpf` see the same pins (a
+/// restarted daemon finds its predecessor's maps).
+pub struct PrivateBpf {
+    tx: Option<std::sync::mpsc::Sender<Box<dyn FnOnce() + Send>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PrivateBpf {
+    /// Starts the thread: a private mount namespace, a bpffs on
+    /// `/sys/fs/bpf`.
+    pub fn new() -> Result<PrivateBpf> {
+        let (tx, rx) = std::sync::mpsc::channel::<Box<dyn FnOnce() + Send>>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let mounted = lqos_bpf::sys::private_mounts()
+                .and_then(|()| {
+                    nix::mount::mount(
+                        Some("bpffs"),
+                        "/sys/fs/bpf",
+                        Some("bpf"),
+                        nix::mount::MsFlags::empty(),
+                        None::<&str>,
+                    )
+                    .map_err(std::io::Error::from)
+                })
+                .map_err(|e| ApplyError::io("mounting a private bpffs on /sys/fs/bpf", e));
+            let ok = mounted.is_ok();
+            let _ = ready_tx.send(mounted);
+            if ok {
+                for job in rx {
+                    job();
+                }
+            }
+        });
+        ready_rx.recv().map_err(|_| {
+            ApplyError::io(
+                "starting the bpffs thread",
+                std::io::ErrorKind::BrokenPipe.into(),
+            )
+        })??;
+        Ok(PrivateBpf {
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Runs `f` on the thread and returns what it returns.
+    pub fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.tx
+            .as_ref()
+            .expect("running")
+            .send(Box::new(move || {
+                let _ = tx.send(f());
+            }))
+            .expect("the bpffs thread is running");
+        rx.recv().expect("the call ran")
+    }
+
+    /// Spawns `cmd` from the thread (the process sees its bpffs).
+    pub fn spawn(&self, mut cmd: Command) -> std::io::Result<std::process::Child> {
+        self.run(move || cmd.spawn())
+    }
+
+    /// Runs `cmd` from the thread to its end.
+    pub fn output(&self, mut cmd: Command) -> std::io::Result<std::process::Output> {
+        self.run(move || cmd.output())
+    }
+}
+
+impl Drop for PrivateBpf {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,107 +5,15 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{code, lqos, text};
+use common::{applied, code, lqos, msg, text, Daemon};
 use lqos_apply::netlink::NetlinkSocket;
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
 use lqos_tc::{TcHandle, TcTree};
 use serde_json::Value;
-
-/// The daemon, its JSON log lines collected by a reader thread; killed on
-/// drop if a test fails before stopping it.
-struct Daemon {
-    child: Child,
-    log: Arc<Mutex<Vec<Value>>>,
-}
-
-impl Daemon {
-    fn start(dir: &Path, args: &[&str]) -> Daemon {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_lqos"))
-            .arg("watch")
-            .args(["--log-format", "json"])
-            .args(args)
-            .current_dir(dir)
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("spawn lqos watch");
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let l = log.clone();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let v = serde_json::from_str(&line)
-                    .unwrap_or_else(|_| serde_json::json!({ "message": line }));
-                l.lock().unwrap().push(v);
-            }
-        });
-        Daemon { child, log }
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    fn signal(&self, sig: nix::sys::signal::Signal) {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), sig).unwrap();
-    }
-
-    fn lines(&self) -> Vec<Value> {
-        self.log.lock().unwrap().clone()
-    }
-
-    fn dump(&self) -> String {
-        self.lines()
-            .iter()
-            .map(|v| v.to_string())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    /// Waits (up to `within`) for a log line, after the first `skip`,
-    /// matching `pred`.
-    fn wait_log(&self, skip: usize, within: Duration, pred: impl Fn(&Value) -> bool) -> Value {
-        let end = Instant::now() + within;
-        loop {
-            if let Some(v) = self.lines().into_iter().skip(skip).find(&pred) {
-                return v;
-            }
-            assert!(
-                Instant::now() < end,
-                "no such log line within {within:?}; log:\n{}",
-                self.dump()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn count(&self) -> usize {
-        self.log.lock().unwrap().len()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-fn msg(v: &Value) -> &str {
-    v["message"].as_str().unwrap_or("")
-}
-
-fn applied(trigger: &'static str) -> impl Fn(&Value) -> bool {
-    move |v| msg(v) == "applied" && v["trigger"] == trigger
-}
 
 /// The live tree of `dev` in `ns`, read with lqos's own netlink dump.
 fn tree(ns: &str, dev: &str) -> TcTree {

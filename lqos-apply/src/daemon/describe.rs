@@ -298,9 +298,9 @@ impl Event {
                 );
                 lines.push(
                     LogLine::new(Info, "bpf classifier installed")
+                        .str("ms", ms1(*took))
                         .num("map_written", report.entries.written)
-                        .num("map_removed", report.entries.removed)
-                        .str("ms", ms1(*took)),
+                        .num("map_removed", report.entries.removed),
                 );
                 return lines;
             }

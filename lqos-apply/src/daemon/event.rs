@@ -310,6 +310,26 @@ pub struct Applied {
     pub maps: Option<crate::datapath::ApplyCounts>,
 }
 
+impl Applied {
+    /// An applied load (for an embedding program's own tests of its
+    /// logging).
+    pub fn new(
+        trigger: Trigger,
+        summary: DiffSummary,
+        took: Duration,
+        path: LoadPath,
+        maps: Option<crate::datapath::ApplyCounts>,
+    ) -> Applied {
+        Applied {
+            trigger,
+            summary,
+            took,
+            path,
+            maps,
+        }
+    }
+}
+
 /// How a load was computed, with the times of its parts.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LoadPath {

@@ -4,8 +4,13 @@
 // Each test crate uses a different part of this module.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
 
 /// The `lqos` binary: the one cargo built for these tests, or `lqos` on
 /// PATH where this test binary runs on another machine (the lab's guest
@@ -272,3 +277,110 @@ pub fn set_rates(csv_text: &str, id: &str, min: &str, max: &str) -> String {
 }
 
 pub mod promtool;
+
+/// The daemon, its JSON log lines collected by a reader thread; killed on
+/// drop if a test fails before stopping it.
+pub struct Daemon {
+    /// The process.
+    pub child: Child,
+    log: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Daemon {
+    /// `lqos watch --log-format json ARGS` in `dir`.
+    pub fn start(dir: &Path, args: &[&str]) -> Daemon {
+        Daemon::spawn(&mut Daemon::command(dir, args))
+    }
+
+    /// The command [`Daemon::start`] runs.
+    pub fn command(dir: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(lqos_bin());
+        c.arg("watch")
+            .args(["--log-format", "json"])
+            .args(args)
+            .current_dir(dir)
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null());
+        c
+    }
+
+    /// Spawns `cmd` (a [`Daemon::command`]) and collects its log.
+    pub fn spawn(cmd: &mut Command) -> Daemon {
+        Daemon::from_child(cmd.spawn().expect("spawn lqos watch"))
+    }
+
+    /// Collects the log of a spawned `lqos watch` (stderr piped).
+    pub fn from_child(mut child: Child) -> Daemon {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let l = log.clone();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let v = serde_json::from_str(&line)
+                    .unwrap_or_else(|_| serde_json::json!({ "message": line }));
+                l.lock().unwrap().push(v);
+            }
+        });
+        Daemon { child, log }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn signal(&self, sig: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), sig).unwrap();
+    }
+
+    pub fn lines(&self) -> Vec<Value> {
+        self.log.lock().unwrap().clone()
+    }
+
+    pub fn dump(&self) -> String {
+        self.lines()
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Waits (up to `within`) for a log line, after the first `skip`,
+    /// matching `pred`.
+    pub fn wait_log(&self, skip: usize, within: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+        let end = Instant::now() + within;
+        loop {
+            if let Some(v) = self.lines().into_iter().skip(skip).find(&pred) {
+                return v;
+            }
+            assert!(
+                Instant::now() < end,
+                "no such log line within {within:?}; log:\n{}",
+                self.dump()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn count(&self) -> usize {
+        self.log.lock().unwrap().len()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A log line's message.
+pub fn msg(v: &Value) -> &str {
+    v["message"].as_str().unwrap_or("")
+}
+
+/// Matches the `applied` line of `trigger`.
+pub fn applied(trigger: &'static str) -> impl Fn(&Value) -> bool {
+    move |v| msg(v) == "applied" && v["trigger"] == trigger
+}

@@ -59,17 +59,18 @@ macro_rules! site {
             target: super::TARGET,
             level: tracing::Level::$lvl,
             fields: message, netns, lazy_leaves, files, state_dir, file, line, circuit,
-                problem, wait_ms, path, dev, trigger, added, changed, removed, deferred,
-                mem_available_mib, margin_mib, active, ms, incremental, rows, node, circuits,
-                asked_down_mbps, asked_up_mbps, fits_down_mbps, fits_up_mbps, each_mbps,
-                cleared, total, parse_ms, plan_ms, diff_ms, load_ms, readback, indexed, reason,
-                ops, op, refusal, sha256, pending, errors, error
+                problem, wait_ms, path, dev, tc, xdp, xps_off, interfaces, trigger, added,
+                changed, removed, deferred, mem_available_mib, margin_mib, active, ms,
+                incremental, rows, node, circuits, asked_down_mbps, asked_up_mbps,
+                fits_down_mbps, fits_up_mbps, each_mbps, cleared, total, parse_ms, plan_ms,
+                diff_ms, load_ms, maps_ms, readback, map_written, map_removed, indexed, reason,
+                ops, op, refusal, sha256, pending, errors, error, warning
         }
     };
 }
 
 /// How many fields the callsites have (`message` and the rest).
-const FIELDS: usize = 46;
+const FIELDS: usize = 54;
 
 /// A field's value as `tracing` records it.
 enum Recorded<'a> {
@@ -209,6 +210,84 @@ mod tests {
             "\"fits_down_mbps\":\"999\"",
             "\"each_mbps\":\"1\"",
             "\"node\":\"AP 2\"",
+        ] {
+            assert!(json.contains(want), "{want} not in {json}");
+        }
+    }
+
+    /// Every field of the eBPF classifier's lines is logged, in an order
+    /// the callsites keep: the install, the removal, an edit's map step.
+    #[test]
+    fn the_bpf_classifier_lines_are_logged_with_every_field() {
+        use lqos_apply::daemon::{Applied, Breakdown, LoadPath};
+        use lqos_bpf::attach::{IfaceReport, TcStatus, XdpStatus};
+        use std::time::Duration;
+        let start = StartInfo {
+            netns: None,
+            files: Vec::new(),
+            state_dir: PathBuf::from("/var/lib/lqos"),
+        };
+        let report = lqos_apply::datapath::Installed {
+            preflight: lqos_bpf::preflight::Preflight {
+                cpumap_entries: 2,
+                xdp: false,
+                tx_queues: Vec::new(),
+                warnings: vec!["no XDP".into()],
+            },
+            entries: lqos_apply::datapath::ApplyCounts {
+                written: 7,
+                removed: 1,
+            },
+            interfaces: vec![IfaceReport {
+                name: "ens19".into(),
+                ifindex: 3,
+                xdp: XdpStatus::Unavailable("busy".into()),
+                tc: TcStatus::Replaced,
+                xps_off: 16,
+            }],
+            detached: vec!["ens21".into()],
+            stale_maps: Vec::new(),
+        };
+        let applied = Applied::new(
+            lqos_apply::watch::Trigger::FileChange,
+            lqos_tc::DiffSummary::default(),
+            Duration::from_millis(3),
+            LoadPath::Incremental(Breakdown {
+                maps: Duration::from_micros(42),
+                ..Default::default()
+            }),
+            Some(lqos_apply::datapath::ApplyCounts {
+                written: 1,
+                removed: 0,
+            }),
+        );
+        let (text, json) = logged(|| {
+            log(
+                Event::ClassifierInstalled {
+                    report: Box::new(report.clone()),
+                    took: Duration::from_millis(12),
+                },
+                &start,
+            );
+            log(
+                Event::ClassifierRemoved {
+                    interfaces: vec!["ens19".into(), "ens20".into()],
+                },
+                &start,
+            );
+            log(Event::Applied(applied.clone()), &start);
+        });
+        assert_eq!(text.lines().count(), 6, "{text}");
+        for want in [
+            "\"tc\":\"replaced in place\"",
+            "\"xdp\":\"not attached, no CPU steering; tc classifies (busy)\"",
+            "\"xps_off\":16",
+            "\"warning\":\"no XDP\"",
+            "\"message\":\"bpf classifier detached\",\"dev\":\"ens21\"",
+            "\"map_written\":7",
+            "\"interfaces\":\"ens19,ens20\"",
+            "\"maps_ms\":\"0.042\"",
+            "\"map_written\":1",
         ] {
             assert!(json.contains(want), "{want} not in {json}");
         }
