@@ -483,7 +483,7 @@ impl DataPath for PinnedDataPath {
         v.interfaces = lqos_bpf::sys::in_netns(self.netns.as_deref(), || {
             ifs.iter()
                 .map(|i| {
-                    let a = lqos_bpf::inspect::attached(&i.name)?;
+                    let a = lqos_bpf::inspect::attached(&i.name, &self.pin_dir)?;
                     let lqos = a.egress.iter().position(|f| f.is_lqos());
                     let before = match lqos {
                         Some(at) => a.egress[..at].first().map(|f| (f.pref, f.name.clone())),

@@ -429,14 +429,23 @@ pub fn class_bytes(ns: &ScratchNetns, dev: &str) -> BTreeMap<TcHandle, u64> {
         .collect()
 }
 
-/// Packets sent by the default classes (minor 2, every queue's HTB) of
-/// `dev`: traffic no classifier put in a circuit's class.
-pub fn default_packets(ns: &ScratchNetns, dev: &str) -> u64 {
+/// Bytes and packets sent by the default classes (minor 2, every queue's
+/// HTB) of `dev`: traffic no classifier put in a circuit's class.
+pub fn default_sent(ns: &ScratchNetns, dev: &str) -> (u64, u64) {
     class_sent(ns, dev)
         .iter()
         .filter(|(h, _)| h.minor() == 2)
-        .map(|(_, (_, p))| p)
-        .sum()
+        .fold((0, 0), |(b, p), (_, (nb, np))| (b + nb, p + np))
+}
+
+/// Whether `packets` packets of `bytes` bytes in all, taken by default
+/// classes, can hold one of the generator's datagrams (at least [`WIRE`]
+/// bytes on the wire) beside packets of at least 86 bytes (the shaper's
+/// own neighbour solicitations and MLD reports, 86 to 200 bytes, which
+/// are no circuit's). With k datagrams, `bytes >= WIRE * k + 86 * (packets
+/// - k)`; without, a false alarm needs a dozen of the shaper's own.
+pub fn holds_a_datagram(bytes: u64, packets: u64) -> bool {
+    packets > 0 && bytes >= WIRE + 86 * (packets - 1)
 }
 
 /// `s` seconds.

@@ -6,6 +6,7 @@
 //! status. Acts in the calling thread's network namespace.
 
 use std::io;
+use std::path::Path;
 
 use crate::attach::{TC_HANDLE, TC_PREF};
 use crate::error::{BpfError, Result};
@@ -41,13 +42,25 @@ pub struct XdpSlot {
     pub prog_id: Option<u32>,
     /// The program's name, when it could be read.
     pub prog_name: Option<String>,
+    /// The program is the one of lqos's XDP link pinned for this interface
+    /// (another loader's program of the same name is not).
+    pub lqos: bool,
 }
 
 impl XdpSlot {
-    /// Whether lqos's XDP program holds the slot.
+    /// Whether lqos's XDP program holds the slot through its pinned link.
     pub fn is_lqos(&self) -> bool {
-        self.prog_name.as_deref() == Some(programs::XDP)
+        self.lqos
     }
+}
+
+/// The program id of lqos's XDP link pinned for interface `name` under
+/// `pin_dir`, if there is one.
+pub fn pinned_xdp_program(pin_dir: &Path, name: &str) -> Option<u32> {
+    let path = crate::attach::xdp_link_path(pin_dir, name);
+    let pinned = aya::programs::links::PinnedLink::from_pin(&path).ok()?;
+    let link = aya::programs::links::FdLink::from(pinned);
+    link.info().ok().map(|i| i.program_id())
 }
 
 /// What is attached to one interface.
@@ -77,8 +90,8 @@ impl Attached {
 }
 
 /// What is attached to interface `name` (in the calling thread's network
-/// namespace).
-pub fn attached(name: &str) -> Result<Attached> {
+/// namespace); lqos's XDP link is looked for under `pin_dir`.
+pub fn attached(name: &str, pin_dir: &Path) -> Result<Attached> {
     let ifindex = crate::attach::ifindex(name)?;
     let err = |what: &'static str| {
         let name = name.to_string();
@@ -110,6 +123,7 @@ pub fn attached(name: &str) -> Result<Attached> {
     }
     if let Some(id) = xdp.prog_id {
         xdp.prog_name = program_name(id);
+        xdp.lqos = pinned_xdp_program(pin_dir, name) == Some(id);
     }
     Ok(Attached {
         name: name.to_string(),

@@ -97,7 +97,11 @@ fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
     );
     // The kernel's own account: lqos's programs in the XDP slot and first
     // on the egress hook.
-    let seen = in_netns(Some(&shaper.name), || lqos_bpf::inspect::attached("ens19")).unwrap();
+    let pins = l.bpffs.path().to_path_buf();
+    let seen = in_netns(Some(&shaper.name), || {
+        lqos_bpf::inspect::attached("ens19", &pins)
+    })
+    .unwrap();
     assert!(
         seen.xdp.is_lqos() && seen.xdp.mode == Some("native"),
         "{seen:?}"

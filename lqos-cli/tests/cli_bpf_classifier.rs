@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use common::{lqos_bin, msg, ok, Daemon};
 use lqos_apply::netns::{require_netns, PrivateBpf, ScratchNetns};
 use lqos_apply::traffic::{
-    assert_at_ceils, class_bytes, default_packets, receive_at, secs, send_flows, sysctl,
-    three_namespaces, wire, Arrivals, Flow, StallWatch, Topo, Window, PORT,
+    assert_at_ceils, class_bytes, default_sent, holds_a_datagram, receive_at, secs, send_flows,
+    sysctl, three_namespaces, wire, Arrivals, Flow, StallWatch, Topo, Window, PORT,
 };
 use serde_json::Value;
 
@@ -216,6 +216,7 @@ fn topology() -> Topo {
     neigh(u, "2001:db8:1::fe", 3, "sub0");
     sysctl(s.name(), "net.ipv4.ip_forward", "1");
     sysctl(s.name(), "net.ipv6.conf.all.forwarding", "1");
+
     // A veth leaves the UDP checksum to "hardware" that never fills it in
     // (CHECKSUM_PARTIAL); a frame XDP redirects to another CPU is rebuilt
     // without that note and arrives with a bad checksum. A real NIC hands
@@ -370,6 +371,24 @@ impl Traffic {
     }
 }
 
+/// The default classes' bytes and packets on both shaper interfaces.
+fn defaults(shaper: &ScratchNetns) -> (u64, u64) {
+    let (a, b) = (default_sent(shaper, "ens19"), default_sent(shaper, "ens20"));
+    (a.0 + b.0, a.1 + b.1)
+}
+
+/// Fails when the default classes took one of the flows' datagrams between
+/// the counts `before` and `after` (the shaper's own few small packets,
+/// MLD reports and neighbour solicitations, are no circuit's and go
+/// there).
+fn assert_no_datagram(before: (u64, u64), after: (u64, u64), when: &str) {
+    let (bytes, packets) = (after.0 - before.0, after.1 - before.1);
+    assert!(
+        !holds_a_datagram(bytes, packets),
+        "a flow's packets reached a default class {when}: {packets} packets, {bytes} bytes"
+    );
+}
+
 /// Wire bytes of a flow key's datagrams.
 fn wire_of(key: &str) -> u64 {
     let id = key.split_whitespace().nth(1).unwrap_or("");
@@ -458,7 +477,7 @@ fn apply_with_the_bpf_classifier_shapes_forwarded_flows_both_ways() {
         offered["down unknown"].len()
     );
     assert!(
-        default_packets(&t.shaper, "ens19") >= unknown,
+        default_sent(&t.shaper, "ens19").1 >= unknown,
         "the unknown address's {unknown} packets went through the default classes"
     );
 
@@ -487,6 +506,38 @@ fn apply_with_the_bpf_classifier_shapes_forwarded_flows_both_ways() {
             && !shown.contains("differs"),
         "{shown}"
     );
+
+    // Drift: an entry removed and a filter deleted behind lqos's back.
+    // verify says what differs (exit 1); the next apply repairs it.
+    let pins = lqos_apply::state::bpf_pin_dir(Some(ns));
+    let gone = bpf.run(move || {
+        let mut m = lqos_bpf::Maps::open(&pins).unwrap();
+        m.remove(&lqos_bpf::MapKey::from_net(
+            "100.64.0.7/32".parse().unwrap(),
+        ))
+    });
+    gone.unwrap();
+    t.shaper
+        .tc(&["filter", "del", "dev", "ens20", "egress", "pref", "900"])
+        .unwrap();
+    let v = lqos(&bpf, d, &["verify", "--netns", ns, "--state-dir", "st"]);
+    let (text, _) = common::text(&v);
+    assert_eq!(v.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("missing map entry 100.64.0.7/32 (circuit c32)")
+            && text.contains("ens20: lqos's tc filter is missing"),
+        "{text}"
+    );
+    let out = ok(&lqos(&bpf, d, &args("apply")));
+    assert!(
+        out.contains("ens20: bpf classifier: tc attached") && out.contains("1 map entries written"),
+        "{out}"
+    );
+    ok(&lqos(
+        &bpf,
+        d,
+        &["verify", "--netns", ns, "--state-dir", "st"],
+    ));
 
     let out = ok(&lqos(
         &bpf,
@@ -577,9 +628,7 @@ fn watch_moves_an_address_and_a_killed_daemon_leaves_packets_classified() {
     // 4.5 s after the move: kill the daemon, start another 1.5 s later.
     let kill_at = moved_at + secs(4.5);
     traffic.at(kill_at.as_secs_f64());
-    let defaults =
-        |t: &Topo| default_packets(&t.shaper, "ens19") + default_packets(&t.shaper, "ens20");
-    let before = defaults(&t);
+    let before = defaults(&t.shaper);
     daemon.signal(nix::sys::signal::Signal::SIGKILL);
     drop(daemon);
     traffic.at(kill_at.as_secs_f64() + 1.5);
@@ -596,14 +645,11 @@ fn watch_moves_an_address_and_a_killed_daemon_leaves_packets_classified() {
         again.dump()
     );
     traffic.at(restarted.as_secs_f64() + 2.0);
-    let after = defaults(&t);
+    let after = defaults(&t.shaper);
     let end = traffic.start.elapsed();
     let (offered, got, stalls) = traffic.finish();
     drop(again);
-    assert_eq!(
-        after, before,
-        "packets reached a default class while the daemon was down or starting"
-    );
+    assert_no_datagram(before, after, "while the daemon was down or starting");
     let w = |from: Duration, to: Duration| Window {
         from,
         to,
@@ -646,4 +692,191 @@ fn watch_moves_an_address_and_a_killed_daemon_leaves_packets_classified() {
         wire_of,
         w(kill_at, end),
     );
+}
+
+/// LibreQoS's pref for its tc egress filter (`0xC02F`, handle 1).
+const LIBREQOS_PREF: u16 = 0xc02f;
+
+/// The switch from LibreQoS, in the order docs/libreqos.md gives, while
+/// flows run: a stand-in for LibreQoS's programs (lqos's own object with
+/// maps of its own holding the same classids, attached the way `lqosd`
+/// attaches: XDP through netlink in driver mode, a `cls_bpf` filter at
+/// pref 0xC02F, handle 1) classifies first; `lqos apply --classifier bpf`
+/// then attaches its filter at pref 900, which decides before it (the
+/// stand-in's maps are emptied to prove it), and warns that the XDP slot
+/// is taken; LibreQoS's programs are detached; the next `lqos apply`
+/// attaches lqos's XDP. No packet reaches a default class at any step and
+/// every flow stays at its ceil.
+#[test]
+fn the_bpf_classifier_takes_over_from_libreqos_programs_without_a_gap() {
+    if !require_netns("cli_bpf_classifier_handover") {
+        return;
+    }
+    let t = topology();
+    let bpf = PrivateBpf::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_inputs(d, "mova");
+    let ns = t.shaper.name().to_string();
+    let apply = |classifier: &str| {
+        lqos(
+            &bpf,
+            d,
+            &[
+                "apply",
+                "--netns",
+                &ns,
+                "--state-dir",
+                "st",
+                "--sqm",
+                "pfifo limit 20",
+                "--classifier",
+                classifier,
+            ],
+        )
+    };
+    // LibreQoS's tree (here lqos's, with the same classids) and its
+    // programs.
+    ok(&apply("none"));
+    let state = lqos_apply::StateDir::open(d.join("st")).unwrap();
+    let plan = lqos_apply::load_saved_plan(&state, Some(&ns))
+        .unwrap()
+        .unwrap()
+        .plan;
+    let ns2 = ns.clone();
+    let stand_in = bpf.run(move || stand_in_libreqos(&ns2, &plan));
+
+    let (down, up, ceils) = flows(&["c32", "c56"], false);
+    let traffic = Traffic::start(&t, down, up);
+    traffic.at(1.5);
+    let before = defaults(&t.shaper);
+
+    // 1. lqos's classifier: its tc filter decides first; XDP is taken.
+    traffic.at(2.5);
+    let out = ok(&apply("bpf"));
+    assert!(
+        out.contains("ens19: bpf classifier: tc attached, XDP not attached"),
+        "{out}"
+    );
+    let filters = t
+        .shaper
+        .tc(&["filter", "show", "dev", "ens19", "egress"])
+        .unwrap();
+    assert!(
+        filters.find("pref 900") < filters.find(&format!("pref {LIBREQOS_PREF}")),
+        "{filters}"
+    );
+    // LibreQoS's maps emptied: were its filter still deciding, packets
+    // would fall to a default class now.
+    bpf.run(move || {
+        let mut m = lqos_bpf::Maps::open(Path::new(STAND_IN)).unwrap();
+        let e = m.read().unwrap();
+        m.apply(&lqos_bpf::model::diff(&e, &lqos_bpf::Entries::default()))
+            .unwrap();
+    });
+    let v = ok(&lqos(
+        &bpf,
+        d,
+        &["verify", "--netns", &ns, "--state-dir", "st"],
+    ));
+    assert!(v.contains("XDP held by another program"), "{v}");
+
+    // 2. LibreQoS's programs detached (what stopping lqosd does, without
+    // its teardown flushing every egress filter).
+    traffic.at(4.5);
+    for dev in ["ens19", "ens20"] {
+        t.shaper
+            .ip(&["link", "set", "dev", dev, "xdpdrv", "off"])
+            .unwrap();
+        t.shaper
+            .tc(&[
+                "filter",
+                "del",
+                "dev",
+                dev,
+                "egress",
+                "pref",
+                &LIBREQOS_PREF.to_string(),
+            ])
+            .unwrap();
+    }
+    drop(stand_in);
+
+    // 3. The next apply attaches lqos's XDP.
+    traffic.at(5.5);
+    let out = ok(&apply("bpf"));
+    assert!(
+        out.contains("ens19: bpf classifier: tc replaced in place, XDP native"),
+        "{out}"
+    );
+    traffic.at(8.0);
+    let after = defaults(&t.shaper);
+    let end = traffic.start.elapsed();
+    let (offered, got, stalls) = traffic.finish();
+    assert_no_datagram(before, after, "during the switch");
+    let w = Window {
+        from: secs(1.5),
+        to: end,
+        skip: &stalls,
+    };
+    assert_at_ceils("LibreQoS, then lqos", &ceils, &offered, &got, wire_of, w);
+    let v = ok(&lqos(
+        &bpf,
+        d,
+        &["verify", "--netns", &ns, "--state-dir", "st"],
+    ));
+    assert!(v.contains("ens19: tc filter first, XDP native"), "{v}");
+}
+
+/// Where the stand-in for LibreQoS's programs pins its maps (beside
+/// lqos's, in the private bpffs).
+const STAND_IN: &str = "/sys/fs/bpf/libreqos-stand-in";
+
+/// Loads a stand-in for LibreQoS's programs into namespace `ns` with
+/// `plan`'s classids, attached as `lqosd` attaches: XDP through netlink in
+/// driver mode (`ip link set dev IF xdpdrv`), tc egress at pref 0xC02F,
+/// handle 1. Runs beside the private bpffs; returns the loaded object.
+fn stand_in_libreqos(ns: &str, plan: &lqos_tc::Plan) -> lqos_bpf::DataPath {
+    use lqos_bpf::plan::{entries, interfaces, CpuPolicy};
+    let pins = Path::new(STAND_IN);
+    let mut dp = lqos_bpf::DataPath::load(pins).unwrap();
+    let cpus = CpuPolicy::online().unwrap();
+    let mut maps = dp.maps().unwrap();
+    maps.sync(&entries(plan, &cpus).unwrap()).unwrap();
+    for &c in cpus.cpus() {
+        maps.enable_cpu(c, 2048).unwrap();
+    }
+    let xdp = pins.join("xdp");
+    dp.xdp_mut().pin(&xdp).unwrap();
+    let ifs = interfaces(&plan.config).unwrap();
+    let tc = dp.tc_mut();
+    lqos_bpf::sys::in_netns(Some(ns), || {
+        for i in &ifs {
+            let ifindex = lqos_bpf::attach::ifindex(&i.name)?;
+            maps.set_iface(ifindex, &i.config)?;
+            // bpf_tc_hook_create: the clsact qdisc.
+            aya::programs::tc::qdisc_add_clsact(&i.name).unwrap();
+            let id = tc
+                .attach_with_options(
+                    &i.name,
+                    aya::programs::TcAttachType::Egress,
+                    aya::programs::tc::TcAttachOptions::Netlink(aya::programs::tc::NlOptions {
+                        priority: LIBREQOS_PREF,
+                        handle: aya::programs::tc::TcHandle::from(1),
+                        classid: None,
+                    }),
+                )
+                .unwrap();
+            std::mem::forget(tc.take_link(id).unwrap());
+            let o = Command::new("ip")
+                .args(["link", "set", "dev", &i.name, "xdpdrv", "pinned"])
+                .arg(&xdp)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "ip link set xdpdrv: {o:?}");
+        }
+        Ok(())
+    })
+    .unwrap();
+    dp
 }
