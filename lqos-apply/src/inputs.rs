@@ -78,7 +78,7 @@ impl Inputs {
             }
             None => LqosConfig::default(),
         };
-        match PlanConfig::from_lqos_config(&config, 1) {
+        match PlanConfig::from_lqos_config(&config, NAMES_ONLY_QUEUES) {
             Ok(cfg) => interface_names(&cfg.interfaces)
                 .into_iter()
                 .map(str::to_string)
@@ -287,6 +287,13 @@ impl std::fmt::Debug for QueueCount<'_> {
     }
 }
 
+/// The queue count a config is resolved with when only its interfaces
+/// matter (before they are probed): the fewest every layout accepts (a
+/// stick needs a download and an upload half). Regression: with 1, `lqos
+/// apply` and `lqos watch` refused every `[single_interface]` config whose
+/// queue count comes from the interface.
+pub const NAMES_ONLY_QUEUES: u32 = 2;
+
 /// The lqos.conf key that names interface `dev` in `cfg`: `[bridge]
 /// to_network` (download), `[bridge] to_internet` (upload) or
 /// `[single_interface] interface`.
@@ -344,7 +351,8 @@ pub fn plan_config(
         (None, QueueCount::Default(n)) => n,
         (None, QueueCount::FromInterfaces(live)) => {
             // Interface names first (the queue count does not matter).
-            let cfg = PlanConfig::from_lqos_config(config, 1).map_err(config_err)?;
+            let cfg =
+                PlanConfig::from_lqos_config(config, NAMES_ONLY_QUEUES).map_err(config_err)?;
             let mut min = u32::MAX;
             for dev in interface_names(&cfg.interfaces) {
                 let link = live.link(dev)?.ok_or_else(|| ApplyError::NoInterface {
@@ -586,6 +594,30 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(q(&c, &o, live), 5);
+    }
+
+    /// Regression: a `[single_interface]` config whose queue count comes
+    /// from the interface was refused ("on a stick needs at least 2 TX
+    /// queues ..., got 1") before the interface was looked at.
+    #[test]
+    fn a_stick_takes_its_queue_count_from_the_interface() {
+        let mut c = conf();
+        c.bridge = None;
+        c.single_interface = Some(lqos_model::SingleInterfaceConfig {
+            interface: "ens19".into(),
+            internet_vlan: 100,
+            network_vlan: 200,
+        });
+        c.queues.override_available_queues = None;
+        let rec = Recording::new().with_link("ens19", 16);
+        let cfg = plan_config(
+            &c,
+            None,
+            &PlanOverrides::default(),
+            QueueCount::FromInterfaces(&rec),
+        )
+        .unwrap();
+        assert_eq!((cfg.queues, cfg.queues_per_direction()), (16, 8));
     }
 
     #[test]

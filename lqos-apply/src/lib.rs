@@ -121,7 +121,7 @@ pub use error::{
 pub use inputs::{
     config_key, given_queues, interface_names, plan_config, plan_files, plan_raw, read_plan,
     read_plan_record, Inputs, LoadedInputs, PlanOverrides, Planned, QueueCount, RawInputs,
-    CONFIG_FILE, DEVICES_FILE, NETWORK_FILE,
+    CONFIG_FILE, DEVICES_FILE, NAMES_ONLY_QUEUES, NETWORK_FILE,
 };
 pub use live::{read_live, KindProbe, KindSupport, LinkSummary, LiveSource, NetlinkLive};
 pub use prefetch::Prefetched;

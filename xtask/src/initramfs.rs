@@ -1,6 +1,6 @@
 //! The guest's initramfs: busybox, the host's `ip`/`tc`/`ethtool` and the
 //! `lqos` binary with their shared libraries, the kernel's qdisc,
-//! classifier, action, veth and virtio-net modules (with a load order
+//! classifier, action, veth, virtio-net and 8021q modules (with a load order
 //! computed from their `depends=` fields: Debian ships no `modules.dep`),
 //! the repository's test data at its host path, and `/init`.
 
@@ -227,7 +227,8 @@ fn add_tree(a: &mut Archive, dir: &Path) -> Result<()> {
 }
 
 /// Which modules to load: every qdisc (`sch_`), classifier (`cls_`) and
-/// action (`act_`) module, veth, virtio-pci and virtio-net.
+/// action (`act_`) module, veth, virtio-pci, virtio-net and 8021q (VLAN
+/// devices, 802.1Q and 802.1ad, for the tests of tagged traffic).
 fn wanted_module(rel: &str) -> bool {
     let name = rel.rsplit('/').next().unwrap_or(rel);
     // sch_teql would add a `teql0` link to every guest.
@@ -236,7 +237,7 @@ fn wanted_module(rel: &str) -> bool {
     }
     (rel.starts_with("kernel/net/sched/")
         && ["sch_", "cls_", "act_"].iter().any(|p| name.starts_with(p)))
-        || ["veth.ko", "virtio_net.ko", "virtio_pci.ko"].contains(&name)
+        || ["veth.ko", "virtio_net.ko", "virtio_pci.ko", "8021q.ko"].contains(&name)
 }
 
 /// Module paths (relative to the modules dir) of the lab's modules and
@@ -405,6 +406,7 @@ mod tests {
         assert!(wanted_module("kernel/net/sched/cls_flower.ko"));
         assert!(wanted_module("kernel/net/sched/act_skbedit.ko"));
         assert!(wanted_module("kernel/drivers/net/virtio_net.ko"));
+        assert!(wanted_module("kernel/net/8021q/8021q.ko"));
         assert!(!wanted_module("kernel/net/sched/em_meta.ko"));
         assert!(!wanted_module("kernel/net/sched/sch_teql.ko"));
         assert!(!wanted_module("kernel/drivers/net/tun.ko"));

@@ -24,7 +24,8 @@ pub struct Boot {
     pub mem_mib: u32,
     /// vCPUs.
     pub cpus: u32,
-    /// Two virtio-net NICs (ens19/ens20) on taps in a private host netns.
+    /// Two virtio-net NICs (ens19/ens20) on taps in a private host netns,
+    /// wired to each other through a bridge there.
     pub nics: bool,
     /// Give up (and kill qemu) after this long.
     pub timeout: Duration,
@@ -89,6 +90,20 @@ impl TapNetns {
             .with_context(|| format!("lab run --nics: creating {tap} in {}", ns.name))?;
             run_capture(Command::new("ip").args(["-n", &ns.name, "link", "set", tap, "up"]))?;
         }
+        // The two NICs are wired to each other: a frame the guest sends on
+        // ens19 arrives on ens20 and back (traffic through the virtio NICs,
+        // e.g. VLAN-tagged flows through a stick).
+        let ip = |args: &[&str]| {
+            let mut c = Command::new("ip");
+            c.args(["-n", &ns.name]).args(args);
+            run_capture(&mut c)
+                .with_context(|| format!("lab run --nics: ip {} in {}", args.join(" "), ns.name))
+        };
+        ip(&["link", "add", "wire", "type", "bridge"])?;
+        for tap in ["tap19", "tap20"] {
+            ip(&["link", "set", tap, "master", "wire"])?;
+        }
+        ip(&["link", "set", "wire", "up"])?;
         Ok(ns)
     }
 }

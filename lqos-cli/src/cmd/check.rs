@@ -98,7 +98,9 @@ pub fn run(args: Args) -> Outcome {
 /// machine` for each interface lqos.conf names that does not exist here
 /// (nothing when the config names none or links cannot be read).
 fn missing_interfaces(loaded: &Loaded, netns: Option<&str>, config: &str) -> Vec<String> {
-    let Ok(cfg) = lqos_tc::PlanConfig::from_lqos_config(&loaded.config, 1) else {
+    let Ok(cfg) =
+        lqos_tc::PlanConfig::from_lqos_config(&loaded.config, lqos_apply::NAMES_ONLY_QUEUES)
+    else {
         return Vec::new();
     };
     let live = NetlinkLive::new(netns.map(str::to_string));

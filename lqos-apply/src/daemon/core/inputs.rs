@@ -104,7 +104,7 @@ impl Reloader {
         }
         // The queue count: given, or from the interfaces.
         if given_queues(&loaded.config, &self.settings.overrides).is_none() {
-            match PlanConfig::from_lqos_config(&loaded.config, 1) {
+            match PlanConfig::from_lqos_config(&loaded.config, crate::inputs::NAMES_ONLY_QUEUES) {
                 Ok(cfg) => {
                     self.asked = interface_names(&cfg.interfaces)
                         .into_iter()

@@ -787,7 +787,10 @@ impl Reloader {
                     self.plan_loaded(readback, raw, *loaded, n, now)
                 }
                 Err(error) => {
-                    let error = match PlanConfig::from_lqos_config(&loaded.config, 1) {
+                    let error = match PlanConfig::from_lqos_config(
+                        &loaded.config,
+                        crate::inputs::NAMES_ONLY_QUEUES,
+                    ) {
                         Ok(cfg) => crate::inputs::with_config_key(error, &cfg.interfaces),
                         Err(_) => error,
                     };
