@@ -7,8 +7,8 @@
 
 use lqos_apply::netns::{netns_available, unique_name, ScratchNetns};
 use lqos_apply::{
-    plan_config, verify_plan, ApplyOptions, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
-    PlanOverrides, QueueCount, Session, StateDir,
+    plan_config, verify_plan, ApplyOptions, NetlinkBackend, NetlinkLive, NetnsState, NoProgress,
+    Parallelism, PlanOverrides, QueueCount, Session,
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -39,11 +39,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let plan = lqos_tc::plan(&g.network, &cfg, None)?;
 
     let dir = tempfile::tempdir()?;
-    let state = StateDir::open(dir.path())?;
+    let state = NetnsState::new(dir.path(), netns.as_deref());
     let backend = NetlinkBackend::new(netns.clone(), Parallelism::Serial);
     let session = Session {
         state: &state,
-        netns: netns.as_deref(),
         live: &live,
         backend: &backend,
     };

@@ -5,7 +5,8 @@
 //! `cargo run -p lqos-apply --example apply_recording`
 
 use lqos_apply::{
-    plan_config, ApplyOptions, NoProgress, PlanOverrides, QueueCount, Recording, Session, StateDir,
+    plan_config, ApplyOptions, NetnsState, NoProgress, PlanOverrides, QueueCount, Recording,
+    Session,
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -22,10 +23,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let kernel = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
     let dir = tempfile::tempdir()?;
-    let state = StateDir::open(dir.path())?;
+    let state = NetnsState::new(dir.path(), None);
     let session = Session {
         state: &state,
-        netns: None,
         live: &kernel,
         backend: &kernel,
     };

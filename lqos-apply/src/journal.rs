@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{ApplyError, Result, StateProblem};
 use crate::inputs::{PlanOverrides, RawInputs};
-use crate::state::StateDir;
+use crate::state::{NetnsState, StateDir, StateFile};
 
 /// How many input sets the journal keeps.
 pub const JOURNAL_LEN: usize = 5;
@@ -111,14 +111,12 @@ pub struct Journal {
 const INDEX: &str = "index.json";
 
 impl Journal {
-    /// The journal of `netns` (its own subdirectory, created if needed).
-    pub fn open(state: &StateDir, netns: Option<&str>) -> Result<Journal> {
-        let name = match netns {
-            None => "journal".to_string(),
-            Some(ns) => format!("journal.netns-{ns}"),
-        };
+    /// The journal of `state`'s namespace (its [`StateFile::Journal`]
+    /// directory, created if needed).
+    pub fn open(state: &NetnsState) -> Result<Journal> {
+        state.dir()?;
         Ok(Journal {
-            dir: StateDir::open(state.path().join(name))?,
+            dir: StateDir::open(state.file(StateFile::Journal))?,
         })
     }
 
@@ -252,8 +250,7 @@ mod tests {
     #[test]
     fn keeps_the_last_five_sets_stores_files_once_and_restores_them() {
         let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::open(dir.path()).unwrap();
-        let j = Journal::open(&state, Some("x")).unwrap();
+        let j = Journal::open(&NetnsState::new(dir.path(), Some("x"))).unwrap();
         let set = |i: usize| RawInputs {
             network: "{}".into(),
             devices: format!("Circuit ID\n{i}\n").into_bytes(),
@@ -298,7 +295,7 @@ mod tests {
             hex(format!("{}{}{}", hex(b"{}"), hex(&raw.devices), hex(b"[lqos]\n")).as_bytes());
         assert_eq!(InputSet::from(&raw).sha256(), want);
         let dir = tempfile::tempdir().unwrap();
-        let j = Journal::open(&StateDir::open(dir.path()).unwrap(), None).unwrap();
+        let j = Journal::open(&NetnsState::new(dir.path(), None)).unwrap();
         assert!(j
             .push((&raw).into(), &PlanOverrides::default(), 1, "apply")
             .unwrap());
@@ -316,7 +313,7 @@ mod tests {
     #[test]
     fn an_entry_keeps_the_overrides_it_was_applied_with() {
         let dir = tempfile::tempdir().unwrap();
-        let j = Journal::open(&StateDir::open(dir.path()).unwrap(), None).unwrap();
+        let j = Journal::open(&NetnsState::new(dir.path(), None)).unwrap();
         let raw = RawInputs {
             network: "{}".into(),
             devices: b"Circuit ID\n1\n".to_vec(),

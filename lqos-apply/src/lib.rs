@@ -20,7 +20,7 @@
 //! has the same against a network namespace):
 //!
 //! ```
-//! use lqos_apply::{plan_config, ApplyOptions, NoProgress, PlanOverrides, QueueCount, Recording, Session, StateDir};
+//! use lqos_apply::{plan_config, ApplyOptions, NoProgress, PlanOverrides, QueueCount, Recording, Session, NetnsState};
 //!
 //! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 50, ..Default::default() });
 //! let overrides = PlanOverrides { sqm: Some("pfifo".parse().unwrap()), ..Default::default() };
@@ -29,8 +29,8 @@
 //!
 //! let kernel = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
 //! let dir = tempfile::tempdir().unwrap();
-//! let state = StateDir::open(dir.path()).unwrap();
-//! let s = Session { state: &state, netns: None, live: &kernel, backend: &kernel };
+//! let state = NetnsState::new(dir.path(), None);
+//! let s = Session { state: &state, live: &kernel, backend: &kernel };
 //! let first = s.apply(&plan, ApplyOptions::default(), &NoProgress).unwrap();
 //! assert_eq!(first.ops_total(), 2 * plan.interfaces[0].ops.len()); // full build
 //! let again = s.apply(&plan, ApplyOptions::default(), &NoProgress).unwrap();
@@ -119,10 +119,10 @@ pub use inputs::{
 pub use live::{read_live, KindProbe, KindSupport, LinkSummary, LiveSource, NetlinkLive};
 pub use prefetch::Prefetched;
 pub use session::{
-    last_good_allocation, load_saved, load_saved_allocation, load_saved_plan, save_last_good,
-    saved_plan_file, SavedPlan, Session, SAVED_PLAN_VERSION,
+    load_saved, load_saved_allocation, load_saved_plan, save_last_good, SavedPlan, Session,
+    SAVED_PLAN_VERSION,
 };
-pub use state::{resolve_state_dir, ApplyLock, StateDir};
+pub use state::{resolve_state_dir, ApplyLock, NetnsState, StateDir};
 pub use timing::Timing;
 pub use verify::{verify_tree, Drift, IfaceVerify, VerifyReport};
 

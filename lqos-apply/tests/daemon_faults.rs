@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use lqos_apply::daemon::{Driver, Event, FileEvent, InputFile, Kernel, Settings};
 use lqos_apply::watch::{Outcome, Trigger, WatchStatus};
-use lqos_apply::{load_saved_plan, verify_plan, ApplyError, Inputs, PlanOverrides, StateDir};
+use lqos_apply::{load_saved_plan, verify_plan, ApplyError, Inputs, NetnsState, PlanOverrides};
 use lqos_apply::{Fault, Faulty, Recording};
 use lqos_model::Rate;
 use proptest::prelude::*;
@@ -127,7 +127,7 @@ fn load_sizes() -> [usize; 3] {
         [When::Start, When::Edit, When::NetworkEdit].map(|when| {
             let mut f = Files::new(40);
             let kernel = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
-            let st = StateDir::open(f.dir.path().join("st")).unwrap();
+            let st = NetnsState::new(f.dir.path().join("st"), None);
             let k = Kernel {
                 live: &kernel,
                 backend: &kernel,
@@ -157,7 +157,7 @@ proptest! {
     ) {
         let mut files = Files::new(40);
         let faulty = Faulty::new(Recording::new().with_link("ens19", 4).with_link("ens20", 4));
-        let state = StateDir::open(files.dir.path().join("st")).unwrap();
+        let state = NetnsState::new(files.dir.path().join("st"), None);
         let k = Kernel { live: faulty.inner(), backend: &faulty };
         let settings = settings();
         let retry = settings.retry;
@@ -213,11 +213,11 @@ proptest! {
         }
         prop_assert!(!d.core().known().is_known());
         // The status says so; the last good plan is not the one that failed.
-        let st = WatchStatus::load(&state, None).unwrap().unwrap();
+        let st = WatchStatus::load(&state).unwrap().unwrap();
         let rec = st.last.unwrap();
         prop_assert_eq!(rec.outcome, Outcome::Failed);
         prop_assert!(rec.error.as_deref().is_some_and(|e| e == text), "{:?}", rec.error);
-        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        let saved = load_saved_plan(&state).unwrap().map(|s| s.plan);
         prop_assert_eq!(saved.as_ref(), last_good.as_ref());
 
         // The retry after the retry time reads the kernel back, converges,
@@ -236,7 +236,7 @@ proptest! {
         let plan = d.core().plan().unwrap().clone();
         let v = verify_plan(&plan, faulty.inner()).unwrap();
         prop_assert!(v.is_clean(), "{:?}", v);
-        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        let saved = load_saved_plan(&state).unwrap().map(|s| s.plan);
         prop_assert_eq!(saved.as_ref(), Some(&plan));
         prop_assert_eq!(d.deadline(), None);
     }

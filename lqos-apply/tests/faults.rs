@@ -4,7 +4,7 @@
 //! next apply converges to the plan with a clean verify.
 
 use lqos_apply::{
-    load_saved_plan, ApplyError, ApplyOptions, NoProgress, Recording, Session, StateDir,
+    load_saved_plan, ApplyError, ApplyOptions, NetnsState, NoProgress, Recording, Session,
 };
 use lqos_apply::{Fault, Faulty, RECORDING_BATCH};
 use proptest::prelude::*;
@@ -43,8 +43,8 @@ proptest! {
         let good = plan_for(&g, &g.network, None);
         let faulty = Faulty::new(Recording::new().with_link("ens19", 16).with_link("ens20", 16));
         let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::open(dir.path()).unwrap();
-        let s = Session { state: &state, netns: None, live: faulty.inner(), backend: &faulty };
+        let state = NetnsState::new(dir.path(), None);
+        let s = Session { state: &state, live: faulty.inner(), backend: &faulty };
         let (net, plan) = if first_load {
             (g.network.clone(), good.clone())
         } else {
@@ -79,7 +79,7 @@ proptest! {
             other => prop_assert!(false, "{:?}", other.map(|r| r.ops_applied())),
         }
         // The plan that failed is not the last good state.
-        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        let saved = load_saved_plan(&state).unwrap().map(|s| s.plan);
         if first_load {
             prop_assert!(saved.is_none(), "a failed first load saved a plan");
         } else {
@@ -93,7 +93,7 @@ proptest! {
         prop_assert!(r.load.unwrap().is_ok());
         let v = r.verify.unwrap();
         prop_assert!(v.is_clean(), "{:?}", v);
-        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        let saved = load_saved_plan(&state).unwrap().map(|s| s.plan);
         prop_assert_eq!(saved.as_ref(), Some(&plan));
         // And nothing is left to do.
         let again = s.apply(&plan, ApplyOptions { dry_run: true, ..opts(false) }, &NoProgress).unwrap();
@@ -133,8 +133,8 @@ proptest! {
         let good = plan_for(&g, &g.network, None);
         let kernel = Recording::new().with_link("ens19", 16).with_link("ens20", 16);
         let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::open(dir.path()).unwrap();
-        let s = Session { state: &state, netns: None, live: &kernel, backend: &kernel };
+        let state = NetnsState::new(dir.path(), None);
+        let s = Session { state: &state, live: &kernel, backend: &kernel };
         let (net, plan) = if first_load {
             (g.network.clone(), good.clone())
         } else {
@@ -154,7 +154,7 @@ proptest! {
         // It stops at the next batch boundary.
         prop_assert!(applied <= cancel.after + RECORDING_BATCH, "{} ops after a cancel at {}", applied, cancel.after);
         prop_assert_eq!(kernel.sent().len() - before, applied);
-        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        let saved = load_saved_plan(&state).unwrap().map(|s| s.plan);
         match load.into_result() {
             Err(ApplyError::Incomplete { reason: lqos_apply::Stopped::Cancelled { unsure: 0 }, sent, total, .. }) => {
                 prop_assert!(sent < total);
@@ -177,7 +177,7 @@ proptest! {
             .unwrap();
         prop_assert!(r.load.unwrap().is_ok());
         prop_assert!(r.verify.unwrap().is_clean());
-        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        let saved = load_saved_plan(&state).unwrap().map(|s| s.plan);
         prop_assert_eq!(saved.as_ref(), Some(&plan));
     }
 }

@@ -81,9 +81,9 @@ fn saved_states() -> Vec<(&'static str, Vec<u8>)> {
         plan: plan.clone(),
     };
     let dir = tempfile::tempdir().unwrap();
-    let state = lqos_apply::StateDir::open(dir.path()).unwrap();
-    lqos_apply::save_last_good(&state, None, &plan, Some(&g.network)).unwrap();
-    let v2 = std::fs::read(dir.path().join(lqos_apply::state::LAST_PLAN_FILE)).unwrap();
+    let state = lqos_apply::NetnsState::new(dir.path(), None);
+    lqos_apply::save_last_good(&state, &plan, Some(&g.network)).unwrap();
+    let v2 = std::fs::read(state.file(lqos_apply::state::StateFile::LastPlan)).unwrap();
     vec![
         ("format1.json", serde_json::to_vec(&v1).unwrap()),
         ("format2.json", v2),

@@ -6,12 +6,12 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::{fixture, generated, mutate, plan_for, tc_classes, DEVS};
-use lqos_apply::StateDir;
 use lqos_apply::{verify_plan, ApplyOptions, LoadKind};
 use lqos_apply::{
     ApplyError, NetlinkBackend, NetlinkLive, Parallelism, RootDelete, Session, TcBatch, TcMode,
 };
 use lqos_apply::{Backend, IfaceOps, NoProgress};
+use lqos_apply::{NetnsState, StateDir};
 use lqos_tc::TcOp;
 
 const CIRCUITS: usize = 3000;
@@ -102,7 +102,7 @@ fn incremental_reload_sends_only_the_diff() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let state = StateDir::open(dir.path()).unwrap();
+    let state = NetnsState::new(dir.path(), Some(ns.name()));
     let live = NetlinkLive::new(Some(ns.name().to_string()));
     let nl = NetlinkBackend::new(Some(ns.name().to_string()), Parallelism::Parallel);
     let tc = TcBatch::new(Some(ns.name().to_string()), TcMode::Parallel);
@@ -114,7 +114,6 @@ fn incremental_reload_sends_only_the_diff() {
     };
     let s = Session {
         state: &state,
-        netns: Some(ns.name()),
         live: &live,
         backend: &nl,
     };
@@ -130,7 +129,6 @@ fn incremental_reload_sends_only_the_diff() {
     for backend in [&nl as &dyn Backend, &tc] {
         let s = Session {
             state: &state,
-            netns: Some(ns.name()),
             live: &live,
             backend,
         };
@@ -151,7 +149,6 @@ fn incremental_reload_sends_only_the_diff() {
         // Going p1 -> p2 with tc, then back p2 -> p1 with netlink.
         let s = Session {
             state: &state,
-            netns: Some(ns.name()),
             live: &live,
             backend,
         };
@@ -199,7 +196,7 @@ fn incremental_reload_sends_only_the_diff() {
 fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
     let Some(ns) = fixture("midload") else { return };
     let dir = tempfile::tempdir().unwrap();
-    let state = StateDir::open(dir.path()).unwrap();
+    let state = NetnsState::new(dir.path(), Some(ns.name()));
     let live = NetlinkLive::new(Some(ns.name().to_string()));
     let g = generated(CIRCUITS, 3);
     let good = plan_for(&g, &g.network, None);
@@ -226,7 +223,6 @@ fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
     {
         let s = Session {
             state: &state,
-            netns: Some(ns.name()),
             live: &live,
             backend: backend.as_ref(),
         };
@@ -259,9 +255,7 @@ fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
         }
         if round == 0 {
             assert!(
-                lqos_apply::load_saved_plan(&state, Some(ns.name()))
-                    .unwrap()
-                    .is_none(),
+                lqos_apply::load_saved_plan(&state).unwrap().is_none(),
                 "a failed load is not saved"
             );
         }
@@ -289,12 +283,11 @@ fn preflight_refuses_before_any_change() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let state = StateDir::open(dir.path()).unwrap();
+    let state = NetnsState::new(dir.path(), Some(ns.name()));
     let live = NetlinkLive::new(Some(ns.name().to_string()));
     let nl = NetlinkBackend::new(Some(ns.name().to_string()), Parallelism::Parallel);
     let s = Session {
         state: &state,
-        netns: Some(ns.name()),
         live: &live,
         backend: &nl,
     };
@@ -339,7 +332,7 @@ fn preflight_refuses_before_any_change() {
 fn two_concurrent_applies_are_refused() {
     let Some(ns) = fixture("lock") else { return };
     let dir = tempfile::tempdir().unwrap();
-    let state = StateDir::open(dir.path()).unwrap();
+    let state = NetnsState::new(dir.path(), Some(ns.name()));
     let live = NetlinkLive::new(Some(ns.name().to_string()));
     let nl = NetlinkBackend::new(Some(ns.name().to_string()), Parallelism::Parallel);
     let g = generated(100, 5);
@@ -350,7 +343,6 @@ fn two_concurrent_applies_are_refused() {
     let held = other.lock().unwrap();
     let s = Session {
         state: &state,
-        netns: Some(ns.name()),
         live: &live,
         backend: &nl,
     };

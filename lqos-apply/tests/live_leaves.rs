@@ -18,7 +18,7 @@ use common::{fixture, generated, QUEUES};
 use lqos_apply::netns::ScratchNetns;
 use lqos_apply::{
     read_live, verify_plan, ApplyOptions, Backend, Drift, LiveSource, LoadKind, NetlinkBackend,
-    NetlinkLive, NoProgress, Parallelism, Session, StateDir, TcBatch, TcMode,
+    NetlinkLive, NetnsState, NoProgress, Parallelism, Session, TcBatch, TcMode,
 };
 use lqos_model::{Rate, SqmOverride};
 use lqos_tc::{
@@ -255,7 +255,7 @@ fn scenario(env: &Env, sqm: &str, overrides: &[(&str, &str)], changed: &[(&str, 
     let p2 = plan_of(env, &g, &net2, sqm, Some(&p1.allocation));
     let live = env.live();
     let dir = tempfile::tempdir().unwrap();
-    let state = StateDir::open(dir.path()).unwrap();
+    let state = NetnsState::new(dir.path(), env.ns_name());
     let ns = env.ns_name().map(str::to_string);
     let backends: [Box<dyn Backend>; 2] = [
         Box::new(NetlinkBackend::new(ns.clone(), Parallelism::Serial)),
@@ -266,7 +266,6 @@ fn scenario(env: &Env, sqm: &str, overrides: &[(&str, &str)], changed: &[(&str, 
         let name = b.describe();
         let s = Session {
             state: &state,
-            netns: env.ns_name(),
             live: &live,
             backend: b.as_ref(),
         };
@@ -561,11 +560,10 @@ fn a_cake_load_that_does_not_fit_in_memory_is_refused() {
     let p = plan_of(&env, &g, &g.network, "cake diffserv4", None);
     let live = env.live();
     let dir = tempfile::tempdir().unwrap();
-    let state = StateDir::open(dir.path()).unwrap();
+    let state = NetnsState::new(dir.path(), env.ns_name());
     let backend = NetlinkBackend::new(env.ns_name().map(str::to_string), Parallelism::Serial);
     let s = Session {
         state: &state,
-        netns: env.ns_name(),
         live: &live,
         backend: &backend,
     };
@@ -590,7 +588,5 @@ fn a_cake_load_that_does_not_fit_in_memory_is_refused() {
             "{d}: {t:?}"
         );
     }
-    assert!(lqos_apply::load_saved_plan(&state, env.ns_name())
-        .unwrap()
-        .is_none());
+    assert!(lqos_apply::load_saved_plan(&state).unwrap().is_none());
 }

@@ -5,8 +5,8 @@
 
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
 use lqos_apply::{
-    verify_plan, ApplyError, ApplyOptions, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
-    Session, StateDir,
+    verify_plan, ApplyError, ApplyOptions, NetlinkBackend, NetlinkLive, NetnsState, NoProgress,
+    Parallelism, Session,
 };
 use lqos_tc::{QdiscKind, TcHandle, TcOp};
 
@@ -47,12 +47,11 @@ fn one_tx_queue_gets_an_htb_root_and_reloads_incrementally() {
             TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if q.kind == QdiscKind::Mq)));
     }
     let dir = tempfile::tempdir().unwrap();
-    let state = StateDir::open(dir.path()).unwrap();
+    let state = NetnsState::new(dir.path(), Some(ns.name()));
     let live = NetlinkLive::new(Some(ns.name().to_string()));
     let backend = NetlinkBackend::new(Some(ns.name().to_string()), Parallelism::Serial);
     let s = Session {
         state: &state,
-        netns: Some(ns.name()),
         live: &live,
         backend: &backend,
     };

@@ -49,8 +49,8 @@ fn main() {
     if every == 0 {
         usage();
     }
-    let state = lqos_apply::StateDir::open(&args[0]).expect("opening the state directory");
-    let plan = lqos_apply::load_saved_plan(&state, None)
+    let state = lqos_apply::NetnsState::new(&args[0], None);
+    let plan = lqos_apply::load_saved_plan(&state)
         .expect("reading the saved plan")
         .unwrap_or_else(|| panic!("no saved plan in {}", args[0]))
         .plan;

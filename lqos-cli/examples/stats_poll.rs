@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use lqos_apply::stats::openmetrics::{self, CircuitSeries, Format};
 use lqos_apply::stats::{Snapshot, StatsIndex, StatsPoll, StatsTracker};
-use lqos_apply::{load_saved_plan, LiveSource, NetlinkLive, StateDir};
+use lqos_apply::{load_saved_plan, LiveSource, NetlinkLive, NetnsState};
 
 /// User and system CPU of this process and its waited-for children.
 fn cpu() -> (Duration, Duration) {
@@ -194,8 +194,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         synthetic(n.parse()?, runs);
         return Ok(());
     }
-    let dir = StateDir::open(&state)?;
-    let plan = load_saved_plan(&dir, netns.as_deref())?
+    let dir = NetnsState::new(&state, netns.as_deref());
+    let plan = load_saved_plan(&dir)?
         .ok_or("no plan applied in the state directory")?
         .plan;
     let live = NetlinkLive::new(netns.clone());

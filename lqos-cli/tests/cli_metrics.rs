@@ -218,11 +218,8 @@ fn metrics_are_valid_grow_with_traffic_and_bad_requests_get_errors() {
     promtool::assert_passes(body, true, "a scrape in OpenMetrics");
 
     // Traffic into circuit 10001's download class.
-    let state = lqos_apply::StateDir::open(d.join("st")).unwrap();
-    let plan = lqos_apply::load_saved_plan(&state, Some(ns.name()))
-        .unwrap()
-        .unwrap()
-        .plan;
+    let state = lqos_apply::NetnsState::new(d.join("st"), Some(ns.name()));
+    let plan = lqos_apply::load_saved_plan(&state).unwrap().unwrap().plan;
     let c = plan
         .allocation
         .circuits

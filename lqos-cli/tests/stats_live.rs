@@ -45,11 +45,8 @@ fn cake_counts_an_ef_flow_in_the_voice_tin() {
     let mut apply = vec!["apply", "--queues", "1", "--sqm", "cake diffserv4"];
     apply.extend(target);
     ok(&lqos(d, &apply));
-    let state = lqos_apply::StateDir::open(d.join("st")).unwrap();
-    let plan = lqos_apply::load_saved_plan(&state, Some(ns.name()))
-        .unwrap()
-        .unwrap()
-        .plan;
+    let state = lqos_apply::NetnsState::new(d.join("st"), Some(ns.name()));
+    let plan = lqos_apply::load_saved_plan(&state).unwrap().unwrap().plan;
     // A circuit whose download leaf is cake (LibreQoS's rules give the
     // fastest circuits fq_codel).
     let down = plan.interface("ens19").unwrap();

@@ -8,6 +8,7 @@ use lqos_tc::DiffSummary;
 
 use crate::error::ApplyError;
 use crate::memory::MemInfo;
+use crate::state::StateFile;
 use crate::watch::{Outcome, Trigger};
 
 /// One thing the daemon did or found, with its numbers. Events state
@@ -235,17 +236,6 @@ pub enum Event {
         /// From the poll to kernel done.
         took: Duration,
     },
-}
-
-/// A state file of the daemon.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StateFile {
-    /// The last good plan.
-    LastGood,
-    /// The status file (`lqos status`).
-    Status,
-    /// The input journal.
-    Journal,
 }
 
 /// Why an edit took the full path instead of the incremental one.

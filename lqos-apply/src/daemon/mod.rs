@@ -30,7 +30,7 @@
 //!
 //! ```
 //! use lqos_apply::daemon::{Driver, Event, FileEvent, InputFile, Kernel, LoadPath, Settings};
-//! use lqos_apply::{Inputs, PlanOverrides, Recording, StateDir};
+//! use lqos_apply::{Inputs, NetnsState, PlanOverrides, Recording};
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 30, ..Default::default() });
@@ -40,7 +40,7 @@
 //! std::fs::write(dir.path().join("lqos.conf"), lqos_model::write_config(&g.config)).unwrap();
 //!
 //! let kernel = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
-//! let state = StateDir::open(dir.path().join("state")).unwrap();
+//! let state = NetnsState::new(dir.path().join("state"), None);
 //! let mut settings = Settings::default();
 //! settings.overrides = PlanOverrides { sqm: Some("pfifo".parse().unwrap()), ..Default::default() };
 //! settings.statistics = true; // a poll every `settings.poll`, the first at start
@@ -79,7 +79,7 @@ mod tests;
 pub use self::core::{Output, Refused, Reloader, Request, Response, Settings, Status};
 pub use describe::{Level, LogLine, Value, REPAIRS_LOGGED};
 pub use driver::{Driver, Kernel};
-pub use event::{Applied, Breakdown, Event, Fallback, LoadPath, Record, StateFile};
+pub use event::{Applied, Breakdown, Event, Fallback, LoadPath, Record};
 pub use health::Health;
 pub use ingest::{FileEvent, InputFile};
 pub use known::{KnownKernel, OutOfStep};

@@ -2,9 +2,9 @@
 //! kept in the state directory; `lqos apply --rollback --to N` applies one.
 
 use lqos_apply::journal::Journal;
-use lqos_apply::{PlanOverrides, StateDir};
+use lqos_apply::PlanOverrides;
 
-use super::apply::{state_path, TargetArgs};
+use super::apply::TargetArgs;
 use super::{Done, Outcome};
 use crate::out::outln;
 
@@ -44,8 +44,7 @@ pub fn flags(o: &PlanOverrides) -> String {
 /// Runs `lqos journal`: each entry, then which stored file is which of
 /// its inputs.
 pub fn run(args: Args) -> Outcome {
-    let state = StateDir::open(state_path(&args.target))?;
-    let j = Journal::open(&state, args.target.netns.as_deref())?;
+    let j = Journal::open(&args.target.state())?;
     let entries = j.entries()?;
     if entries.is_empty() {
         outln!("no input set applied yet")?;

@@ -9,7 +9,7 @@ use lqos_apply::stats::{CircuitStats, Dir, DirStats, NodeStats, Stats, StatsPoll
 use lqos_apply::NetlinkLive;
 use serde::Serialize;
 
-use super::apply::{applied_plan, state_path, TargetArgs};
+use super::apply::{applied_plan, TargetArgs};
 use super::{Done, Outcome};
 use crate::out::{out, outln};
 
@@ -237,7 +237,7 @@ pub fn last_plan(target: &TargetArgs) -> anyhow::Result<lqos_tc::Plan> {
         .with_context(|| {
             format!(
                 "no plan was applied successfully yet (state dir {}): nothing to read statistics of",
-                state_path(target).display()
+                target.state().path().display()
             )
         })?
         .plan)

@@ -3,7 +3,7 @@
 use anyhow::Context;
 use lqos_apply::{lazy, read_live, verify_plan, NetlinkLive};
 
-use super::apply::{applied_from, applied_plan, state_path, PlanArgs, TargetArgs};
+use super::apply::{applied_from, applied_plan, PlanArgs, TargetArgs};
 use super::{Done, Outcome};
 use crate::out::{note, out, outln};
 
@@ -43,7 +43,7 @@ pub struct Args {
 pub fn run(args: Args) -> Outcome {
     super::privilege::require("`lqos verify`", false, args.target.netns.is_some())?;
     let netns = args.target.netns.clone();
-    let state_path = state_path(&args.target);
+    let state = args.target.state();
     let live = NetlinkLive::new(netns.clone());
     let planned = args.source.plan.is_some() || args.from_inputs || args.source.options.given();
     let applied = if planned {
@@ -54,7 +54,7 @@ pub fn run(args: Args) -> Outcome {
     if args.last && applied.is_none() {
         anyhow::bail!(
             "no plan was applied successfully yet (state dir {})",
-            state_path.display()
+            state.path().display()
         );
     }
     let (plan, lazy_conf) = if let Some(saved) = applied {
@@ -76,9 +76,7 @@ pub fn run(args: Args) -> Outcome {
         };
         (saved.plan, lazy)
     } else {
-        let r = args
-            .source
-            .resolve_with_network(&live, &state_path, netns.as_deref())?;
+        let r = args.source.resolve_with_network(&live, &state)?;
         let lazy = r.config.is_some_and(|c| c.lqos.lazy_leaves);
         (r.plan, lazy)
     };

@@ -35,8 +35,6 @@ use load::summarize;
 pub struct Settings {
     /// Planner settings on top of lqos.conf.
     pub overrides: PlanOverrides,
-    /// The network namespace worked in (for messages).
-    pub netns: Option<String>,
     /// Lazy leaves on whatever lqos.conf says (`[lqos] lazy_leaves` can
     /// also turn them on, read at start).
     pub lazy_leaves: bool,
@@ -72,7 +70,6 @@ impl Default for Settings {
     fn default() -> Settings {
         Settings {
             overrides: PlanOverrides::default(),
-            netns: None,
             lazy_leaves: false,
             statistics: false,
             poll: Duration::from_secs(5),
