@@ -18,7 +18,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use lqos_apply::netlink::LeafXstats;
 use lqos_apply::netlink::{decode_class_sample_msg, decode_qdisc_sample_msg};
 use lqos_apply::stats::openmetrics::{self, CircuitSeries, Format, Labels};
-use lqos_apply::stats::{RawIface, RawStats, StatsIndex, StatsTracker};
+use lqos_apply::stats::{IfaceSamples, Samples, StatsIndex, StatsTracker};
 use lqos_tc::{TcHandle, TcOp};
 
 fn attr(out: &mut Vec<u8>, ty: u16, payload: &[u8]) {
@@ -111,11 +111,11 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     let n: usize = replies.iter().map(|r| r.1.len() + r.2.len()).sum();
-    let decode = || RawStats {
+    let decode = || Samples {
         interfaces: replies
             .iter()
             .map(|(dev, classes, qdiscs)| {
-                let mut r = RawIface::empty(dev);
+                let mut r = IfaceSamples::empty(dev);
                 r.classes = classes
                     .iter()
                     .filter_map(|m| decode_class_sample_msg(m).unwrap())

@@ -342,7 +342,7 @@ fn rebuild_stream<'a>(ip: &'a InterfacePlan, live: &TcTree, planned: &TcTree) ->
         .iter()
         .position(is_classifier_op)
         .unwrap_or(ip.ops.len());
-    if !lqos_tc::classify::has_clsact(live) && live.filters.is_empty() {
+    if !live.has_clsact() && live.filters.is_empty() {
         // Nothing of a classifier is live: the plan's own suffix builds it
         // (what `diff_filters` from an empty tree would send).
         return stream;

@@ -22,7 +22,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use crate::netlink::ClassStats;
+use crate::netlink::ClassSample;
 use lqos_tc::{InterfacePlan, TcHandle, TcOp};
 
 pub use lqos_tc::rules::{circuit_leaves, lazy_plan, present_leaves, ActiveLeaves, LeafKey};
@@ -52,7 +52,7 @@ impl LeafChanges {
 #[derive(Debug, Clone, Copy)]
 struct Seen {
     bytes: u64,
-    packets: u32,
+    packets: u64,
     /// When the counters last moved (or the circuit became active).
     moved_at: Instant,
 }
@@ -127,10 +127,10 @@ impl LeafTracker {
     pub fn observe(
         &mut self,
         ip: &InterfacePlan,
-        stats: &[ClassStats],
+        stats: &[ClassSample],
         now: Instant,
     ) -> LeafChanges {
-        let by_class: HashMap<TcHandle, &ClassStats> =
+        let by_class: HashMap<TcHandle, &ClassSample> =
             stats.iter().map(|s| (s.classid, s)).collect();
         let mut changes = LeafChanges::default();
         let mut planned = BTreeSet::new();
@@ -145,17 +145,18 @@ impl LeafTracker {
             let moved = match entry {
                 std::collections::hash_map::Entry::Vacant(v) => {
                     v.insert(Seen {
-                        bytes: s.bytes,
-                        packets: s.packets,
+                        bytes: s.counters.bytes,
+                        packets: s.counters.packets,
                         moved_at: now,
                     });
                     false
                 }
                 std::collections::hash_map::Entry::Occupied(mut o) => {
                     let seen = o.get_mut();
-                    let moved = seen.bytes != s.bytes || seen.packets != s.packets;
-                    seen.bytes = s.bytes;
-                    seen.packets = s.packets;
+                    let c = &s.counters;
+                    let moved = seen.bytes != c.bytes || seen.packets != c.packets;
+                    seen.bytes = c.bytes;
+                    seen.packets = c.packets;
                     if moved {
                         seen.moved_at = now;
                     }
@@ -193,13 +194,17 @@ mod tests {
         crate::test_fixtures::bridge_plan(circuits, 1, "pfifo").1
     }
 
-    fn stats(ip: &InterfacePlan, bytes: impl Fn(usize) -> u64) -> Vec<ClassStats> {
+    fn stats(ip: &InterfacePlan, bytes: impl Fn(usize) -> u64) -> Vec<ClassSample> {
         circuit_leaves(ip)
             .enumerate()
-            .map(|(i, q)| ClassStats {
+            .map(|(i, q)| ClassSample {
                 classid: q.parent,
-                bytes: bytes(i),
-                packets: bytes(i) as u32 / 100,
+                counters: crate::netlink::Counters {
+                    bytes: bytes(i),
+                    packets: bytes(i) / 100,
+                    ..Default::default()
+                },
+                htb: None,
             })
             .collect()
     }

@@ -87,6 +87,7 @@ pub mod netns;
 #[allow(dead_code, unreachable_pub)]
 mod netns;
 mod prefetch;
+mod sample;
 mod session;
 pub mod state;
 pub mod stats;

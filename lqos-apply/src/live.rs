@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ApplyError, ClassifierMissing, QdiscRefusal, Result};
 use crate::netlink::{NetlinkError, NetlinkSocket, SendOptions};
 use crate::netns::{unique_name, ScratchNetns};
-use crate::stats::{PollRequest, Polled, RawIface};
+use crate::stats::{IfaceSamples, PollRequest, Polled};
 
 /// What preflight needs to know about an interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,7 +250,7 @@ impl KindProbe {
             .map_err(|e| netlink_error(Some("p0"), "probe link", e))?;
         let net = "192.0.2.1/32".parse().expect("literal");
         let ops = [
-            TcOp::ReplaceQdisc(lqos_tc::classify::clsact()),
+            TcOp::ReplaceQdisc(lqos_tc::Qdisc::clsact()),
             TcOp::ReplaceFilter(lqos_tc::FlowerFilter::steer(
                 lqos_tc::MatchSide::Dst,
                 net,
@@ -332,12 +332,12 @@ impl NetlinkLive {
 
     /// One interface of a [`LiveSource::poll`]: the class dumps of
     /// `htbs` and, with `qdiscs`, its qdisc dump.
-    fn poll_iface(&self, dev: &str, htbs: &[TcHandle], qdiscs: bool) -> Result<RawIface> {
+    fn poll_iface(&self, dev: &str, htbs: &[TcHandle], qdiscs: bool) -> Result<IfaceSamples> {
         self.with_sock(|s| {
             let link = s
                 .link(dev)
                 .map_err(|e| netlink_error(Some(dev), "looking up the interface", e))?;
-            let mut r = RawIface::empty(dev);
+            let mut r = IfaceSamples::empty(dev);
             s.class_samples_of(link.ifindex, htbs, &mut r.classes)
                 .map_err(|e| netlink_error(Some(dev), "reading class statistics", e))?;
             if qdiscs {

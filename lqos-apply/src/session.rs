@@ -223,7 +223,7 @@ impl Session<'_> {
     }
 
     /// [`Session::apply_planned`] under a lock the caller already holds
-    /// (taken with [`StateDir::lock`] on this session's state directory),
+    /// (taken with [`NetnsState::lock`] on this session's state),
     /// e.g. before planning while [`crate::Prefetched::overlap`] reads the
     /// live trees, so that no other apply changes them in between.
     pub fn apply_planned_locked<'p>(

@@ -275,12 +275,7 @@ pub fn verify_tree(
             }
         }
     }
-    let explicit = |t: &TcTree| {
-        t.qdiscs
-            .values()
-            .filter(|q| !rules::is_kernel_default(q))
-            .count()
-    };
+    let explicit = |t: &TcTree| t.qdiscs.values().filter(|q| !q.is_kernel_default()).count();
     IfaceVerify {
         dev: dev.to_string(),
         planned_qdiscs: explicit(planned),
@@ -440,7 +435,7 @@ mod tests {
         let leaves: Vec<Qdisc> = live
             .qdiscs
             .values()
-            .filter(|q| !rules::is_kernel_default(q) && live.classes.contains_key(&q.parent))
+            .filter(|q| !q.is_kernel_default() && live.classes.contains_key(&q.parent))
             .cloned()
             .collect();
         let c = (!classes.is_empty()).then(|| classes[pick % classes.len()].clone());

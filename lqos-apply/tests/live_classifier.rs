@@ -799,7 +799,7 @@ fn foreign_clsact_and_filters_are_read_back_and_left_alone() {
     let live = NetlinkLive::new(Some(ns.name().to_string()));
     use lqos_apply::LiveSource as _;
     let tree = live.dump("ens19").unwrap();
-    assert!(lqos_tc::classify::has_clsact(&tree), "{:?}", tree.qdiscs);
+    assert!(tree.has_clsact(), "{:?}", tree.qdiscs);
     assert!(tree.filters.is_empty(), "{:?}", tree.filters);
     apply(&ns, &live, &p);
     assert!(apply(&ns, &live, &planned_like(&p))

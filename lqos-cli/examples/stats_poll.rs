@@ -104,7 +104,7 @@ fn synthetic(n: usize, runs: usize) {
     use lqos_apply::netlink::{
         CakeTin, CakeXstats, ClassSample, Counters, LeafXstats, QdiscSample,
     };
-    use lqos_apply::stats::{RawIface, RawStats};
+    use lqos_apply::stats::{IfaceSamples, Samples};
     let g = lqos_model::generate(&lqos_model::GenParams {
         circuits: n,
         ..Default::default()
@@ -113,12 +113,12 @@ fn synthetic(n: usize, runs: usize) {
     cfg.default_sqm = "cake diffserv4".parse().unwrap();
     let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
     let index = StatsIndex::new(&plan);
-    let raw = RawStats {
+    let raw = Samples {
         interfaces: plan
             .interfaces
             .iter()
             .map(|ip| {
-                let mut r = RawIface::empty(&ip.dev);
+                let mut r = IfaceSamples::empty(&ip.dev);
                 for op in &ip.ops {
                     match op {
                         lqos_tc::TcOp::AddClass(c) => r.classes.push(ClassSample {

@@ -5,7 +5,28 @@
 
 use lqos_apply::{guard, ApplyError, FullReason, LoadKind, UnsafeState};
 
-use crate::cmd::apply::{LoadStopped, Refused};
+/// The removal guard refused a plan: nothing was changed.
+#[derive(Debug)]
+pub struct Refused(pub guard::Refusal);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "refused: {}; nothing was changed", self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// A load that failed part way (the context of its error): the interface
+/// holds what was applied until then.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadStopped;
+
+impl std::fmt::Display for LoadStopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the load stopped")
+    }
+}
 
 /// Advice for the first error in `err`'s chain that has some (with, after a
 /// load that stopped part way, how to go on from the partial tree).

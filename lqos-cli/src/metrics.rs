@@ -436,7 +436,9 @@ mod tests {
     use lqos_apply::stats::openmetrics::{
         tin_delays, Labels, COUNTERS, DELAY, DELAY_KINDS, GAUGES, INFO,
     };
-    use lqos_apply::stats::{Dir, DirStats, RawIface, RawStats, Stats, StatsIndex, StatsTracker};
+    use lqos_apply::stats::{
+        Dir, DirStats, IfaceSamples, Samples, Stats, StatsIndex, StatsTracker,
+    };
     use lqos_tc::{Direction, TcHandle};
     use prometheus_client::collector::Collector;
     use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -474,12 +476,12 @@ mod tests {
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
         let index = StatsIndex::new(&plan);
         let mut t = StatsTracker::new(&index);
-        let raw = |bytes: u64| RawStats {
+        let raw = |bytes: u64| Samples {
             interfaces: plan
                 .interfaces
                 .iter()
                 .map(|ip| {
-                    let mut r = RawIface::empty(&ip.dev);
+                    let mut r = IfaceSamples::empty(&ip.dev);
                     for c in &plan.allocation.circuits {
                         let d = ip.direction;
                         let classid = TcHandle::new(plan.major(d, c.queue), c.minor);

@@ -524,10 +524,10 @@ fn send_udp(s: &std::net::UdpSocket, priority: u32, packets: usize) {
 fn class_bytes(ns: &str, dev: &str) -> std::collections::BTreeMap<TcHandle, u64> {
     let mut s = NetlinkSocket::open_in_netns(ns).unwrap();
     let l = s.link(dev).unwrap();
-    s.class_stats(l.ifindex)
+    s.class_samples(l.ifindex)
         .unwrap()
         .into_iter()
-        .map(|c| (c.classid, c.bytes))
+        .map(|c| (c.classid, c.counters.bytes))
         .collect()
 }
 

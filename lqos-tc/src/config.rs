@@ -1,11 +1,13 @@
 //! `PlanConfig`: what the planner needs besides the network.
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{parse, render, Classifier, PlanError, QdiscKind, SqmError};
+use crate::error::PlanError;
+use crate::ops::{CakeParams, QdiscKind};
+use crate::options::CakeDiffserv;
+use lqos_model::Classifier;
 use lqos_model::{LqosConfig, Rate};
 
 /// Which interfaces get a tree.
@@ -75,8 +77,8 @@ pub enum LeafSpec {
 impl LeafSpec {
     /// LibreQoS's default, `cake diffserv4`.
     pub fn cake_diffserv4() -> LeafSpec {
-        LeafSpec::Qdisc(QdiscKind::Cake(crate::CakeParams {
-            diffserv: Some(crate::CakeDiffserv::Diffserv4),
+        LeafSpec::Qdisc(QdiscKind::Cake(CakeParams {
+            diffserv: Some(CakeDiffserv::Diffserv4),
             ..Default::default()
         }))
     }
@@ -112,47 +114,6 @@ pub fn config_problems(conf: &LqosConfig, file: &str) -> Vec<lqos_model::Problem
         );
     }
     out
-}
-
-impl FromStr for LeafSpec {
-    type Err = PlanError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let tokens: Vec<&str> = s.split_ascii_whitespace().collect();
-        if tokens.is_empty() {
-            return Err(PlanError::Sqm {
-                spec: s.to_string(),
-                reason: SqmError::Empty,
-            });
-        }
-        if tokens.len() == 1 && tokens[0].eq_ignore_ascii_case("none") {
-            return Ok(LeafSpec::None);
-        }
-        let lowered: Vec<String> = tokens.iter().map(|t| t.to_ascii_lowercase()).collect();
-        let refs: Vec<&str> = lowered.iter().map(String::as_str).collect();
-        let reason = match parse::parse_qdisc_kind(&refs) {
-            Ok(QdiscKind::Other(name)) => SqmError::UnsupportedKind(name),
-            Ok(QdiscKind::Mq) | Ok(QdiscKind::Htb(_)) => SqmError::NotALeaf,
-            Ok(kind) => return Ok(LeafSpec::Qdisc(kind)),
-            Err(e) => e.into(),
-        };
-        Err(PlanError::Sqm {
-            spec: s.to_string(),
-            reason,
-        })
-    }
-}
-
-impl fmt::Display for LeafSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LeafSpec::None => f.write_str("none"),
-            LeafSpec::Qdisc(kind) => {
-                let mut s = String::new();
-                render::write_kind(&mut s, kind);
-                f.write_str(&s)
-            }
-        }
-    }
 }
 
 /// One direction of a circuit's `sqm` override (the CSV column), parsed.

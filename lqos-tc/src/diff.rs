@@ -14,8 +14,11 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::classify;
+use crate::handle::TcHandle;
+use crate::ops::{Qdisc, QdiscKind, TcOp};
+use crate::plan::Plan;
 use crate::rules::{self, Layout};
-use crate::{Plan, Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+use crate::tree::TcTree;
 
 /// Counts of the ops in a diff.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,7 +79,7 @@ pub use crate::rules::{
 fn by_parent(t: &TcTree) -> HashMap<TcHandle, &Qdisc> {
     let mut m = HashMap::default();
     m.reserve(t.qdiscs.len());
-    for q in t.qdiscs.values().filter(|q| !rules::is_kernel_default(q)) {
+    for q in t.qdiscs.values().filter(|q| !q.is_kernel_default()) {
         m.insert(q.parent, q);
     }
     m
@@ -246,7 +249,7 @@ fn diff_classes(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
     // Leaf qdiscs on surviving classes.
     for oq in old.qdiscs.values() {
         let parent = &oq.parent;
-        if rules::is_kernel_default(oq)
+        if oq.is_kernel_default()
             || layout_handles.contains(&oq.handle)
             || *parent == TcHandle::ROOT
         {

@@ -41,6 +41,8 @@
 pub mod classify;
 mod config;
 pub mod diff;
+mod error;
+mod filter;
 pub mod fuzzing;
 mod handle;
 pub mod ipmap;
@@ -66,6 +68,7 @@ pub use diff::{diff, DiffSummary};
 pub use diff::{known_diff, KnownDiffError};
 pub use handle::{HandleError, TcHandle};
 pub use ipmap::{IpDetails, IpMap, IpMapEntry, Steer, SteerDetails};
+pub use ops::HTB_MAX_DEPTH;
 pub use ops::{CakeParams, Class, FqCodelParams, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcOp};
 pub use options::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
 pub use order::locality_order;
@@ -75,14 +78,13 @@ pub use plan::replan::{replan_circuits, PlanIndex, Replan, ReplanFallback};
 pub use plan::{
     default_class_rate, default_leaf_major, just_below, plan, quantum_for, r2q_for, squashed_min,
     squashed_rate, squashes, Allocation, CircuitSlot, Direction, FilterSlot, InterfacePlan,
-    NodeSlot, Plan, PlanError, SqmError, Squashed, HTB_LEVELS, MIN_RATE, MQ_HANDLE, QUANTUM_MAX,
-    QUANTUM_MIN,
+    NodeSlot, Plan, PlanError, SqmError, Squashed, MIN_RATE, MQ_HANDLE, QUANTUM_MAX, QUANTUM_MIN,
 };
 pub use record::{PlanInputs, PlanRecord, PlanRecordRef, PrefixRow, RecordError, RECORD_FORMAT};
 pub use render::{
     render_combined, render_combined_to, render_interface, render_interface_to, render_line,
 };
-pub use tree::{TcTree, TreeError, HTB_MAX_DEPTH};
+pub use tree::{TcTree, TreeError};
 
 // The README's example runs as a doctest.
 #[cfg(doctest)]

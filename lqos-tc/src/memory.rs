@@ -27,8 +27,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::classify::CLSACT_PARENT;
-use crate::{QdiscKind, TcHandle, TcOp, TcTree};
+use crate::filter::CLSACT_PARENT;
+use crate::handle::TcHandle;
+use crate::ops::{QdiscKind, TcOp};
+use crate::tree::TcTree;
 
 const KIB: u64 = 1024;
 
@@ -260,7 +262,8 @@ pub fn tree_bytes(tree: &TcTree) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Class, FqCodelParams, HtbClass, LeafSpec, PlanConfig, Qdisc};
+    use crate::config::{LeafSpec, PlanConfig};
+    use crate::ops::{Class, FqCodelParams, HtbClass, Qdisc};
     use lqos_model::Rate;
 
     fn cake() -> QdiscKind {
@@ -290,14 +293,14 @@ mod tests {
         }
     }
 
-    fn plan(circuits: usize, sqm: &str) -> crate::Plan {
+    fn plan(circuits: usize, sqm: &str) -> crate::plan::Plan {
         let g = lqos_model::generate(&lqos_model::GenParams {
             circuits,
             ..Default::default()
         });
         let mut cfg = PlanConfig::bridge("ens19", "ens20", 4);
         cfg.default_sqm = sqm.parse::<LeafSpec>().unwrap();
-        crate::plan(&g.network, &cfg, None).unwrap()
+        crate::plan::plan(&g.network, &cfg, None).unwrap()
     }
 
     #[test]

@@ -3,9 +3,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::{FilterKey, FlowerFilter};
-use crate::{CakeAckFilter, CakeDiffserv, CakeFlowMode, TcHandle};
+use crate::filter::{FilterKey, FlowerFilter, CLSACT_HANDLE, CLSACT_PARENT};
+use crate::handle::TcHandle;
+use crate::options::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
 use lqos_model::Rate;
+
+/// HTB's maximum class depth (`TC_HTB_MAXDEPTH`): top-level nodes, at an
+/// HTB's root, are level 1, their circuits at most level 8.
+pub const HTB_MAX_DEPTH: usize = 8;
 
 /// One tc operation on one interface (the interface is held by the stream).
 ///
@@ -151,7 +156,7 @@ mod tests {
         );
         // Every op survives the wire form (see `From<TcOp> for TcOpWire`).
         let f = FlowerFilter::steer(
-            crate::MatchSide::Dst,
+            crate::filter::MatchSide::Dst,
             "2001:db8::/48".parse().unwrap(),
             7,
             3,
@@ -225,6 +230,22 @@ impl Qdisc {
     /// A leaf qdisc `major:` of `kind` on HTB class `class`.
     pub fn leaf(class: TcHandle, major: u16, kind: QdiscKind) -> Qdisc {
         Qdisc::new(class, TcHandle::new(major, 0), kind)
+    }
+
+    /// True for a qdisc the kernel created itself (handle `0:`): never part
+    /// of a plan, never drift, never deleted by a diff.
+    pub const fn is_kernel_default(&self) -> bool {
+        self.handle.raw() == TcHandle::UNSPEC.raw()
+    }
+
+    /// The `clsact` qdisc (`tc qdisc replace dev X clsact`), which holds
+    /// the classifier's egress filters.
+    pub const fn clsact() -> Qdisc {
+        Qdisc {
+            parent: CLSACT_PARENT,
+            handle: CLSACT_HANDLE,
+            kind: QdiscKind::Clsact,
+        }
     }
 
     /// An HTB qdisc `major:` under `parent` (an mq class, or the root) with

@@ -284,7 +284,7 @@ fn filter_rules_of_the_kernel() {
     let mut t = TcTree::default();
     // No clsact yet: the egress hook does not exist.
     assert!(t.apply(&TcOp::ReplaceFilter(f("10.0.0.1/32", 1))).is_err());
-    t.apply(&TcOp::ReplaceQdisc(lqos_tc::classify::clsact()))
+    t.apply(&TcOp::ReplaceQdisc(lqos_tc::Qdisc::clsact()))
         .unwrap();
     t.apply(&TcOp::ReplaceFilter(f("10.0.0.1/32", 1))).unwrap();
     // Same key and mask under another handle: flower refuses it.
@@ -322,11 +322,11 @@ fn render_and_parse_filter_lines() {
         del,
         "filter del dev ens19 egress pref 1008 handle 7 protocol ip flower"
     );
-    let cls = render::render_line("ens19", &TcOp::ReplaceQdisc(lqos_tc::classify::clsact()));
+    let cls = render::render_line("ens19", &TcOp::ReplaceQdisc(lqos_tc::Qdisc::clsact()));
     assert_eq!(cls, "qdisc replace dev ens19 clsact");
     assert_eq!(
         parse::parse_line(&cls).unwrap().1,
-        TcOp::ReplaceQdisc(lqos_tc::classify::clsact())
+        TcOp::ReplaceQdisc(lqos_tc::Qdisc::clsact())
     );
     // tc's own spellings parse too: parent instead of egress, hex handle,
     // a bare address.

@@ -47,6 +47,8 @@ mod deb;
 mod fetch;
 mod initramfs;
 mod kernel;
+#[cfg(test)]
+mod modules;
 mod package;
 mod soak;
 mod vm;

@@ -14,7 +14,7 @@ use super::{
 use crate::error::{ApplyError, ClassifierMissing, QdiscRefusal, Result};
 use crate::live::{KindSupport, LinkSummary, LiveSource};
 use crate::netlink::{ClassSample, Counters, LeafXstats, QdiscSample};
-use crate::stats::{PollRequest, Polled, RawIface};
+use crate::stats::{IfaceSamples, PollRequest, Polled};
 use crate::timing::Timing;
 
 /// A planned failure: the `op_index`-th op sent to `dev` (counting every op
@@ -296,7 +296,7 @@ impl LiveSource for Recording {
                     config_key: None,
                 });
             };
-            let mut r = RawIface::empty(&t.dev);
+            let mut r = IfaceSamples::empty(&t.dev);
             for &classid in tree.classes.keys() {
                 if !t.htbs.iter().any(|h| h.major() == classid.major()) {
                     continue;

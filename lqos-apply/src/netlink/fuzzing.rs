@@ -24,8 +24,8 @@ pub fn dump(data: &[u8]) {
         if let Ok(Some((_, c))) = htb::decode_class(m.payload, &clock) {
             tree.classes.insert(c.classid, c);
         }
-        if let Ok(Some((_, s))) = stats::decode_class_stats(m.payload) {
-            let _ = s.bytes;
+        if let Ok(Some((_, s))) = stats::decode_class_sample(m.payload) {
+            let _ = s.counters.bytes;
         }
         if let Ok(Some((_, f))) = flower::decode_filter(m.payload) {
             tree.filters.insert(f.key, f);

@@ -27,8 +27,8 @@
 //!   (`pipeline.rs`, unit-tested without a socket); the socket only moves
 //!   bytes.
 //! - [`NetlinkSocket::dump`] reads an interface's qdiscs and HTB classes
-//!   back into a [`lqos_tc::TcTree`]; [`NetlinkSocket::class_stats`] reads
-//!   every class's byte/packet counters in one dump ([`ClassStats`]).
+//!   back into a [`lqos_tc::TcTree`]; [`NetlinkSocket::class_samples`]
+//!   reads every HTB class's statistics ([`ClassSample`]).
 //!
 //! # What a dump contains (observed on kernel 6.18, veth in a netns)
 //!
@@ -106,6 +106,6 @@ pub use pipeline::{OpFailure, SendOptions, SendStats};
 pub use psched::{PschedClock, PschedParseError};
 pub use socket::{LinkInfo, NetlinkError, NetlinkSocket};
 pub use stats::{
-    decode_class_sample_msg, decode_qdisc_sample_msg, ClassSample, ClassStats, Counters,
-    LeafXstats, QdiscSample, TCA_STATS2, TCA_STATS_BASIC,
+    decode_class_sample_msg, decode_qdisc_sample_msg, ClassSample, Counters, LeafXstats,
+    QdiscSample, TCA_STATS2, TCA_STATS_BASIC,
 };

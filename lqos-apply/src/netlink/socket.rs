@@ -19,7 +19,7 @@ use super::pipeline::{
     strerror, OpFailure, RecvMode, SendOptions, SendPipeline, SendStats, MAX_SEND_BYTES,
 };
 use super::psched::{PschedClock, PschedParseError};
-use super::stats::{self as st, ClassSample, ClassStats, QdiscSample};
+use super::stats::{self as st, ClassSample, QdiscSample};
 use super::{flower, htb, op};
 
 /// Errors of the socket layer (everything except a failed op, which is an
@@ -468,12 +468,11 @@ impl NetlinkSocket {
         Ok(())
     }
 
-    /// The byte and packet counters of every class of interface `ifindex`
-    /// (one `RTM_GETTCLASS` dump, `TCA_STATS2` basic counters).
-    ///
-    /// One qdisc dump finds the HTB qdiscs, then one class dump per HTB
-    /// (see [`dump`](Self::dump) for why).
-    pub fn class_stats(&mut self, ifindex: i32) -> Result<Vec<ClassStats>, NetlinkError> {
+    /// The statistics of every HTB class of interface `ifindex`: one qdisc
+    /// dump finds the HTB qdiscs, then one class dump per HTB (see
+    /// [`dump`](Self::dump) for why), as
+    /// [`class_samples_of`](Self::class_samples_of).
+    pub fn class_samples(&mut self, ifindex: i32) -> Result<Vec<ClassSample>, NetlinkError> {
         let mut htbs = Vec::new();
         self.dump_kind(RTM_GETQDISC, ifindex, TcHandle::UNSPEC, |payload| {
             let (ifi, q) = op::decode_qdisc_dump(payload)?;
@@ -482,36 +481,17 @@ impl NetlinkSocket {
             }
             Ok(())
         })?;
-        self.class_stats_of(ifindex, &htbs)
-    }
-
-    /// The counters of the classes of the HTB qdiscs `htbs` (handles
-    /// `major:`) of interface `ifindex`, one class dump each, without the
-    /// qdisc dump [`class_stats`](Self::class_stats) makes to find them: for
-    /// a caller that knows them (a plan's HTBs). An HTB that does not exist
-    /// has no classes.
-    pub fn class_stats_of(
-        &mut self,
-        ifindex: i32,
-        htbs: &[TcHandle],
-    ) -> Result<Vec<ClassStats>, NetlinkError> {
         let mut out = Vec::new();
-        for &htb in htbs {
-            self.dump_kind(RTM_GETTCLASS, ifindex, htb, |payload| {
-                if let Some((ifi, s)) = st::decode_class_stats(payload)? {
-                    if ifi == ifindex {
-                        out.push(s);
-                    }
-                }
-                Ok(())
-            })?;
-        }
+        self.class_samples_of(ifindex, &htbs, &mut out)?;
         Ok(out)
     }
 
-    /// The statistics of the classes of the HTB qdiscs `htbs` of interface
-    /// `ifindex` (one class dump each, as [`class_stats_of`](Self::class_stats_of)):
-    /// counters with 64-bit packets and HTB's own statistics.
+    /// The statistics of the classes of the HTB qdiscs `htbs` (handles
+    /// `major:`) of interface `ifindex`, one class dump each, without the
+    /// qdisc dump [`class_samples`](Self::class_samples) makes to find
+    /// them (for a caller that knows them: a plan's HTBs): counters with
+    /// 64-bit packets and HTB's own statistics. An HTB that does not exist
+    /// has no classes.
     pub fn class_samples_of(
         &mut self,
         ifindex: i32,
@@ -632,7 +612,7 @@ impl NetlinkSocket {
         }
         // The classifier's egress filters (only lqos's: flower in lqos's
         // preference range); without a clsact there is no egress hook.
-        if lqos_tc::classify::has_clsact(&tree) {
+        if tree.has_clsact() {
             let mut filters = lqos_tc::classify::Filters::new();
             self.dump_kind(
                 flower::RTM_GETTFILTER,

@@ -11,8 +11,8 @@
 //!   (the leaves' counters, cake's per-tin and fq_codel's statistics)
 //!   where a planned leaf keeps statistics of its own: an interface whose
 //!   leaves are all pfifo or bfifo, or that has none, is not dumped
-//!   ([`StatsIndex::leaf_dump_needed`]). [`RawIface::class_stats`] gives
-//!   the same class dumps to lazy leaves
+//!   ([`StatsIndex::leaf_dump_needed`]). The same class samples
+//!   ([`IfaceSamples::classes`]) go to lazy leaves
 //!   ([`crate::lazy::LeafTracker::observe`]), so one set of dumps serves
 //!   both; the daemon makes one poll for both.
 //! - [`StatsPoll`]: the index and the tracker of one plan, kept poll after
@@ -32,7 +32,7 @@
 //! bfifo leaves only refuse, so their drops are already the class's.
 //!
 //! ```
-//! use lqos_apply::stats::{RawIface, RawStats, StatsIndex, StatsTracker};
+//! use lqos_apply::stats::{IfaceSamples, Samples, StatsIndex, StatsTracker};
 //! use std::time::Duration;
 //!
 //! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 5, ..Default::default() });
@@ -42,7 +42,7 @@
 //! let index = StatsIndex::new(&plan);
 //! let mut tracker = StatsTracker::new(&index);
 //! // No traffic yet: counters at zero, no rate before a second poll.
-//! let raw = RawStats { interfaces: index.devs().map(|d| RawIface::empty(d)).collect() };
+//! let raw = Samples { interfaces: index.devs().map(|d| IfaceSamples::empty(d)).collect() };
 //! let s = tracker.observe(&index, &raw, Duration::from_secs(1));
 //! assert_eq!(s.circuits.len(), 5);
 //! assert_eq!(s.interval_secs, None);
@@ -51,7 +51,8 @@
 pub mod openmetrics;
 mod poll;
 
-pub use poll::{PollRequest, PollTarget, Polled, Snapshot, StatsPoll};
+pub use crate::sample::{IfaceSamples, PollRequest, PollTarget, Polled, Samples};
+pub use poll::{Snapshot, StatsPoll};
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -60,7 +61,7 @@ use lqos_tc::{Direction, Plan, QdiscKind, TcHandle, TcOp};
 use serde::Serialize;
 use smol_str::SmolStr;
 
-use crate::netlink::{CakeTin, ClassSample, ClassStats, FqCodelXstats, LeafXstats, QdiscSample};
+use crate::netlink::{CakeTin, FqCodelXstats, LeafXstats};
 
 /// Download or upload (the two halves of every circuit and node).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -307,47 +308,6 @@ impl StatsIndex {
         self.ifaces
             .iter()
             .map(|i| (i.dev.as_str(), i.htbs.as_slice()))
-    }
-}
-
-/// One interface's dumps of one poll.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RawIface {
-    /// The interface.
-    pub dev: String,
-    /// Every class of its planned HTBs.
-    pub classes: Vec<ClassSample>,
-    /// Every qdisc (empty when the poll skipped the qdisc dump).
-    pub qdiscs: Vec<QdiscSample>,
-}
-
-impl RawIface {
-    /// An interface with nothing dumped.
-    pub fn empty(dev: &str) -> RawIface {
-        RawIface {
-            dev: dev.to_string(),
-            ..RawIface::default()
-        }
-    }
-
-    /// The class counters lazy leaves compare
-    /// ([`crate::lazy::LeafTracker::observe`]), from the same dumps.
-    pub fn class_stats(&self) -> Vec<ClassStats> {
-        self.classes.iter().map(ClassSample::basic).collect()
-    }
-}
-
-/// One poll's dumps of every planned interface.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RawStats {
-    /// Per interface, in plan order.
-    pub interfaces: Vec<RawIface>,
-}
-
-impl RawStats {
-    /// The dumps of `dev`.
-    pub fn interface(&self, dev: &str) -> Option<&RawIface> {
-        self.interfaces.iter().find(|i| i.dev == dev)
     }
 }
 
@@ -614,7 +574,7 @@ impl StatsTracker {
 
     /// The statistics of the dumps `raw` taken at `now` (any monotonic
     /// clock: `Instant` minus a start).
-    pub fn observe(&mut self, index: &StatsIndex, raw: &RawStats, now: Duration) -> Stats {
+    pub fn observe(&mut self, index: &StatsIndex, raw: &Samples, now: Duration) -> Stats {
         let dt = self
             .last
             .map(|l| now.saturating_sub(l).as_secs_f64())
@@ -855,7 +815,7 @@ impl DirStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::netlink::{CakeXstats, Counters};
+    use crate::netlink::{CakeXstats, ClassSample, Counters, QdiscSample};
 
     fn setup(circuits: usize) -> (Plan, StatsIndex) {
         let (_, plan) = crate::test_fixtures::bridge_plan(circuits, 2, "cake diffserv4");
@@ -881,11 +841,11 @@ mod tests {
         TcHandle::new(plan.major(d, c.queue), c.minor)
     }
 
-    fn raw(plan: &Plan, per_circuit: &[(u64, u32)], leaf_drops: Option<u32>) -> RawStats {
-        let mut out = RawStats::default();
+    fn raw(plan: &Plan, per_circuit: &[(u64, u32)], leaf_drops: Option<u32>) -> Samples {
+        let mut out = Samples::default();
         for ip in &plan.interfaces {
             let d = ip.direction;
-            let mut r = RawIface::empty(&ip.dev);
+            let mut r = IfaceSamples::empty(&ip.dev);
             for (i, &(b, dr)) in per_circuit.iter().enumerate() {
                 r.classes.push(class(circuit_classid(plan, i, d), b, dr));
                 if let Some(ld) = leaf_drops {
@@ -1093,14 +1053,5 @@ mod tests {
         );
         assert_eq!(s.circuits[0].download.bytes, 150);
         assert_eq!(s.circuits[0].download.rate_bps, 400.0);
-    }
-
-    #[test]
-    fn the_lazy_leaf_poll_reads_the_same_class_dumps() {
-        let (plan, _) = setup(2);
-        let r = raw(&plan, &[(7, 0), (9, 0)], None);
-        let cs = r.interfaces[0].class_stats();
-        assert_eq!(cs.len(), 2);
-        assert_eq!(cs[1].bytes, 9);
     }
 }

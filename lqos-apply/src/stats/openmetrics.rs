@@ -41,7 +41,7 @@
 //!
 //! ```
 //! use lqos_apply::stats::openmetrics::{render, CircuitSeries, Format, Labels};
-//! use lqos_apply::stats::{RawIface, RawStats, StatsIndex, StatsTracker};
+//! use lqos_apply::stats::{IfaceSamples, Samples, StatsIndex, StatsTracker};
 //! use std::time::Duration;
 //!
 //! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 3, ..Default::default() });
@@ -49,7 +49,7 @@
 //! let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
 //! let index = StatsIndex::new(&plan);
 //! let labels = Labels::new(&index);
-//! let raw = RawStats { interfaces: index.devs().map(RawIface::empty).collect() };
+//! let raw = Samples { interfaces: index.devs().map(IfaceSamples::empty).collect() };
 //! let stats = StatsTracker::new(&index).observe(&index, &raw, Duration::ZERO);
 //! let mut out = Vec::new();
 //! render(&mut out, Some((&stats, &labels)), &[], CircuitSeries::All, Format::Prometheus).unwrap();
@@ -692,13 +692,13 @@ pub const EOF: &str = "# EOF\n";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{RawIface, RawStats, StatsTracker};
+    use crate::stats::{IfaceSamples, Samples, StatsTracker};
 
     fn fixture() -> (Stats, Labels, Vec<Family>) {
         let (_, plan) = crate::test_fixtures::bridge_plan(7, 2, "cake diffserv4");
         let index = StatsIndex::new(&plan);
-        let raw = RawStats {
-            interfaces: index.devs().map(RawIface::empty).collect(),
+        let raw = Samples {
+            interfaces: index.devs().map(IfaceSamples::empty).collect(),
         };
         let stats = StatsTracker::new(&index).observe(&index, &raw, Default::default());
         let families = vec![

@@ -1,13 +1,9 @@
-//! One statistics poll, as values: what to read ([`PollRequest`]), what was
-//! read ([`Polled`]), and the state that turns poll after poll into
-//! statistics ([`StatsPoll`], pure). The reading itself is a
+//! The state that turns poll after poll into statistics ([`StatsPoll`],
+//! pure): what to read ([`PollRequest`]) in, what was read ([`Polled`])
+//! and a time in, a [`Snapshot`] out. The reading itself is a
 //! [`LiveSource::poll`](crate::LiveSource::poll) (the kernel over netlink,
 //! or the fake kernel); the daemon asks for it through its request table
 //! ([`crate::daemon::Request::Poll`]) and `lqos stats` calls it directly.
-//!
-//! A request and its result are structs with named fields, so a poll can
-//! gain sources (another dump, a BPF map) without changing its callers:
-//! a new source is a field of both, read by the same call.
 //!
 //! ```
 //! use lqos_apply::stats::StatsPoll;
@@ -33,94 +29,11 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use lqos_tc::{Plan, TcHandle};
+use lqos_tc::Plan;
 
 use super::openmetrics::Labels;
-use super::{RawIface, RawStats, Stats, StatsIndex, StatsTracker};
-use crate::error::ApplyError;
-
-/// One interface of a poll: the class dumps of its HTB qdiscs, and its
-/// qdisc dump when `qdiscs` (the leaves' own statistics).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PollTarget {
-    /// The interface.
-    pub dev: String,
-    /// The HTB qdiscs whose classes are dumped (one dump each).
-    pub htbs: Vec<TcHandle>,
-    /// Whether the interface's qdiscs are dumped too.
-    pub qdiscs: bool,
-}
-
-/// What one poll reads, per interface.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct PollRequest {
-    /// The interfaces, in plan order.
-    pub interfaces: Vec<PollTarget>,
-}
-
-impl PollRequest {
-    /// The class dumps of every HTB `plan` sets up, without qdisc dumps
-    /// (what lazy leaves need).
-    pub fn classes_of(plan: &Plan) -> PollRequest {
-        PollRequest {
-            interfaces: plan
-                .interfaces
-                .iter()
-                .map(|ip| PollTarget {
-                    dev: ip.dev.clone(),
-                    htbs: ip
-                        .htb_majors()
-                        .into_iter()
-                        .map(|m| TcHandle::new(m, 0))
-                        .collect(),
-                    qdiscs: false,
-                })
-                .collect(),
-        }
-    }
-}
-
-/// What one poll read: the dumps of every interface that answered and the
-/// error of every one that did not.
-#[derive(Debug, Default)]
-#[non_exhaustive]
-pub struct Polled {
-    /// The dumps, in the request's order.
-    pub raw: RawStats,
-    /// The interfaces that could not be read, and why.
-    pub failed: Vec<(String, ApplyError)>,
-}
-
-impl Polled {
-    /// A result of the dumps `raw` and the failures `failed`.
-    pub fn new(raw: RawStats, failed: Vec<(String, ApplyError)>) -> Polled {
-        Polled { raw, failed }
-    }
-
-    /// Takes each interface's result of `read` in the request's order.
-    pub fn collect(
-        req: &PollRequest,
-        mut read: impl FnMut(&PollTarget) -> crate::Result<RawIface>,
-    ) -> Polled {
-        let mut out = Polled::default();
-        for t in &req.interfaces {
-            match read(t) {
-                Ok(r) => out.raw.interfaces.push(r),
-                Err(e) => out.failed.push((t.dev.clone(), e)),
-            }
-        }
-        out
-    }
-
-    /// The dumps, or the first failure.
-    pub fn into_result(self) -> crate::Result<RawStats> {
-        match self.failed.into_iter().next() {
-            Some((_, e)) => Err(e),
-            None => Ok(self.raw),
-        }
-    }
-}
+use super::{Stats, StatsIndex, StatsTracker};
+use crate::sample::{PollRequest, PollTarget, Polled};
 
 /// The statistics of one poll with what they need to be served: their
 /// plan's index and label sets (built on first use, once per plan, by
@@ -227,7 +140,7 @@ impl StatsPoll {
     /// clock); an interface that failed keeps its counters.
     pub fn observe(&mut self, polled: &Polled, now: Duration) -> Snapshot {
         Snapshot {
-            stats: self.tracker.observe(&self.index, &polled.raw, now),
+            stats: self.tracker.observe(&self.index, &polled.samples, now),
             index: self.index.clone(),
             labels: self.labels.clone(),
         }

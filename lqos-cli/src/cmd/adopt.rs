@@ -10,7 +10,7 @@ use lqos_apply::LiveSource;
 use lqos_tc::{Allocation, Plan, TcHandle};
 
 use super::inputs::InputArgs;
-use super::plan::PlanOptions;
+use super::inputs::PlanOptions;
 
 /// LibreQoS's state, read, and the allocation to plan from.
 pub struct Adoption {

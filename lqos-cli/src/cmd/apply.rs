@@ -18,8 +18,9 @@ use lqos_tc::{render_line, Plan};
 use super::adopt::adopt;
 use super::inputs::print_report as print_problems;
 use super::inputs::InputArgs;
-use super::plan::PlanOptions;
+use super::inputs::PlanOptions;
 use super::{Done, Interrupted, Outcome};
+use crate::hints::{LoadStopped, Refused};
 use crate::out::{note, outln, with_stdout};
 use crate::EXIT_INTERRUPTED;
 
@@ -240,29 +241,6 @@ impl PlanArgs {
             raw: Some(raw),
             overrides,
         })
-    }
-}
-
-/// The removal guard refused a plan: nothing was changed.
-#[derive(Debug)]
-pub struct Refused(pub guard::Refusal);
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "refused: {}; nothing was changed", self.0)
-    }
-}
-
-impl std::error::Error for Refused {}
-
-/// A load that failed part way (the context of its error): the interface
-/// holds what was applied until then.
-#[derive(Debug, Clone, Copy)]
-pub struct LoadStopped;
-
-impl std::fmt::Display for LoadStopped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the load stopped")
     }
 }
 

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use lqos_tc::{DiffSummary, Plan};
 
 use super::inputs::InputArgs;
-use super::plan::{plan_inputs, read_plan, PlanOptions};
+use super::inputs::PlanOptions;
+use super::plan::{plan_inputs, read_plan};
 use super::{Done, Outcome};
 use crate::out::{note, outln, with_stdout};
 

@@ -33,7 +33,7 @@ pub fn flags(o: &PlanOverrides) -> String {
         });
     }
     if let Some(s) = o.strategy {
-        v.push(format!("--strategy {}", super::plan::strategy_name(s)));
+        v.push(format!("--strategy {}", super::inputs::strategy_name(s)));
     }
     if let Some(c) = o.classifier {
         v.push(format!("--classifier {c}"));

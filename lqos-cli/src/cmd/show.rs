@@ -11,7 +11,8 @@ use lqos_tc::{Direction, Plan, TcHandle, TcTree};
 
 use super::apply::{applied_from, applied_plan, TargetArgs};
 use super::inputs::InputArgs;
-use super::plan::{plan_inputs, read_plan, PlanOptions};
+use super::inputs::PlanOptions;
+use super::plan::{plan_inputs, read_plan};
 use super::{Done, Outcome};
 use crate::out::{note, out};
 

@@ -21,7 +21,7 @@ use tracing::{debug, info, warn};
 
 use super::apply::TargetArgs;
 use super::inputs::InputArgs;
-use super::plan::PlanOptions;
+use super::inputs::PlanOptions;
 use super::{Done, Outcome};
 
 mod log;

@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 
 use super::state::LibreQosState;
-use crate::{Allocation, CircuitSlot, NodeSlot, TcHandle, TcTree};
+use crate::handle::TcHandle;
+use crate::plan::{Allocation, CircuitSlot, NodeSlot};
+use crate::tree::TcTree;
 
 impl LibreQosState {
     /// The allocation that keeps LibreQoS's numbering: every node and

@@ -6,10 +6,12 @@ use lqos_model::Circuit;
 use super::ip_map::{filter_slots, ip_map};
 use super::layout::devices;
 use super::{Allocation, Plan};
-use crate::classify::{self, Classifier, FilterKey, FlowerFilter, MatchSide};
+use crate::config::Interfaces;
+use crate::filter::{FilterKey, FlowerFilter, MatchSide};
 use crate::ipmap::IpMap;
-use crate::{Interfaces, TcOp};
+use crate::ops::TcOp;
 use hashbrown::HashSet;
+use lqos_model::Classifier;
 
 /// Stage 5: the IP map with stable filter handles (from `previous`, which
 /// need not have the same number of queues) and, with `--classifier tc`,
@@ -51,7 +53,7 @@ pub(super) fn classify_stage(plan: &mut Plan, circuits: &[Circuit], previous: Op
 /// `(side, upload)`: `dst_ip` filters steer to the download classids,
 /// `src_ip` ones to the upload classids.
 fn push_filters(ops: &mut Vec<TcOp>, map: &IpMap, sides: &[(MatchSide, bool)]) {
-    ops.push(TcOp::ReplaceQdisc(classify::clsact()));
+    ops.push(TcOp::ReplaceQdisc(crate::ops::Qdisc::clsact()));
     let mut seen: HashSet<FilterKey> = HashSet::default();
     for &(side, upload) in sides {
         for e in map.entries() {

@@ -2,7 +2,7 @@
 
 use lqos_model::{Circuit, Network, Node, Rate, SmolStr};
 
-use crate::{PlanConfig, QueueStrategy};
+use crate::config::{PlanConfig, QueueStrategy};
 
 pub(super) use super::hierarchy::hierarchy;
 pub(super) use super::ids::ids;

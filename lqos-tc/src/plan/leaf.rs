@@ -6,7 +6,8 @@ use hashbrown::HashMap;
 use lqos_model::{Circuit, Rate};
 
 use super::PlanError;
-use crate::{CircuitSqm, FqCodelParams, LeafSpec, PlanConfig, QdiscKind, SqmChoice};
+use crate::config::{CircuitSqm, LeafSpec, PlanConfig, SqmChoice};
+use crate::ops::{FqCodelParams, QdiscKind};
 
 /// cake's rtt raise for slow circuits (LibreQoS `sqmFixupRate`, which meant
 /// milliseconds): at most 1/2/3/4 Mbit -> 300/180/140/120 ms.

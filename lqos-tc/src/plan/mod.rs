@@ -15,7 +15,6 @@
 mod bits;
 mod build;
 mod classifier;
-mod error;
 #[cfg(test)]
 mod fixture;
 mod hierarchy;
@@ -29,7 +28,7 @@ mod rates;
 pub mod replan;
 mod types;
 
-pub use error::{PlanError, SqmError};
+pub use crate::error::{PlanError, SqmError};
 pub(crate) use ip_map::filter_slots;
 pub use layout::default_leaf_major;
 pub use rates::{
@@ -40,7 +39,8 @@ pub use types::{
     Allocation, CircuitSlot, Direction, FilterSlot, InterfacePlan, NodeSlot, Plan, Squashed,
 };
 
-use crate::{PlanConfig, TcHandle};
+use crate::config::PlanConfig;
+use crate::handle::TcHandle;
 use lqos_model::Network;
 
 use build::build;
@@ -52,10 +52,6 @@ use queues::queues;
 
 /// Handle of the mq root on every interface.
 pub const MQ_HANDLE: TcHandle = TcHandle::new(0x7fff, 0);
-
-/// Class levels HTB allows (top-level nodes, at an HTB's root, are level
-/// 1; their circuits at most level 8).
-pub const HTB_LEVELS: u32 = 8;
 
 /// Plans the trees for `net`.
 ///
@@ -111,7 +107,7 @@ fn observe_only(plan: &mut Plan) {
     for ip in &mut plan.interfaces {
         ip.ops.truncate(1);
         ip.ops.retain(
-            |op| matches!(op, crate::TcOp::ReplaceQdisc(q) if q.kind == crate::QdiscKind::Mq),
+            |op| matches!(op, crate::ops::TcOp::ReplaceQdisc(q) if q.kind == crate::ops::QdiscKind::Mq),
         );
         ip.setup_ops = ip.ops.len();
         ip.queue_class_counts.clear();

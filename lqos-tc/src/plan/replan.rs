@@ -8,7 +8,7 @@
 //! handles, same op order. It handles circuits that keep their Circuit ID,
 //! parent node and leaf qdiscs (present or not, per direction); anything
 //! else is refused with the reason ([`Replan::Full`]) and the caller plans
-//! the whole network. [`known_diff`] then gives the ops that take a model
+//! the whole network. [`known_diff`](crate::known_diff) then gives the ops that take a model
 //! of the kernel to the patched objects, as [`diff`](crate::diff()) would.
 
 use hashbrown::{HashMap, HashSet};
@@ -21,9 +21,12 @@ use super::layout::devices;
 use super::leaf::LeafChooser;
 use super::rates::{circuit_rates, htb_class, r2q_for, squashed_min, squashed_rate, squashes};
 use super::PlanError;
-pub use crate::diff::{known_diff, KnownDiffError};
+use crate::config::Interfaces;
+use crate::handle::TcHandle;
 use crate::ipmap::{sort_key, IpMap, IpMapEntry};
-use crate::{Classifier, FilterSlot, Interfaces, Plan, Qdisc, TcHandle, TcOp};
+use crate::ops::{Qdisc, TcOp};
+use crate::plan::{FilterSlot, Plan};
+use lqos_model::Classifier;
 
 /// Where the classes and leaf qdiscs are in a plan's op lists (per
 /// interface: the op index of every `AddClass` by classid, of every leaf
@@ -214,7 +217,7 @@ fn try_replan(
         cache: HashMap::default(),
     };
     let find_class =
-        |iface: usize, id: TcHandle| -> Result<(usize, &crate::Class), ReplanFallback> {
+        |iface: usize, id: TcHandle| -> Result<(usize, &crate::ops::Class), ReplanFallback> {
             let at = *index.classes[iface]
                 .get(&id)
                 .ok_or(ReplanFallback::ClassNotInPlan(id))?;

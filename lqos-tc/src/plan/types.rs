@@ -7,8 +7,12 @@ use ipnet::IpNet;
 use lqos_model::{Rate, SmolStr};
 use serde::{Deserialize, Serialize};
 
-use crate::ipmap::IpMap;
-use crate::{Interfaces, PlanConfig, Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+use crate::config::{Interfaces, PlanConfig};
+use crate::handle::TcHandle;
+use crate::ipmap::{IpDetails, IpMap, Steer, SteerDetails};
+use crate::ops::{Qdisc, QdiscKind, TcOp};
+use crate::tree::TcTree;
+use core::net::IpAddr;
 
 /// Which traffic an interface plan shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -64,7 +68,7 @@ impl InterfacePlan {
     }
 
     /// The tree, checking every op against the kernel's rules.
-    pub fn try_tree(&self) -> Result<TcTree, (usize, crate::TreeError)> {
+    pub fn try_tree(&self) -> Result<TcTree, (usize, crate::tree::TreeError)> {
         TcTree::from_ops(&self.ops)
     }
 
@@ -293,5 +297,57 @@ impl Plan {
             }
         }
         m
+    }
+}
+
+impl Plan {
+    /// Longest-prefix lookup of `addr` with the circuit's node path, rates
+    /// and leaves; `None` when the address is not shaped (its traffic goes
+    /// to the default class `:2` of whatever queue it leaves on).
+    /// Scans the interface's ops (O(ops)), meant for one-off questions.
+    pub fn explain_ip(&self, addr: IpAddr) -> Option<IpDetails> {
+        let e = self.ip_map.lookup(addr)?;
+        let mut node_path = Vec::new();
+        let mut n = self
+            .allocation
+            .circuits
+            .get(e.circuit as usize)
+            .map(|c| c.parent);
+        while let Some(i) = n {
+            let Some(node) = self.allocation.nodes.get(i as usize) else {
+                break;
+            };
+            node_path.push(node.name.clone());
+            n = node.parent;
+        }
+        node_path.reverse();
+        let details = |s: &Steer| {
+            let ops = self
+                .interface(&s.dev)
+                .map(|i| i.ops.as_slice())
+                .unwrap_or(&[]);
+            let class = ops.iter().find_map(|op| match op {
+                TcOp::AddClass(c) if c.classid == s.classid => Some(c),
+                _ => None,
+            });
+            let leaf = ops.iter().find_map(|op| match op {
+                TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if q.parent == s.classid => {
+                    Some(q.clone())
+                }
+                _ => None,
+            });
+            SteerDetails {
+                steer: s.clone(),
+                rate: class.map(|c| c.htb.rate),
+                ceil: class.map(|c| c.htb.ceil),
+                leaf,
+            }
+        };
+        Some(IpDetails {
+            entry: e.clone(),
+            node_path,
+            download: details(&e.download),
+            upload: details(&e.upload),
+        })
     }
 }

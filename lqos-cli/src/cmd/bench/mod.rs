@@ -15,7 +15,7 @@ use lqos_tc::{LeafSpec, PlanConfig, QdiscKind, QueueStrategy};
 
 mod report;
 
-use super::plan::strategy_name;
+use super::inputs::strategy_name;
 
 use super::{Done, Interrupted, Outcome};
 use crate::out::{note, out, outln};
@@ -63,7 +63,7 @@ pub struct Args {
     /// skbedit filter per device address per interface; needs cls_flower,
     /// act_skbedit, Linux >= 6.0).
     #[arg(long, value_enum, default_value = "none", value_name = "tc|none")]
-    classifier: super::plan::ClassifierArg,
+    classifier: super::inputs::ClassifierArg,
     /// Generator seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -452,7 +452,7 @@ fn existing_interfaces(list: &[String], queues: u32, replace: bool) -> anyhow::R
 fn foreign_root(tree: &lqos_tc::TcTree) -> Option<String> {
     tree.qdiscs
         .values()
-        .find(|q| q.parent == lqos_tc::TcHandle::ROOT && !lqos_tc::rules::is_kernel_default(q))
+        .find(|q| q.parent == lqos_tc::TcHandle::ROOT && !q.is_kernel_default())
         .map(|q| format!("{} {}", q.kind.name(), q.handle))
 }
 
