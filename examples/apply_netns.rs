@@ -19,10 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ns = ScratchNetns::with_veth(&unique_name("lqos-example", "apply"), "ens19", "ens20", 4)?;
     let netns = Some(ns.name().to_string());
 
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits: 500,
-        ..Default::default()
-    });
+    let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(500));
     let live = NetlinkLive::new(netns.clone());
     // This kernel may lack sch_cake: pfifo leaves work everywhere.
     let overrides = PlanOverrides {

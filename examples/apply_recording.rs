@@ -10,10 +10,7 @@ use lqos_apply::{
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits: 200,
-        ..Default::default()
-    });
+    let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(200));
     let overrides = PlanOverrides {
         sqm: Some("pfifo".parse()?),
         ..Default::default()

@@ -25,10 +25,10 @@ fn config(classifier: Classifier) -> PlanConfig {
 
 fn classifier_10k(c: &mut Criterion<CpuTime>) {
     let n = 10_000;
-    let net = generate(&GenParams {
-        circuits: n,
-        sites: 32,
-        ..GenParams::default()
+    let net = generate(&{
+        let mut p = GenParams::with_circuits(n);
+        p.sites = 32;
+        p
     })
     .network;
     let mut g = c.benchmark_group("classifier_10k");

@@ -17,20 +17,16 @@
 use std::collections::BTreeMap;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use lqos_model::{
-    generate, load, write_network_json, write_shaped_devices, DevicesEdit, DevicesIndex, GenParams,
-    Rate,
-};
+use lqos_model::devices_index::{DevicesEdit, DevicesIndex};
+use lqos_model::write::{write_network_json, write_shaped_devices};
+use lqos_model::{generate, load, GenParams, Rate};
 use lqos_tc::{known_diff, plan, LeafSpec, PlanConfig, PlanIndex, Replan, TcTree};
 
 fn edit_one_row(c: &mut Criterion) {
     let mut group = c.benchmark_group("edit_one_row");
     group.sample_size(10);
     for circuits in [10_000usize, 100_000] {
-        let g = generate(&GenParams {
-            circuits,
-            ..GenParams::default()
-        });
+        let g = generate(&GenParams::with_circuits(circuits));
         let json = write_network_json(&g.network);
         let csv_a = write_shaped_devices(&g.network).into_bytes();
         let mut edited = g.network.clone();

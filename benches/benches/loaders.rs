@@ -33,10 +33,10 @@ fn loaders(c: &mut Criterion) {
         16,
     )
     .expect("scratch namespace");
-    let net = generate(&GenParams {
-        circuits,
-        sites: 48,
-        ..GenParams::default()
+    let net = generate(&{
+        let mut p = GenParams::with_circuits(circuits);
+        p.sites = 48;
+        p
     })
     .network;
     let mut cfg = PlanConfig::bridge("ens19", "ens20", 16);

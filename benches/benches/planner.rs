@@ -15,10 +15,10 @@ use lqos_model::{generate, GenParams, Network, Rate};
 use lqos_tc::{diff, plan, render_combined, render_interface, LeafSpec, PlanConfig};
 
 fn network(circuits: usize) -> Network {
-    generate(&GenParams {
-        circuits,
-        sites: 32,
-        ..GenParams::default()
+    generate(&{
+        let mut p = GenParams::with_circuits(circuits);
+        p.sites = 32;
+        p
     })
     .network
 }

@@ -78,10 +78,7 @@ fn cake_app() -> Vec<u8> {
 }
 
 fn bench(c: &mut Criterion) {
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits: 10_000,
-        ..Default::default()
-    });
+    let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(10_000));
     let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 16);
     cfg.default_sqm = "cake diffserv4".parse().unwrap();
     let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();

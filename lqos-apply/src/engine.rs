@@ -660,10 +660,7 @@ mod tests {
 
     #[test]
     fn preflight_counts_the_queues_the_plan_uses_on_a_bridge_and_a_stick() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 40,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(40));
         let bridge = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
         let mut stick = bridge.clone();
         stick.interfaces = lqos_tc::Interfaces::OnAStick {
@@ -695,10 +692,7 @@ mod tests {
 
     #[test]
     fn a_load_that_does_not_fit_in_memory_is_refused_before_any_op() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 400,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(400));
         let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
         cfg.default_sqm = "cake diffserv4".parse().unwrap();
         let p = lqos_tc::plan(&g.network, &cfg, None).unwrap();

@@ -8,10 +8,10 @@
 //! use lqos_apply::{plan_files, Inputs, PlanOverrides, QueueCount};
 //!
 //! let dir = tempfile::tempdir().unwrap();
-//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 20, ..Default::default() });
-//! std::fs::write(dir.path().join("network.json"), lqos_model::write_network_json(&g.network)).unwrap();
-//! std::fs::write(dir.path().join("ShapedDevices.csv"), lqos_model::write_shaped_devices(&g.network)).unwrap();
-//! std::fs::write(dir.path().join("lqos.conf"), lqos_model::write_config(&g.config)).unwrap();
+//! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(20));
+//! std::fs::write(dir.path().join("network.json"), lqos_model::write::write_network_json(&g.network)).unwrap();
+//! std::fs::write(dir.path().join("ShapedDevices.csv"), lqos_model::write::write_shaped_devices(&g.network)).unwrap();
+//! std::fs::write(dir.path().join("lqos.conf"), lqos_model::write::write_config(&g.config)).unwrap();
 //! let inputs = Inputs::in_dir(dir.path());
 //! let overrides = PlanOverrides { sqm: Some("pfifo".parse().unwrap()), ..Default::default() };
 //! let planned = plan_files(&inputs, &overrides, QueueCount::Default(4), None).unwrap();
@@ -22,7 +22,8 @@
 
 use std::path::{Path, PathBuf};
 
-use lqos_model::{LqosConfig, Network, Report};
+use lqos_model::config::LqosConfig;
+use lqos_model::{Network, Report};
 use lqos_tc::{
     Allocation, Classifier, Interfaces, LeafSpec, Plan, PlanConfig, PlanRecord, QueueStrategy,
 };
@@ -71,7 +72,7 @@ impl Inputs {
                 let Ok(text) = std::fs::read_to_string(p) else {
                     return Vec::new();
                 };
-                match lqos_model::parse_config(&p.display().to_string(), &text) {
+                match lqos_model::config::parse_config(&p.display().to_string(), &text) {
                     Ok(c) => c,
                     Err(_) => return Vec::new(),
                 }
@@ -540,19 +541,20 @@ mod tests {
     #[test]
     fn a_read_reuses_the_buffer_it_is_given() {
         let dir = tempfile::tempdir().unwrap();
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 50,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(50));
         let d = dir.path();
         std::fs::write(
             d.join(NETWORK_FILE),
-            lqos_model::write_network_json(&g.network),
+            lqos_model::write::write_network_json(&g.network),
         )
         .unwrap();
-        let devices = lqos_model::write_shaped_devices(&g.network);
+        let devices = lqos_model::write::write_shaped_devices(&g.network);
         std::fs::write(d.join(DEVICES_FILE), devices).unwrap();
-        std::fs::write(d.join(CONFIG_FILE), lqos_model::write_config(&g.config)).unwrap();
+        std::fs::write(
+            d.join(CONFIG_FILE),
+            lqos_model::write::write_config(&g.config),
+        )
+        .unwrap();
         let inputs = Inputs::in_dir(d);
         let first = inputs.read().unwrap();
         let mut buffer = Vec::with_capacity(first.devices.len() + 100);

@@ -22,7 +22,7 @@
 //! ```
 //! use lqos_apply::{plan_config, ApplyOptions, NoProgress, PlanOverrides, QueueCount, Recording, Session, NetnsState};
 //!
-//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 50, ..Default::default() });
+//! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(50));
 //! let overrides = PlanOverrides { sqm: Some("pfifo".parse().unwrap()), ..Default::default() };
 //! let cfg = plan_config(&g.config, None, &overrides, QueueCount::Default(4)).unwrap();
 //! let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();

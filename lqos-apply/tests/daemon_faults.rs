@@ -49,19 +49,22 @@ struct Files {
 
 impl Files {
     fn new(circuits: usize) -> Files {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            seed: 5,
-            ..Default::default()
+        let g = lqos_model::generate(&{
+            let mut p = lqos_model::GenParams::with_circuits(circuits);
+            p.seed = 5;
+            p
         });
         let dir = tempfile::tempdir().unwrap();
         let w = |name: &str, text: String| std::fs::write(dir.path().join(name), text).unwrap();
-        w("network.json", lqos_model::write_network_json(&g.network));
+        w(
+            "network.json",
+            lqos_model::write::write_network_json(&g.network),
+        );
         w(
             "ShapedDevices.csv",
-            lqos_model::write_shaped_devices(&g.network),
+            lqos_model::write::write_shaped_devices(&g.network),
         );
-        w("lqos.conf", lqos_model::write_config(&g.config));
+        w("lqos.conf", lqos_model::write::write_config(&g.config));
         Files {
             dir,
             net: g.network,
@@ -77,7 +80,7 @@ impl Files {
         self.net.set_circuits(cs);
         std::fs::write(
             self.dir.path().join("ShapedDevices.csv"),
-            lqos_model::write_shaped_devices(&self.net),
+            lqos_model::write::write_shaped_devices(&self.net),
         )
         .unwrap();
     }

@@ -67,10 +67,10 @@ fn every_corpus_replays_without_a_panic() {
 /// A saved state of each format for a small generated plan: format 1 (the
 /// whole plan) and format 2 (the compact record), as `lqos` writes them.
 fn saved_states() -> Vec<(&'static str, Vec<u8>)> {
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits: 12,
-        seed: 3,
-        ..Default::default()
+    let g = lqos_model::generate(&{
+        let mut p = lqos_model::GenParams::with_circuits(12);
+        p.seed = 3;
+        p
     });
     let cfg = lqos_tc::PlanConfig::from_lqos_config(&g.config, 2).unwrap();
     let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();

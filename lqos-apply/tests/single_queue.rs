@@ -11,10 +11,10 @@ use lqos_apply::{
 use lqos_tc::{QdiscKind, TcHandle, TcOp};
 
 fn plan(circuits: usize, queues: u32) -> (lqos_model::Network, lqos_tc::Plan) {
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits,
-        seed: 5,
-        ..Default::default()
+    let g = lqos_model::generate(&{
+        let mut p = lqos_model::GenParams::with_circuits(circuits);
+        p.seed = 5;
+        p
     });
     let mut cfg = lqos_tc::PlanConfig::from_lqos_config(&g.config, queues).unwrap();
     cfg.default_sqm = "pfifo".parse().unwrap();

@@ -540,10 +540,7 @@ mod tests {
 
     #[test]
     fn one_percent_means_every_hundredth_circuit() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 1000,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(1000));
         let changed = one_percent_changed(&g.network);
         let differing = g
             .network
@@ -565,10 +562,7 @@ mod tests {
 
     #[test]
     fn changed_tree_differs_only_in_class_changes() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 500,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(500));
         let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
         cfg.default_sqm = "pfifo".parse().unwrap();
         let t = BenchTree::plan(&g.network, &cfg).unwrap();

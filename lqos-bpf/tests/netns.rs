@@ -259,11 +259,11 @@ fn install_classifies_a_planned_network_in_a_namespace() {
     if !common::require_netns("install_classifies_a_planned_network_in_a_namespace") {
         return;
     }
-    let mut g = lqos_model::generate(&lqos_model::GenParams {
-        circuits: 40,
-        ipv6_fraction: 1.0,
-        ipv4_range_fraction: 0.0,
-        ..Default::default()
+    let mut g = lqos_model::generate(&{
+        let mut p = lqos_model::GenParams::with_circuits(40);
+        p.ipv6_fraction = 1.0;
+        p.ipv4_range_fraction = 0.0;
+        p
     });
     g.config.queues.downlink_bandwidth_mbps = 1000;
     let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", u32::from(QUEUES));

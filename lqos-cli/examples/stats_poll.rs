@@ -105,10 +105,7 @@ fn synthetic(n: usize, runs: usize) {
         CakeTin, CakeXstats, ClassSample, Counters, LeafXstats, QdiscSample,
     };
     use lqos_apply::stats::{IfaceSamples, Samples};
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits: n,
-        ..Default::default()
-    });
+    let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(n));
     let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 16);
     cfg.default_sqm = "cake diffserv4".parse().unwrap();
     let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();

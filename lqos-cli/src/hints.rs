@@ -4,6 +4,8 @@
 //! to exit codes.
 
 use lqos_apply::{guard, ApplyError, FullReason, LoadKind, UnsafeState};
+use lqos_model::config::ConfigKey;
+use lqos_model::{Problem, Report};
 
 /// The removal guard refused a plan: nothing was changed.
 #[derive(Debug)]
@@ -26,6 +28,37 @@ impl std::fmt::Display for LoadStopped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("the load stopped")
     }
+}
+
+/// What this binary offers instead of a LibreQoS `lqos.conf` key that
+/// lqos honours differently (the library's warning says what LibreQoS
+/// does and what lqos does).
+pub(crate) fn config_key(key: ConfigKey) -> Option<&'static str> {
+    Some(match key {
+        ConfigKey::UseBinpacking => "--strategy balanced, or --strategy round-robin",
+        ConfigKey::LazyQueues => "`lqos watch --lazy-leaves`",
+        ConfigKey::DryRun => "`lqos plan` or `lqos apply --dry-run` show what would be sent",
+        ConfigKey::InsightTopology => "--network and --devices name them",
+        ConfigKey::Integration => "give --network and --devices the files it exports",
+        _ => return None,
+    })
+}
+
+/// `p` with the advice for its `lqos.conf` key, if any.
+pub(crate) fn problem(p: &Problem) -> String {
+    match p.key.and_then(config_key) {
+        Some(a) => format!("{p} ({a})"),
+        None => p.to_string(),
+    }
+}
+
+/// The report as [`Report`] displays it (one `severity: problem` line
+/// each), with the advice for `lqos.conf` keys.
+pub(crate) fn report(r: &Report) -> String {
+    r.problems
+        .iter()
+        .map(|p| format!("{}: {}\n", p.severity, problem(p)))
+        .collect()
 }
 
 /// Advice for the first error in `err`'s chain that has some (with, after a
@@ -146,10 +179,7 @@ mod tests {
     use lqos_apply::{ApplyOptions, NoProgress, QdiscRefusal, Recording};
 
     fn planned(sqm: &str, classifier: lqos_tc::Classifier) -> lqos_tc::Plan {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 1000,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(1000));
         let overrides = lqos_apply::PlanOverrides {
             sqm: Some(sqm.parse().unwrap()),
             classifier: Some(classifier),

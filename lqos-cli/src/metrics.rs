@@ -468,10 +468,7 @@ mod tests {
     /// from two polls in which every circuit sent bytes, all of them in
     /// the Best Effort tin.
     fn polled(n: usize) -> (StatsIndex, Stats) {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: n,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(n));
         let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 2);
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
         let index = StatsIndex::new(&plan);

@@ -27,7 +27,7 @@ use crate::rules;
 use crate::tree::TcTree;
 
 /// Which classifier a plan includes (typed where lqos.conf is read).
-pub use lqos_model::Classifier;
+pub use lqos_model::config::Classifier;
 
 /// The ops that turn `old`'s classifier into `new`'s: a `clsact` replace if
 /// `new` has one and `old` not; deletes of `old`'s filters that `new` does

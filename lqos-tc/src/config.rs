@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::PlanError;
 use crate::ops::{CakeParams, QdiscKind};
 use crate::options::CakeDiffserv;
-use lqos_model::Classifier;
-use lqos_model::{LqosConfig, Rate};
+use lqos_model::config::Classifier;
+use lqos_model::config::LqosConfig;
+use lqos_model::Rate;
 
 /// Which interfaces get a tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,7 +102,7 @@ impl LeafSpec {
 /// with its place rather than when planning.
 ///
 /// ```
-/// let conf = lqos_model::parse_config("lqos.conf", "[queues]\ndefault_sqm = \"cake diffserv5\"\n").unwrap();
+/// let conf = lqos_model::config::parse_config("lqos.conf", "[queues]\ndefault_sqm = \"cake diffserv5\"\n").unwrap();
 /// let p = lqos_tc::config_problems(&conf, "lqos.conf");
 /// assert!(p[0].to_string().starts_with("lqos.conf:2: [queues] default_sqm: sqm \"cake diffserv5\""), "{}", p[0]);
 /// ```

@@ -294,10 +294,7 @@ mod tests {
     }
 
     fn plan(circuits: usize, sqm: &str) -> crate::plan::Plan {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(circuits));
         let mut cfg = PlanConfig::bridge("ens19", "ens20", 4);
         cfg.default_sqm = sqm.parse::<LeafSpec>().unwrap();
         crate::plan::plan(&g.network, &cfg, None).unwrap()

@@ -172,10 +172,10 @@ mod tests {
     use crate::config::PlanConfig;
 
     fn build(circuits: usize) -> Vec<TcOp> {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            seed: 3,
-            ..Default::default()
+        let g = lqos_model::generate(&{
+            let mut p = lqos_model::GenParams::with_circuits(circuits);
+            p.seed = 3;
+            p
         });
         let cfg = PlanConfig::bridge("ens19", "ens20", 4);
         crate::plan::plan(&g.network, &cfg, None)

@@ -662,10 +662,10 @@ mod tests {
     }
 
     fn net_and_plan(circuits: usize, seed: u64) -> (Network, Plan) {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            seed,
-            ..Default::default()
+        let g = lqos_model::generate(&{
+            let mut p = lqos_model::GenParams::with_circuits(circuits);
+            p.seed = seed;
+            p
         });
         let cfg = PlanConfig::bridge("ens19", "ens20", 4);
         let p = crate::plan::plan(&g.network, &cfg, None).unwrap();

@@ -80,7 +80,7 @@ fn libreqos_radius() {
 fn config_from_libreqos_example_toml() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/samples");
     let text = std::fs::read_to_string(dir.join("lqos.example.toml")).unwrap();
-    let conf = lqos_model::parse_config("lqos.example.toml", &text).unwrap();
+    let conf = lqos_model::config::parse_config("lqos.example.toml", &text).unwrap();
     let cfg = PlanConfig::from_lqos_config(&conf, 8).unwrap();
     assert_eq!(
         cfg.interfaces,
@@ -97,12 +97,12 @@ fn config_from_libreqos_example_toml() {
         "#[single_interface]\n#interface = \"eth0\"",
         "[single_interface]\ninterface = \"eth0\"",
     );
-    let conf = lqos_model::parse_config("lqos.toml", &stick).unwrap();
+    let conf = lqos_model::config::parse_config("lqos.toml", &stick).unwrap();
     let cfg = PlanConfig::from_lqos_config(&conf, 8).unwrap();
     assert_eq!(cfg.queues_per_direction(), 4);
     // Neither section: a clear error.
     let none = text.replace("[bridge]", "[old_bridge]");
-    let conf = lqos_model::parse_config("lqos.toml", &none).unwrap();
+    let conf = lqos_model::config::parse_config("lqos.toml", &none).unwrap();
     let e = PlanConfig::from_lqos_config(&conf, 8).unwrap_err();
     assert!(
         e.to_string()

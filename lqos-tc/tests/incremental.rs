@@ -12,10 +12,9 @@
 //! - The index after [`DevicesIndex::commit`] keeps working: edits are
 //!   applied in rounds, each on top of the last good state.
 
-use lqos_model::{
-    generate, load, write_network_json, write_shaped_devices, DevicesEdit, DevicesIndex, GenParams,
-    Network, Rate, SqmOverride,
-};
+use lqos_model::devices_index::{DevicesEdit, DevicesIndex};
+use lqos_model::write::{write_network_json, write_shaped_devices};
+use lqos_model::{generate, load, GenParams, Network, Rate, SqmOverride};
 use lqos_tc::diff::diff;
 use lqos_tc::{
     known_diff, plan, Classifier, Interfaces, LeafSpec, Plan, PlanConfig, PlanIndex, Replan, TcOp,
@@ -266,11 +265,11 @@ fn round(s: State, net_json: &str, cfg: &PlanConfig, new: &Network) -> (State, &
 }
 
 fn start(seed: u64, circuits: usize, cfg: &PlanConfig) -> (String, State) {
-    let g = generate(&GenParams {
-        circuits,
-        seed,
-        multi_device_fraction: 0.3,
-        ..Default::default()
+    let g = generate(&{
+        let mut p = GenParams::with_circuits(circuits);
+        p.seed = seed;
+        p.multi_device_fraction = 0.3;
+        p
     });
     let net_json = write_network_json(&g.network);
     let bytes = write_shaped_devices(&g.network).into_bytes();

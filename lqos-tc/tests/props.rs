@@ -472,10 +472,7 @@ proptest! {
         skew in 0.0f64..2.0,
         queues in 1u32..17,
     ) {
-        let params = lqos_model::GenParams {
-            circuits, seed, depth, fanout, site_skew: skew,
-            ..lqos_model::GenParams::default()
-        };
+        let params = { let mut p = lqos_model::GenParams::with_circuits(circuits); p.seed = seed; p.depth = depth; p.fanout = fanout; p.site_skew = skew; p };
         let g = lqos_model::generate(&params);
         let cfg = PlanConfig::from_lqos_config(&g.config, queues).unwrap();
         let p = plan(&g.network, &cfg, None).unwrap();
@@ -487,10 +484,10 @@ proptest! {
 /// each maximum, more than the APs guarantee, squashed and reported.
 #[test]
 fn oversubscribed_generated_networks_are_squashed_and_reported() {
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits: 10_000,
-        oversubscribed: true,
-        ..lqos_model::GenParams::default()
+    let g = lqos_model::generate(&{
+        let mut p = lqos_model::GenParams::with_circuits(10_000);
+        p.oversubscribed = true;
+        p
     });
     let cfg = PlanConfig::from_lqos_config(&g.config, 16).unwrap();
     let p = plan(&g.network, &cfg, None).unwrap();

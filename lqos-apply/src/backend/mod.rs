@@ -642,10 +642,7 @@ mod tests {
 
     #[test]
     fn a_full_build_borrows_the_plan_and_its_setup_length() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 20,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(20));
         let plan =
             lqos_tc::plan(&g.network, &lqos_tc::PlanConfig::bridge("a", "b", 2), None).unwrap();
         let s = IfaceOps::from_plan(&plan.interfaces[0]);

@@ -625,10 +625,10 @@ mod tests {
 
     #[test]
     fn combined_order_matches_render_combined() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 50,
-            seed: 7,
-            ..Default::default()
+        let g = lqos_model::generate(&{
+            let mut p = lqos_model::GenParams::with_circuits(50);
+            p.seed = 7;
+            p
         });
         let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();

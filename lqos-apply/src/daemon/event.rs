@@ -250,7 +250,7 @@ pub enum Fallback {
     /// `network.json` or `lqos.conf` changed.
     OtherFileChanged,
     /// The devices file changed in a way the index cannot read alone.
-    Devices(lqos_model::DevicesFallback),
+    Devices(lqos_model::devices_index::DevicesFallback),
     /// The changed circuits cannot be re-planned in place.
     Replan(lqos_tc::ReplanFallback),
 }

@@ -33,11 +33,11 @@
 //! use lqos_apply::{Inputs, NetnsState, PlanOverrides, Recording};
 //!
 //! let dir = tempfile::tempdir().unwrap();
-//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 30, ..Default::default() });
-//! let csv = lqos_model::write_shaped_devices(&g.network);
-//! std::fs::write(dir.path().join("network.json"), lqos_model::write_network_json(&g.network)).unwrap();
+//! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(30));
+//! let csv = lqos_model::write::write_shaped_devices(&g.network);
+//! std::fs::write(dir.path().join("network.json"), lqos_model::write::write_network_json(&g.network)).unwrap();
 //! std::fs::write(dir.path().join("ShapedDevices.csv"), &csv).unwrap();
-//! std::fs::write(dir.path().join("lqos.conf"), lqos_model::write_config(&g.config)).unwrap();
+//! std::fs::write(dir.path().join("lqos.conf"), lqos_model::write::write_config(&g.config)).unwrap();
 //!
 //! let kernel = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
 //! let state = NetnsState::new(dir.path().join("state"), None);

@@ -24,18 +24,18 @@ struct Files {
 
 impl Files {
     fn new(circuits: usize) -> Files {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(circuits));
         let dir = tempfile::tempdir().unwrap();
         let f = Files {
             dir,
             net: g.network,
         };
-        f.write("network.json", &lqos_model::write_network_json(&f.net));
+        f.write(
+            "network.json",
+            &lqos_model::write::write_network_json(&f.net),
+        );
         f.write_devices();
-        f.write("lqos.conf", &lqos_model::write_config(&g.config));
+        f.write("lqos.conf", &lqos_model::write::write_config(&g.config));
         f
     }
 
@@ -46,7 +46,7 @@ impl Files {
     fn write_devices(&self) {
         self.write(
             "ShapedDevices.csv",
-            &lqos_model::write_shaped_devices(&self.net),
+            &lqos_model::write::write_shaped_devices(&self.net),
         );
     }
 

@@ -35,7 +35,7 @@
 //! use lqos_apply::stats::{IfaceSamples, Samples, StatsIndex, StatsTracker};
 //! use std::time::Duration;
 //!
-//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 5, ..Default::default() });
+//! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(5));
 //! let cfg = lqos_apply::plan_config(&g.config, None, &Default::default(),
 //!     lqos_apply::QueueCount::Default(2)).unwrap();
 //! let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
@@ -1023,10 +1023,7 @@ mod tests {
     /// replace`), whose classes the poll must dump too.
     #[test]
     fn an_htb_root_is_polled() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 4,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(4));
         let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 1);
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
         let index = StatsIndex::new(&plan);

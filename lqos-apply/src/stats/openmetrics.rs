@@ -44,7 +44,7 @@
 //! use lqos_apply::stats::{IfaceSamples, Samples, StatsIndex, StatsTracker};
 //! use std::time::Duration;
 //!
-//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 3, ..Default::default() });
+//! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(3));
 //! let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 2);
 //! let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
 //! let index = StatsIndex::new(&plan);

@@ -10,7 +10,7 @@
 //! use lqos_apply::{LiveSource, Recording};
 //! use std::time::Duration;
 //!
-//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 4, ..Default::default() });
+//! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(4));
 //! let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 2);
 //! let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
 //! let kernel = Recording::new().with_link("ens19", 2).with_link("ens20", 2);

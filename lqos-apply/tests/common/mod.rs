@@ -143,10 +143,10 @@ pub fn tc_qdiscs(ns: &ScratchNetns, dev: &str) -> Vec<serde_json::Value> {
 
 /// A generated network of `circuits` circuits (bridge ens19/ens20).
 pub fn generated(circuits: usize, seed: u64) -> lqos_model::Generated {
-    lqos_model::generate(&lqos_model::GenParams {
-        circuits,
-        seed,
-        ..Default::default()
+    lqos_model::generate(&{
+        let mut p = lqos_model::GenParams::with_circuits(circuits);
+        p.seed = seed;
+        p
     })
 }
 

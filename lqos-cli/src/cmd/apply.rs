@@ -12,7 +12,8 @@ use lqos_apply::{
     NetlinkLive, NetnsState, NoProgress, Parallelism, PlanOverrides, Prefetched, Progress,
     QueueCount, RawInputs, SavedPlan, Session, Stopped, TcBatch, TcMode,
 };
-use lqos_model::{LqosConfig, Network};
+use lqos_model::config::LqosConfig;
+use lqos_model::Network;
 use lqos_tc::{render_line, Plan};
 
 use super::adopt::adopt;
@@ -112,7 +113,7 @@ pub struct Args {
     /// such as `5%`; `0`: no limit) [default: lqos.conf's `[lqos]
     /// max_removals`, else more than 10% and more than 10 circuits].
     #[arg(long, value_name = "N|P%")]
-    pub max_removals: Option<lqos_model::RemovalLimit>,
+    pub max_removals: Option<lqos_model::config::RemovalLimit>,
     /// Read the trees back after loading and verify them.
     #[arg(long)]
     pub verify: bool,

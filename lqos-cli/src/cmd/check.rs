@@ -55,7 +55,7 @@ pub fn run(args: Args) -> Outcome {
         s.devices
     )?;
     outln!("config: {config}")?;
-    out!("{}", loaded.report)?;
+    out!("{}", crate::hints::report(&loaded.report))?;
     let (mut errors, mut warnings) = (loaded.report.error_count(), loaded.report.warning_count());
     // What the planner squashes, as `lqos plan` plans it.
     if errors == 0 {
@@ -122,7 +122,7 @@ fn missing_interfaces(loaded: &Loaded, netns: Option<&str>, config: &str) -> Vec
 fn squashed(loaded: &Loaded) -> anyhow::Result<Vec<lqos_tc::Squashed>> {
     let mut config = loaded.config.clone();
     if config.bridge.is_none() && config.single_interface.is_none() {
-        config.bridge = Some(lqos_model::BridgeConfig {
+        config.bridge = Some(lqos_model::config::BridgeConfig {
             to_internet: "upload".into(),
             to_network: "download".into(),
         });

@@ -37,7 +37,7 @@ pub type Loaded = LoadedInputs;
 /// Prints every problem of `report` to stderr (warnings of a plan that
 /// succeeded, or everything wrong with inputs that failed).
 pub fn print_report(report: &Report) {
-    crate::out::eprint(format_args!("{report}"));
+    crate::out::eprint(format_args!("{}", crate::hints::report(report)));
 }
 
 /// Prints, to stderr as warnings, the nodes whose circuits' minimums the
@@ -51,7 +51,7 @@ pub fn print_squashed(plan: &lqos_tc::Plan) {
 
 /// The counts of nodes, circuits, devices and the depth.
 pub fn summary(loaded: &Loaded) -> Summary {
-    lqos_model::summarize(&loaded.network)
+    lqos_model::Summary::of(&loaded.network)
 }
 
 impl InputArgs {

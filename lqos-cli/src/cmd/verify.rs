@@ -68,7 +68,7 @@ pub fn run(args: Args) -> Outcome {
             Some(p) => {
                 let text = std::fs::read_to_string(&p)
                     .with_context(|| format!("cannot read config file {}", p.display()))?;
-                lqos_model::parse_config(&p.display().to_string(), &text)?
+                lqos_model::config::parse_config(&p.display().to_string(), &text)?
                     .lqos
                     .lazy_leaves
             }

@@ -79,7 +79,7 @@ pub struct Args {
     /// [default: lqos.conf's `[lqos] max_removals`, else more than 10% and
     /// more than 10 circuits].
     #[arg(long, value_name = "N|P%")]
-    pub max_removals: Option<lqos_model::RemovalLimit>,
+    pub max_removals: Option<lqos_model::config::RemovalLimit>,
     /// Always re-read and re-plan all input on an edit (no incremental
     /// path for edited ShapedDevices.csv rows).
     #[arg(long)]

@@ -11,7 +11,7 @@ use crate::filter::{FilterKey, FlowerFilter, MatchSide};
 use crate::ipmap::IpMap;
 use crate::ops::TcOp;
 use hashbrown::HashSet;
-use lqos_model::Classifier;
+use lqos_model::config::Classifier;
 
 /// Stage 5: the IP map with stable filter handles (from `previous`, which
 /// need not have the same number of queues) and, with `--classifier tc`,

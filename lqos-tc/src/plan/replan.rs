@@ -26,7 +26,7 @@ use crate::handle::TcHandle;
 use crate::ipmap::{sort_key, IpMap, IpMapEntry};
 use crate::ops::{Qdisc, TcOp};
 use crate::plan::{FilterSlot, Plan};
-use lqos_model::Classifier;
+use lqos_model::config::Classifier;
 
 /// Where the classes and leaf qdiscs are in a plan's op lists (per
 /// interface: the op index of every `AddClass` by classid, of every leaf

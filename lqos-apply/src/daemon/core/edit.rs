@@ -7,7 +7,7 @@ impl Reloader {
     pub(super) fn replan(
         &mut self,
         raw: RawInputs,
-        patch: lqos_model::DevicesPatch,
+        patch: lqos_model::devices_index::DevicesPatch,
         b: Breakdown,
         now: Instant,
     ) {

@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lqos_model::{DevicesEdit, DevicesIndex, Network};
+use lqos_model::devices_index::{DevicesEdit, DevicesIndex};
+use lqos_model::Network;
 use lqos_tc::{
     known_diff, Allocation, DiffSummary, Plan, PlanConfig, PlanIndex, Replan, TcOp, TcTree,
 };
@@ -58,7 +59,7 @@ pub struct Settings {
     pub stable_retry: Duration,
     /// The removal guard's limit instead of lqos.conf's `[lqos]
     /// max_removals`.
-    pub max_removals: Option<lqos_model::RemovalLimit>,
+    pub max_removals: Option<lqos_model::config::RemovalLimit>,
     /// Edits of a few ShapedDevices.csv rows take the incremental path.
     pub incremental: bool,
     /// Refuse loads whose new leaves would not fit in memory.
@@ -280,7 +281,7 @@ enum Step {
     /// Incremental edit: the changed rows read; the next call re-plans.
     Patch {
         raw: RawInputs,
-        patch: Box<lqos_model::DevicesPatch>,
+        patch: Box<lqos_model::devices_index::DevicesPatch>,
         b: Breakdown,
     },
     /// Incremental edit: re-planned; the next call diffs.

@@ -10,7 +10,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use lqos_apply::netns::{cleanup_stale, netns_available, ScratchNetns};
 use lqos_apply::{Cancel, KindProbe, NoProgress, Progress};
 use lqos_bench::{ApplyCommand, BenchTree, Method, Runner, Sample, Summary};
-use lqos_model::{BridgeConfig, GenParams, LqosConfig, Network, QueuesConfig};
+use lqos_model::config::{BridgeConfig, LqosConfig};
+use lqos_model::{GenParams, Network};
 use lqos_tc::{LeafSpec, PlanConfig, QdiscKind, QueueStrategy};
 
 mod report;
@@ -183,7 +184,7 @@ pub fn run(args: Args) -> Outcome {
         .context("creating the bench's work directory")?;
     let conf = bench_config(&sqm, down, up);
     let conf_path = work.path().join("lqos.conf");
-    std::fs::write(&conf_path, lqos_model::write_config(&conf))
+    std::fs::write(&conf_path, lqos_model::write::write_config(&conf))
         .with_context(|| format!("writing {}", conf_path.display()))?;
     let state_dir = work.path().join("state");
     let exe = std::env::current_exe().context("finding the lqos executable")?;
@@ -204,9 +205,9 @@ pub fn run(args: Args) -> Outcome {
                     work.path().join("network.json"),
                     work.path().join("ShapedDevices.csv"),
                 );
-                std::fs::write(&n, lqos_model::write_network_json(&net))
+                std::fs::write(&n, lqos_model::write::write_network_json(&net))
                     .with_context(|| format!("writing {}", n.display()))?;
-                std::fs::write(&d, lqos_model::write_shaped_devices(&net))
+                std::fs::write(&d, lqos_model::write::write_shaped_devices(&net))
                     .with_context(|| format!("writing {}", d.display()))?;
                 (n, d)
             }
@@ -371,12 +372,12 @@ fn parse_methods(ids: &[String]) -> anyhow::Result<Vec<Method>> {
 /// A generated network; `uneven` gives top-level sites very different
 /// sizes (site k gets about 1/k of the circuits).
 fn generated(circuits: usize, seed: u64, uneven: bool) -> Network {
-    let params = GenParams {
-        circuits,
-        seed,
-        sites: 48,
-        site_skew: if uneven { 1.0 } else { 0.0 },
-        ..GenParams::default()
+    let params = {
+        let mut p = GenParams::with_circuits(circuits);
+        p.seed = seed;
+        p.sites = 48;
+        p.site_skew = if uneven { 1.0 } else { 0.0 };
+        p
     };
     lqos_model::generate(&params).network
 }
@@ -526,18 +527,14 @@ fn install_interrupt_cleanup(cleanup: Cleanup, cancel: &Cancel) -> anyhow::Resul
 /// The `lqos.conf` of a bench: the scratch interfaces as a bridge, the
 /// default capacities, and the leaf qdisc.
 fn bench_config(sqm: &LeafSpec, down: &str, up: &str) -> LqosConfig {
-    LqosConfig {
-        bridge: Some(BridgeConfig {
-            to_internet: up.to_string(),
-            to_network: down.to_string(),
-        }),
-        single_interface: None,
-        queues: QueuesConfig {
-            default_sqm: sqm.to_string().into(),
-            ..QueuesConfig::default()
-        },
-        ..LqosConfig::default()
-    }
+    let mut c = LqosConfig::default();
+    c.bridge = Some(BridgeConfig {
+        to_internet: up.to_string(),
+        to_network: down.to_string(),
+    });
+    c.single_interface = None;
+    c.queues.default_sqm = sqm.to_string().into();
+    c
 }
 
 /// Progress: a bar on a terminal, else one line per finished run.

@@ -39,6 +39,9 @@ pub(super) fn log(e: Event, start: &StartInfo) {
         Event::LeavesDeferred { .. } => {
             lines[0].message += " (--sqm fq_codel or more memory)";
         }
+        Event::InputWarning(p) => {
+            lines[0].set("problem", Value::Text(crate::hints::problem(p)));
+        }
         Event::LoadFailed { error, .. } => {
             lines[0].set("error", Value::Text(crate::hints::with_hint(error)));
         }
