@@ -45,6 +45,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for ip in &plan.interfaces {
         println!("# {} ({:?}): {} ops", ip.dev, ip.direction, ip.ops.len());
     }
-    print!("{}", lqos_tc::render_combined(&plan, true));
+    print!("{}", lqos_tc::render::render_combined(&plan, true));
     Ok(())
 }

@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use lqos_tc::libreqos::{libreqos_trees, LibreQosState};
-use lqos_tc::{Allocation, TcTree};
+use lqos_tc::tree::TcTree;
+use lqos_tc::Allocation;
 
 use crate::error::{ApplyError, Result};
 use crate::live::LiveSource;

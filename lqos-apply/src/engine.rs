@@ -3,8 +3,10 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
+use lqos_tc::ops::QdiscKind;
 use lqos_tc::rules::{self, Layout};
-use lqos_tc::{diff, InterfacePlan, Plan, QdiscKind, TcOp, TcTree};
+use lqos_tc::tree::TcTree;
+use lqos_tc::{diff, InterfacePlan, Plan, TcOp};
 use serde::Serialize;
 
 use crate::backend::{load_deletes_first, Backend, IfaceOps, LoadReport, Progress};
@@ -435,7 +437,8 @@ mod tests {
     use super::*;
     use crate::backend::{NoProgress, Recording};
     use lqos_model::Rate;
-    use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc, TcHandle};
+    use lqos_tc::ops::{Class, HtbClass, HtbQdisc, Qdisc};
+    use lqos_tc::TcHandle;
 
     fn class(parent: TcHandle, classid: TcHandle, mbps: u64) -> Class {
         Class {
@@ -495,7 +498,7 @@ mod tests {
         }
         InterfacePlan {
             dev: dev.into(),
-            direction: lqos_tc::Direction::Download,
+            direction: lqos_tc::allocation::Direction::Download,
             ops,
             setup_ops,
             queue_class_counts: vec![],
@@ -663,7 +666,7 @@ mod tests {
         let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(40));
         let bridge = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
         let mut stick = bridge.clone();
-        stick.interfaces = lqos_tc::Interfaces::OnAStick {
+        stick.interfaces = lqos_tc::config::Interfaces::OnAStick {
             interface: "ens19".into(),
             internet_vlan: 2,
             network_vlan: 3,

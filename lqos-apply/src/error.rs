@@ -14,7 +14,7 @@ pub enum ApplyError {
     /// The kernel (or tc) rejected one op; the interface's load stopped there.
     #[error(
         "{dev}: op #{index} `{}` failed: {message}",
-        lqos_tc::render_line(dev, op)
+        lqos_tc::render::render_line(dev, op)
     )]
     OpFailed {
         /// Interface.
@@ -323,10 +323,10 @@ pub enum StateProblem {
     /// A plan record (saved, or a plan file) cannot be turned back into
     /// its plan or network.
     #[error("{0}")]
-    Record(lqos_tc::RecordError),
+    Record(lqos_tc::record::RecordError),
     /// A plan cannot be recorded.
     #[error("cannot record the plan: {0}")]
-    Unrecordable(lqos_tc::RecordError),
+    Unrecordable(lqos_tc::record::RecordError),
     /// No plan was saved: there is nothing to roll back to.
     #[error("no plan was applied successfully yet: nothing to roll back to")]
     NothingSaved,

@@ -22,11 +22,12 @@
 
 use std::path::{Path, PathBuf};
 
+use lqos_model::config::Classifier;
 use lqos_model::config::LqosConfig;
 use lqos_model::{Network, Report};
-use lqos_tc::{
-    Allocation, Classifier, Interfaces, LeafSpec, Plan, PlanConfig, PlanRecord, QueueStrategy,
-};
+use lqos_tc::config::{Interfaces, LeafSpec, QueueStrategy};
+use lqos_tc::record::PlanRecord;
+use lqos_tc::{Allocation, Plan, PlanConfig};
 
 use crate::error::{ApplyError, Result, StateProblem};
 use crate::live::LiveSource;
@@ -170,7 +171,7 @@ impl RawInputs {
         // The values whose grammar is the planner's, checked now with
         // their line (not later, when planning, without it).
         if let Some(file) = &clabel {
-            for p in lqos_tc::config_problems(&loaded.config, file) {
+            for p in lqos_tc::config::config_problems(&loaded.config, file) {
                 loaded.report.push(p);
             }
         }
@@ -472,7 +473,7 @@ pub fn read_plan(path: &Path) -> Result<Plan> {
 pub fn read_plan_record(path: &Path) -> Result<(Plan, Option<Network>)> {
     let bytes = std::fs::read(path)
         .map_err(|e| ApplyError::io(format!("cannot read plan {}", path.display()), e))?;
-    let record_err = |e: lqos_tc::RecordError| ApplyError::State {
+    let record_err = |e: lqos_tc::record::RecordError| ApplyError::State {
         path: path.to_path_buf(),
         reason: StateProblem::Record(e),
     };

@@ -188,7 +188,8 @@ impl LeafTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lqos_tc::{Plan, Qdisc};
+    use lqos_tc::ops::Qdisc;
+    use lqos_tc::Plan;
 
     fn plan(circuits: usize) -> Plan {
         crate::test_fixtures::bridge_plan(circuits, 1, "pfifo").1

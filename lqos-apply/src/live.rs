@@ -4,7 +4,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::ops::{Qdisc, QdiscKind};
+use lqos_tc::tree::TcTree;
+use lqos_tc::{TcHandle, TcOp};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ApplyError, ClassifierMissing, QdiscRefusal, Result};
@@ -250,9 +252,9 @@ impl KindProbe {
             .map_err(|e| netlink_error(Some("p0"), "probe link", e))?;
         let net = "192.0.2.1/32".parse().expect("literal");
         let ops = [
-            TcOp::ReplaceQdisc(lqos_tc::Qdisc::clsact()),
-            TcOp::ReplaceFilter(lqos_tc::FlowerFilter::steer(
-                lqos_tc::MatchSide::Dst,
+            TcOp::ReplaceQdisc(lqos_tc::ops::Qdisc::clsact()),
+            TcOp::ReplaceFilter(lqos_tc::classify::FlowerFilter::steer(
+                lqos_tc::classify::MatchSide::Dst,
                 net,
                 1,
                 0,
@@ -263,7 +265,7 @@ impl KindProbe {
             match sock.send_ops(link.ifindex, &ops, &SendOptions::default(), &mut |_| {}) {
                 Ok(_) => Ok(()),
                 Err(f) => Err(ClassifierMissing::Refused {
-                    op: lqos_tc::render_line("p0", &ops[f.index.min(1)]),
+                    op: lqos_tc::render::render_line("p0", &ops[f.index.min(1)]),
                     message: f.message,
                 }),
             },

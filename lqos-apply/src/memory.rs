@@ -9,7 +9,8 @@
 //! `MemAvailable` minus a margin ([`MemInfo::margin`]).
 
 use lqos_tc::memory::{estimate_ops, qdisc_bytes, MemoryEstimate, HTB_CLASS_BYTES};
-use lqos_tc::{TcOp, TcTree};
+use lqos_tc::tree::TcTree;
+use lqos_tc::TcOp;
 
 use crate::backend::IfaceOps;
 use crate::error::{ApplyError, Result};

@@ -30,7 +30,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use lqos_tc::{QdiscKind, TcTree};
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::tree::TcTree;
 
 use crate::error::Result;
 use crate::live::{KindSupport, LinkSummary, LiveSource};

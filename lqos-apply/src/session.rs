@@ -4,7 +4,8 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use lqos_model::Network;
-use lqos_tc::{Allocation, Plan, PlanRecord, PlanRecordRef};
+use lqos_tc::record::{PlanRecord, PlanRecordRef};
+use lqos_tc::{Allocation, Plan};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Progress};
@@ -94,7 +95,7 @@ fn read_state(state: &NetnsState) -> Result<Option<OnDisk>> {
 /// file), with the network it was planned from when the record has it.
 pub fn load_saved(state: &NetnsState) -> Result<Option<(SavedPlan, Option<Network>)>> {
     let path = state.file(StateFile::LastPlan);
-    let bad = |e: lqos_tc::RecordError| ApplyError::State {
+    let bad = |e: lqos_tc::record::RecordError| ApplyError::State {
         path: path.clone(),
         reason: StateProblem::Record(e),
     };

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use lqos_tc::{rules, FilterKey, TcHandle, TcTree};
+use lqos_tc::classify::FilterKey;
+use lqos_tc::tree::TcTree;
+use lqos_tc::{rules, TcHandle};
 use serde::Serialize;
 
 /// One difference between the planned and the live tree of an interface.
@@ -290,7 +292,7 @@ pub fn verify_tree(
 mod tests {
     use super::*;
     use lqos_model::Rate;
-    use lqos_tc::{Class, HtbQdisc, Qdisc, QdiscKind};
+    use lqos_tc::ops::{Class, HtbQdisc, Qdisc, QdiscKind};
 
     fn class(minor: u16, mbps: u64) -> Class {
         let r = Rate::from_mbps(mbps);
@@ -366,7 +368,8 @@ mod tests {
 
     /// The leaf kinds the proptest plans and mutates between.
     fn leaf_kind(sel: u8) -> QdiscKind {
-        use lqos_tc::{CakeDiffserv, CakeParams, FqCodelParams};
+        use lqos_tc::ops::{CakeParams, FqCodelParams};
+        use lqos_tc::options::CakeDiffserv;
         match sel % 5 {
             0 => QdiscKind::Pfifo { limit: None },
             1 => QdiscKind::Pfifo { limit: Some(100) },
@@ -480,7 +483,7 @@ mod tests {
                             0 => p.rtt_us = Some(100_000), // the default: no drift
                             1 => p.rtt_us = Some(val % 7 * 1000),
                             2 => p.nat = Some(val % 2 == 0),
-                            _ => p.diffserv = Some(lqos_tc::CakeDiffserv::Diffserv8),
+                            _ => p.diffserv = Some(lqos_tc::options::CakeDiffserv::Diffserv8),
                         }
                         QdiscKind::Cake(p)
                     }

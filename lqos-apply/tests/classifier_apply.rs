@@ -6,8 +6,11 @@ use lqos_apply::{
     apply_plan, verify_tree, ApplyError, ApplyOptions, ClassifierMissing, Drift, NoProgress,
     Recording,
 };
+use lqos_model::config::Classifier;
 use lqos_model::{Circuit, Device, Network, Node, Rate};
-use lqos_tc::{plan, Classifier, LeafSpec, Plan, PlanConfig, QdiscKind, TcOp};
+use lqos_tc::config::LeafSpec;
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::{plan, Plan, PlanConfig, TcOp};
 
 fn network(b_addr: &str) -> Network {
     let mut net = Network::new();

@@ -206,7 +206,7 @@ proptest! {
                 prop_assert_eq!(*errno, Some(e));
                 let words = nix::errno::Errno::from_raw(e).desc();
                 prop_assert!(text.contains(words), "{}", text);
-                let line = lqos_tc::render_line(dev, op);
+                let line = lqos_tc::render::render_line(dev, op);
                 prop_assert!(text.contains(&line), "{} lacks {}", text, line);
             }
             (Fault::CutSocket, ApplyError::Netlink { .. }) => {

@@ -306,7 +306,7 @@ fn preflight_refuses_before_any_change() {
     let p = lqos_tc::plan(&g.network, &cfg, None).unwrap();
     let has_cake = lqos_apply::LiveSource::probe_qdiscs(
         &live,
-        &[lqos_tc::QdiscKind::Cake(Default::default())],
+        &[lqos_tc::ops::QdiscKind::Cake(Default::default())],
     )
     .unwrap()[0]
         .is_ok();

@@ -12,7 +12,9 @@ use lqos_apply::{
     Backend, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive, Parallelism, Progress, RootDelete,
     Stopped, TcBatch, TcMode,
 };
-use lqos_tc::{QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::tree::TcTree;
+use lqos_tc::{TcHandle, TcOp};
 
 /// Cancels once `after` ops were reported sent.
 struct CancelAfter {

@@ -36,8 +36,11 @@ use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
 use lqos_apply::{
     apply_plan, ApplyOptions, KindProbe, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
 };
+use lqos_model::config::Classifier;
 use lqos_model::{Circuit, Device, Network, Node, Rate};
-use lqos_tc::{plan, Classifier, LeafSpec, Plan, PlanConfig, QdiscKind, TcHandle, TcOp};
+use lqos_tc::config::LeafSpec;
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::{plan, Plan, PlanConfig, TcHandle, TcOp};
 
 /// UDP payload; on the wire (what HTB counts on veth) 42 bytes more over
 /// IPv4, 62 over IPv6 ([`wire`]).
@@ -867,7 +870,7 @@ fn site_network(circuits: Vec<Circuit>) -> Network {
 
 /// `planned`'s config (16 queues, pfifo leaves of 20 packets, 50 Mbit
 /// links) on `interfaces`, with `classifier`.
-fn small_config(interfaces: lqos_tc::Interfaces, classifier: Classifier) -> PlanConfig {
+fn small_config(interfaces: lqos_tc::config::Interfaces, classifier: Classifier) -> PlanConfig {
     let mut cfg = planned("C", None).config;
     cfg.interfaces = interfaces;
     cfg.classifier = classifier;
@@ -960,7 +963,7 @@ fn ipv6_subscribers_are_shaped_at_their_ceil_through_the_classifier() {
             .collect(),
     );
     let cfg = small_config(
-        lqos_tc::Interfaces::Bridge {
+        lqos_tc::config::Interfaces::Bridge {
             download: "ens19".into(),
             upload: "ens20".into(),
         },
@@ -1095,7 +1098,7 @@ fn ipv6_flow_with_so_priority_is_shaped_at_its_ceil() {
         one_device("narrow", CEIL, CEIL, &[], &["fd00:64:5:1::/64"]),
     ]);
     let cfg = small_config(
-        lqos_tc::Interfaces::Bridge {
+        lqos_tc::config::Interfaces::Bridge {
             download: "ens19".into(),
             upload: "ens20".into(),
         },
@@ -1275,7 +1278,7 @@ fn on_a_stick_shapes_both_directions_at_their_ceils() {
             .collect(),
     );
     let cfg = small_config(
-        lqos_tc::Interfaces::OnAStick {
+        lqos_tc::config::Interfaces::OnAStick {
             interface: "ens19".into(),
             internet_vlan: 0,
             network_vlan: 0,

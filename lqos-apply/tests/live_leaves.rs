@@ -21,10 +21,10 @@ use lqos_apply::{
     NetlinkLive, NetnsState, NoProgress, Parallelism, Session, TcBatch, TcMode,
 };
 use lqos_model::{Rate, SqmOverride};
-use lqos_tc::{
-    CakeDiffserv, CakeFlowMode, FqCodelParams, Interfaces, Plan, PlanConfig, QdiscKind, TcHandle,
-    TcOp,
-};
+use lqos_tc::config::Interfaces;
+use lqos_tc::ops::{FqCodelParams, QdiscKind};
+use lqos_tc::options::{CakeDiffserv, CakeFlowMode};
+use lqos_tc::{Plan, PlanConfig, TcHandle, TcOp};
 
 /// Where a scenario runs: a scratch namespace with veths, or existing
 /// interfaces in the current namespace.

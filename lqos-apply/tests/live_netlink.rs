@@ -7,8 +7,9 @@ use common::{both, fixture, hand_built, tc_classes, DEVS};
 use lqos_apply::LiveSource;
 use lqos_apply::{ApplyError, NetlinkBackend, NetlinkLive, Parallelism, RootDelete};
 use lqos_apply::{Backend, CountProgress, NoProgress};
-use lqos_tc::render_line;
-use lqos_tc::{QdiscKind, TcOp};
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::render::render_line;
+use lqos_tc::TcOp;
 
 #[test]
 fn netlink_serial_and_parallel_load_and_read_back() {
@@ -18,7 +19,7 @@ fn netlink_serial_and_parallel_load_and_read_back() {
     let ops = hand_built(300, 16, |i| 10 + (i % 50) as u64);
     let streams = both(&ops);
     let live = NetlinkLive::new(Some(ns.name().to_string()));
-    let mut planned = lqos_tc::TcTree::default();
+    let mut planned = lqos_tc::tree::TcTree::default();
     for op in &ops {
         // The hand-built stream only adds, so the planned tree is its content.
         match op {

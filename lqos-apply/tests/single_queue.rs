@@ -8,7 +8,8 @@ use lqos_apply::{
     verify_plan, ApplyError, ApplyOptions, NetlinkBackend, NetlinkLive, NetnsState, NoProgress,
     Parallelism, Session,
 };
-use lqos_tc::{QdiscKind, TcHandle, TcOp};
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::{TcHandle, TcOp};
 
 fn plan(circuits: usize, queues: u32) -> (lqos_model::Network, lqos_tc::Plan) {
     let g = lqos_model::generate(&{
@@ -33,10 +34,10 @@ fn one_tx_queue_gets_an_htb_root_and_reloads_incrementally() {
     for ip in &p.interfaces {
         assert_eq!(
             ip.ops[0],
-            TcOp::ReplaceQdisc(lqos_tc::Qdisc {
+            TcOp::ReplaceQdisc(lqos_tc::ops::Qdisc {
                 parent: TcHandle::ROOT,
                 handle: TcHandle::new(1, 0),
-                kind: QdiscKind::Htb(lqos_tc::HtbQdisc {
+                kind: QdiscKind::Htb(lqos_tc::ops::HtbQdisc {
                     default_minor: 2,
                     r2q: None,
                     direct_qlen: None,

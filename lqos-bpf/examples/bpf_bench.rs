@@ -234,7 +234,7 @@ fn main() {
     if a.circuits > 0 {
         let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(a.circuits));
         let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
-        cfg.default_sqm = lqos_tc::LeafSpec::None;
+        cfg.default_sqm = lqos_tc::config::LeafSpec::None;
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
         let cpus = CpuPolicy::new(vec![0, 1]);
         let dir = bpffs.path().join("load");

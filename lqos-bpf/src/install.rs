@@ -6,7 +6,8 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use ipnet::IpNet;
-use lqos_tc::{IpMap, Plan};
+use lqos_tc::ipmap::IpMap;
+use lqos_tc::Plan;
 
 use crate::attach::{self, AttachOptions, IfaceReport, XdpChoice};
 use crate::error::Result;

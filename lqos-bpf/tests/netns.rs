@@ -267,7 +267,7 @@ fn install_classifies_a_planned_network_in_a_namespace() {
     });
     g.config.queues.downlink_bandwidth_mbps = 1000;
     let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", u32::from(QUEUES));
-    cfg.default_sqm = lqos_tc::LeafSpec::None;
+    cfg.default_sqm = lqos_tc::config::LeafSpec::None;
     cfg.fq_codel_threshold = None;
     let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
     // Two circuits' addresses: a /32 and an address inside a /56.
@@ -301,7 +301,7 @@ fn install_classifies_a_planned_network_in_a_namespace() {
         &["100.64.0.0/10", "fdd7:b724::/32"],
     );
     let batch = std::env::temp_dir().join(format!("{}.tc", shaper.name));
-    std::fs::write(&batch, lqos_tc::render_combined(&plan, false)).unwrap();
+    std::fs::write(&batch, lqos_tc::render::render_combined(&plan, false)).unwrap();
     shaper.tc(&["-b", batch.to_str().unwrap()]);
     let _ = std::fs::remove_file(&batch);
 

@@ -178,7 +178,7 @@ mod tests {
     use super::*;
     use lqos_apply::{ApplyOptions, NoProgress, QdiscRefusal, Recording};
 
-    fn planned(sqm: &str, classifier: lqos_tc::Classifier) -> lqos_tc::Plan {
+    fn planned(sqm: &str, classifier: lqos_model::config::Classifier) -> lqos_tc::Plan {
         let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(1000));
         let overrides = lqos_apply::PlanOverrides {
             sqm: Some(sqm.parse().unwrap()),
@@ -210,7 +210,10 @@ mod tests {
                 total: 2048 << 20,
                 available: 1800 << 20,
             });
-        let e = refused(&rec, &planned("cake diffserv4", lqos_tc::Classifier::None));
+        let e = refused(
+            &rec,
+            &planned("cake diffserv4", lqos_model::config::Classifier::None),
+        );
         assert!(matches!(e, ApplyError::NotEnoughMemory { .. }), "{e}");
         let lib = e.to_string();
         assert!(
@@ -234,7 +237,7 @@ mod tests {
             .with_link("ens19", 1)
             .with_link("ens20", 1)
             .without_qdisc_kind("flower");
-        let e = refused(&rec, &planned("pfifo", lqos_tc::Classifier::Tc));
+        let e = refused(&rec, &planned("pfifo", lqos_model::config::Classifier::Tc));
         assert!(!e.to_string().contains("--classifier"), "{e}");
         let h = apply_hint(&e).unwrap();
         assert!(

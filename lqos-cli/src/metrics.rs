@@ -439,7 +439,8 @@ mod tests {
     use lqos_apply::stats::{
         Dir, DirStats, IfaceSamples, Samples, Stats, StatsIndex, StatsTracker,
     };
-    use lqos_tc::{Direction, TcHandle};
+    use lqos_tc::allocation::Direction;
+    use lqos_tc::TcHandle;
     use prometheus_client::collector::Collector;
     use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
     use prometheus_client::metrics::counter::ConstCounter;

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use common::{lqos, netns_with_generated, ok, promtool, set_rates, static_neighbour, udp_sender};
 use lqos_apply::netns::require_netns;
-use lqos_tc::{Direction, TcHandle};
+use lqos_tc::allocation::Direction;
+use lqos_tc::TcHandle;
 
 /// A free loopback port (bound and released).
 fn free_port() -> u16 {

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use common::{code, lqos, netns_with_generated, ok, set_rates, static_neighbour, text, udp_sender};
 use lqos_apply::netns::require_netns;
-use lqos_tc::{Direction, TcHandle};
+use lqos_tc::allocation::Direction;
+use lqos_tc::TcHandle;
 
 /// UDP payload: with 42 bytes of ethernet, IP and UDP headers, 1000 bytes
 /// per packet as HTB counts them (`skb->len` at egress).

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use common::{code, lqos, text};
 use lqos_apply::netlink::NetlinkSocket;
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
-use lqos_tc::{TcHandle, TcTree};
+use lqos_tc::tree::TcTree;
+use lqos_tc::TcHandle;
 use serde_json::Value;
 
 /// The daemon, its JSON log lines collected by a reader thread; killed on
@@ -567,7 +568,7 @@ fn lazy_leaves_follow_traffic() {
     let state = lqos_apply::NetnsState::new(d.join("st"), Some(ns.name()));
     let plan = lqos_apply::load_saved_plan(&state).unwrap().unwrap().plan;
     let ip = plan.interfaces.iter().find(|i| i.dev == "ens19").unwrap();
-    let leaves: Vec<lqos_tc::Qdisc> = lqos_apply::lazy::circuit_leaves(ip).cloned().collect();
+    let leaves: Vec<lqos_tc::ops::Qdisc> = lqos_apply::lazy::circuit_leaves(ip).cloned().collect();
     assert_eq!(leaves.len(), 40);
     // Idle circuits have no leaf (but every class is there).
     let t = tree(ns.name(), "ens19");

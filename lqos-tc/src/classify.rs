@@ -1,4 +1,4 @@
-//! The kernel-native classifier (`--classifier tc`): per interface a
+//! The kernel-native classifier (`classifier = "tc"`): per interface a
 //! `clsact` qdisc and, per circuit address or prefix, one egress `flower`
 //! filter with one `skbedit queue_mapping Q priority MAJ:MIN` action.
 //!
@@ -22,7 +22,8 @@ pub use crate::filter::{
     pref_for, FilterKey, FilterProto, Filters, FlowerFilter, MatchSide, CLSACT_HANDLE,
     CLSACT_PARENT, EGRESS, PREF_MAX, PREF_MIN,
 };
-use crate::ops::{Qdisc, TcOp};
+use crate::op::TcOp;
+use crate::ops::Qdisc;
 use crate::rules;
 use crate::tree::TcTree;
 
@@ -34,7 +35,7 @@ pub use lqos_model::config::Classifier;
 /// not have (first, so a prefix that changed handle can be re-added); then
 /// one replace per filter that is new or differs
 /// ([`rules::filter_satisfies`]). A `clsact` is never deleted (with
-/// `--classifier none` it may be another program's, e.g. LibreQoS's BPF).
+/// no classifier planned it may be another program's, e.g. LibreQoS's BPF).
 pub fn diff_filters(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
     let mut ops = Vec::new();
     let fresh = new.has_clsact() && !old.has_clsact();

@@ -5,11 +5,15 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::PlanError;
+pub use crate::error::{Capacity, ConfigError, SqmError};
 use crate::ops::{CakeParams, QdiscKind};
 use crate::options::CakeDiffserv;
 use lqos_model::config::Classifier;
 use lqos_model::config::LqosConfig;
 use lqos_model::Rate;
+
+/// The most TX queues per interface lqos plans for.
+const MAX_QUEUES: u32 = 4096;
 
 /// Which interfaces get a tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,9 +55,7 @@ impl FromStr for QueueStrategy {
         match s.trim().to_ascii_lowercase().as_str() {
             "balanced" => Ok(QueueStrategy::Balanced),
             "round-robin" | "roundrobin" | "round_robin" => Ok(QueueStrategy::RoundRobin),
-            _ => Err(PlanError::Config(format!(
-                "unknown queue strategy {s:?} (expected balanced or round-robin)"
-            ))),
+            _ => Err(ConfigError::UnknownStrategy(s.to_string()).into()),
         }
     }
 }
@@ -62,7 +64,7 @@ impl FromStr for QueueStrategy {
 /// `pfifo limit 1000` or `none` (no leaf qdisc).
 ///
 /// ```
-/// use lqos_tc::LeafSpec;
+/// use lqos_tc::config::LeafSpec;
 /// let s: LeafSpec = "cake besteffort rtt 300ms".parse().unwrap();
 /// assert_eq!(s.to_string(), "cake besteffort rtt 300ms");
 /// assert_eq!("none".parse::<LeafSpec>().unwrap(), LeafSpec::None);
@@ -103,7 +105,7 @@ impl LeafSpec {
 ///
 /// ```
 /// let conf = lqos_model::config::parse_config("lqos.conf", "[queues]\ndefault_sqm = \"cake diffserv5\"\n").unwrap();
-/// let p = lqos_tc::config_problems(&conf, "lqos.conf");
+/// let p = lqos_tc::config::config_problems(&conf, "lqos.conf");
 /// assert!(p[0].to_string().starts_with("lqos.conf:2: [queues] default_sqm: sqm \"cake diffserv5\""), "{}", p[0]);
 /// ```
 pub fn config_problems(conf: &LqosConfig, file: &str) -> Vec<lqos_model::Problem> {
@@ -120,7 +122,7 @@ pub fn config_problems(conf: &LqosConfig, file: &str) -> Vec<lqos_model::Problem
 /// One direction of a circuit's `sqm` override (the CSV column), parsed.
 ///
 /// ```
-/// use lqos_tc::{LeafSpec, SqmChoice};
+/// use lqos_tc::config::{LeafSpec, SqmChoice};
 /// assert_eq!("".parse::<SqmChoice>().unwrap(), SqmChoice::Default);
 /// assert_eq!("Cake".parse::<SqmChoice>().unwrap(), SqmChoice::Cake);
 /// assert_eq!("none".parse::<SqmChoice>().unwrap(), SqmChoice::Spec(LeafSpec::None));
@@ -188,7 +190,8 @@ impl CircuitSqm {
 /// Everything the planner needs besides the [`lqos_model::Network`].
 ///
 /// ```
-/// use lqos_tc::{Interfaces, PlanConfig};
+/// use lqos_tc::PlanConfig;
+/// use lqos_tc::config::Interfaces;
 /// let cfg = PlanConfig::bridge("ens19", "ens20", 4);
 /// assert_eq!(cfg.queues, 4);
 /// assert!(matches!(cfg.interfaces, Interfaces::Bridge { .. }));
@@ -268,11 +271,7 @@ impl PlanConfig {
                 internet_vlan: s.internet_vlan,
                 network_vlan: s.network_vlan,
             },
-            (None, None) => {
-                return Err(PlanError::Config(
-                    "lqos.conf has neither [bridge] nor [single_interface]".into(),
-                ))
-            }
+            (None, None) => return Err(ConfigError::NoInterfaces.into()),
         };
         let q = &conf.queues;
         let cfg = PlanConfig {
@@ -305,18 +304,18 @@ impl PlanConfig {
         let per_dir = self.queues_per_direction();
         if per_dir == 0 {
             return Err(PlanError::Config(match self.interfaces {
-                Interfaces::OnAStick { .. } => format!(
-                    "on a stick needs at least 2 TX queues (download and upload halves), got {}",
-                    self.queues
-                ),
-                Interfaces::Bridge { .. } => "at least 1 TX queue is needed".into(),
+                Interfaces::OnAStick { .. } => ConfigError::TooFewStickQueues {
+                    queues: self.queues,
+                },
+                Interfaces::Bridge { .. } => ConfigError::NoQueues,
             }));
         }
-        if self.queues > 4096 {
-            return Err(PlanError::Config(format!(
-                "{} queues is more than lqos supports (4096)",
-                self.queues
-            )));
+        if self.queues > MAX_QUEUES {
+            return Err(ConfigError::TooManyQueues {
+                queues: self.queues,
+                max: MAX_QUEUES,
+            }
+            .into());
         }
         let check_if = |name: &str| -> Result<(), PlanError> {
             let ok = !name.is_empty()
@@ -327,9 +326,7 @@ impl PlanConfig {
             if ok {
                 Ok(())
             } else {
-                Err(PlanError::Config(format!(
-                    "invalid interface name {name:?}"
-                )))
+                Err(ConfigError::InterfaceName(name.to_string()).into())
             }
         };
         match &self.interfaces {
@@ -337,26 +334,66 @@ impl PlanConfig {
                 check_if(download)?;
                 check_if(upload)?;
                 if download == upload {
-                    return Err(PlanError::Config(format!(
-                        "download and upload interface are both {download:?}; use [single_interface] for on-a-stick"
-                    )));
+                    return Err(ConfigError::SameInterface(download.clone()).into());
                 }
             }
             Interfaces::OnAStick { interface, .. } => check_if(interface)?,
         }
-        for (what, r) in [
-            ("download capacity", self.download_capacity),
-            ("upload capacity", self.upload_capacity),
-            ("generated parent node download", self.generated_pn_download),
-            ("generated parent node upload", self.generated_pn_upload),
+        let min = Rate::from_mbps(2);
+        for (what, rate) in [
+            (Capacity::Download, self.download_capacity),
+            (Capacity::Upload, self.upload_capacity),
+            (Capacity::GeneratedDownload, self.generated_pn_download),
+            (Capacity::GeneratedUpload, self.generated_pn_upload),
         ] {
-            if r < Rate::from_mbps(2) {
-                return Err(PlanError::Config(format!(
-                    "{what} {} Mbps is too small (at least 2 Mbps)",
-                    r
-                )));
+            if rate < min {
+                return Err(ConfigError::TooSmall { what, rate, min }.into());
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bad config is a typed reason, its message as clear as the text
+    /// it replaced.
+    #[test]
+    fn config_errors_are_typed_and_say_what_is_wrong() {
+        let err = |cfg: &PlanConfig| match cfg.validate() {
+            Err(PlanError::Config(e)) => e,
+            r => panic!("{r:?}"),
+        };
+        let mut c = PlanConfig::bridge("ens19", "ens20", 4);
+        c.download_capacity = Rate::from_mbps(1);
+        let e = err(&c);
+        assert_eq!(
+            e,
+            ConfigError::TooSmall {
+                what: Capacity::Download,
+                rate: Rate::from_mbps(1),
+                min: Rate::from_mbps(2)
+            }
+        );
+        assert_eq!(
+            PlanError::from(e).to_string(),
+            "config: download capacity 1 Mbps is too small (at least 2 Mbps)"
+        );
+        let c = PlanConfig::bridge("ens19", "ens19", 4);
+        assert_eq!(
+            err(&c).to_string(),
+            "download and upload interface are both \"ens19\"; use [single_interface] for on-a-stick"
+        );
+        let c = PlanConfig::bridge("ens19", "ens20", 5000);
+        assert_eq!(
+            err(&c).to_string(),
+            "5000 queues is more than lqos supports (4096)"
+        );
+        assert_eq!(
+            "sideways".parse::<QueueStrategy>().unwrap_err().to_string(),
+            "config: unknown queue strategy \"sideways\" (expected balanced or round-robin)"
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! of it for an error type).
 
 use ipnet::IpNet;
+use lqos_model::Rate;
 
 use crate::ops::HTB_MAX_DEPTH;
 
@@ -12,7 +13,7 @@ use crate::ops::HTB_MAX_DEPTH;
 pub enum PlanError {
     /// Bad or inconsistent configuration.
     #[error("config: {0}")]
-    Config(String),
+    Config(#[from] ConfigError),
     /// A leaf qdisc spec (`default_sqm`) that lqos cannot use.
     #[error("sqm {spec:?}: {reason}")]
     Sqm {
@@ -83,7 +84,84 @@ pub enum PlanError {
     },
 }
 
-/// Why an sqm spec (`default_sqm`, `--sqm`, the CSV's `sqm` column)
+/// What is wrong with a [`PlanConfig`](crate::PlanConfig) (or the
+/// `lqos.conf` it was read from).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A queue strategy other than `balanced` and `round-robin`.
+    #[error("unknown queue strategy {0:?} (expected balanced or round-robin)")]
+    UnknownStrategy(String),
+    /// `lqos.conf` names no interfaces.
+    #[error("lqos.conf has neither [bridge] nor [single_interface]")]
+    NoInterfaces,
+    /// No TX queue to shape on.
+    #[error("at least 1 TX queue is needed")]
+    NoQueues,
+    /// On a stick, fewer than two queues (one per direction).
+    #[error("on a stick needs at least 2 TX queues (download and upload halves), got {queues}")]
+    TooFewStickQueues {
+        /// The queues given.
+        queues: u32,
+    },
+    /// More queues than lqos plans for.
+    #[error("{queues} queues is more than lqos supports ({max})")]
+    TooManyQueues {
+        /// The queues given.
+        queues: u32,
+        /// The most lqos supports.
+        max: u32,
+    },
+    /// A name no Linux interface can have.
+    #[error("invalid interface name {0:?}")]
+    InterfaceName(String),
+    /// A bridge whose two sides are one interface.
+    #[error("download and upload interface are both {0:?}; use [single_interface] for on-a-stick")]
+    SameInterface(String),
+    /// A capacity below what HTB's layout needs.
+    #[error("{what} {rate} Mbps is too small (at least {min} Mbps)")]
+    TooSmall {
+        /// Which one.
+        what: Capacity,
+        /// As given.
+        rate: Rate,
+        /// The least it may be.
+        min: Rate,
+    },
+    /// `network.json` has a node with the name of a node the planner
+    /// generates.
+    #[error(
+        "network.json has a node named {0:?}, which lqos needs for circuits without a parent node"
+    )]
+    ReservedNodeName(String),
+}
+
+/// A capacity of a [`PlanConfig`](crate::PlanConfig).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Capacity {
+    /// The download interface's (`downlink_bandwidth_mbps`).
+    Download,
+    /// The upload interface's (`uplink_bandwidth_mbps`).
+    Upload,
+    /// A generated parent node's download rate.
+    GeneratedDownload,
+    /// A generated parent node's upload rate.
+    GeneratedUpload,
+}
+
+impl std::fmt::Display for Capacity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Capacity::Download => "download capacity",
+            Capacity::Upload => "upload capacity",
+            Capacity::GeneratedDownload => "generated parent node download",
+            Capacity::GeneratedUpload => "generated parent node upload",
+        })
+    }
+}
+
+/// Why an sqm spec (`default_sqm`, a planner override, the CSV's `sqm` column)
 /// cannot be a circuit's leaf qdisc.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -1,7 +1,8 @@
 //! The IP map: every device address or prefix of a plan -> its circuit and
 //! where its traffic is shaped (interface, TX queue, classid) in each
 //! direction. It is what an external classifier (LibreQoS's XDP program)
-//! needs, what `lqos show --ip` answers from, and what the `tc` classifier's
+//! needs, what [`Plan::explain_ip`](crate::Plan::explain_ip) answers from,
+//! and what the `tc` classifier's
 //! filters are built from.
 //!
 //! ```
@@ -284,6 +285,7 @@ impl IpMap {
 
 /// One direction of an address's circuit, as planned.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct SteerDetails {
     /// Interface, queue and classid.
     pub steer: Steer,
@@ -295,8 +297,10 @@ pub struct SteerDetails {
     pub leaf: Option<Qdisc>,
 }
 
-/// Everything `lqos show --ip` says about a shaped address.
+/// Everything a plan says about a shaped address
+/// ([`Plan::explain_ip`](crate::Plan::explain_ip)).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct IpDetails {
     /// The matching entry (longest prefix).
     pub entry: IpMapEntry,

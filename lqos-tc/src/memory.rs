@@ -13,7 +13,9 @@
 //!
 //! ```
 //! use lqos_tc::memory::{estimate_ops, CAKE_BYTES};
-//! use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+//! use lqos_tc::{TcHandle, TcOp};
+//! use lqos_tc::ops::{Qdisc, QdiscKind};
+//! use lqos_tc::tree::TcTree;
 //!
 //! let leaf = |minor| TcOp::AddQdisc(Qdisc {
 //!     parent: TcHandle::new(1, minor),
@@ -29,7 +31,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::filter::CLSACT_PARENT;
 use crate::handle::TcHandle;
-use crate::ops::{QdiscKind, TcOp};
+use crate::op::TcOp;
+use crate::ops::QdiscKind;
 use crate::tree::TcTree;
 
 const KIB: u64 = 1024;
@@ -91,6 +94,7 @@ pub fn human_bytes(bytes: u64) -> String {
 
 /// What an op stream does to kernel memory, by the costs of this module.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MemoryEstimate {
     /// Qdiscs the stream creates, by kind name: (count, bytes).
     pub created: BTreeMap<String, (usize, u64)>,

@@ -10,7 +10,7 @@
 //! before its children, so the result loads wherever the input did.
 
 use crate::handle::TcHandle;
-use crate::ops::TcOp;
+use crate::op::TcOp;
 use hashbrown::HashMap;
 
 /// Index of the first op that belongs to the site/circuit tree (an

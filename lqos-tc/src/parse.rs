@@ -14,7 +14,8 @@ pub use crate::error::{Quantity, SyntaxError, Unsupported};
 use crate::filter::{self, CLSACT_PARENT, EGRESS};
 use crate::filter::{FilterKey, FilterProto, FlowerFilter, MatchSide};
 use crate::handle::TcHandle;
-use crate::ops::{CakeParams, Class, FqCodelParams, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcOp};
+use crate::op::TcOp;
+use crate::ops::{CakeParams, Class, FqCodelParams, HtbClass, HtbQdisc, Qdisc, QdiscKind};
 use crate::options;
 use crate::options::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
 use ipnet::IpNet;
@@ -24,6 +25,7 @@ use std::str::FromStr;
 /// A line of batch text that is not a supported tc command.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {error}")]
+#[non_exhaustive]
 pub struct ParseError {
     /// 1-based line number.
     pub line: usize,

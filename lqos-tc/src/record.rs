@@ -159,6 +159,7 @@ pub struct PlanRecord {
 
 /// Why a record does not give back a plan.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RecordError {
     /// The record's format is not one this version reads.
     #[error("plan record format {found} is not {RECORD_FORMAT}")]

@@ -5,7 +5,7 @@
 //! Nothing from the input files (names, comments) is ever written, so no
 //! CSV text can end a line or add a command.
 
-use crate::ops::TcOp;
+use crate::op::TcOp;
 use crate::plan::{InterfacePlan, Plan};
 use crate::text::{bytes_to_string, Out};
 pub use crate::text::{rate_to_tc, render_line, write_kind, write_op, write_rate};

@@ -38,7 +38,8 @@ use serde::Serialize;
 
 use crate::filter::{FilterKey, FlowerFilter};
 use crate::handle::TcHandle;
-use crate::ops::{CakeParams, Class, FqCodelParams, Qdisc, QdiscKind, TcOp};
+use crate::op::TcOp;
+use crate::ops::{CakeParams, Class, FqCodelParams, Qdisc, QdiscKind};
 use crate::plan::{InterfacePlan, Plan};
 use crate::tree::TcTree;
 
@@ -716,7 +717,7 @@ pub fn lazy_plan(plan: &Plan, active: &ActiveLeaves) -> Plan {
 
 /// The circuits of `plan` whose planned leaf is in the live trees (same
 /// handle under the same class; its options are for verify to judge): the
-/// active set when no daemon keeps one (`lqos verify --lazy-leaves`).
+/// active set when no daemon keeps one (a verify of lazy leaves).
 pub fn present_leaves(plan: &Plan, live: &BTreeMap<String, TcTree>) -> ActiveLeaves {
     let mut out = ActiveLeaves::new();
     for ip in &plan.interfaces {

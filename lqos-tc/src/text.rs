@@ -16,7 +16,8 @@ use ipnet::IpNet;
 use crate::config::LeafSpec;
 use crate::filter::{FilterKey, CLSACT_PARENT};
 use crate::handle::TcHandle;
-use crate::ops::{Class, Qdisc, QdiscKind, TcOp};
+use crate::op::TcOp;
+use crate::ops::{Class, Qdisc, QdiscKind};
 use crate::options;
 use lqos_model::Rate;
 
@@ -129,7 +130,8 @@ impl CsvFields {
 ///
 /// ```
 /// use lqos_model::Rate;
-/// use lqos_tc::{render::render_line, Class, HtbClass, TcHandle, TcOp};
+/// use lqos_tc::{render::render_line, TcHandle, TcOp};
+/// use lqos_tc::ops::{Class, HtbClass};
 /// let op = TcOp::AddClass(Class {
 ///     parent: TcHandle::new(1, 1),
 ///     classid: TcHandle::new(1, 3),

@@ -8,7 +8,8 @@ use crate::filter::{
     self, FilterKey, FilterProto, Filters, FlowerFilter, MatchSide, CLSACT_HANDLE,
 };
 use crate::handle::TcHandle;
-use crate::ops::{Class, Qdisc, QdiscKind, TcOp, HTB_MAX_DEPTH};
+use crate::op::TcOp;
+use crate::ops::{Class, Qdisc, QdiscKind, HTB_MAX_DEPTH};
 use ipnet::IpNet;
 
 /// The qdiscs and classes of one interface, keyed by handle / classid.
@@ -18,11 +19,13 @@ use ipnet::IpNet;
 /// kernel created itself have handle `0:` ([`TcHandle::UNSPEC`]) and are
 /// kept apart, in [`TcTree::kernel_defaults`] by parent
 /// ([`TcTree::insert_qdisc`] files a qdisc in the right map); the model
-/// drops them when something replaces them, and [`crate::diff::diff`] and
+/// drops them when something replaces them, and [`crate::diff()`] and
 /// [`crate::rules`] never compare them.
 ///
 /// ```
-/// use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+/// use lqos_tc::{TcHandle, TcOp};
+/// use lqos_tc::ops::{Qdisc, QdiscKind};
+/// use lqos_tc::tree::TcTree;
 /// let mut t = TcTree::default();
 /// t.apply(&TcOp::ReplaceQdisc(Qdisc::root(TcHandle::new(0x7fff, 0), QdiscKind::Mq)))
 ///     .unwrap();

@@ -26,7 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let queues = loaded.config.queues.override_available_queues.unwrap_or(16);
     let cfg = lqos_tc::PlanConfig::from_lqos_config(&loaded.config, queues)?;
     let plan = lqos_tc::plan(&loaded.network, &cfg, None)?;
-    std::fs::write(&out, lqos_tc::render_combined(&plan, false))?;
+    std::fs::write(&out, lqos_tc::render::render_combined(&plan, false))?;
 
     let mut kernel = lqos_apply::Recording::new();
     for ip in &plan.interfaces {

@@ -610,7 +610,7 @@ mod tests {
     /// (the planner, the text, the tree model, the diff).
     #[test]
     fn lqos_tc_vocabulary_imports_none_of_its_users() {
-        let vocabulary = ["handle", "options", "filter", "ops", "error", "config"];
+        let vocabulary = ["handle", "options", "filter", "op", "ops", "error", "config"];
         let c = Crate::read(&workspace().join("lqos-tc/src"));
         let up: Vec<String> = c
             .edges()
@@ -636,7 +636,7 @@ mod tests {
         assert!(apply[&m("")]["engine"].contains("backend"), "{apply:?}");
         assert!(apply[&m("netlink")]["socket"].contains("pipeline"));
         let tc = edges("lqos-tc/src");
-        assert!(tc[&m("")]["render"].contains("ops"), "{tc:?}");
+        assert!(tc[&m("")]["render"].contains("op"), "{tc:?}");
         assert!(tc[&m("plan")]["build"].contains("rates"), "{tc:?}");
         let model = edges("lqos-model/src");
         assert!(model[&m("")]["load"].contains("validate"), "{model:?}");

@@ -528,7 +528,8 @@ pub(crate) fn tc_message_errno(message: &str) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lqos_tc::{HtbQdisc, Qdisc, QdiscKind, TcHandle};
+    use lqos_tc::ops::{HtbQdisc, Qdisc, QdiscKind};
+    use lqos_tc::TcHandle;
 
     fn build() -> Vec<TcOp> {
         vec![

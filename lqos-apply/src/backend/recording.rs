@@ -5,7 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use lqos_tc::{QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::tree::TcTree;
+use lqos_tc::{TcHandle, TcOp};
 
 use super::{
     as_sent, delete_placement, is_root_delete, Backend, IfaceOps, IfaceReport, LoadReport,

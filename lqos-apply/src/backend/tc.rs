@@ -17,7 +17,7 @@ use super::{
 };
 use crate::error::{ApplyError, Stopped};
 use crate::timing::{zombie_cpu, CpuScope, Stopwatch, Timing};
-use lqos_tc::render_line;
+use lqos_tc::render::render_line;
 
 /// How the tc backend groups interfaces into `tc -b` processes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -489,7 +489,7 @@ pub(crate) fn parse_tc_errors(stderr: &str) -> Vec<(usize, String)> {
 }
 
 /// The line order of a combined batch, the same as
-/// [`lqos_tc::render_combined`]: the in-batch root deletes, each
+/// [`lqos_tc::render::render_combined`]: the in-batch root deletes, each
 /// interface's setup ops, then the interfaces' entity groups (a class op and
 /// the ops after it up to the next class op) round-robin.
 fn combined_order(streams: &[IfaceOps<'_>]) -> Vec<Line> {
@@ -641,7 +641,7 @@ mod tests {
                 .collect();
             assert_eq!(
                 text,
-                lqos_tc::render_combined(&plan, rd == RootDelete::InBatch)
+                lqos_tc::render::render_combined(&plan, rd == RootDelete::InBatch)
             );
         }
     }

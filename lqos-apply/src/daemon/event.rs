@@ -74,7 +74,7 @@ pub enum Event {
     /// the known state instead.
     WholeTreeDiff {
         /// Why.
-        reason: lqos_tc::KnownDiffError,
+        reason: lqos_tc::replan::KnownDiffError,
     },
     /// An input file ends in the middle of a record after its writer
     /// closed it: the rest is waited for (at most `wait`, then it is read
@@ -130,11 +130,11 @@ pub enum Event {
     /// What the planner squashes changed with the plan just loaded (said
     /// once per change, not on every reload): nodes whose circuits'
     /// minimums are now squashed or squashed differently
-    /// ([`lqos_tc::Squashed`]: asked, what fits, how many circuits), and
+    /// ([`lqos_tc::rates::Squashed`]: asked, what fits, how many circuits), and
     /// nodes whose circuits' minimums are no longer squashed.
     Squashed {
         /// Nodes squashed that were not, or with other numbers.
-        now: Vec<lqos_tc::Squashed>,
+        now: Vec<lqos_tc::rates::Squashed>,
         /// Nodes squashed before and no longer.
         cleared: Vec<String>,
         /// Nodes squashed in the plan, in all.
@@ -252,7 +252,7 @@ pub enum Fallback {
     /// The devices file changed in a way the index cannot read alone.
     Devices(lqos_model::devices_index::DevicesFallback),
     /// The changed circuits cannot be re-planned in place.
-    Replan(lqos_tc::ReplanFallback),
+    Replan(lqos_tc::replan::ReplanFallback),
 }
 
 impl std::fmt::Display for Fallback {

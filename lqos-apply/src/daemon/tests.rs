@@ -494,11 +494,14 @@ fn statistics_are_polled_on_the_poll_timer_and_kept_as_snapshots() {
     // 625,000 bytes through circuit 0's download class in 5 s: 1 Mbit/s.
     let plan = d.core().plan().unwrap().clone();
     let c = &plan.allocation.circuits[0];
-    let class = lqos_tc::TcHandle::new(plan.major(lqos_tc::Direction::Download, c.queue), c.minor);
+    let class = lqos_tc::TcHandle::new(
+        plan.major(lqos_tc::allocation::Direction::Download, c.queue),
+        c.minor,
+    );
     let down = plan
         .interfaces
         .iter()
-        .find(|ip| ip.direction == lqos_tc::Direction::Download)
+        .find(|ip| ip.direction == lqos_tc::allocation::Direction::Download)
         .unwrap();
     kernel.count(&down.dev, class, 625_000);
     clock.advance(s.poll);
@@ -552,7 +555,7 @@ fn lazy_leaves_follow_the_counters() {
     let plan = d.core().plan().unwrap().clone();
     let ip = &plan.interfaces[0];
     let dev = ip.dev.as_str();
-    let leaves: Vec<lqos_tc::Qdisc> = crate::lazy::circuit_leaves(ip).cloned().collect();
+    let leaves: Vec<lqos_tc::ops::Qdisc> = crate::lazy::circuit_leaves(ip).cloned().collect();
     let tree = kernel.tree(dev).unwrap();
     assert!(leaves.iter().all(|q| !tree.qdiscs.contains_key(&q.handle)));
     assert!(leaves.iter().all(|q| tree.classes.contains_key(&q.parent)));

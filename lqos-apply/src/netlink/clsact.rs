@@ -38,7 +38,7 @@ mod golden {
         // tc qdisc replace dev ens19 clsact
         check_exact(
             "clsact_replace",
-            TcOp::ReplaceQdisc(lqos_tc::Qdisc::clsact()),
+            TcOp::ReplaceQdisc(lqos_tc::ops::Qdisc::clsact()),
         );
     }
 

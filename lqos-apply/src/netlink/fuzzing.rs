@@ -1,7 +1,8 @@
 //! Fuzz entry points for the decoders of kernel replies and requests
 //! (used by `crate::fuzzing`): any bytes in, no panic out.
 
-use lqos_tc::{TcOp, TcTree};
+use lqos_tc::tree::TcTree;
+use lqos_tc::TcOp;
 
 use super::consts::NLMSG_ERROR;
 use super::{flower, htb, msg, op, stats, PschedClock};

@@ -5,7 +5,9 @@ use std::fmt;
 use std::fs::File;
 use std::io;
 
-use lqos_tc::{QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::tree::TcTree;
+use lqos_tc::{TcHandle, TcOp};
 use neli::consts::socket::{Msg, NlFamily};
 use neli::socket::NlSocket;
 use neli::utils::Groups;

@@ -302,7 +302,8 @@ mod golden {
     use super::super::golden::{load_replies, load_text};
     use super::super::msg::msgs;
     use super::*;
-    use lqos_tc::{QdiscKind, TcOp};
+    use lqos_tc::ops::QdiscKind;
+    use lqos_tc::TcOp;
 
     fn payloads(msgs_: &[Vec<u8>]) -> Vec<&[u8]> {
         msgs_
@@ -615,7 +616,10 @@ mod golden {
         let QdiscKind::Cake(cake) = dumped(3) else {
             panic!("cake")
         };
-        assert_eq!(cake.diffserv, Some(lqos_tc::CakeDiffserv::Diffserv4));
+        assert_eq!(
+            cake.diffserv,
+            Some(lqos_tc::options::CakeDiffserv::Diffserv4)
+        );
         let QdiscKind::FqCodel(f) = dumped(4) else {
             panic!("fq_codel")
         };

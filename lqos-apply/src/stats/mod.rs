@@ -57,7 +57,9 @@ pub use poll::{Snapshot, StatsPoll};
 use std::collections::HashMap;
 use std::time::Duration;
 
-use lqos_tc::{Direction, Plan, QdiscKind, TcHandle, TcOp};
+use lqos_tc::allocation::Direction;
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::{Plan, TcHandle, TcOp};
 use serde::Serialize;
 use smol_str::SmolStr;
 

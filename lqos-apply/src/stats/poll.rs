@@ -16,7 +16,7 @@
 //! let kernel = Recording::new().with_link("ens19", 2).with_link("ens20", 2);
 //! lqos_apply::apply_plan(&plan, &kernel, &kernel, Default::default(), &lqos_apply::NoProgress).unwrap();
 //! let c = &plan.allocation.circuits[0];
-//! let class = lqos_tc::TcHandle::new(plan.major(lqos_tc::Direction::Download, c.queue), c.minor);
+//! let class = lqos_tc::TcHandle::new(plan.major(lqos_tc::allocation::Direction::Download, c.queue), c.minor);
 //!
 //! let mut poll = StatsPoll::new(&plan);
 //! let first = poll.observe(&kernel.poll(&poll.request(true)), Duration::ZERO);

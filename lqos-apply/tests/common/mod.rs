@@ -5,7 +5,8 @@
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
 use lqos_apply::IfaceOps;
 use lqos_model::Rate;
-use lqos_tc::{Class, Qdisc, QdiscKind, TcHandle, TcOp};
+use lqos_tc::ops::{Class, Qdisc, QdiscKind};
+use lqos_tc::{TcHandle, TcOp};
 
 /// Interfaces of the fixture.
 pub const DEVS: [&str; 2] = ["ens19", "ens20"];

@@ -14,7 +14,8 @@ use lqos_apply::{
 };
 use lqos_model::config::LqosConfig;
 use lqos_model::Network;
-use lqos_tc::{render_line, Plan};
+use lqos_tc::render::render_line;
+use lqos_tc::Plan;
 
 use super::adopt::adopt;
 use super::inputs::print_report as print_problems;

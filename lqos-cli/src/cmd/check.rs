@@ -119,7 +119,7 @@ fn missing_interfaces(loaded: &Loaded, netns: Option<&str>, config: &str) -> Vec
 /// The nodes the planner squashes, planned as `lqos plan` plans the
 /// inputs (a config that names no interface is planned as a bridge of two:
 /// which interfaces does not change what is squashed).
-fn squashed(loaded: &Loaded) -> anyhow::Result<Vec<lqos_tc::Squashed>> {
+fn squashed(loaded: &Loaded) -> anyhow::Result<Vec<lqos_tc::rates::Squashed>> {
     let mut config = loaded.config.clone();
     if config.bridge.is_none() && config.single_interface.is_none() {
         config.bridge = Some(lqos_model::config::BridgeConfig {

@@ -9,8 +9,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use lqos_apply::{Inputs, LoadedInputs, PlanOverrides};
+use lqos_model::config::Classifier;
 use lqos_model::{Report, Summary};
-use lqos_tc::{Classifier, LeafSpec, QueueStrategy};
+use lqos_tc::config::{LeafSpec, QueueStrategy};
 
 /// Default `--config` path (LibreQoS keeps `/etc/lqos.conf`; lqos looks in
 /// the current directory first, like the other two files).

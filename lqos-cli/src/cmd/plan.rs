@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use lqos_apply::{plan_files, ApplyError, Planned, QueueCount};
 use lqos_model::Network;
-use lqos_tc::{Allocation, Plan, PlanRecordRef};
+use lqos_tc::record::PlanRecordRef;
+use lqos_tc::{Allocation, Plan};
 
 use super::inputs::{print_report, print_squashed, InputArgs, PlanOptions};
 use super::{Done, Outcome};
@@ -162,7 +163,7 @@ pub fn run(args: Args) -> Outcome {
     let (out, rd) = (&args.out, args.root_delete);
     let tc_file = |ip: &lqos_tc::InterfacePlan| {
         let path = out.join(format!("tc_{}.txt", ip.dev));
-        write_with(&path, |w| lqos_tc::render_interface_to(ip, rd, w))
+        write_with(&path, |w| lqos_tc::render::render_interface_to(ip, rd, w))
     };
     // Balanced by measured cost: plan.json and the first interface's file
     // on one thread, the rest on this one.
@@ -180,7 +181,7 @@ pub fn run(args: Args) -> Outcome {
                 tc_file(ip)?;
             }
             write_with(&out.join("linux_tc.txt"), |w| {
-                lqos_tc::render_combined_to(&plan, rd, w)
+                lqos_tc::render::render_combined_to(&plan, rd, w)
             })?;
             write_with(&out.join("ip_map.csv"), |w| plan.ip_map.write_csv_to(w))
         })();

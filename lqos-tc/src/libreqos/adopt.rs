@@ -15,7 +15,7 @@ impl LibreQosState {
     /// generated parent nodes marked generated. Fed to [`crate::plan`] as the
     /// previous allocation (made for [`LibreQosState::queues`] queues per
     /// direction), a node or circuit that still exists keeps its classid;
-    /// new ones get free minors, as after any lqos plan.
+    /// new ones get free minors, as after any plan.
     ///
     /// Circuits get no leaf handles here (LibreQoS's state does not record
     /// them): [`LibreQosState::adopt_leaves`] takes them from the live tree.

@@ -21,7 +21,8 @@ use lqos_model::Rate;
 use super::state::LibreQosState;
 use crate::config::{Interfaces, QueueStrategy};
 use crate::handle::TcHandle;
-use crate::ops::{Class, QdiscKind, TcOp};
+use crate::op::TcOp;
+use crate::ops::{Class, QdiscKind};
 use crate::parse::{parse_batch, ParseError};
 use crate::plan::Plan;
 use crate::rules::kind_drift;
@@ -125,6 +126,7 @@ impl fmt::Display for Entity {
 /// Why a difference is expected: what LibreQoS does that lqos does not
 /// copy (docs/libreqos.md lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Note {
     /// LibreQoS prints rates with one decimal (`100.2mbit` for 100.25);
     /// lqos keeps them exact.
@@ -132,7 +134,7 @@ pub enum Note {
     /// LibreQoS truncates node rates to whole Mbps; lqos keeps them exact.
     WholeMbps,
     /// lqos's balanced strategy puts top-level nodes in other queues than
-    /// LibreQoS's round robin (`--strategy round-robin` is LibreQoS's).
+    /// LibreQoS's round robin (the round-robin strategy is LibreQoS's).
     Balanced,
     /// LibreQoS creates every generated parent node (one per queue), used
     /// or not; lqos only when a circuit needs one.

@@ -9,7 +9,8 @@ use super::{Allocation, Direction, InterfacePlan, NodeSlot, Plan, MQ_HANDLE};
 use crate::config::{Interfaces, PlanConfig};
 use crate::handle::TcHandle;
 use crate::ipmap::IpMap;
-use crate::ops::{Qdisc, QdiscKind, TcOp};
+use crate::op::TcOp;
+use crate::ops::{Qdisc, QdiscKind};
 
 /// Stage 4: the ops per interface (the queue layout, then every node
 /// parents first, top-level nodes at their HTB's root beside `:1` as in

@@ -1,5 +1,5 @@
-//! Stage 5: the IP map with stable filter handles and, with
-//! `--classifier tc`, the classifier's ops.
+//! Stage 5: the IP map with stable filter handles and, with the tc
+//! classifier, the classifier's ops.
 
 use lqos_model::Circuit;
 
@@ -9,12 +9,12 @@ use super::{Allocation, Plan};
 use crate::config::Interfaces;
 use crate::filter::{FilterKey, FlowerFilter, MatchSide};
 use crate::ipmap::IpMap;
-use crate::ops::TcOp;
+use crate::op::TcOp;
 use hashbrown::HashSet;
 use lqos_model::config::Classifier;
 
 /// Stage 5: the IP map with stable filter handles (from `previous`, which
-/// need not have the same number of queues) and, with `--classifier tc`,
+/// need not have the same number of queues) and, with the tc classifier,
 /// the classifier's ops appended after the tree (locality order is for
 /// the HTB subtrees; filters come last so a packet is never steered to a
 /// class that is not there yet).

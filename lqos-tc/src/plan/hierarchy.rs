@@ -9,6 +9,7 @@ use lqos_model::{Circuit, Network, Rate};
 use super::leaf::{kind_index, LeafChooser};
 use super::rates::{circuit_rates, just_below, squashed_min, squashed_rate, squashes};
 use super::{CircuitSlot, PlanError, Previous, Squashed};
+use crate::error::ConfigError;
 use crate::ops::HTB_MAX_DEPTH;
 
 /// [`HTB_MAX_DEPTH`] as a class level.
@@ -207,9 +208,7 @@ pub(super) fn hierarchy<'n>(
         for i in 0..q {
             let name = format!("Generated_PN_{}", i + 1);
             if net.node_by_name(&name).is_some() {
-                return Err(PlanError::Config(format!(
-                    "network.json has a node named {name:?}, which lqos needs for circuits without a parent node"
-                )));
+                return Err(ConfigError::ReservedNodeName(name).into());
             }
             ents.push(Ent {
                 name: Cow::Owned(name),

@@ -28,7 +28,7 @@ mod rates;
 pub mod replan;
 mod types;
 
-pub use crate::error::{PlanError, SqmError};
+pub use crate::error::PlanError;
 pub(crate) use ip_map::filter_slots;
 pub use layout::default_leaf_major;
 pub use rates::{
@@ -64,7 +64,7 @@ pub const MQ_HANDLE: TcHandle = TcHandle::new(0x7fff, 0);
 /// `hierarchy` (nodes, parents, rates, leaf kinds), `queues` (a queue per
 /// top-level subtree), `ids` (class minors and leaf majors), `build`
 /// (the ops and the allocation) and `classify_stage` (the IP map with its
-/// stable filter handles, and the classifier's ops with `--classifier tc`).
+/// stable filter handles, and the classifier's ops with the tc classifier).
 ///
 /// ```
 /// use lqos_model::{Circuit, Network, Node, Rate};
@@ -107,7 +107,7 @@ fn observe_only(plan: &mut Plan) {
     for ip in &mut plan.interfaces {
         ip.ops.truncate(1);
         ip.ops.retain(
-            |op| matches!(op, crate::ops::TcOp::ReplaceQdisc(q) if q.kind == crate::ops::QdiscKind::Mq),
+            |op| matches!(op, crate::op::TcOp::ReplaceQdisc(q) if q.kind == crate::ops::QdiscKind::Mq),
         );
         ip.setup_ops = ip.ops.len();
         ip.queue_class_counts.clear();

@@ -6,7 +6,8 @@
 use lqos_model::Rate;
 
 use crate::handle::TcHandle;
-use crate::ops::{Class, TcOp};
+use crate::op::TcOp;
+use crate::ops::Class;
 
 /// Smallest quantum lqos sends (LibreQoS's `MIN_QUANTUM`, one MTU frame).
 pub const QUANTUM_MIN: u32 = 1522;

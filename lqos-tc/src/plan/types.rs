@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Interfaces, PlanConfig};
 use crate::handle::TcHandle;
 use crate::ipmap::{IpDetails, IpMap, Steer, SteerDetails};
-use crate::ops::{Qdisc, QdiscKind, TcOp};
+use crate::op::TcOp;
+use crate::ops::{Qdisc, QdiscKind};
 use crate::tree::TcTree;
 use core::net::IpAddr;
 
@@ -35,7 +36,7 @@ pub struct InterfacePlan {
     /// The full build, in order: `qdisc replace` of the mq root (an HTB
     /// root `1:` with one queue per direction), per queue the HTB qdisc, top
     /// class `:1`, default class `:2` and its leaf; then per HTB the class
-    /// tree depth-first ([`crate::locality_order`]): a node's class, its
+    /// tree depth-first ([`crate::order::locality_order`]): a node's class, its
     /// circuits (each class followed by its leaf qdisc), then its child
     /// nodes. No root delete.
     pub ops: Vec<TcOp>,
@@ -169,7 +170,7 @@ pub struct Allocation {
     /// Circuit slots, in input order.
     pub circuits: Vec<CircuitSlot>,
     /// Filter handle of every device prefix (the `tc` classifier's filters
-    /// keep them across reloads; kept even with `--classifier none`).
+    /// keep them across reloads; kept even without a classifier).
     #[serde(default)]
     pub filters: Vec<FilterSlot>,
 }
@@ -186,10 +187,11 @@ pub struct FilterSlot {
 /// A node whose circuits' guaranteed minimums add up to more than it
 /// guarantees itself (its rate, just below its ceil), in either
 /// direction: as in LibreQoS, each of those circuits gets a squashed
-/// minimum instead of its own ([`crate::squashed_min`]), so what the
+/// minimum instead of its own ([`crate::rates::squashed_min`]), so what the
 /// input files promise is not what the tree guarantees. The planner
 /// reports every such node ([`Plan::squashed`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Squashed {
     /// The node (`Generated_PN_N` for circuits without a parent node).
     pub node: String,
@@ -238,7 +240,7 @@ pub struct Plan {
     /// The stable allocation.
     pub allocation: Allocation,
     /// Every device address/prefix -> circuit, queue and classid per
-    /// direction (`ip_map.csv`, `lqos show --ip`, the classifier's source).
+    /// direction (`ip_map.csv`, [`Plan::explain_ip`], the classifier's source).
     #[serde(default)]
     pub ip_map: IpMap,
     /// The nodes whose circuits' minimums are squashed, in plan order

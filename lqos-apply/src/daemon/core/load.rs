@@ -264,7 +264,7 @@ impl Reloader {
                     .iter()
                     .flat_map(|s| {
                         s.sent()
-                            .map(|op| lqos_tc::render_line(&s.dev, &op))
+                            .map(|op| lqos_tc::render::render_line(&s.dev, &op))
                             .collect::<Vec<_>>()
                     })
                     .collect()
@@ -283,11 +283,11 @@ impl Reloader {
 
     /// Reports what the planner squashes when it differs from what was
     /// reported last (once per change).
-    fn squashed_changed(&mut self, squashed: &[lqos_tc::Squashed]) {
+    fn squashed_changed(&mut self, squashed: &[lqos_tc::rates::Squashed]) {
         if squashed == self.squashed.as_slice() {
             return;
         }
-        let now: Vec<lqos_tc::Squashed> = squashed
+        let now: Vec<lqos_tc::rates::Squashed> = squashed
             .iter()
             .filter(|s| !self.squashed.contains(s))
             .cloned()

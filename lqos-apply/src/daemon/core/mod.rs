@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use lqos_model::devices_index::{DevicesEdit, DevicesIndex};
 use lqos_model::Network;
-use lqos_tc::{
-    known_diff, Allocation, DiffSummary, Plan, PlanConfig, PlanIndex, Replan, TcOp, TcTree,
-};
+use lqos_tc::replan::{known_diff, PlanIndex, Replan};
+use lqos_tc::tree::TcTree;
+use lqos_tc::{Allocation, DiffSummary, Plan, PlanConfig, TcOp};
 
 use super::event::{Applied, Breakdown, Event, Fallback, LoadPath, Record};
 use super::ingest::{partial_file, FileEvent, InputFile, Readiness, Ready};
@@ -425,7 +425,7 @@ pub struct Reloader {
     /// the health say).
     reported: Option<Outcome>,
     /// The squashed nodes last reported ([`Event::Squashed`]).
-    squashed: Vec<lqos_tc::Squashed>,
+    squashed: Vec<lqos_tc::rates::Squashed>,
     /// A confirmation of `refused` (its sha256), and when it came.
     confirmed: Option<(String, Instant)>,
     /// The sha256 the guard lets through once (during a confirm's job).

@@ -208,7 +208,8 @@ fn leaves_that_fit(add: &[TcOp], usable: u64) -> (usize, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lqos_tc::{Qdisc, QdiscKind, TcHandle};
+    use lqos_tc::ops::{Qdisc, QdiscKind};
+    use lqos_tc::TcHandle;
 
     #[test]
     pub(super) fn leaves_that_fit_counts_in_order_by_kind() {

@@ -12,7 +12,9 @@ use lqos_apply::{Cancel, KindProbe, NoProgress, Progress};
 use lqos_bench::{ApplyCommand, BenchTree, Method, Runner, Sample, Summary};
 use lqos_model::config::{BridgeConfig, LqosConfig};
 use lqos_model::{GenParams, Network};
-use lqos_tc::{LeafSpec, PlanConfig, QdiscKind, QueueStrategy};
+use lqos_tc::config::{LeafSpec, QueueStrategy};
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::PlanConfig;
 
 mod report;
 
@@ -147,8 +149,8 @@ pub fn run(args: Args) -> Outcome {
     };
     let [down, up] = [devs[0].as_str(), devs[1].as_str()];
     let sqm = choose_sqm(args.sqm.as_deref())?;
-    let classifier: lqos_tc::Classifier = args.classifier.into();
-    if classifier == lqos_tc::Classifier::Tc {
+    let classifier: lqos_model::config::Classifier = args.classifier.into();
+    if classifier == lqos_model::config::Classifier::Tc {
         if let Err(why) = KindProbe::new().probe_classifier()? {
             anyhow::bail!("--classifier tc: {why}; bench with --classifier none (or in the lab VM: cargo xtask lab run --nics -- lqos bench --classifier tc)");
         }
@@ -223,8 +225,9 @@ pub fn run(args: Args) -> Outcome {
             let tree = BenchTree::plan(&net, &cfg)?;
             if !args.skip_memory_check {
                 // Every method loads at most one full tree at a time.
-                let empty = lqos_tc::TcTree::default();
-                let live: Vec<&lqos_tc::TcTree> = tree.base_ops.iter().map(|_| &empty).collect();
+                let empty = lqos_tc::tree::TcTree::default();
+                let live: Vec<&lqos_tc::tree::TcTree> =
+                    tree.base_ops.iter().map(|_| &empty).collect();
                 lqos_apply::memory::check_memory(
                     &tree.base_ops,
                     &live,
@@ -450,7 +453,7 @@ fn existing_interfaces(list: &[String], queues: u32, replace: bool) -> anyhow::R
 
 /// The root qdisc of `tree` if it is not one the kernel made itself
 /// (`noqueue 0:`, `pfifo_fast 0:`, a default `mq 0:`): `"htb 1:"`.
-fn foreign_root(tree: &lqos_tc::TcTree) -> Option<String> {
+fn foreign_root(tree: &lqos_tc::tree::TcTree) -> Option<String> {
     tree.qdiscs
         .values()
         .find(|q| q.parent == lqos_tc::TcHandle::ROOT && !q.is_kernel_default())
@@ -591,7 +594,9 @@ impl Reporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lqos_tc::{Qdisc, TcHandle, TcTree};
+    use lqos_tc::ops::Qdisc;
+    use lqos_tc::tree::TcTree;
+    use lqos_tc::TcHandle;
 
     fn tree(root: Qdisc) -> TcTree {
         let mut t = TcTree::default();
