@@ -21,12 +21,13 @@ use std::time::{Duration, Instant};
 
 use lqos_bpf::layout::addr_bytes;
 use lqos_bpf::layout::{CircuitValue, IfaceConfig, Role, Steer};
+use lqos_bpf::loader::DataPath;
+use lqos_bpf::maps::Maps;
 use lqos_bpf::model::{diff, Entries, MapKey};
 use lqos_bpf::packet::Frame;
 use lqos_bpf::plan::CpuPolicy;
 use lqos_bpf::sys::PrivateBpffs;
 use lqos_bpf::testrun::{run_tc, run_xdp};
-use lqos_bpf::{DataPath, Maps};
 
 /// A kind of frame: its name and the (source, destination) of frame k.
 type Case = (&'static str, Box<dyn Fn(u32) -> (IpAddr, IpAddr)>);

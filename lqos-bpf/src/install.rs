@@ -22,6 +22,7 @@ use crate::sys;
 
 /// Options of [`install`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct InstallOptions {
     /// bpffs directory of the pins (default [`DEFAULT_PIN_DIR`]).
     pub pin_dir: PathBuf,
@@ -46,6 +47,7 @@ impl Default for InstallOptions {
 
 /// What [`install`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Installed {
     /// The preflight's findings (warnings included).
     pub preflight: Preflight,

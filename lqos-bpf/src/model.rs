@@ -453,7 +453,7 @@ impl MapDiff {
         self.writes.len() + self.removes.len()
     }
 
-    /// Applies the diff to a set in memory (what [`crate::Maps::apply`]
+    /// Applies the diff to a set in memory (what [`crate::maps::Maps::apply`]
     /// does to the kernel's maps).
     pub fn apply_to(&self, entries: &mut Entries) {
         for (k, v) in &self.writes {

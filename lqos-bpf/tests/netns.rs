@@ -70,11 +70,10 @@ fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
     }
     l.maps.sync(&want).unwrap();
     let ifs = bridge_interfaces(QUEUES);
-    let opts = AttachOptions {
-        xdp: XdpChoice::Auto,
-        disable_xps: true,
-        cpus: lqos_bpf::sys::online_cpus().unwrap(),
-    };
+    let mut opts = AttachOptions::default();
+    opts.xdp = XdpChoice::Auto;
+    opts.disable_xps = true;
+    opts.cpus = lqos_bpf::sys::online_cpus().unwrap();
     let dp = &mut l.dp;
     let report = in_netns(Some(&shaper.name), || dp.attach(&ifs, &opts)).unwrap();
     for r in &report {
@@ -213,7 +212,7 @@ fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
     // Attaching again replaces both programs in place. The new loader
     // stays alive through the removal below: it must hold no handle that
     // keeps the XDP link alive once unpinned.
-    let mut dp2 = lqos_bpf::DataPath::load(l.bpffs.path()).unwrap();
+    let mut dp2 = lqos_bpf::loader::DataPath::load(l.bpffs.path()).unwrap();
     let report = in_netns(Some(&shaper.name), || dp2.attach(&ifs, &opts)).unwrap();
     for r in &report {
         assert_eq!(
@@ -307,10 +306,11 @@ fn install_classifies_a_planned_network_in_a_namespace() {
 
     let bpffs = lqos_bpf::sys::PrivateBpffs::new("install").unwrap();
     let pin_dir = bpffs.path().join("lqos");
-    let opts = lqos_bpf::InstallOptions {
-        pin_dir: pin_dir.clone(),
-        netns: Some(shaper.name.clone()),
-        ..Default::default()
+    let opts = {
+        let mut p = lqos_bpf::InstallOptions::default();
+        p.pin_dir = pin_dir.clone();
+        p.netns = Some(shaper.name.clone());
+        p
     };
     let done = lqos_bpf::install(&plan, &opts).unwrap();
     assert_eq!(done.entries.written, plan.ip_map.len());
@@ -443,11 +443,10 @@ fn a_stick_classifies_by_the_vlan_tag_outside_the_frame() {
             config: cfg,
         })
         .collect();
-    let opts = AttachOptions {
-        xdp: XdpChoice::Off,
-        disable_xps: true,
-        cpus: vec![],
-    };
+    let mut opts = AttachOptions::default();
+    opts.xdp = XdpChoice::Off;
+    opts.disable_xps = true;
+    opts.cpus = vec![];
     let dp = &mut l.dp;
     in_netns(Some(&shaper.name), || dp.attach(&ifs, &opts)).unwrap();
 

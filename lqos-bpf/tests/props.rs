@@ -290,7 +290,7 @@ fn the_kernels_fast_path_agrees_with_ip_map_lookup() {
 
 /// No prefix of the fast map has another prefix inside it, and every fast
 /// prefix has one of the fast lengths in force.
-fn placement_holds(e: &Entries, lens: &lqos_bpf::FastLens) -> Result<(), String> {
+fn placement_holds(e: &Entries, lens: &lqos_bpf::layout::FastLens) -> Result<(), String> {
     let prefixes: Vec<MapKey> = e
         .iter()
         .map(|(k, _)| *k)

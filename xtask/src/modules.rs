@@ -610,7 +610,9 @@ mod tests {
     /// (the planner, the text, the tree model, the diff).
     #[test]
     fn lqos_tc_vocabulary_imports_none_of_its_users() {
-        let vocabulary = ["handle", "options", "filter", "op", "ops", "error", "config"];
+        let vocabulary = [
+            "handle", "options", "filter", "op", "ops", "error", "config",
+        ];
         let c = Crate::read(&workspace().join("lqos-tc/src"));
         let up: Vec<String> = c
             .edges()
