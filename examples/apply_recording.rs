@@ -4,17 +4,14 @@
 //!
 //! `cargo run -p lqos-apply --example apply_recording`
 
-use lqos_apply::{
-    plan_config, ApplyOptions, NetnsState, NoProgress, PlanOverrides, QueueCount, Recording,
-    Session,
-};
+use lqos_apply::backend::{NoProgress, Recording};
+use lqos_apply::inputs::{plan_config, PlanOverrides, QueueCount};
+use lqos_apply::state::NetnsState;
+use lqos_apply::{ApplyOptions, Session};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(200));
-    let overrides = PlanOverrides {
-        sqm: Some("pfifo".parse()?),
-        ..Default::default()
-    };
+    let overrides = PlanOverrides::default().sqm("pfifo".parse()?);
     let cfg = plan_config(&g.config, None, &overrides, QueueCount::Default(4))?;
     let plan = lqos_tc::plan(&g.network, &cfg, None)?;
 
@@ -26,9 +23,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         live: &kernel,
         backend: &kernel,
     };
-    let opts = ApplyOptions {
-        verify_after: true,
-        ..Default::default()
+    let opts = {
+        let mut p = ApplyOptions::default();
+        p.verify_after = true;
+        p
     };
     let first = session.apply(&plan, opts, &NoProgress)?;
     println!("first apply: {} ops", first.ops_total());

@@ -3,7 +3,7 @@
 //!
 //! `cargo run -p lqos-apply --example plan_in_memory`
 
-use lqos_apply::{plan_config, PlanOverrides, QueueCount};
+use lqos_apply::inputs::{plan_config, PlanOverrides, QueueCount};
 
 const NETWORK: &str = r#"{
   "Site_1": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 500,

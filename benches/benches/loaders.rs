@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use lqos_apply::backend::NoProgress;
 use lqos_apply::netns::{netns_available, unique_name, ScratchNetns};
-use lqos_apply::NoProgress;
 use lqos_bench::{BenchTree, Method, Runner};
 use lqos_model::{generate, GenParams};
 use lqos_tc::PlanConfig;

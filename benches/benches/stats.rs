@@ -108,23 +108,25 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     let n: usize = replies.iter().map(|r| r.1.len() + r.2.len()).sum();
-    let decode = || Samples {
-        interfaces: replies
-            .iter()
-            .map(|(dev, classes, qdiscs)| {
-                let mut r = IfaceSamples::empty(dev);
-                r.classes = classes
-                    .iter()
-                    .filter_map(|m| decode_class_sample_msg(m).unwrap())
-                    .map(|(_, s)| s)
-                    .collect();
-                r.qdiscs = qdiscs
-                    .iter()
-                    .map(|m| decode_qdisc_sample_msg(m).unwrap().unwrap().1)
-                    .collect();
-                r
-            })
-            .collect(),
+    let decode = || {
+        Samples::from(
+            replies
+                .iter()
+                .map(|(dev, classes, qdiscs)| {
+                    let mut r = IfaceSamples::empty(dev);
+                    r.classes = classes
+                        .iter()
+                        .filter_map(|m| decode_class_sample_msg(m).unwrap())
+                        .map(|(_, s)| s)
+                        .collect();
+                    r.qdiscs = qdiscs
+                        .iter()
+                        .map(|m| decode_qdisc_sample_msg(m).unwrap().unwrap().1)
+                        .collect();
+                    r
+                })
+                .collect::<Vec<_>>(),
+        )
     };
     let mut group = c.benchmark_group(format!("stats 10000 circuits ({n} replies)"));
     group.sample_size(20);

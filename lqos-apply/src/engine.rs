@@ -88,6 +88,7 @@ impl Change<'_> {
 
 /// Options of [`apply_plan`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ApplyOptions {
     /// Always root delete + full build.
     pub full: bool,

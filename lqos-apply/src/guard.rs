@@ -32,6 +32,7 @@ pub const NAMED: usize = 5;
 
 /// The circuits a reload would remove.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Removals {
     /// Circuits of the old plan not in the new one.
     pub removed: usize,

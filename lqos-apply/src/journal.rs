@@ -1,7 +1,7 @@
 //! The input journal: the last [`JOURNAL_LEN`] input sets that were
 //! applied, in the state directory, with their time, sha256 and circuit
 //! count, so an operator can see and restore what was live before
-//! (`lqos journal`, `lqos apply --rollback --to N`).
+//! ([`Journal::entries`], [`Journal::inputs`] for a rollback to one).
 //!
 //! Files are stored once by content (a `network.json` that did not change
 //! is not stored again) and removed when no entry names them.
@@ -11,7 +11,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::{ApplyError, Result, StateProblem};
+use crate::error::{ApplyError, IoAction, Result, StateProblem};
 use crate::inputs::{PlanOverrides, RawInputs};
 use crate::state::{NetnsState, StateDir, StateFile};
 
@@ -81,6 +81,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 /// One applied input set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct JournalEntry {
     /// Milliseconds since the Unix epoch when it was applied.
     pub at_ms: u64,
@@ -152,7 +153,7 @@ impl Journal {
             let path = self.dir.path().join(&h);
             let exists = path
                 .try_exists()
-                .map_err(|e| ApplyError::io(format!("reading {}", path.display()), e))?;
+                .map_err(|e| ApplyError::io(IoAction::Read, Some(&path), e))?;
             if !exists {
                 crate::state::write_atomic(&path, bytes)?;
             }

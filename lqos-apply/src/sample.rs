@@ -2,7 +2,7 @@
 //! ([`PollRequest`], per interface a [`PollTarget`]) and what was read
 //! ([`Polled`]: the [`Samples`] of every interface that answered, each an
 //! [`IfaceSamples`] of class and qdisc samples). A
-//! [`LiveSource::poll`](crate::LiveSource::poll) reads them (the kernel
+//! [`LiveSource::poll`](crate::live::LiveSource::poll) reads them (the kernel
 //! over netlink, or the fake kernel); [`crate::stats`] turns them into
 //! statistics and [`crate::lazy`] into leaf changes.
 //!
@@ -77,7 +77,7 @@ impl Polled {
     /// Takes each interface's result of `read` in the request's order.
     pub fn collect(
         req: &PollRequest,
-        mut read: impl FnMut(&PollTarget) -> crate::Result<IfaceSamples>,
+        mut read: impl FnMut(&PollTarget) -> crate::error::Result<IfaceSamples>,
     ) -> Polled {
         let mut out = Polled::default();
         for t in &req.interfaces {
@@ -90,7 +90,7 @@ impl Polled {
     }
 
     /// The samples, or the first failure.
-    pub fn into_result(self) -> crate::Result<Samples> {
+    pub fn into_result(self) -> crate::error::Result<Samples> {
         match self.failed.into_iter().next() {
             Some((_, e)) => Err(e),
             None => Ok(self.samples),
@@ -100,6 +100,7 @@ impl Polled {
 
 /// One interface's samples of one poll: its class and qdisc dumps.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct IfaceSamples {
     /// The interface.
     pub dev: String,
@@ -121,9 +122,24 @@ impl IfaceSamples {
 
 /// One poll's samples of every planned interface.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Samples {
     /// Per interface, in plan order.
     pub interfaces: Vec<IfaceSamples>,
+}
+
+impl From<Vec<IfaceSamples>> for Samples {
+    fn from(interfaces: Vec<IfaceSamples>) -> Samples {
+        Samples { interfaces }
+    }
+}
+
+impl FromIterator<IfaceSamples> for Samples {
+    fn from_iter<I: IntoIterator<Item = IfaceSamples>>(it: I) -> Samples {
+        Samples {
+            interfaces: it.into_iter().collect(),
+        }
+    }
 }
 
 impl Samples {

@@ -1,5 +1,5 @@
 //! A guarded apply: machine-wide lock, preflight, load, and the last good
-//! plan saved atomically for stable classids and `--rollback`.
+//! plan saved atomically for stable classids and rollback.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -225,7 +225,7 @@ impl Session<'_> {
 
     /// [`Session::apply_planned`] under a lock the caller already holds
     /// (taken with [`NetnsState::lock`] on this session's state),
-    /// e.g. before planning while [`crate::Prefetched::overlap`] reads the
+    /// e.g. before planning while [`crate::load::Prefetched::overlap`] reads the
     /// live trees, so that no other apply changes them in between.
     pub fn apply_planned_locked<'p>(
         &self,

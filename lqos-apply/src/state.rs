@@ -24,10 +24,10 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::error::{ApplyError, Result, StateProblem, UnsafeState};
+use crate::error::{ApplyError, IoAction, Result, StateProblem, UnsafeState};
 
-/// Default state directory when neither `--state-dir` nor `LQOS_STATE_DIR`
-/// is given.
+/// Default state directory when none is given and `LQOS_STATE_DIR` is
+/// not set.
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/lqos";
 /// Environment variable naming the state directory.
 pub const STATE_DIR_ENV: &str = "LQOS_STATE_DIR";
@@ -281,9 +281,9 @@ impl StateDir {
             .recursive(true)
             .mode(0o700)
             .create(&path)
-            .map_err(|e| ApplyError::io(format!("creating state dir {}", path.display()), e))?;
+            .map_err(|e| ApplyError::io(IoAction::CreateStateDir, Some(&path), e))?;
         let meta = std::fs::metadata(&path)
-            .map_err(|e| ApplyError::io(format!("reading state dir {}", path.display()), e))?;
+            .map_err(|e| ApplyError::io(IoAction::ReadStateDir, Some(&path), e))?;
         if !meta.is_dir() {
             return Err(ApplyError::State {
                 path,
@@ -318,10 +318,10 @@ impl StateDir {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
-            .map_err(|e| ApplyError::io(format!("opening lock file {}", path.display()), e))?;
+            .map_err(|e| ApplyError::io(IoAction::OpenLock, Some(&path), e))?;
         let meta = file
             .metadata()
-            .map_err(|e| ApplyError::io(format!("reading lock file {}", path.display()), e))?;
+            .map_err(|e| ApplyError::io(IoAction::ReadLock, Some(&path), e))?;
         check_private(&path, &meta, "lock file")?;
         match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(mut lock) => {
@@ -335,7 +335,7 @@ impl StateDir {
                     .and_then(|_| lock.seek(SeekFrom::Start(0)))
                     .and_then(|_| lock.write_all(pid.as_bytes()))
                     .and_then(|_| lock.flush());
-                w.map_err(|e| ApplyError::io(format!("writing lock file {}", path.display()), e))?;
+                w.map_err(|e| ApplyError::io(IoAction::WriteLock, Some(&path), e))?;
                 Ok(ApplyLock { _lock: lock, path })
             }
             Err((mut file, Errno::EWOULDBLOCK)) => {
@@ -367,7 +367,8 @@ impl StateDir {
                 })
             }
             Err((_, errno)) => Err(ApplyError::io(
-                format!("locking {}", path.display()),
+                IoAction::Lock,
+                Some(&path),
                 std::io::Error::from(errno),
             )),
         }
@@ -397,7 +398,7 @@ impl StateDir {
         match std::fs::read(&path) {
             Ok(t) => Ok(Some(t)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(ApplyError::io(format!("reading {}", path.display()), e)),
+            Err(e) => Err(ApplyError::io(IoAction::Read, Some(&path), e)),
         }
     }
 
@@ -437,23 +438,16 @@ fn check_private(path: &Path, meta: &std::fs::Metadata, what: &'static str) -> R
 /// followed), fsync, rename over `path`, fsync of the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let ctx = |what: &str| {
-        format!(
-            "{what} a temp file in {} for {}",
-            dir.display(),
-            path.display()
-        )
-    };
     let mut tmp = tempfile::Builder::new()
         .prefix(".lqos-")
         .suffix(".tmp")
         .tempfile_in(dir)
-        .map_err(|e| ApplyError::io(ctx("creating"), e))?;
+        .map_err(|e| ApplyError::io(IoAction::CreateTemp, Some(path), e))?;
     tmp.write_all(bytes)
         .and_then(|_| tmp.as_file().sync_all())
-        .map_err(|e| ApplyError::io(ctx("writing"), e))?;
+        .map_err(|e| ApplyError::io(IoAction::WriteTemp, Some(path), e))?;
     tmp.persist(path)
-        .map_err(|e| ApplyError::io(format!("renaming into {}", path.display()), e.error))?;
+        .map_err(|e| ApplyError::io(IoAction::Rename, Some(path), e.error))?;
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
@@ -474,7 +468,7 @@ mod tests {
             ApplyError::Locked { holder, .. } => assert_eq!(*holder, Some(std::process::id())),
             e => panic!("{e}"),
         }
-        assert!(err.to_string().starts_with("another lqos apply is running"));
+        assert!(err.to_string().starts_with("another apply is running"));
         drop(l1);
         st.lock().unwrap();
     }

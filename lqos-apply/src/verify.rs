@@ -11,6 +11,7 @@ use serde::Serialize;
 
 /// One difference between the planned and the live tree of an interface.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum Drift {
     /// Planned qdisc not in the kernel.
     MissingQdisc {
@@ -148,6 +149,7 @@ impl fmt::Display for Drift {
 
 /// Verification of one interface.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct IfaceVerify {
     /// Interface.
     pub dev: String,
@@ -165,6 +167,7 @@ pub struct IfaceVerify {
 
 /// Verification of a whole plan.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct VerifyReport {
     /// One entry per planned interface.
     pub interfaces: Vec<IfaceVerify>,

@@ -1,6 +1,6 @@
-//! The status file of `lqos watch`: what the daemon last did, written
-//! atomically to the state directory after every event, read by
-//! `lqos status`.
+//! The status file of the reload daemon: what it last did, written
+//! atomically to the state directory after every event, for a status
+//! reader.
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -36,8 +36,9 @@ impl Confirmation {
         let path = state.file(StateFile::Confirm);
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(crate::ApplyError::io(
-                    format!("removing {}", path.display()),
+                return Err(crate::error::ApplyError::io(
+                    crate::error::IoAction::Remove,
+                    Some(&path),
                     e,
                 ))
             }
@@ -50,6 +51,7 @@ impl Confirmation {
 /// What started an event (shown kebab-case, as in the JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Trigger {
     /// The first apply after start.
     Start,
@@ -63,7 +65,7 @@ pub enum Trigger {
     Verify,
     /// The lazy-leaf poll.
     LeafPoll,
-    /// An operator confirmed refused removals (`lqos confirm`).
+    /// An operator confirmed refused removals ([`Confirmation`]).
     Confirm,
 }
 
@@ -84,6 +86,7 @@ impl fmt::Display for Trigger {
 /// How an event ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Outcome {
     /// Ops loaded (possibly none: already in sync).
     Applied,
@@ -98,6 +101,7 @@ pub enum Outcome {
 
 /// One event of the daemon.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WatchEvent {
     /// Milliseconds since the Unix epoch when it ended.
     pub at_ms: u64,
@@ -135,6 +139,7 @@ impl WatchEvent {
 
 /// The daemon's status, as saved in its [`StateFile::WatchStatus`] file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WatchStatus {
     /// [`STATUS_VERSION`].
     pub version: u32,
@@ -260,13 +265,13 @@ impl fmt::Display for WatchStatus {
         match self.stopped_ms {
             Some(s) => writeln!(
                 f,
-                "lqos watch (pid {}){ns}: stopped at {}",
+                "reload daemon (pid {}){ns}: stopped at {}",
                 self.pid,
                 time(s)
             )?,
             None => writeln!(
                 f,
-                "lqos watch (pid {}){ns}: running since {}",
+                "reload daemon (pid {}){ns}: running since {}",
                 self.pid,
                 time(self.started_ms)
             )?,

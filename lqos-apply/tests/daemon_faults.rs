@@ -9,10 +9,15 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use lqos_apply::daemon::{Driver, Event, FileEvent, InputFile, Kernel, Settings};
+use lqos_apply::backend::{Fault, Faulty, Recording};
+use lqos_apply::daemon::{Driver, Event, FileEvent, Kernel, Settings};
+use lqos_apply::error::ApplyError;
+use lqos_apply::inputs::InputFile;
+use lqos_apply::inputs::{Inputs, PlanOverrides};
+use lqos_apply::saved::load_saved_plan;
+use lqos_apply::state::NetnsState;
+use lqos_apply::verify_plan;
 use lqos_apply::watch::{Outcome, Trigger, WatchStatus};
-use lqos_apply::{load_saved_plan, verify_plan, ApplyError, Inputs, NetnsState, PlanOverrides};
-use lqos_apply::{Fault, Faulty, Recording};
 use lqos_model::Rate;
 use proptest::prelude::*;
 
@@ -113,10 +118,7 @@ impl Files {
 
 fn settings() -> Settings {
     let mut s = Settings::default();
-    s.overrides = PlanOverrides {
-        sqm: Some("pfifo".parse().unwrap()),
-        ..Default::default()
-    };
+    s.overrides = PlanOverrides::default().sqm("pfifo".parse().unwrap());
     s.verify_every = None;
     s.debounce = Duration::ZERO;
     s

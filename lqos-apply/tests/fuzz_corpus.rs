@@ -74,15 +74,15 @@ fn saved_states() -> Vec<(&'static str, Vec<u8>)> {
     });
     let cfg = lqos_tc::PlanConfig::from_lqos_config(&g.config, 2).unwrap();
     let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
-    let v1 = lqos_apply::SavedPlan {
+    let v1 = lqos_apply::saved::SavedPlan {
         version: 1,
         netns: None,
         applied_at: 1,
         plan: plan.clone(),
     };
     let dir = tempfile::tempdir().unwrap();
-    let state = lqos_apply::NetnsState::new(dir.path(), None);
-    lqos_apply::save_last_good(&state, &plan, Some(&g.network)).unwrap();
+    let state = lqos_apply::state::NetnsState::new(dir.path(), None);
+    lqos_apply::saved::save_last_good(&state, &plan, Some(&g.network)).unwrap();
     let v2 = std::fs::read(state.file(lqos_apply::state::StateFile::LastPlan)).unwrap();
     vec![
         ("format1.json", serde_json::to_vec(&v1).unwrap()),

@@ -6,12 +6,14 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::{fixture, generated, mutate, plan_for, tc_classes, DEVS};
-use lqos_apply::{verify_plan, ApplyOptions, LoadKind};
-use lqos_apply::{
-    ApplyError, NetlinkBackend, NetlinkLive, Parallelism, RootDelete, Session, TcBatch, TcMode,
-};
-use lqos_apply::{Backend, IfaceOps, NoProgress};
-use lqos_apply::{NetnsState, StateDir};
+use lqos_apply::backend::{Backend, IfaceOps, NoProgress};
+use lqos_apply::backend::{NetlinkBackend, Parallelism, RootDelete, TcBatch, TcMode};
+use lqos_apply::error::ApplyError;
+use lqos_apply::live::NetlinkLive;
+use lqos_apply::load::LoadKind;
+use lqos_apply::state::{NetnsState, StateDir};
+use lqos_apply::Session;
+use lqos_apply::{verify_plan, ApplyOptions};
 use lqos_tc::TcOp;
 
 const CIRCUITS: usize = 3000;
@@ -108,9 +110,10 @@ fn incremental_reload_sends_only_the_diff() {
     let tc = TcBatch::new(Some(ns.name().to_string()), TcMode::Parallel);
     let g = generated(CIRCUITS, 2);
     let p1 = plan_for(&g, &g.network, None);
-    let verify = ApplyOptions {
-        verify_after: true,
-        ..Default::default()
+    let verify = {
+        let mut p = ApplyOptions::default();
+        p.verify_after = true;
+        p
     };
     let s = Session {
         state: &state,
@@ -226,9 +229,10 @@ fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
             live: &live,
             backend: backend.as_ref(),
         };
-        let opts = ApplyOptions {
-            full: true,
-            ..Default::default()
+        let opts = {
+            let mut p = ApplyOptions::default();
+            p.full = true;
+            p
         };
         let r = s.apply(&bad, opts, &NoProgress).unwrap();
         let load = r.load.unwrap();
@@ -255,7 +259,9 @@ fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
         }
         if round == 0 {
             assert!(
-                lqos_apply::load_saved_plan(&state).unwrap().is_none(),
+                lqos_apply::saved::load_saved_plan(&state)
+                    .unwrap()
+                    .is_none(),
                 "a failed load is not saved"
             );
         }
@@ -263,9 +269,10 @@ fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
         let r = s
             .apply(
                 &good,
-                ApplyOptions {
-                    verify_after: true,
-                    ..Default::default()
+                {
+                    let mut p = ApplyOptions::default();
+                    p.verify_after = true;
+                    p
                 },
                 &NoProgress,
             )
@@ -304,7 +311,7 @@ fn preflight_refuses_before_any_change() {
     let mut cfg = lqos_tc::PlanConfig::from_lqos_config(&g.config, 16).unwrap();
     cfg.default_sqm = "cake diffserv4".parse().unwrap();
     let p = lqos_tc::plan(&g.network, &cfg, None).unwrap();
-    let has_cake = lqos_apply::LiveSource::probe_qdiscs(
+    let has_cake = lqos_apply::live::LiveSource::probe_qdiscs(
         &live,
         &[lqos_tc::ops::QdiscKind::Cake(Default::default())],
     )
@@ -317,7 +324,7 @@ fn preflight_refuses_before_any_change() {
         assert!(e.to_string().contains("this kernel has no sch_cake"), "{e}");
         // The leaves that work instead (the CLI turns them into `--sqm`).
         assert!(
-            matches!(&e, lqos_apply::ApplyError::UnsupportedQdisc { alternatives, .. }
+            matches!(&e, lqos_apply::error::ApplyError::UnsupportedQdisc { alternatives, .. }
                 if alternatives.iter().any(|a| a == "pfifo")),
             "{e:?}"
         );

@@ -32,10 +32,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use lqos_apply::backend::{NetlinkBackend, NoProgress, Parallelism};
+use lqos_apply::live::{KindProbe, NetlinkLive};
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
-use lqos_apply::{
-    apply_plan, ApplyOptions, KindProbe, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
-};
+use lqos_apply::{apply_plan, ApplyOptions};
 use lqos_model::config::Classifier;
 use lqos_model::{Circuit, Device, Network, Node, Rate};
 use lqos_tc::config::LeafSpec;
@@ -242,9 +242,10 @@ fn planned(owner: &str, prev: Option<&Plan>) -> Plan {
 /// Loads `p` into the shaper namespace; returns the ops sent per interface.
 fn apply(ns: &ScratchNetns, live: &NetlinkLive, p: &Plan) -> BTreeMap<String, Vec<TcOp>> {
     let backend = NetlinkBackend::new(Some(ns.name().to_string()), Parallelism::Serial);
-    let opts = ApplyOptions {
-        verify_after: true,
-        ..ApplyOptions::default()
+    let opts = {
+        let mut p = ApplyOptions::default();
+        p.verify_after = true;
+        p
     };
     let r = apply_plan(p, live, &backend, opts, &NoProgress).unwrap();
     assert!(
@@ -800,7 +801,7 @@ fn foreign_clsact_and_filters_are_read_back_and_left_alone() {
     cfg.classifier = Classifier::None;
     let p = plan(&network("C"), &cfg, None).unwrap();
     let live = NetlinkLive::new(Some(ns.name().to_string()));
-    use lqos_apply::LiveSource as _;
+    use lqos_apply::live::LiveSource as _;
     let tree = live.dump("ens19").unwrap();
     assert!(tree.has_clsact(), "{:?}", tree.qdiscs);
     assert!(tree.filters.is_empty(), "{:?}", tree.filters);

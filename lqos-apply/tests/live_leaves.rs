@@ -15,11 +15,13 @@
 mod common;
 
 use common::{fixture, generated, QUEUES};
+use lqos_apply::backend::{Backend, NetlinkBackend, NoProgress, Parallelism, TcBatch, TcMode};
+use lqos_apply::live::{read_live, LiveSource, NetlinkLive};
+use lqos_apply::load::LoadKind;
 use lqos_apply::netns::ScratchNetns;
-use lqos_apply::{
-    read_live, verify_plan, ApplyOptions, Backend, Drift, LiveSource, LoadKind, NetlinkBackend,
-    NetlinkLive, NetnsState, NoProgress, Parallelism, Session, TcBatch, TcMode,
-};
+use lqos_apply::state::NetnsState;
+use lqos_apply::verify::Drift;
+use lqos_apply::{verify_plan, ApplyOptions, Session};
 use lqos_model::{Rate, SqmOverride};
 use lqos_tc::config::Interfaces;
 use lqos_tc::ops::{FqCodelParams, QdiscKind};
@@ -573,7 +575,7 @@ fn a_cake_load_that_does_not_fit_in_memory_is_refused() {
     let msg = e.to_string();
     assert!(
         // The facts; the CLI adds what helps (`--lazy-leaves`, ...).
-        matches!(e, lqos_apply::ApplyError::NotEnoughMemory { .. })
+        matches!(e, lqos_apply::error::ApplyError::NotEnoughMemory { .. })
             && msg.contains("Nothing was changed"),
         "{msg}"
     );
@@ -588,5 +590,7 @@ fn a_cake_load_that_does_not_fit_in_memory_is_refused() {
             "{d}: {t:?}"
         );
     }
-    assert!(lqos_apply::load_saved_plan(&state).unwrap().is_none());
+    assert!(lqos_apply::saved::load_saved_plan(&state)
+        .unwrap()
+        .is_none());
 }

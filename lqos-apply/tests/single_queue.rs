@@ -3,11 +3,12 @@
 //! no-op reload, incremental change and verify work as on a multiqueue
 //! device, and preflight refuses an mq plan with a clear message.
 
+use lqos_apply::backend::{NetlinkBackend, NoProgress, Parallelism};
+use lqos_apply::error::ApplyError;
+use lqos_apply::live::NetlinkLive;
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
-use lqos_apply::{
-    verify_plan, ApplyError, ApplyOptions, NetlinkBackend, NetlinkLive, NetnsState, NoProgress,
-    Parallelism, Session,
-};
+use lqos_apply::state::NetnsState;
+use lqos_apply::{verify_plan, ApplyOptions, Session};
 use lqos_tc::ops::QdiscKind;
 use lqos_tc::{TcHandle, TcOp};
 
@@ -56,9 +57,10 @@ fn one_tx_queue_gets_an_htb_root_and_reloads_incrementally() {
         live: &live,
         backend: &backend,
     };
-    let opts = ApplyOptions {
-        verify_after: true,
-        ..Default::default()
+    let opts = {
+        let mut p = ApplyOptions::default();
+        p.verify_after = true;
+        p
     };
     let first = s.apply_planned(&p, Some(&net), opts, &NoProgress).unwrap();
     assert!(first.verify.as_ref().unwrap().is_clean());
@@ -103,7 +105,7 @@ fn preflight_refuses_mq_on_a_single_queue_device() {
     // A plan made for two queues has an mq root.
     let (_, p) = plan(50, 2);
     let live = NetlinkLive::new(Some(ns.name().to_string()));
-    let e = lqos_apply::preflight(&p, &live).unwrap_err();
+    let e = lqos_apply::load::preflight(&p, &live).unwrap_err();
     assert!(matches!(e, ApplyError::MqOnSingleQueue { .. }), "{e}");
     // The fact; the CLI adds `plan with --queues 1` (lqos-cli's hints).
     let msg = e.to_string();

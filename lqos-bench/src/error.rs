@@ -1,6 +1,6 @@
 //! The one error type of `lqos-bench`.
 
-use lqos_apply::ApplyError;
+use lqos_apply::error::ApplyError;
 
 /// What can go wrong while benchmarking.
 #[derive(Debug, thiserror::Error)]

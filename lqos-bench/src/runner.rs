@@ -10,11 +10,14 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use lqos_apply::timing::{CpuScope, Stopwatch};
-use lqos_apply::{
-    load_deletes_first, plan_change, read_live, Backend, IfaceOps, NetlinkBackend, NetlinkLive,
-    NoProgress, Parallelism, Progress, RootDelete, TcBatch, TcMode, Timing,
+use lqos_apply::backend::{
+    load_deletes_first, Backend, IfaceOps, NetlinkBackend, NoProgress, Parallelism, Progress,
+    RootDelete, TcBatch, TcMode,
 };
+use lqos_apply::live::{read_live, NetlinkLive};
+use lqos_apply::load::plan_change;
+use lqos_apply::timing::Timing;
+use lqos_apply::timing::{CpuScope, Stopwatch};
 use lqos_tc::{InterfacePlan, TcOp};
 use serde::Serialize;
 

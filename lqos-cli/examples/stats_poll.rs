@@ -9,7 +9,7 @@
 //!
 //! Per run, each timed alone (wall, and this process's and its children's
 //! user+system CPU):
-//! - lqos: [`lqos_apply::LiveSource::poll`] of every planned interface
+//! - lqos: [`lqos_apply::live::LiveSource::poll`] of every planned interface
 //!   (per HTB its class dump; one qdisc dump per interface: the leaves'
 //!   statistics) and [`StatsPoll::observe`] (map to circuits and nodes,
 //!   rates);
@@ -29,9 +29,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lqos_apply::live::{LiveSource, NetlinkLive};
+use lqos_apply::saved::load_saved_plan;
+use lqos_apply::state::NetnsState;
 use lqos_apply::stats::openmetrics::{self, CircuitSeries, Format};
 use lqos_apply::stats::{Snapshot, StatsIndex, StatsPoll, StatsTracker};
-use lqos_apply::{load_saved_plan, LiveSource, NetlinkLive, NetnsState};
 
 /// User and system CPU of this process and its waited-for children.
 fn cpu() -> (Duration, Duration) {
@@ -110,9 +112,8 @@ fn synthetic(n: usize, runs: usize) {
     cfg.default_sqm = "cake diffserv4".parse().unwrap();
     let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
     let index = StatsIndex::new(&plan);
-    let raw = Samples {
-        interfaces: plan
-            .interfaces
+    let raw = Samples::from(
+        plan.interfaces
             .iter()
             .map(|ip| {
                 let mut r = IfaceSamples::empty(&ip.dev);
@@ -123,7 +124,7 @@ fn synthetic(n: usize, runs: usize) {
                             counters: Counters {
                                 bytes: 123_456_789,
                                 packets: 98_765,
-                                ..Counters::default()
+                                ..Default::default()
                             },
                             htb: None,
                         }),
@@ -154,8 +155,8 @@ fn synthetic(n: usize, runs: usize) {
                 }
                 r
             })
-            .collect(),
-    };
+            .collect::<Vec<_>>(),
+    );
     let mut tracker = StatsTracker::new(&index);
     tracker.observe(&index, &raw, Duration::ZERO);
     let stats = tracker.observe(&index, &raw, Duration::from_secs(1));

@@ -3,7 +3,9 @@
 //! they are added here, in one place, next to `main`'s mapping of errors
 //! to exit codes.
 
-use lqos_apply::{guard, ApplyError, FullReason, LoadKind, UnsafeState};
+use lqos_apply::error::{ApplyError, UnsafeState};
+use lqos_apply::guard;
+use lqos_apply::load::{FullReason, LoadKind};
 use lqos_model::config::ConfigKey;
 use lqos_model::{Problem, Report};
 
@@ -137,6 +139,7 @@ pub(crate) fn apply_hint(e: &ApplyError) -> Option<String> {
             )
         }
         ApplyError::Locked { .. } => "wait for it to finish".to_string(),
+        ApplyError::InvalidInputs { .. } => "run `lqos check` for details".to_string(),
         ApplyError::NoInterface {
             config_key: Some(key),
             netns,
@@ -176,20 +179,20 @@ pub(crate) fn load_kind(k: &LoadKind) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lqos_apply::{ApplyOptions, NoProgress, QdiscRefusal, Recording};
+    use lqos_apply::backend::{NoProgress, Recording};
+    use lqos_apply::error::QdiscRefusal;
+    use lqos_apply::ApplyOptions;
 
     fn planned(sqm: &str, classifier: lqos_model::config::Classifier) -> lqos_tc::Plan {
         let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(1000));
-        let overrides = lqos_apply::PlanOverrides {
-            sqm: Some(sqm.parse().unwrap()),
-            classifier: Some(classifier),
-            ..Default::default()
-        };
-        let cfg = lqos_apply::plan_config(
+        let overrides = lqos_apply::inputs::PlanOverrides::default()
+            .sqm(sqm.parse().unwrap())
+            .classifier(classifier);
+        let cfg = lqos_apply::inputs::plan_config(
             &g.config,
             None,
             &overrides,
-            lqos_apply::QueueCount::Default(1),
+            lqos_apply::inputs::QueueCount::Default(1),
         )
         .unwrap();
         lqos_tc::plan(&g.network, &cfg, None).unwrap()

@@ -474,51 +474,52 @@ mod tests {
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
         let index = StatsIndex::new(&plan);
         let mut t = StatsTracker::new(&index);
-        let raw = |bytes: u64| Samples {
-            interfaces: plan
-                .interfaces
-                .iter()
-                .map(|ip| {
-                    let mut r = IfaceSamples::empty(&ip.dev);
-                    for c in &plan.allocation.circuits {
-                        let d = ip.direction;
-                        let classid = TcHandle::new(plan.major(d, c.queue), c.minor);
-                        r.classes.push(ClassSample {
-                            classid,
-                            counters: Counters {
-                                bytes,
-                                ..Counters::default()
-                            },
-                            htb: None,
-                        });
-                        let leaf = if d == Direction::Upload {
-                            c.leaf_upload
-                        } else {
-                            c.leaf_download
-                        };
-                        let mut tins = vec![CakeTin::default(); 4];
-                        tins[1] = CakeTin {
-                            sent_bytes: bytes,
-                            sent_packets: 3,
-                            peak_delay_us: 1_500_250,
-                            avg_delay_us: 1234,
-                            base_delay_us: 7,
-                            ..CakeTin::default()
-                        };
-                        r.qdiscs.push(QdiscSample {
-                            handle: TcHandle::new(leaf.unwrap(), 0),
-                            parent: classid,
-                            kind: "cake".into(),
-                            counters: Counters::default(),
-                            xstats: LeafXstats::Cake(CakeXstats {
-                                tins,
-                                ..CakeXstats::default()
-                            }),
-                        });
-                    }
-                    r
-                })
-                .collect(),
+        let raw = |bytes: u64| {
+            Samples::from(
+                plan.interfaces
+                    .iter()
+                    .map(|ip| {
+                        let mut r = IfaceSamples::empty(&ip.dev);
+                        for c in &plan.allocation.circuits {
+                            let d = ip.direction;
+                            let classid = TcHandle::new(plan.major(d, c.queue), c.minor);
+                            r.classes.push(ClassSample {
+                                classid,
+                                counters: Counters {
+                                    bytes,
+                                    ..Default::default()
+                                },
+                                htb: None,
+                            });
+                            let leaf = if d == Direction::Upload {
+                                c.leaf_upload
+                            } else {
+                                c.leaf_download
+                            };
+                            let mut tins = vec![CakeTin::default(); 4];
+                            tins[1] = CakeTin {
+                                sent_bytes: bytes,
+                                sent_packets: 3,
+                                peak_delay_us: 1_500_250,
+                                avg_delay_us: 1234,
+                                base_delay_us: 7,
+                                ..CakeTin::default()
+                            };
+                            r.qdiscs.push(QdiscSample {
+                                handle: TcHandle::new(leaf.unwrap(), 0),
+                                parent: classid,
+                                kind: "cake".into(),
+                                counters: Counters::default(),
+                                xstats: LeafXstats::Cake(CakeXstats {
+                                    tins,
+                                    ..CakeXstats::default()
+                                }),
+                            });
+                        }
+                        r
+                    })
+                    .collect::<Vec<_>>(),
+            )
         };
         t.observe(&index, &raw(100), Duration::ZERO);
         let stats = t.observe(&index, &raw(1100), Duration::from_secs(1));

@@ -219,8 +219,11 @@ fn metrics_are_valid_grow_with_traffic_and_bad_requests_get_errors() {
     promtool::assert_passes(body, true, "a scrape in OpenMetrics");
 
     // Traffic into circuit 10001's download class.
-    let state = lqos_apply::NetnsState::new(d.join("st"), Some(ns.name()));
-    let plan = lqos_apply::load_saved_plan(&state).unwrap().unwrap().plan;
+    let state = lqos_apply::state::NetnsState::new(d.join("st"), Some(ns.name()));
+    let plan = lqos_apply::saved::load_saved_plan(&state)
+        .unwrap()
+        .unwrap()
+        .plan;
     let c = plan
         .allocation
         .circuits
@@ -451,9 +454,9 @@ fn metrics_stay_answerable_under_idle_slow_and_many_clients() {
         }
         println!("a scrape beside a flood of 1,000: {:?}", timed_scrape(port));
         // An edit during the flood is applied: circuit 10001's ceil.
-        let live = lqos_apply::NetlinkLive::new(Some(ns.name().to_string()));
+        let live = lqos_apply::live::NetlinkLive::new(Some(ns.name().to_string()));
         let ceils = || -> Vec<u64> {
-            use lqos_apply::LiveSource;
+            use lqos_apply::live::LiveSource;
             let t = live.dump("ens19").unwrap();
             t.classes.values().map(|c| c.htb.ceil.bps()).collect()
         };

@@ -268,7 +268,7 @@ fn streamed_outputs_equal_the_in_memory_renderers() {
         &["plan", "--out", "out", "--root-delete"],
     ));
     let d = dir.path().join("out");
-    let plan = lqos_apply::read_plan(&d.join("plan.json")).unwrap();
+    let plan = lqos_apply::inputs::read_plan(&d.join("plan.json")).unwrap();
     let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap();
     for ip in &plan.interfaces {
         let text = read(&format!("tc_{}.txt", ip.dev));

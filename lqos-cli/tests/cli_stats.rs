@@ -81,8 +81,11 @@ fn stats_report_what_was_sent_and_top_shows_the_busy_circuit_first() {
     let mut apply = vec!["apply", "--queues", "1", "--sqm", "pfifo"];
     apply.extend(target);
     ok(&lqos(d, &apply));
-    let state = lqos_apply::NetnsState::new(d.join("st"), Some(ns.name()));
-    let plan = lqos_apply::load_saved_plan(&state).unwrap().unwrap().plan;
+    let state = lqos_apply::state::NetnsState::new(d.join("st"), Some(ns.name()));
+    let plan = lqos_apply::saved::load_saved_plan(&state)
+        .unwrap()
+        .unwrap()
+        .plan;
     let classid = |id: &str| {
         let c = plan
             .allocation

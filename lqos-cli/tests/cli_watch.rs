@@ -565,10 +565,13 @@ fn lazy_leaves_follow_traffic() {
         ],
     );
     daemon.wait_log(0, Duration::from_secs(60), applied("start"));
-    let state = lqos_apply::NetnsState::new(d.join("st"), Some(ns.name()));
-    let plan = lqos_apply::load_saved_plan(&state).unwrap().unwrap().plan;
+    let state = lqos_apply::state::NetnsState::new(d.join("st"), Some(ns.name()));
+    let plan = lqos_apply::saved::load_saved_plan(&state)
+        .unwrap()
+        .unwrap()
+        .plan;
     let ip = plan.interfaces.iter().find(|i| i.dev == "ens19").unwrap();
-    let leaves: Vec<lqos_tc::ops::Qdisc> = lqos_apply::lazy::circuit_leaves(ip).cloned().collect();
+    let leaves: Vec<lqos_tc::ops::Qdisc> = lqos_tc::rules::circuit_leaves(ip).cloned().collect();
     assert_eq!(leaves.len(), 40);
     // Idle circuits have no leaf (but every class is there).
     let t = tree(ns.name(), "ens19");

@@ -28,8 +28,8 @@ mod common;
 use std::path::Path;
 
 use common::{code, copy_libreqos_fixture, lqos, text};
+use lqos_apply::live::{KindProbe, LiveSource as _, NetlinkLive};
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
-use lqos_apply::{KindProbe, LiveSource as _, NetlinkLive};
 use lqos_tc::ops::QdiscKind;
 
 /// Does this kernel have cake and fq_codel? (Fails instead of skipping

@@ -16,7 +16,10 @@ use lqos_tc::TcHandle;
 /// `LQOS_REQUIRE_CAKE=1`, as in the lab).
 fn cake_available(test: &str) -> bool {
     let kind = lqos_tc::ops::QdiscKind::Cake(Default::default());
-    match lqos_apply::KindProbe::new().probe(&kind).expect("probe") {
+    match lqos_apply::live::KindProbe::new()
+        .probe(&kind)
+        .expect("probe")
+    {
         Ok(()) => true,
         Err(r) if std::env::var("LQOS_REQUIRE_CAKE").as_deref() == Ok("1") => {
             panic!("{test}: LQOS_REQUIRE_CAKE=1 but this kernel has no cake: {r}")
@@ -46,8 +49,11 @@ fn cake_counts_an_ef_flow_in_the_voice_tin() {
     let mut apply = vec!["apply", "--queues", "1", "--sqm", "cake diffserv4"];
     apply.extend(target);
     ok(&lqos(d, &apply));
-    let state = lqos_apply::NetnsState::new(d.join("st"), Some(ns.name()));
-    let plan = lqos_apply::load_saved_plan(&state).unwrap().unwrap().plan;
+    let state = lqos_apply::state::NetnsState::new(d.join("st"), Some(ns.name()));
+    let plan = lqos_apply::saved::load_saved_plan(&state)
+        .unwrap()
+        .unwrap()
+        .plan;
     // A circuit whose download leaf is cake (LibreQoS's rules give the
     // fastest circuits fq_codel).
     let down = plan.interface("ens19").unwrap();

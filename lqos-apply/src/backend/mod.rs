@@ -180,7 +180,7 @@ pub trait Progress: Sync {
 /// its next safe point.
 ///
 /// ```
-/// use lqos_apply::{Cancel, Progress};
+/// use lqos_apply::backend::{Cancel, Progress};
 /// let cancel = Cancel::new();
 /// assert!(!cancel.cancelled());
 /// // e.g. signal_hook::flag::register(SIGTERM, cancel.flag())

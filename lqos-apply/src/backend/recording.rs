@@ -1,6 +1,6 @@
 //! A fake kernel for tests of everything above the socket: records every op
 //! per interface, keeps a simulated tree per interface (so it can also serve
-//! as the [`crate::LiveSource`] for readback), and fails on request.
+//! as the [`crate::live::LiveSource`] for readback), and fails on request.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;

@@ -15,7 +15,7 @@ use super::{
     as_sent, root_delete_found_nothing, tc_message_errno, Backend, IfaceOps, IfaceReport,
     LoadReport, Progress, RootDelete,
 };
-use crate::error::{ApplyError, Stopped};
+use crate::error::{ApplyError, IoAction, Stopped};
 use crate::timing::{zombie_cpu, CpuScope, Stopwatch, Timing};
 use lqos_tc::render::render_line;
 
@@ -151,7 +151,7 @@ impl TcBatch {
             .spawn()
         {
             Ok(c) => c,
-            Err(e) => return fail(ApplyError::io(format!("spawning {}", self.tc.display()), e)),
+            Err(e) => return fail(ApplyError::io(IoAction::SpawnTc, Some(&self.tc), e)),
         };
         let stdin = child.stdin.take().expect("piped stdin");
         let _ = nix::fcntl::fcntl(&stdin, nix::fcntl::FcntlArg::F_SETPIPE_SZ(TC_PIPE_BYTES));
@@ -255,7 +255,7 @@ impl TcBatch {
         }
         let status = match child.wait() {
             Ok(s) => s,
-            Err(e) => return fail(ApplyError::io("waiting for tc", e)),
+            Err(e) => return fail(ApplyError::io(IoAction::WaitTc, None, e)),
         };
         let mut timing = sw.stop();
         if let Some((user, sys)) = cpu {
@@ -421,7 +421,7 @@ impl TcBatch {
         let out = c.output();
         let t = sw.stop();
         match out {
-            Err(e) => (t, Some(ApplyError::io("spawning tc qdisc del", e))),
+            Err(e) => (t, Some(ApplyError::io(IoAction::SpawnRootDelete, None, e))),
             Ok(o) if o.status.success() => (t, None),
             Ok(o) => {
                 let msg = String::from_utf8_lossy(&o.stderr).trim().to_string();

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::error::ApplyError;
-use crate::Stopped;
+use crate::error::Stopped;
 
 use super::event::{Applied, Event, LoadPath};
 use crate::state::StateFile;

@@ -8,9 +8,10 @@ use std::time::Instant;
 use super::core::{Reloader, Request, Response, Settings};
 use super::event::{Event, Record};
 use super::health::Health;
-use super::ingest::{FileEvent, InputFile};
+use super::ingest::FileEvent;
 use crate::backend::{load_deletes_first, Backend, Cancel};
 use crate::engine::preflight;
+use crate::error::InputFile;
 use crate::error::{ApplyError, StateProblem};
 use crate::inputs::Inputs;
 use crate::journal::Journal;
@@ -87,7 +88,7 @@ impl<'a> Driver<'a> {
     /// The same driver whose loads stop at their next safe point once
     /// `cancel` is set (SIGTERM): such a load ends as a failed one (the
     /// kernel read back next time, nothing saved as last good), with
-    /// [`crate::Stopped::Cancelled`] in its error.
+    /// [`crate::error::Stopped::Cancelled`] in its error.
     pub fn with_cancel(mut self, cancel: Cancel) -> Driver<'a> {
         self.cancel = cancel;
         self
@@ -143,7 +144,7 @@ impl<'a> Driver<'a> {
     }
 
     /// An operator confirmed the refused inputs with sha256 `sha`
-    /// (`lqos confirm`): applied once, now.
+    /// ([`crate::watch::Confirmation`]): applied once, now.
     pub fn confirm(&mut self, sha: &str, sink: &mut dyn FnMut(Event)) {
         let now = (self.clock)();
         self.core.confirm(sha, now);

@@ -81,7 +81,7 @@ pub enum Event {
     /// as it is).
     PartialWrite {
         /// The file.
-        file: super::InputFile,
+        file: crate::error::InputFile,
         /// How long at most.
         wait: Duration,
     },
@@ -121,7 +121,7 @@ pub enum Event {
         /// The interface.
         dev: String,
         /// Why (its layout differs from the plan's).
-        reason: crate::FullReason,
+        reason: crate::engine::FullReason,
         /// Ops sent to it.
         ops: usize,
     },
@@ -283,6 +283,7 @@ pub struct Applied {
 
 /// How a load was computed, with the times of its parts.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum LoadPath {
     /// All inputs read and planned (or the current plan, for a verify),
     /// diffed against the known state or the kernel read back.
@@ -305,6 +306,7 @@ pub enum LoadPath {
 
 /// The parts of an incremental edit's time.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
 pub struct Breakdown {
     /// Read the files, find and re-read the changed rows, check them.
     pub parse: Duration,
@@ -323,6 +325,7 @@ pub struct Breakdown {
 /// The outcome of one trigger, for the status file (the driver stamps it
 /// with the wall-clock time and saves it).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Record {
     /// What started it.
     pub trigger: Trigger,

@@ -13,33 +13,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::error::InputFile;
 use crate::inputs::RawInputs;
-
-/// One of the three input files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum InputFile {
-    /// `network.json`.
-    Network,
-    /// `ShapedDevices.csv`.
-    Devices,
-    /// `lqos.conf`.
-    Config,
-}
-
-impl InputFile {
-    fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The file's usual name.
-    pub fn name(self) -> &'static str {
-        match self {
-            InputFile::Network => "network.json",
-            InputFile::Devices => "ShapedDevices.csv",
-            InputFile::Config => "lqos.conf",
-        }
-    }
-}
 
 /// What the file watcher saw happen to an input file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,4 @@
-//! The reload daemon as a library: what `lqos watch` runs, for any
-//! program that embeds lqos.
+//! The reload daemon as a library, for any program that embeds lqos.
 //!
 //! - [`Reloader`]: the decisions, without I/O (quinn-proto's style). It
 //!   owns the plan the daemon runs, the model of what the kernel holds
@@ -25,12 +24,15 @@
 //!   watcher, logging) and reads the statistics and the daemon's
 //!   [`Health`] from it.
 //!
-//! A start, an edit and the statistics, against the [`crate::Recording`]
+//! A start, an edit and the statistics, against the [`crate::backend::Recording`]
 //! fake kernel:
 //!
 //! ```
-//! use lqos_apply::daemon::{Driver, Event, FileEvent, InputFile, Kernel, LoadPath, Settings};
-//! use lqos_apply::{Inputs, NetnsState, PlanOverrides, Recording};
+//! use lqos_apply::daemon::{Driver, Event, FileEvent, Kernel, LoadPath, Settings};
+//! use lqos_apply::inputs::InputFile;
+//! use lqos_apply::backend::Recording;
+//! use lqos_apply::inputs::{Inputs, PlanOverrides};
+//! use lqos_apply::state::NetnsState;
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(30));
@@ -42,7 +44,7 @@
 //! let kernel = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
 //! let state = NetnsState::new(dir.path().join("state"), None);
 //! let mut settings = Settings::default();
-//! settings.overrides = PlanOverrides { sqm: Some("pfifo".parse().unwrap()), ..Default::default() };
+//! settings.overrides = PlanOverrides::default().sqm("pfifo".parse().unwrap());
 //! settings.statistics = true; // a poll every `settings.poll`, the first at start
 //! let k = Kernel { live: &kernel, backend: &kernel };
 //! let mut d = Driver::new(settings, Inputs::in_dir(dir.path()), &state, k);
@@ -81,5 +83,5 @@ pub use describe::{Level, LogLine, Value, REPAIRS_LOGGED};
 pub use driver::{Driver, Kernel};
 pub use event::{Applied, Breakdown, Event, Fallback, LoadPath, Record};
 pub use health::Health;
-pub use ingest::{FileEvent, InputFile};
+pub use ingest::FileEvent;
 pub use known::{KnownKernel, OutOfStep};

@@ -1,6 +1,7 @@
 //! The daemon against the [`Recording`] fake kernel: real files in a
 //! temporary directory, a real state directory, a manual clock.
 
+use crate::error::InputFile;
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -172,7 +173,7 @@ fn start_loads_everything_reads_back_and_records_it() {
     trees_are(&kernel, &plan);
     assert!(d.core().known().is_known());
     // The state files: the last good plan, the status.
-    let saved = crate::load_saved_plan(&state).unwrap().unwrap();
+    let saved = crate::session::load_saved_plan(&state).unwrap().unwrap();
     assert_eq!(saved.plan, plan);
     let st = WatchStatus::load(&state).unwrap().unwrap();
     assert_eq!(st.last.as_ref().unwrap().outcome, Outcome::Applied);
@@ -227,7 +228,7 @@ fn edits_take_the_incremental_path_or_the_full_one_and_equal_a_full_plan() {
         "{}",
         &text[..text.len().min(400)]
     );
-    let saved = crate::load_saved_plan(&state).unwrap().unwrap();
+    let saved = crate::session::load_saved_plan(&state).unwrap().unwrap();
     assert_eq!(saved.plan, full);
 
     // The same bytes again: nothing to do.
@@ -384,7 +385,13 @@ fn a_kernel_failure_is_retried_reading_back_and_converges() {
     assert_eq!(st.last.as_ref().unwrap().outcome, Outcome::Failed);
     assert!(st.last.unwrap().error.unwrap().contains("boom"));
     // The saved plan is still the last good one.
-    assert_eq!(crate::load_saved_plan(&state).unwrap().unwrap().plan, plan0);
+    assert_eq!(
+        crate::session::load_saved_plan(&state)
+            .unwrap()
+            .unwrap()
+            .plan,
+        plan0
+    );
 
     // The retry, after the retry time, reads back and converges.
     let retry_at = d.deadline().expect("a retry");
@@ -555,7 +562,7 @@ fn lazy_leaves_follow_the_counters() {
     let plan = d.core().plan().unwrap().clone();
     let ip = &plan.interfaces[0];
     let dev = ip.dev.as_str();
-    let leaves: Vec<lqos_tc::ops::Qdisc> = crate::lazy::circuit_leaves(ip).cloned().collect();
+    let leaves: Vec<lqos_tc::ops::Qdisc> = lqos_tc::rules::circuit_leaves(ip).cloned().collect();
     let tree = kernel.tree(dev).unwrap();
     assert!(leaves.iter().all(|q| !tree.qdiscs.contains_key(&q.handle)));
     assert!(leaves.iter().all(|q| tree.classes.contains_key(&q.parent)));

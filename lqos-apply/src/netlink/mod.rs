@@ -105,7 +105,7 @@ pub use htb::HtbXstats;
 pub use op::{decode_request, encode_op, encode_op_with};
 pub use pipeline::{OpFailure, SendOptions, SendStats};
 pub use psched::{PschedClock, PschedParseError};
-pub use socket::{LinkInfo, NetlinkError, NetlinkSocket};
+pub use socket::{DumpOf, LinkInfo, NetlinkError, NetlinkSocket, Request};
 pub use stats::{
     decode_class_sample_msg, decode_qdisc_sample_msg, ClassSample, Counters, LeafXstats,
     QdiscSample, TCA_STATS2, TCA_STATS_BASIC,

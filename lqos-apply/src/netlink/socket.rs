@@ -52,8 +52,8 @@ pub enum NetlinkError {
     /// The kernel refused a request.
     #[error("{what}: {message} (errno {errno})")]
     Kernel {
-        /// The request (e.g. `dump qdiscs of ifindex 3`).
-        what: String,
+        /// The request.
+        what: Request,
         /// Positive errno.
         errno: i32,
         /// Extended-ACK text, else strerror.
@@ -63,7 +63,7 @@ pub enum NetlinkError {
     #[error("{what}: {source}")]
     Io {
         /// The request being sent or answered.
-        what: String,
+        what: Request,
         /// The OS error (`ENOBUFS` = replies were lost).
         #[source]
         source: io::Error,
@@ -72,7 +72,7 @@ pub enum NetlinkError {
     #[error("{what}: {source}")]
     Decode {
         /// The request being answered.
-        what: String,
+        what: Request,
         /// Details.
         #[source]
         source: DecodeError,
@@ -83,6 +83,71 @@ pub enum NetlinkError {
     /// `/proc/net/psched` could not be parsed.
     #[error("parsing /proc/net/psched: {0}")]
     PschedParse(#[source] PschedParseError),
+}
+
+/// The request a [`NetlinkError`] is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Request {
+    /// Looking up an interface by name.
+    Link {
+        /// The interface.
+        name: String,
+    },
+    /// A dump of an interface's qdiscs, classes or egress filters.
+    Dump {
+        /// What is dumped.
+        of: DumpOf,
+        /// The interface.
+        ifindex: i32,
+        /// The qdisc whose classes are dumped (`None`: the whole
+        /// interface's).
+        parent: Option<TcHandle>,
+    },
+    /// A dump's replies captured whole.
+    Capture,
+    /// The ACK of an op of a stream.
+    Ack {
+        /// The op's 0-based index in the stream.
+        op: usize,
+    },
+}
+
+/// What a [`Request::Dump`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DumpOf {
+    /// `RTM_GETQDISC`.
+    Qdiscs,
+    /// `RTM_GETTCLASS`.
+    Classes,
+    /// `RTM_GETTFILTER` of the egress hook.
+    Filters,
+}
+
+impl fmt::Display for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Request::Link { name } => write!(f, "looking up interface {name:?}"),
+            Request::Dump {
+                of,
+                ifindex,
+                parent,
+            } => {
+                let of = match of {
+                    DumpOf::Qdiscs => "qdiscs",
+                    DumpOf::Classes => "classes",
+                    DumpOf::Filters => "egress filters",
+                };
+                match parent {
+                    None => write!(f, "dumping {of} of ifindex {ifindex}"),
+                    Some(p) => write!(f, "dumping {of} of qdisc {p} on ifindex {ifindex}"),
+                }
+            }
+            Request::Capture => f.write_str("capturing a dump"),
+            Request::Ack { op } => write!(f, "receiving the ACK of op #{op}"),
+        }
+    }
 }
 
 /// An interface as the kernel reports it.
@@ -129,11 +194,8 @@ impl fmt::Debug for NetlinkSocket {
     }
 }
 
-fn io_what(what: impl Into<String>) -> impl FnOnce(io::Error) -> NetlinkError {
-    move |source| NetlinkError::Io {
-        what: what.into(),
-        source,
-    }
+fn io_what(what: Request) -> impl FnOnce(io::Error) -> NetlinkError {
+    move |source| NetlinkError::Io { what, source }
 }
 
 impl NetlinkSocket {
@@ -267,7 +329,9 @@ impl NetlinkSocket {
                 name: name.to_string(),
             });
         }
-        let what = || format!("looking up interface {name:?}");
+        let what = || Request::Link {
+            name: name.to_string(),
+        };
         let info = self.request(
             &what,
             |buf, seq| msg::getlink_request(buf, name, seq),
@@ -320,7 +384,7 @@ impl NetlinkSocket {
     /// it returns `Some` (or an error). `what` names the request in errors.
     fn request<T>(
         &mut self,
-        what: &dyn Fn() -> String,
+        what: &dyn Fn() -> Request,
         encode: impl FnOnce(&mut Vec<u8>, u32),
         mut on_reply: impl FnMut(&msg::RawMsg<'_>) -> Result<Option<T>, NetlinkError>,
     ) -> Result<T, NetlinkError> {
@@ -465,7 +529,8 @@ impl NetlinkSocket {
             let seq = self.take_seq(1);
             self.sendbuf.clear();
             msg::getlink_request(&mut self.sendbuf, "lo", seq);
-            self.send_buf().map_err(io_what("sending a link lookup"))?;
+            self.send_buf()
+                .map_err(io_what(Request::Link { name: "lo".into() }))?;
         }
         Ok(())
     }
@@ -548,7 +613,7 @@ impl NetlinkSocket {
         } else {
             RTM_NEWQDISC
         };
-        let what = || "capturing a dump".to_string();
+        let what = || Request::Capture;
         self.request(
             &what,
             |buf, seq| msg::dump_request_parent(buf, ty, ifindex, parent, seq),
@@ -643,17 +708,14 @@ impl NetlinkSocket {
         parent: TcHandle,
         mut each: impl FnMut(&[u8]) -> Result<(), DecodeError>,
     ) -> Result<(), NetlinkError> {
-        let what = || {
-            let of = match ty {
-                RTM_GETQDISC => "qdiscs",
-                RTM_GETTCLASS => "classes",
-                _ => "egress filters",
-            };
-            if parent == TcHandle::UNSPEC {
-                format!("dumping {of} of ifindex {ifindex}")
-            } else {
-                format!("dumping {of} of qdisc {parent} on ifindex {ifindex}")
-            }
+        let what = || Request::Dump {
+            of: match ty {
+                RTM_GETQDISC => DumpOf::Qdiscs,
+                RTM_GETTCLASS => DumpOf::Classes,
+                _ => DumpOf::Filters,
+            },
+            ifindex,
+            parent: (parent != TcHandle::UNSPEC).then_some(parent),
         };
         let reply = match ty {
             RTM_GETQDISC => RTM_NEWQDISC,
@@ -720,7 +782,7 @@ impl NetlinkSocket {
 
 /// The kernel's refusal of a request, with its extended-ACK text (or the
 /// errno's description when it sent none).
-fn kernel_error(what: String, ack: &msg::Ack<'_>) -> NetlinkError {
+fn kernel_error(what: Request, ack: &msg::Ack<'_>) -> NetlinkError {
     NetlinkError::Kernel {
         what,
         errno: ack.errno,

@@ -5,7 +5,7 @@
 //! - [`StatsIndex::new`] (pure, once per plan): which classid is which
 //!   circuit or node in which direction, which leaf qdisc is whose, and
 //!   every class's planned rate and ceil.
-//! - [`LiveSource::poll`](crate::LiveSource::poll) of a [`PollRequest`]:
+//! - [`LiveSource::poll`](crate::live::LiveSource::poll) of a [`PollRequest`]:
 //!   the I/O, per interface one class dump per planned HTB (counters,
 //!   64-bit packets, HTB's statistics) and, where asked, one qdisc dump
 //!   (the leaves' counters, cake's per-tin and fq_codel's statistics)
@@ -36,13 +36,13 @@
 //! use std::time::Duration;
 //!
 //! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(5));
-//! let cfg = lqos_apply::plan_config(&g.config, None, &Default::default(),
-//!     lqos_apply::QueueCount::Default(2)).unwrap();
+//! let cfg = lqos_apply::inputs::plan_config(&g.config, None, &Default::default(),
+//!     lqos_apply::inputs::QueueCount::Default(2)).unwrap();
 //! let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
 //! let index = StatsIndex::new(&plan);
 //! let mut tracker = StatsTracker::new(&index);
 //! // No traffic yet: counters at zero, no rate before a second poll.
-//! let raw = Samples { interfaces: index.devs().map(|d| IfaceSamples::empty(d)).collect() };
+//! let raw = Samples::from(index.devs().map(|d| IfaceSamples::empty(d)).collect::<Vec<_>>());
 //! let s = tracker.observe(&index, &raw, Duration::from_secs(1));
 //! assert_eq!(s.circuits.len(), 5);
 //! assert_eq!(s.interval_secs, None);
@@ -368,6 +368,7 @@ impl DirAcc {
 
 /// One direction of a circuit or node in one poll.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct DirStats {
     /// Bytes sent (monotonic: across recreated classes).
     pub bytes: u64,
@@ -427,7 +428,8 @@ impl DirStats {
 }
 
 /// One circuit in one poll.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct CircuitStats {
     /// Circuit ID.
     pub id: SmolStr,
@@ -443,7 +445,8 @@ pub struct CircuitStats {
 
 /// One node in one poll: its class's counters; drops, ECN marks and
 /// backlog summed over the circuits below it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct NodeStats {
     /// Node name.
     pub name: String,
@@ -487,6 +490,7 @@ const DEFAULT_MINOR: u16 = 2;
 /// queue, summed, per direction. Addresses no device has (or that a
 /// classifier does not map) land there, unshaped by any circuit.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Unclassified {
     /// Towards the subscribers.
     pub download: DirStats,
@@ -495,7 +499,8 @@ pub struct Unclassified {
 }
 
 /// The statistics of one poll.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Stats {
     /// Seconds since the previous poll (`None`: the first; rates are 0).
     pub interval_secs: Option<f64>,

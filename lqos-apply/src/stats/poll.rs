@@ -1,20 +1,22 @@
 //! The state that turns poll after poll into statistics ([`StatsPoll`],
 //! pure): what to read ([`PollRequest`]) in, what was read ([`Polled`])
 //! and a time in, a [`Snapshot`] out. The reading itself is a
-//! [`LiveSource::poll`](crate::LiveSource::poll) (the kernel over netlink,
+//! [`LiveSource::poll`](crate::live::LiveSource::poll) (the kernel over netlink,
 //! or the fake kernel); the daemon asks for it through its request table
-//! ([`crate::daemon::Request::Poll`]) and `lqos stats` calls it directly.
+//! ([`crate::daemon::Request::Poll`]); a one-off reader calls
+//! [`StatsPoll::poll`].
 //!
 //! ```
 //! use lqos_apply::stats::StatsPoll;
-//! use lqos_apply::{LiveSource, Recording};
+//! use lqos_apply::backend::Recording;
+//! use lqos_apply::live::LiveSource;
 //! use std::time::Duration;
 //!
 //! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(4));
 //! let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 2);
 //! let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
 //! let kernel = Recording::new().with_link("ens19", 2).with_link("ens20", 2);
-//! lqos_apply::apply_plan(&plan, &kernel, &kernel, Default::default(), &lqos_apply::NoProgress).unwrap();
+//! lqos_apply::apply_plan(&plan, &kernel, &kernel, Default::default(), &lqos_apply::backend::NoProgress).unwrap();
 //! let c = &plan.allocation.circuits[0];
 //! let class = lqos_tc::TcHandle::new(plan.major(lqos_tc::allocation::Direction::Download, c.queue), c.minor);
 //!
@@ -70,7 +72,7 @@ impl Snapshot {
 
 /// The statistics of one plan, poll after poll (pure: dumps and a
 /// monotonic time in, a [`Snapshot`] out). What the daemon keeps between
-/// its polls and what `lqos stats` and `lqos top` poll with.
+/// its polls and what a one-off reader polls with.
 #[derive(Debug)]
 pub struct StatsPoll {
     index: Arc<StatsIndex>,
@@ -121,14 +123,14 @@ impl StatsPoll {
     }
 
     /// Polls `live` ([`StatsPoll::request`] with `leaves`) and observes the
-    /// result at `now`: what `lqos stats` and `lqos top` do. Fails on the
+    /// result at `now` (a one-off reader's poll). Fails on the
     /// first interface that cannot be read (nothing is observed then).
     pub fn poll(
         &mut self,
-        live: &dyn crate::LiveSource,
+        live: &dyn crate::live::LiveSource,
         leaves: bool,
         now: Duration,
-    ) -> crate::Result<Snapshot> {
+    ) -> crate::error::Result<Snapshot> {
         let mut polled = live.poll(&self.request(leaves));
         if let Some((_, e)) = polled.failed.drain(..).next() {
             return Err(e);

@@ -2,8 +2,8 @@
 //! ens19/ens20 (16 TX queues) and hand-built trees.
 #![allow(dead_code)]
 
+use lqos_apply::backend::IfaceOps;
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
-use lqos_apply::IfaceOps;
 use lqos_model::Rate;
 use lqos_tc::ops::{Class, Qdisc, QdiscKind};
 use lqos_tc::{TcHandle, TcOp};

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use lqos_apply::adopt::LibreQosDir;
-use lqos_apply::LiveSource;
+use lqos_apply::live::LiveSource;
 use lqos_tc::{Allocation, Plan, TcHandle};
 
 use super::inputs::InputArgs;

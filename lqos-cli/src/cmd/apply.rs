@@ -4,14 +4,18 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use lqos_apply::journal::Journal;
-use lqos_apply::state::StateFile;
-use lqos_apply::{
-    apply_plan, guard, load_saved_allocation, plan_raw, resolve_state_dir, ApplyError,
-    ApplyOptions, ApplyReport, Backend, Cancel, Change, IfaceOps, LiveSource, NetlinkBackend,
-    NetlinkLive, NetnsState, NoProgress, Parallelism, PlanOverrides, Prefetched, Progress,
-    QueueCount, RawInputs, SavedPlan, Session, Stopped, TcBatch, TcMode,
+use lqos_apply::backend::{
+    Backend, Cancel, IfaceOps, NetlinkBackend, NoProgress, Parallelism, Progress, TcBatch, TcMode,
 };
+use lqos_apply::error::{ApplyError, Stopped};
+use lqos_apply::inputs::{plan_raw, PlanOverrides, QueueCount, RawInputs};
+use lqos_apply::journal::Journal;
+use lqos_apply::live::{LiveSource, NetlinkLive};
+use lqos_apply::load::{Change, Prefetched};
+use lqos_apply::saved::{load_saved_allocation, SavedPlan};
+use lqos_apply::state::StateFile;
+use lqos_apply::state::{resolve_state_dir, NetnsState};
+use lqos_apply::{apply_plan, guard, ApplyOptions, ApplyReport, Session};
 use lqos_model::config::LqosConfig;
 use lqos_model::Network;
 use lqos_tc::render::render_line;
@@ -141,7 +145,7 @@ impl TargetArgs {
 /// the inputs and the options it was applied with, re-planned), if one
 /// was; a state directory that does not exist is not created.
 pub fn applied_plan(target: &TargetArgs) -> anyhow::Result<Option<SavedPlan>> {
-    Ok(lqos_apply::load_saved_plan(&target.state())?)
+    Ok(lqos_apply::saved::load_saved_plan(&target.state())?)
 }
 
 /// `the plan applied at TIME (STATE_DIR/last-plan.json)`: what a command
@@ -197,7 +201,7 @@ impl PlanArgs {
             }),
         };
         if let (Some(p), None) = (&self.plan, &raw) {
-            let (plan, network) = lqos_apply::read_plan_record(p)?;
+            let (plan, network) = lqos_apply::inputs::read_plan_record(p)?;
             return Ok(Resolved {
                 plan,
                 network,
@@ -428,11 +432,13 @@ pub fn run(args: Args) -> Outcome {
     let state = args.target.state();
     let live = NetlinkLive::new(netns.clone()).with_probe_cache(state.file(StateFile::ProbeCache));
     let backend = backend(&args, netns.clone());
-    let opts = ApplyOptions {
-        full: args.full,
-        dry_run: args.dry_run,
-        verify_after: args.verify,
-        skip_memory_check: args.skip_memory_check,
+    let opts = {
+        let mut p = ApplyOptions::default();
+        p.full = args.full;
+        p.dry_run = args.dry_run;
+        p.verify_after = args.verify;
+        p.skip_memory_check = args.skip_memory_check;
+        p
     };
     // Rollback re-applies the saved plan through the session; it needs the
     // state directory to exist.
@@ -589,7 +595,7 @@ fn progress_bar(plan: &Plan) -> Option<Bar> {
 /// Prints the report (with `readback`, the time of the trees read ahead
 /// during planning, when they were) and turns a failed or interrupted
 /// load, or a verify that found drift, into the error `main` maps.
-fn finish(mut report: ApplyReport<'_>, readback: Option<lqos_apply::Timing>) -> Outcome {
+fn finish(mut report: ApplyReport<'_>, readback: Option<lqos_apply::timing::Timing>) -> Outcome {
     if let Some(t) = readback {
         // The read-ahead's own time (apply_plan only took those trees,
         // and dumped any interface the read-ahead did not know).

@@ -1,8 +1,7 @@
 //! `lqos check`: validate the inputs and print every problem.
 
-use lqos_apply::{
-    config_key, interface_names, plan_config, LiveSource, NetlinkLive, PlanOverrides, QueueCount,
-};
+use lqos_apply::inputs::{config_key, interface_names, plan_config, PlanOverrides, QueueCount};
+use lqos_apply::live::{LiveSource, NetlinkLive};
 
 use super::inputs::{InputArgs, Loaded};
 use super::{Done, Outcome};

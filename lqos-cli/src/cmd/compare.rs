@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use lqos_apply::adopt::LibreQosDir;
-use lqos_apply::QueueCount;
+use lqos_apply::inputs::QueueCount;
 use lqos_tc::libreqos::compare;
 
 use super::inputs::InputArgs;

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use lqos_apply::{Inputs, LoadedInputs, PlanOverrides};
+use lqos_apply::inputs::{Inputs, LoadedInputs, PlanOverrides};
 use lqos_model::config::Classifier;
 use lqos_model::{Report, Summary};
 use lqos_tc::config::{LeafSpec, QueueStrategy};
@@ -32,7 +32,7 @@ pub struct InputArgs {
     pub config: Option<PathBuf>,
 }
 
-/// The inputs as read (see [`lqos_apply::LoadedInputs`]).
+/// The inputs as read (see [`lqos_apply::inputs::LoadedInputs`]).
 pub type Loaded = LoadedInputs;
 
 /// Prints every problem of `report` to stderr (warnings of a plan that
@@ -168,14 +168,16 @@ impl PlanOptions {
             ),
             None => None,
         };
-        Ok(PlanOverrides {
-            queues: self.queues,
-            sqm,
-            strategy: self.strategy.map(|s| match s {
+        Ok({
+            let mut p = PlanOverrides::default();
+            p.queues = self.queues;
+            p.sqm = sqm;
+            p.strategy = self.strategy.map(|s| match s {
                 Strategy::Balanced => QueueStrategy::Balanced,
                 Strategy::RoundRobin => QueueStrategy::RoundRobin,
-            }),
-            classifier: self.classifier.map(Classifier::from),
+            });
+            p.classifier = self.classifier.map(Classifier::from);
+            p
         })
     }
 }

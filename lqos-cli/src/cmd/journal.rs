@@ -1,8 +1,8 @@
 //! `lqos journal`: the last input sets that were applied (newest first),
 //! kept in the state directory; `lqos apply --rollback --to N` applies one.
 
+use lqos_apply::inputs::PlanOverrides;
 use lqos_apply::journal::Journal;
-use lqos_apply::PlanOverrides;
 
 use super::apply::TargetArgs;
 use super::{Done, Outcome};

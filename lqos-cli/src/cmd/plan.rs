@@ -6,7 +6,8 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use lqos_apply::{plan_files, ApplyError, Planned, QueueCount};
+use lqos_apply::error::ApplyError;
+use lqos_apply::inputs::{plan_files, Planned, QueueCount};
 use lqos_model::Network;
 use lqos_tc::record::PlanRecordRef;
 use lqos_tc::{Allocation, Plan};
@@ -50,7 +51,7 @@ pub struct Args {
     pub with_ops: bool,
 }
 
-/// Plans `inputs` with `options` ([`lqos_apply::plan_files`]), printing
+/// Plans `inputs` with `options` ([`lqos_apply::inputs::plan_files`]), printing
 /// the inputs' problems to stderr; `queues` is the fallback queue count.
 pub fn plan_with(
     inputs: &InputArgs,
@@ -98,9 +99,9 @@ pub fn plan_inputs(
     )
 }
 
-/// Reads a plan.json ([`lqos_apply::read_plan`]).
+/// Reads a plan.json ([`lqos_apply::inputs::read_plan`]).
 pub fn read_plan(path: &Path) -> anyhow::Result<Plan> {
-    Ok(lqos_apply::read_plan(path)?)
+    Ok(lqos_apply::inputs::read_plan(path)?)
 }
 
 /// Creates `path` and hands it to `body` (the renderers write in 64 KiB

@@ -1,7 +1,9 @@
 //! `lqos verify`: compare the live kernel trees with a plan.
 
 use anyhow::Context;
-use lqos_apply::{lazy, read_live, verify_plan, NetlinkLive};
+use lqos_apply::live::{read_live, NetlinkLive};
+use lqos_apply::verify_plan;
+use lqos_tc::rules::{lazy_plan, present_leaves};
 
 use super::apply::{applied_from, applied_plan, PlanArgs, TargetArgs};
 use super::{Done, Outcome};
@@ -82,8 +84,8 @@ pub fn run(args: Args) -> Outcome {
     };
     let plan = if args.lazy_leaves || lazy_conf {
         let devs: Vec<&str> = plan.interfaces.iter().map(|i| i.dev.as_str()).collect();
-        let present = lazy::present_leaves(&plan, &read_live(&live, &devs)?);
-        lazy::lazy_plan(&plan, &present)
+        let present = present_leaves(&plan, &read_live(&live, &devs)?);
+        lazy_plan(&plan, &present)
     } else {
         plan
     };

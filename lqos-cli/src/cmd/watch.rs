@@ -13,10 +13,13 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use lqos_apply::daemon::{Driver, Event, FileEvent, InputFile, Kernel, Settings};
+use lqos_apply::backend::{Cancel, NetlinkBackend, Parallelism};
+use lqos_apply::daemon::{Driver, Event, FileEvent, Kernel, Settings};
+use lqos_apply::inputs::InputFile;
+use lqos_apply::live::NetlinkLive;
+use lqos_apply::state::NetnsState;
 use lqos_apply::state::{Holder, StateFile};
 use lqos_apply::watch::Confirmation;
-use lqos_apply::{Cancel, NetlinkBackend, NetlinkLive, NetnsState, Parallelism};
 use tracing::{debug, info, warn};
 
 use super::apply::TargetArgs;

@@ -24,7 +24,7 @@ impl Reloader {
         now: Instant,
     ) {
         let eff = match &self.leaves {
-            Some(Leaves::Lazy(Some(t))) => Some(lazy::lazy_plan(&cand.plan, t.active())),
+            Some(Leaves::Lazy(Some(t))) => Some(lqos_tc::rules::lazy_plan(&cand.plan, t.active())),
             _ => None,
         };
         let readback = readback || !self.known.is_known();
@@ -315,7 +315,7 @@ impl Reloader {
                 .plan
                 .interfaces
                 .iter()
-                .map(|ip| lazy::circuit_leaves(ip).count())
+                .map(|ip| lqos_tc::rules::circuit_leaves(ip).count())
                 .sum(),
             _ => 0,
         }
@@ -342,7 +342,7 @@ impl Reloader {
         match trees {
             Ok(trees) => {
                 if let (Some(Leaves::Lazy(Some(t))), Some(c)) = (&mut self.leaves, &self.current) {
-                    t.resync(lazy::present_leaves(&c.plan, &trees), now);
+                    t.resync(lqos_tc::rules::present_leaves(&c.plan, &trees), now);
                 }
             }
             Err(error) => self.emit(Event::LeavesUnreadable { error }),

@@ -16,10 +16,11 @@ use lqos_tc::tree::TcTree;
 use lqos_tc::{Allocation, DiffSummary, Plan, PlanConfig, TcOp};
 
 use super::event::{Applied, Breakdown, Event, Fallback, LoadPath, Record};
-use super::ingest::{partial_file, FileEvent, InputFile, Readiness, Ready};
+use super::ingest::{partial_file, FileEvent, Readiness, Ready};
 use super::known::KnownKernel;
 use crate::backend::{IfaceOps, LoadReport};
 use crate::engine::{plan_change, plan_changes, LoadKind};
+use crate::error::InputFile;
 use crate::error::{ApplyError, Result};
 use crate::inputs::{given_queues, interface_names, Inputs, PlanOverrides, QueueCount, RawInputs};
 use crate::journal::InputSet;
@@ -92,21 +93,22 @@ impl Default for Settings {
 /// [`Response::Continue`]: it only lets the driver read its clock between
 /// two computations, so their times can be reported).
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Request<'a> {
     /// Read the input files ([`Inputs::read`]).
     ReadInputs,
     /// Look up these interfaces (their TX queue count plans the queues).
     Links(&'a [String]),
     /// Check the plan against the kernel before changing anything
-    /// ([`crate::preflight`]).
+    /// ([`crate::load::preflight`]).
     Preflight(&'a Plan),
     /// Read these interfaces' trees back.
     ReadTrees(&'a [String]),
     /// Read the machine's memory ([`MemInfo::read`]).
     MemInfo,
-    /// Load these streams ([`crate::load_deletes_first`]).
+    /// Load these streams ([`crate::backend::load_deletes_first`]).
     Send(&'a [IfaceOps<'static>]),
-    /// Poll the counters ([`crate::LiveSource::poll`]).
+    /// Poll the counters ([`crate::live::LiveSource::poll`]).
     Poll(&'a PollRequest),
     /// Nothing: answer with [`Response::Continue`].
     Continue,
@@ -114,6 +116,7 @@ pub enum Request<'a> {
 
 /// The answer to a [`Request`].
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Response {
     /// To [`Request::ReadInputs`].
     Inputs(Result<RawInputs>),
@@ -139,6 +142,7 @@ pub enum Response {
 
 /// What the reloader reports, in order.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Output {
     /// Something to log.
     Event(Event),
@@ -166,6 +170,7 @@ pub struct Refused {
 
 /// The status numbers of the daemon (for the status file).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Status {
     /// Whether leaves are lazy.
     pub lazy_leaves: bool,
@@ -765,7 +770,7 @@ impl Reloader {
             (Step::LeafTrees { readback, cand }, Response::Trees(trees)) => {
                 let active = trees
                     .as_ref()
-                    .map(|t| lazy::present_leaves(&cand.plan, t))
+                    .map(|t| lqos_tc::rules::present_leaves(&cand.plan, t))
                     .unwrap_or_default();
                 let since = self.job.as_ref().map_or(now, |j| j.since);
                 self.leaves = Some(Leaves::Lazy(Some(LeafTracker::new(

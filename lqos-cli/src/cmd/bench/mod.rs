@@ -7,8 +7,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
+use lqos_apply::backend::{Cancel, NoProgress, Progress};
+use lqos_apply::live::KindProbe;
 use lqos_apply::netns::{cleanup_stale, netns_available, ScratchNetns};
-use lqos_apply::{Cancel, KindProbe, NoProgress, Progress};
 use lqos_bench::{ApplyCommand, BenchTree, Method, Runner, Sample, Summary};
 use lqos_model::config::{BridgeConfig, LqosConfig};
 use lqos_model::{GenParams, Network};
@@ -427,9 +428,9 @@ fn existing_interfaces(list: &[String], queues: u32, replace: bool) -> anyhow::R
         );
     };
     anyhow::ensure!(down != up, "--interfaces: {down} given twice");
-    let live = lqos_apply::NetlinkLive::new(None);
+    let live = lqos_apply::live::NetlinkLive::new(None);
     for dev in [down, up] {
-        use lqos_apply::LiveSource;
+        use lqos_apply::live::LiveSource;
         let link = live
             .link(dev)?
             .ok_or_else(|| anyhow::anyhow!("--interfaces: no interface {dev} here"))?;
