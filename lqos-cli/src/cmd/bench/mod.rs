@@ -247,7 +247,9 @@ pub fn run(args: Args) -> Outcome {
             let runner =
                 Runner::in_netns(ns.as_ref().map(|n| n.name())).with_apply_command(ApplyCommand {
                     program: exe.clone(),
+                    full: vec!["--full".into()],
                     args: [
+                        "apply".into(),
                         "--network".into(),
                         net_path.clone().into_os_string(),
                         "--devices".into(),
