@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::input_file::InputFile;
 use crate::netlink::NetlinkError;
 use lqos_tc::memory::human_bytes;
 
@@ -406,41 +407,6 @@ fn in_netns(netns: &Option<String>) -> String {
     match netns {
         Some(ns) => format!(" in network namespace {ns}"),
         None => String::new(),
-    }
-}
-
-/// One of the three input files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum InputFile {
-    /// `network.json`.
-    Network,
-    /// `ShapedDevices.csv`.
-    Devices,
-    /// `lqos.conf`.
-    Config,
-}
-
-impl InputFile {
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The file's usual name.
-    pub fn name(self) -> &'static str {
-        match self {
-            InputFile::Network => "network.json",
-            InputFile::Devices => "ShapedDevices.csv",
-            InputFile::Config => "lqos.conf",
-        }
-    }
-
-    /// What it is, in a message (`network file`).
-    fn what(self) -> &'static str {
-        match self {
-            InputFile::Network => "network file",
-            InputFile::Devices => "devices file",
-            InputFile::Config => "config file",
-        }
     }
 }
 

@@ -29,8 +29,8 @@ use lqos_tc::config::{Interfaces, LeafSpec, QueueStrategy};
 use lqos_tc::record::PlanRecord;
 use lqos_tc::{Allocation, Plan, PlanConfig};
 
-pub use crate::error::InputFile;
 use crate::error::{ApplyError, IoAction, Result, StateProblem};
+pub use crate::input_file::InputFile;
 use crate::live::LiveSource;
 
 /// Default file names, as LibreQoS names them.

@@ -124,6 +124,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod guard;
+mod input_file;
 pub mod inputs;
 pub mod journal;
 pub mod lazy;

@@ -88,18 +88,19 @@ pub mod options;
 pub mod order;
 pub mod parse;
 mod plan;
+mod plan_config;
 pub mod record;
 pub mod render;
 pub mod rules;
 mod text;
 pub mod tree;
 
-pub use config::PlanConfig;
 pub use diff::{diff, diff_plans, DiffSummary};
 pub use error::PlanError;
 pub use handle::TcHandle;
 pub use op::TcOp;
 pub use plan::{plan, Allocation, InterfacePlan, Plan};
+pub use plan_config::PlanConfig;
 
 pub mod allocation {
     //! Where the planner puts things: the slots of nodes, circuits and

@@ -266,8 +266,9 @@ pub fn tree_bytes(tree: &TcTree) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{LeafSpec, PlanConfig};
+    use crate::config::LeafSpec;
     use crate::ops::{Class, FqCodelParams, HtbClass, Qdisc};
+    use crate::plan_config::PlanConfig;
     use lqos_model::Rate;
 
     fn cake() -> QdiscKind {

@@ -169,7 +169,7 @@ pub fn into_locality_order(mut ops: Vec<TcOp>) -> Vec<TcOp> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::PlanConfig;
+    use crate::plan_config::PlanConfig;
 
     fn build(circuits: usize) -> Vec<TcOp> {
         let g = lqos_model::generate(&{

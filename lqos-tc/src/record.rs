@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use lqos_model::{Circuit, Network, Node, Rate, SmolStr, SqmOverride};
 
-use crate::config::PlanConfig;
 use crate::error::PlanError;
 use crate::plan::{Allocation, CircuitSlot, InterfacePlan, NodeSlot, Plan};
+use crate::plan_config::PlanConfig;
 
 /// Format number of [`PlanRecord`] (the full `Plan` JSON of earlier
 /// versions had none).

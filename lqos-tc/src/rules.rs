@@ -896,7 +896,7 @@ mod tests {
 
     fn pfifo_plan(circuits: usize) -> Plan {
         let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(circuits));
-        let mut cfg = crate::config::PlanConfig::bridge("ens19", "ens20", 4);
+        let mut cfg = crate::plan_config::PlanConfig::bridge("ens19", "ens20", 4);
         cfg.default_sqm = crate::config::LeafSpec::Qdisc(QdiscKind::Pfifo { limit: None });
         crate::plan::plan(&g.network, &cfg, None).unwrap()
     }

@@ -81,7 +81,7 @@ pub enum Event {
     /// as it is).
     PartialWrite {
         /// The file.
-        file: crate::error::InputFile,
+        file: crate::input_file::InputFile,
         /// How long at most.
         wait: Duration,
     },

@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::error::InputFile;
+use crate::input_file::InputFile;
 use crate::inputs::RawInputs;
 
 /// What the file watcher saw happen to an input file.
@@ -74,16 +74,6 @@ impl Readiness {
             closed: None,
             not_before: None,
         }
-    }
-
-    /// The quiet period.
-    pub fn quiet(&self) -> Duration {
-        self.quiet
-    }
-
-    /// Whether an edit is pending.
-    pub fn pending(&self) -> bool {
-        self.first.is_some()
     }
 
     /// Something happened to `file` at `now`.
@@ -207,7 +197,7 @@ mod tests {
         r.event(InputFile::Devices, FileEvent::Closed, t0 + ms(1000));
         assert_eq!(r.deadline(), Some(t0 + ms(1000)));
         assert_eq!(r.take(t0 + ms(1000)), Some((t0, Ready::Closed)));
-        assert!(!r.pending());
+        assert!(r.first.is_none());
         // By rename: ready at once.
         r.event(InputFile::Devices, FileEvent::Renamed, t0 + ms(2000));
         assert_eq!(r.take(t0 + ms(2000)), Some((t0 + ms(2000), Ready::Closed)));

@@ -73,7 +73,7 @@ mod describe;
 mod driver;
 mod event;
 mod health;
-pub mod ingest;
+mod ingest;
 mod known;
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,7 @@
 //! The daemon against the [`Recording`] fake kernel: real files in a
 //! temporary directory, a real state directory, a manual clock.
 
-use crate::error::InputFile;
+use crate::input_file::InputFile;
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};

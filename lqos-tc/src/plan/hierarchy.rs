@@ -14,8 +14,9 @@ use crate::ops::HTB_MAX_DEPTH;
 
 /// [`HTB_MAX_DEPTH`] as a class level.
 const HTB_LEVELS: u32 = HTB_MAX_DEPTH as u32;
-use crate::config::{PlanConfig, QueueStrategy};
+use crate::config::QueueStrategy;
 use crate::ops::QdiscKind;
+use crate::plan_config::PlanConfig;
 use hashbrown::{DefaultHashBuilder, HashMap, HashSet};
 
 /// A planned HTB class level node (real or generated).

@@ -39,8 +39,8 @@ pub use types::{
     Allocation, CircuitSlot, Direction, FilterSlot, InterfacePlan, NodeSlot, Plan, Squashed,
 };
 
-use crate::config::PlanConfig;
 use crate::handle::TcHandle;
+use crate::plan_config::PlanConfig;
 use lqos_model::Network;
 
 use build::build;

@@ -2,7 +2,8 @@
 
 use super::hierarchy::{argmin, Hierarchy};
 use super::Previous;
-use crate::config::{PlanConfig, QueueStrategy};
+use crate::config::QueueStrategy;
+use crate::plan_config::PlanConfig;
 
 /// Stage 2: the 0-based queue of every node. Each top-level subtree lives
 /// in one queue (HTB limits cannot cross HTB qdiscs): a surviving

@@ -7,11 +7,12 @@ use ipnet::IpNet;
 use lqos_model::{Rate, SmolStr};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Interfaces, PlanConfig};
+use crate::config::Interfaces;
 use crate::handle::TcHandle;
 use crate::ipmap::{IpDetails, IpMap, Steer, SteerDetails};
 use crate::op::TcOp;
 use crate::ops::{Qdisc, QdiscKind};
+use crate::plan_config::PlanConfig;
 use crate::tree::TcTree;
 use core::net::IpAddr;
 
