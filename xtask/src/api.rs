@@ -270,7 +270,7 @@ impl Walk<'_> {
                         self.out.insert(format!("{path}: (private fields)"));
                     }
                 } else if let Some(t) = k.get("tuple") {
-                    for (n, f) in t.as_array().into_iter().flatten().enumerate() {
+                    for (n, f) in arr(t).enumerate() {
                         match f.as_u64().and_then(|f| self.item(f)) {
                             Some(fi) => {
                                 let ty = ty(&fi["inner"]["struct_field"]);
@@ -439,6 +439,20 @@ impl Walk<'_> {
     }
 }
 
+/// The elements of a JSON array (none when it is not one).
+fn arr(v: &Value) -> impl Iterator<Item = &Value> {
+    v.as_array().into_iter().flatten()
+}
+
+/// `xs` joined by `sep` between `open` and `close`; empty when `xs` is.
+fn wrap(xs: &[String], open: &str, sep: &str, close: &str) -> String {
+    if xs.is_empty() {
+        String::new()
+    } else {
+        format!("{open}{}{close}", xs.join(sep))
+    }
+}
+
 fn ids(v: &Value) -> Vec<u64> {
     v.as_array()
         .map(|a| a.iter().filter_map(Value::as_u64).collect())
@@ -447,10 +461,8 @@ fn ids(v: &Value) -> Vec<u64> {
 
 /// `#[non_exhaustive] ` when it is.
 fn attrs(it: &Value) -> String {
-    let ne =
-        it["attrs"].as_array().into_iter().flatten().any(|a| {
-            a == "non_exhaustive" || a.as_str().is_some_and(|s| s.contains("non_exhaustive"))
-        });
+    let ne = arr(&it["attrs"])
+        .any(|a| a == "non_exhaustive" || a.as_str().is_some_and(|s| s.contains("non_exhaustive")));
     if ne {
         "#[non_exhaustive] ".into()
     } else {
@@ -472,10 +484,7 @@ fn function(f: &Value) -> String {
     }
     s += "fn";
     s += &generics(&f["generics"]);
-    let inputs: Vec<String> = f["sig"]["inputs"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let inputs: Vec<String> = arr(&f["sig"]["inputs"])
         .map(|p| {
             let name = p[0].as_str().unwrap_or("_");
             let t = &p[1];
@@ -508,10 +517,7 @@ fn function(f: &Value) -> String {
 
 /// `<T: Bound, 'a>` (synthetic `impl Trait` parameters left out).
 fn generics(g: &Value) -> String {
-    let ps: Vec<String> = g["params"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let ps: Vec<String> = arr(&g["params"])
         .filter_map(|p| {
             let name = p["name"].as_str().unwrap_or_default();
             let k = &p["kind"];
@@ -532,36 +538,22 @@ fn generics(g: &Value) -> String {
             }
         })
         .collect();
-    if ps.is_empty() {
-        String::new()
-    } else {
-        format!("<{}>", ps.join(", "))
-    }
+    wrap(&ps, "<", ", ", ">")
 }
 
 fn wheres(g: &Value) -> String {
-    let ws: Vec<String> = g["where_predicates"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let ws: Vec<String> = arr(&g["where_predicates"])
         .filter_map(|w| {
             let b = w.get("bound_predicate")?;
             Some(format!("{}{}", ty(&b["type"]), bounds(&b["bounds"])))
         })
         .collect();
-    if ws.is_empty() {
-        String::new()
-    } else {
-        format!(" where {}", ws.join(", "))
-    }
+    wrap(&ws, " where ", ", ", "")
 }
 
 /// `: A + B` (empty when none).
 fn bounds(b: &Value) -> String {
-    let bs: Vec<String> = b
-        .as_array()
-        .into_iter()
-        .flatten()
+    let bs: Vec<String> = arr(b)
         .map(|b| {
             if let Some(t) = b.get("trait_bound") {
                 let m = if t["modifier"] == "maybe" { "?" } else { "" };
@@ -573,11 +565,7 @@ fn bounds(b: &Value) -> String {
             }
         })
         .collect();
-    if bs.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", bs.join(" + "))
-    }
+    wrap(&bs, ": ", " + ", "")
 }
 
 /// A path with its generic arguments (`Result<T, E>`, `Fn(u8) -> u8`): an
@@ -614,7 +602,7 @@ fn args(a: &Value) -> String {
                 }
             })
             .collect();
-        for c in ab["constraints"].as_array().into_iter().flatten() {
+        for c in arr(&ab["constraints"]) {
             let n = c["name"].as_str().unwrap_or_default();
             let b = &c["binding"];
             if let Some(t) = b.get("equality").and_then(|e| e.get("type")) {
@@ -623,11 +611,7 @@ fn args(a: &Value) -> String {
                 xs.push(format!("{n}{}", bounds(bs)));
             }
         }
-        if xs.is_empty() {
-            String::new()
-        } else {
-            format!("<{}>", xs.join(", "))
-        }
+        wrap(&xs, "<", ", ", ">")
     } else if let Some(p) = a.get("parenthesized") {
         let ins: Vec<String> = p["inputs"]
             .as_array()
@@ -680,7 +664,7 @@ fn ty(t: &Value) -> String {
         return format!("[{}; {}]", ty(&a["type"]), a["len"].as_str().unwrap_or("_"));
     }
     if let Some(ts) = t.get("tuple") {
-        let xs: Vec<String> = ts.as_array().into_iter().flatten().map(ty).collect();
+        let xs: Vec<String> = arr(ts).map(ty).collect();
         return format!("({})", xs.join(", "));
     }
     if let Some(b) = t.get("impl_trait") {
@@ -738,15 +722,21 @@ mod tests {
     #[test]
     fn types_read_as_the_source_writes_them() {
         assert_eq!(
-            t(r#"{"borrowed_ref": {"lifetime": "'a", "is_mutable": true, "type": {"slice": {"primitive": "u8"}}}}"#),
+            t(
+                r#"{"borrowed_ref": {"lifetime": "'a", "is_mutable": true, "type": {"slice": {"primitive": "u8"}}}}"#
+            ),
             "&'a mut [u8]"
         );
         assert_eq!(
-            t(r#"{"resolved_path": {"path": "Option", "id": 999999, "args": {"angle_bracketed": {"args": [{"type": {"tuple": [{"primitive": "u32"}, {"generic": "T"}]}}], "constraints": []}}}}"#),
+            t(
+                r#"{"resolved_path": {"path": "Option", "id": 999999, "args": {"angle_bracketed": {"args": [{"type": {"tuple": [{"primitive": "u32"}, {"generic": "T"}]}}], "constraints": []}}}}"#
+            ),
             "Option<(u32, T)>"
         );
         assert_eq!(
-            t(r#"{"dyn_trait": {"traits": [{"trait": {"path": "std::ops::Fn", "id": 999998, "args": {"parenthesized": {"inputs": [{"primitive": "u8"}], "output": {"primitive": "bool"}}}}, "generic_params": []}], "lifetime": null}}"#),
+            t(
+                r#"{"dyn_trait": {"traits": [{"trait": {"path": "std::ops::Fn", "id": 999998, "args": {"parenthesized": {"inputs": [{"primitive": "u8"}], "output": {"primitive": "bool"}}}}, "generic_params": []}], "lifetime": null}}"#
+            ),
             "dyn Fn(u8) -> bool"
         );
     }
