@@ -85,7 +85,7 @@ enum Task {
     /// scratch crate outside the workspace against the unpacked `.crate`
     /// files and run their packaged tests.
     Package(package::PackageArgs),
-    /// Record the public API of every library crate in api/<crate>.txt
+    /// Record the public API of every library crate in `api/<crate>.txt`
     /// (from rustdoc's JSON); with --check, fail when it differs from the
     /// committed listing.
     Api(api::ApiArgs),

@@ -15,7 +15,7 @@
 //!   same dumps; neither is polled for unless asked. The full path (all inputs planned)
 //!   and the incremental one (a few ShapedDevices.csv rows re-planned in
 //!   place, diffed against the known state) end in the same load step.
-//!   An edit is read only when complete ([`ingest`]: after a close or a
+//!   An edit is read only when complete (after a close or a
 //!   rename, or a quiet period; never while it changes or ends mid-record),
 //!   and the removal guard ([`crate::guard`]) refuses one that would
 //!   remove too many circuits until it is confirmed.

@@ -539,8 +539,8 @@ impl Reloader {
         self.hup_at = Some(now);
     }
 
-    /// Something happened to an input file at `now` ([`super::ingest`]
-    /// says when the edit is complete).
+    /// Something happened to an input file at `now` (the edit is read
+    /// once complete: after a close or a rename, or a quiet period).
     pub fn file_event(&mut self, file: InputFile, e: FileEvent, now: Instant) {
         self.ready.event(file, e, now);
     }
