@@ -18,7 +18,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use lqos_apply::netlink::LeafXstats;
 use lqos_apply::netlink::{decode_class_sample_msg, decode_qdisc_sample_msg};
 use lqos_apply::stats::openmetrics::{self, CircuitSeries, Format, Labels};
-use lqos_apply::stats::{RawIface, RawStats, StatsIndex, StatsTracker};
+use lqos_apply::stats::{IfaceSamples, Samples, StatsIndex, StatsTracker};
 use lqos_tc::{TcHandle, TcOp};
 
 fn attr(out: &mut Vec<u8>, ty: u16, payload: &[u8]) {
@@ -78,10 +78,7 @@ fn cake_app() -> Vec<u8> {
 }
 
 fn bench(c: &mut Criterion) {
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits: 10_000,
-        ..Default::default()
-    });
+    let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(10_000));
     let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 16);
     cfg.default_sqm = "cake diffserv4".parse().unwrap();
     let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
@@ -111,23 +108,25 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     let n: usize = replies.iter().map(|r| r.1.len() + r.2.len()).sum();
-    let decode = || RawStats {
-        interfaces: replies
-            .iter()
-            .map(|(dev, classes, qdiscs)| {
-                let mut r = RawIface::empty(dev);
-                r.classes = classes
-                    .iter()
-                    .filter_map(|m| decode_class_sample_msg(m).unwrap())
-                    .map(|(_, s)| s)
-                    .collect();
-                r.qdiscs = qdiscs
-                    .iter()
-                    .map(|m| decode_qdisc_sample_msg(m).unwrap().unwrap().1)
-                    .collect();
-                r
-            })
-            .collect(),
+    let decode = || {
+        Samples::from(
+            replies
+                .iter()
+                .map(|(dev, classes, qdiscs)| {
+                    let mut r = IfaceSamples::empty(dev);
+                    r.classes = classes
+                        .iter()
+                        .filter_map(|m| decode_class_sample_msg(m).unwrap())
+                        .map(|(_, s)| s)
+                        .collect();
+                    r.qdiscs = qdiscs
+                        .iter()
+                        .map(|m| decode_qdisc_sample_msg(m).unwrap().unwrap().1)
+                        .collect();
+                    r
+                })
+                .collect::<Vec<_>>(),
+        )
     };
     let mut group = c.benchmark_group(format!("stats 10000 circuits ({n} replies)"));
     group.sample_size(20);

@@ -1,9 +1,9 @@
 //! lqos's eBPF classifier (`classifier = "bpf"`, the `lqos-bpf` crate) as
-//! `lqos apply`, `lqos verify` and the reload daemon drive it.
+//! an apply, a verify and the reload daemon drive it.
 //!
 //! The tree and the maps change in an order that never steers a packet
 //! into a class that does not exist: before a load only the map entries
-//! that can go first are removed ([`lqos_bpf::MapDiff::early_removals`]:
+//! that can go first are removed ([`lqos_bpf::model::MapDiff::early_removals`]:
 //! their addresses go straight to no circuit, or to a covering entry that
 //! keeps its class); after the load the programs are installed (or
 //! upgraded in place) and the maps brought to the plan. A plan with
@@ -11,7 +11,7 @@
 //!
 //! [`DataPath`] is that kernel side as the engine and the daemon see it:
 //! [`PinnedDataPath`] drives the real one (maps and links pinned under
-//! [`crate::state::bpf_pin_dir`]), keeping a [`lqos_bpf::MapSync`] open so
+//! [`NetnsState::bpf_pin_dir`]), keeping a [`lqos_bpf::MapSync`] open so
 //! an edit of a few circuits writes only their addresses; [`InMemory`]
 //! stands for it in tests.
 
@@ -23,16 +23,22 @@ use std::sync::Mutex;
 use ipnet::IpNet;
 use lqos_bpf::attach::XdpChoice;
 use lqos_bpf::index::Indexed;
+use lqos_bpf::layout::{CircuitValue, Stats};
+use lqos_bpf::maps::Maps;
+use lqos_bpf::model::MapDiff;
 use lqos_bpf::model::{diff, Entries, MapKey};
 use lqos_bpf::plan::{entries, interfaces, CpuPolicy};
 use lqos_bpf::preflight::Preflight;
-use lqos_bpf::{CircuitValue, MapSync};
-use lqos_tc::{IpMap, Plan};
+use lqos_bpf::MapSync;
+use lqos_tc::ipmap::IpMap;
+use lqos_tc::Plan;
 use serde::Serialize;
 
-pub use lqos_bpf::{ApplyCounts, Installed};
+pub use lqos_bpf::maps::ApplyCounts;
+pub use lqos_bpf::Installed;
 
-use crate::error::{ApplyError, Result};
+use crate::error::{ApplyError, BpfStep, Result};
+use crate::state::NetnsState;
 
 /// Which addresses a map update covers.
 #[derive(Debug, Clone, Copy)]
@@ -81,6 +87,7 @@ pub trait DataPath: Send + Sync {
 
 /// One difference between the live maps and a plan, by address or prefix.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum MapDrift {
     /// The plan's address is not in the maps (its packets go to a
     /// default class).
@@ -133,6 +140,7 @@ impl fmt::Display for MapDrift {
 
 /// What lqos's programs are attached as on one interface.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct AttachState {
     /// Interface.
     pub dev: String,
@@ -147,6 +155,7 @@ pub struct AttachState {
 
 /// lqos's eBPF classifier against a plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct DataPathVerify {
     /// Where its pins are.
     pub pin_dir: PathBuf,
@@ -292,12 +301,12 @@ pub fn map_drift(plan: &Plan, live: &Entries, want: &Entries) -> (Vec<MapDrift>,
     (out, n)
 }
 
-fn bpf(step: &'static str) -> impl FnOnce(lqos_bpf::BpfError) -> ApplyError {
+fn bpf(step: BpfStep) -> impl FnOnce(lqos_bpf::BpfError) -> ApplyError {
     move |source| ApplyError::Bpf { step, source }
 }
 
 /// The real data path, pinned under a directory (one per network
-/// namespace: [`crate::state::bpf_pin_dir`]).
+/// namespace: [`crate::state::NetnsState::bpf_pin_dir`]).
 #[derive(Debug)]
 pub struct PinnedDataPath {
     pin_dir: PathBuf,
@@ -316,10 +325,10 @@ struct Pinned {
 }
 
 impl PinnedDataPath {
-    /// The data path of the interfaces of network namespace `netns`,
-    /// pinned under [`crate::state::bpf_pin_dir`]`(netns)`.
-    pub fn new(netns: Option<&str>) -> PinnedDataPath {
-        PinnedDataPath::at(crate::state::bpf_pin_dir(netns), netns)
+    /// The data path of the interfaces of `state`'s network namespace,
+    /// pinned under its [`NetnsState::bpf_pin_dir`].
+    pub fn new(state: &NetnsState) -> PinnedDataPath {
+        PinnedDataPath::at(state.bpf_pin_dir(), state.netns())
     }
 
     /// The same, pinned under `pin_dir`.
@@ -349,7 +358,7 @@ impl PinnedDataPath {
     fn cpus(&self) -> Result<CpuPolicy> {
         match &self.cpus {
             Some(c) => Ok(c.clone()),
-            None => CpuPolicy::online().map_err(bpf("reading the online CPUs")),
+            None => CpuPolicy::online().map_err(bpf(BpfStep::OnlineCpus)),
         }
     }
 
@@ -360,13 +369,13 @@ impl PinnedDataPath {
     /// The open maps (opened and read on first use).
     fn sync<'a>(&self, st: &'a mut Pinned) -> Result<&'a mut MapSync> {
         if st.sync.is_none() {
-            st.sync = Some(MapSync::open(&self.pin_dir).map_err(bpf("opening the maps"))?);
+            st.sync = Some(MapSync::open(&self.pin_dir).map_err(bpf(BpfStep::OpenMaps))?);
         }
         Ok(st.sync.as_mut().expect("just opened"))
     }
 
     fn desired(&self, plan: &Plan) -> Result<Entries> {
-        entries(plan, &self.cpus()?).map_err(bpf("placing the plan's addresses"))
+        entries(plan, &self.cpus()?).map_err(bpf(BpfStep::PlaceAddresses))
     }
 }
 
@@ -406,12 +415,12 @@ impl DataPath for PinnedDataPath {
         let d = match (change, want) {
             (MapChange::Prefixes { ip_map, nets }, _) => sync
                 .diff_prefixes(ip_map, nets, &cpus)
-                .map_err(bpf("placing the edited addresses"))?,
+                .map_err(bpf(BpfStep::PlaceAddresses))?,
             (_, Some(want)) => sync.diff_to(&want),
             (MapChange::Plan(_), None) => unreachable!("computed above"),
         };
         sync.apply(&d.early_removals())
-            .map_err(bpf("removing map entries before the load"))
+            .map_err(bpf(BpfStep::RemoveEarly))
     }
 
     fn install(&self, plan: &Plan) -> Result<Installed> {
@@ -423,18 +432,17 @@ impl DataPath for PinnedDataPath {
                 self.lock().preflight.take().expect("just set")
             }
         };
-        let opts = lqos_bpf::InstallOptions {
-            pin_dir: self.pin_dir.clone(),
-            netns: self.netns.clone(),
-            xdp: self.xdp,
-            cpus: Some(self.cpus()?),
-        };
+        let mut opts = lqos_bpf::InstallOptions::default();
+        opts.pin_dir = self.pin_dir.clone();
+        opts.netns = self.netns.clone();
+        opts.xdp = self.xdp;
+        opts.cpus = Some(self.cpus()?);
         // The maps may be created anew (first install, new layout): the
         // open handle is replaced by the one the install synced.
         let mut st = self.lock();
         st.sync = None;
         let (done, sync) =
-            lqos_bpf::install_checked(plan, &opts, pre).map_err(bpf("installing"))?;
+            lqos_bpf::install_checked(plan, &opts, pre).map_err(bpf(BpfStep::Install))?;
         st.sync = Some(sync);
         Ok(done)
     }
@@ -450,8 +458,8 @@ impl DataPath for PinnedDataPath {
         match (change, want) {
             (MapChange::Prefixes { ip_map, nets }, _) => sync
                 .sync_prefixes(ip_map, nets, &cpus)
-                .map_err(bpf("updating the edited addresses")),
-            (_, Some(want)) => sync.sync(&want).map_err(bpf("updating the maps")),
+                .map_err(bpf(BpfStep::UpdateMaps)),
+            (_, Some(want)) => sync.sync(&want).map_err(bpf(BpfStep::UpdateMaps)),
             (MapChange::Plan(_), None) => unreachable!("computed above"),
         }
     }
@@ -470,16 +478,16 @@ impl DataPath for PinnedDataPath {
         if !v.installed {
             return Ok(v);
         }
-        let live = lqos_bpf::Maps::open(&self.pin_dir)
+        let live = Maps::open(&self.pin_dir)
             .and_then(|m| m.read())
-            .map_err(bpf("reading the maps"))?;
+            .map_err(bpf(BpfStep::ReadMaps))?;
         v.live_entries = live.len();
         (v.maps, v.map_drift) = map_drift(plan, &live, &want);
         // What follows starts from what the kernel holds.
         if let Some(s) = self.lock().sync.as_mut() {
-            s.reload().map_err(bpf("reading the maps"))?;
+            s.reload().map_err(bpf(BpfStep::ReadMaps))?;
         }
-        let ifs = interfaces(&plan.config).map_err(bpf("reading the plan's interfaces"))?;
+        let ifs = interfaces(&plan.config).map_err(bpf(BpfStep::ReadInterfaces))?;
         v.interfaces = lqos_bpf::sys::in_netns(self.netns.as_deref(), || {
             ifs.iter()
                 .map(|i| {
@@ -506,14 +514,14 @@ impl DataPath for PinnedDataPath {
                 })
                 .collect()
         })
-        .map_err(bpf("reading the interfaces' attachments"))?;
+        .map_err(bpf(BpfStep::ReadAttachments))?;
         Ok(v)
     }
 
     fn remove(&self) -> Result<Vec<String>> {
         let mut st = self.lock();
         st.sync = None;
-        lqos_bpf::remove(&self.pin_dir, self.netns.as_deref()).map_err(bpf("removing"))
+        lqos_bpf::remove(&self.pin_dir, self.netns.as_deref()).map_err(bpf(BpfStep::Remove))
     }
 }
 
@@ -522,6 +530,7 @@ impl DataPath for PinnedDataPath {
 /// program for each TX queue's packets (with CPU steering every queue's
 /// packets are handled by the CPU that owns it).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Counters {
     /// Summed over CPUs.
     pub total: CpuCounters,
@@ -536,6 +545,7 @@ pub struct Counters {
 
 /// The counters of one CPU (or of all).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CpuCounters {
     /// The CPU (`None`: the sum).
     pub cpu: Option<u32>,
@@ -554,7 +564,7 @@ pub struct CpuCounters {
 }
 
 impl CpuCounters {
-    fn of(cpu: Option<u32>, s: &lqos_bpf::Stats) -> CpuCounters {
+    fn of(cpu: Option<u32>, s: &Stats) -> CpuCounters {
         CpuCounters {
             cpu,
             classified: s.tc_classified,
@@ -569,6 +579,7 @@ impl CpuCounters {
 
 /// One TX queue's packets, per CPU that ran the tc program for them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct QueueCounters {
     /// `download` or `upload`.
     pub direction: &'static str,
@@ -583,13 +594,13 @@ pub struct QueueCounters {
 /// The counters of the data path pinned under `pin_dir`, for a plan of
 /// `plan`'s TX queues whose owners are `cpus`.
 pub fn counters(pin_dir: &Path, plan: &Plan, cpus: &CpuPolicy) -> Result<Counters> {
-    let maps = lqos_bpf::Maps::open(pin_dir).map_err(bpf("opening the maps"))?;
-    let per = maps.stats_per_cpu().map_err(bpf("reading the counters"))?;
-    let mut total = lqos_bpf::Stats::default();
+    let maps = Maps::open(pin_dir).map_err(bpf(BpfStep::OpenMaps))?;
+    let per = maps.stats_per_cpu().map_err(bpf(BpfStep::ReadCounters))?;
+    let mut total = Stats::default();
     let mut per_cpu = Vec::new();
     for (cpu, st) in per.iter().enumerate() {
         total.add(st);
-        if *st != lqos_bpf::Stats::default() {
+        if *st != Stats::default() {
             per_cpu.push(CpuCounters::of(Some(cpu as u32), st));
         }
     }
@@ -599,7 +610,7 @@ pub fn counters(pin_dir: &Path, plan: &Plan, cpus: &CpuPolicy) -> Result<Counter
         for q in 0..plan.config.queues {
             let v = maps
                 .queue_packets(upload, q)
-                .map_err(bpf("reading the queue counters"))?;
+                .map_err(bpf(BpfStep::ReadCounters))?;
             let owner = u32::from(cpus.cpu_of(q));
             let per_cpu: Vec<(u32, u64)> = v
                 .iter()
@@ -701,7 +712,7 @@ struct MemState {
     maps: Indexed,
     interfaces: Vec<String>,
     log: Vec<String>,
-    fail: Option<&'static str>,
+    fail: Option<BpfStep>,
 }
 
 impl Default for InMemory {
@@ -747,13 +758,14 @@ impl InMemory {
         st.maps.apply(&d);
     }
 
-    /// Makes the next call of `step` (`preflight`, `before`, `install`,
-    /// `after`) fail.
-    pub fn fail_next(&self, step: &'static str) {
+    /// Makes the next call of `step` fail: [`BpfStep::Preflight`],
+    /// [`BpfStep::RemoveEarly`] (before a load), [`BpfStep::Install`] or
+    /// [`BpfStep::UpdateMaps`] (after a load).
+    pub fn fail_next(&self, step: BpfStep) {
         self.lock().fail = Some(step);
     }
 
-    fn step(&self, st: &mut MemState, step: &'static str) -> Result<()> {
+    fn step(&self, st: &mut MemState, step: BpfStep) -> Result<()> {
         if st.fail == Some(step) {
             st.fail = None;
             st.log.push(format!("{step} failed"));
@@ -768,11 +780,11 @@ impl InMemory {
         Ok(())
     }
 
-    fn change(&self, st: &MemState, change: MapChange<'_>) -> Result<lqos_bpf::MapDiff> {
+    fn change(&self, st: &MemState, change: MapChange<'_>) -> Result<MapDiff> {
         Ok(match change {
             MapChange::Plan(p) => diff(
                 st.maps.entries(),
-                &entries(p, &self.cpus).map_err(bpf("placing"))?,
+                &entries(p, &self.cpus).map_err(bpf(BpfStep::PlaceAddresses))?,
             ),
             MapChange::Prefixes { ip_map, nets } => {
                 let changes: Vec<(IpNet, Option<CircuitValue>)> = nets
@@ -781,7 +793,7 @@ impl InMemory {
                         let v = lqos_bpf::model::exact(ip_map, *n)
                             .map(|e| lqos_bpf::model::value_of(e, |q| self.cpus.cpu_of(q)))
                             .transpose()
-                            .map_err(bpf("placing"))?;
+                            .map_err(bpf(BpfStep::PlaceAddresses))?;
                         Ok((n.trunc(), v))
                     })
                     .collect::<Result<_>>()?;
@@ -791,11 +803,11 @@ impl InMemory {
     }
 }
 
-fn counts(d: &lqos_bpf::MapDiff) -> ApplyCounts {
-    ApplyCounts {
-        written: d.writes.len(),
-        removed: d.removes.len(),
-    }
+fn counts(d: &MapDiff) -> ApplyCounts {
+    let mut n = ApplyCounts::default();
+    n.written = d.writes.len();
+    n.removed = d.removes.len();
+    n
 }
 
 impl DataPath for InMemory {
@@ -809,7 +821,7 @@ impl DataPath for InMemory {
 
     fn preflight(&self, plan: &Plan) -> Result<Vec<String>> {
         let mut st = self.lock();
-        self.step(&mut st, "preflight")?;
+        self.step(&mut st, BpfStep::Preflight)?;
         interfaces(&plan.config).map_err(|source| ApplyError::BpfUnsupported { source })?;
         st.log.push("preflight".into());
         Ok(Vec::new())
@@ -817,7 +829,7 @@ impl DataPath for InMemory {
 
     fn before_load(&self, change: MapChange<'_>) -> Result<ApplyCounts> {
         let mut st = self.lock();
-        self.step(&mut st, "before")?;
+        self.step(&mut st, BpfStep::RemoveEarly)?;
         if !st.installed {
             st.log.push("before: not installed".into());
             return Ok(ApplyCounts::default());
@@ -831,10 +843,10 @@ impl DataPath for InMemory {
 
     fn install(&self, plan: &Plan) -> Result<Installed> {
         let mut st = self.lock();
-        self.step(&mut st, "install")?;
+        self.step(&mut st, BpfStep::Install)?;
         let d = self.change(&st, MapChange::Plan(plan))?;
         st.maps.apply(&d);
-        let ifs = interfaces(&plan.config).map_err(bpf("installing"))?;
+        let ifs = interfaces(&plan.config).map_err(bpf(BpfStep::Install))?;
         st.interfaces = ifs.iter().map(|i| i.name.clone()).collect();
         let fresh = !st.installed;
         st.installed = true;
@@ -846,41 +858,29 @@ impl DataPath for InMemory {
             n.removed
         );
         st.log.push(line);
-        Ok(Installed {
-            preflight: Preflight {
-                cpumap_entries: 2,
-                xdp: true,
-                tx_queues: Vec::new(),
-                warnings: Vec::new(),
-            },
-            entries: n,
-            interfaces: ifs
-                .iter()
-                .enumerate()
-                .map(|(i, f)| lqos_bpf::attach::IfaceReport {
-                    name: f.name.clone(),
-                    ifindex: i as u32 + 1,
-                    xdp: if fresh {
-                        lqos_bpf::attach::XdpStatus::Native
-                    } else {
-                        lqos_bpf::attach::XdpStatus::Replaced
-                    },
-                    tc: if fresh {
-                        lqos_bpf::attach::TcStatus::Attached
-                    } else {
-                        lqos_bpf::attach::TcStatus::Replaced
-                    },
-                    xps_off: 0,
-                })
-                .collect(),
-            detached: Vec::new(),
-            stale_maps: Vec::new(),
-        })
+        let mut done = Installed::default();
+        done.preflight.cpumap_entries = 2;
+        done.preflight.xdp = true;
+        done.entries = n;
+        done.interfaces = ifs
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                use lqos_bpf::attach::{IfaceReport, TcStatus, XdpStatus};
+                let (xdp, tc) = if fresh {
+                    (XdpStatus::Native, TcStatus::Attached)
+                } else {
+                    (XdpStatus::Replaced, TcStatus::Replaced)
+                };
+                IfaceReport::new(f.name.clone(), i as u32 + 1, xdp, tc)
+            })
+            .collect();
+        Ok(done)
     }
 
     fn after_load(&self, change: MapChange<'_>) -> Result<ApplyCounts> {
         let mut st = self.lock();
-        self.step(&mut st, "after")?;
+        self.step(&mut st, BpfStep::UpdateMaps)?;
         let d = self.change(&st, change)?;
         st.maps.apply(&d);
         let n = counts(&d);
@@ -893,7 +893,7 @@ impl DataPath for InMemory {
 
     fn check(&self, plan: &Plan) -> Result<DataPathVerify> {
         let st = self.lock();
-        let want = entries(plan, &self.cpus).map_err(bpf("placing"))?;
+        let want = entries(plan, &self.cpus).map_err(bpf(BpfStep::PlaceAddresses))?;
         let (maps, map_drift) = map_drift(plan, st.maps.entries(), &want);
         Ok(DataPathVerify {
             pin_dir: self.pin_dir.clone(),

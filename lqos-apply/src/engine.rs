@@ -3,8 +3,11 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
+use lqos_tc::classify::Classifier;
+use lqos_tc::ops::QdiscKind;
 use lqos_tc::rules::{self, Layout};
-use lqos_tc::{diff, Classifier, InterfacePlan, Plan, QdiscKind, TcOp, TcTree};
+use lqos_tc::tree::TcTree;
+use lqos_tc::{diff, InterfacePlan, Plan, TcOp};
 use serde::Serialize;
 
 use crate::backend::{load_deletes_first, Backend, IfaceOps, LoadReport, Progress};
@@ -87,6 +90,7 @@ impl Change<'_> {
 
 /// Options of [`apply_plan`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ApplyOptions {
     /// Always root delete + full build.
     pub full: bool,
@@ -354,7 +358,7 @@ fn rebuild_stream<'a>(ip: &'a InterfacePlan, live: &TcTree, planned: &TcTree) ->
         .iter()
         .position(is_classifier_op)
         .unwrap_or(ip.ops.len());
-    if !lqos_tc::classify::has_clsact(live) && live.filters.is_empty() {
+    if !live.has_clsact() && live.filters.is_empty() {
         // Nothing of a classifier is live: the plan's own suffix builds it
         // (what `diff_filters` from an empty tree would send).
         return stream;
@@ -512,7 +516,8 @@ mod tests {
     use super::*;
     use crate::backend::{NoProgress, Recording};
     use lqos_model::Rate;
-    use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc, TcHandle};
+    use lqos_tc::ops::{Class, HtbClass, HtbQdisc, Qdisc};
+    use lqos_tc::TcHandle;
 
     fn class(parent: TcHandle, classid: TcHandle, mbps: u64) -> Class {
         Class {
@@ -572,7 +577,7 @@ mod tests {
         }
         InterfacePlan {
             dev: dev.into(),
-            direction: lqos_tc::Direction::Download,
+            direction: lqos_tc::allocation::Direction::Download,
             ops,
             setup_ops,
             queue_class_counts: vec![],
@@ -737,13 +742,10 @@ mod tests {
 
     #[test]
     fn preflight_counts_the_queues_the_plan_uses_on_a_bridge_and_a_stick() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 40,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(40));
         let bridge = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
         let mut stick = bridge.clone();
-        stick.interfaces = lqos_tc::Interfaces::OnAStick {
+        stick.interfaces = lqos_tc::config::Interfaces::OnAStick {
             interface: "ens19".into(),
             internet_vlan: 2,
             network_vlan: 3,
@@ -772,10 +774,7 @@ mod tests {
 
     #[test]
     fn a_load_that_does_not_fit_in_memory_is_refused_before_any_op() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 400,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(400));
         let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
         cfg.default_sqm = "cake diffserv4".parse().unwrap();
         let p = lqos_tc::plan(&g.network, &cfg, None).unwrap();
@@ -858,7 +857,7 @@ mod tests {
         assert!(r.verify.unwrap().is_clean());
     }
 
-    /// `lqos apply --classifier bpf`: its preflight runs before anything
+    /// An apply of a plan with the bpf classifier: its preflight runs before anything
     /// is sent (a refusal sends nothing), the install after the load; a
     /// plan with another classifier removes it before its load; without a
     /// data path the plan is refused.
@@ -875,7 +874,7 @@ mod tests {
             "{e}"
         );
         let dp = InMemory::new();
-        dp.fail_next("preflight");
+        dp.fail_next(crate::error::BpfStep::Preflight);
         assert!(apply_plan_with(&p, &rec, &rec, Some(&dp), opts, &NoProgress).is_err());
         assert!(rec.sent().is_empty(), "a refused preflight sends nothing");
         let r = apply_plan_with(&p, &rec, &rec, Some(&dp), opts, &NoProgress).unwrap();
@@ -903,7 +902,7 @@ mod tests {
         );
         assert!(!dp.installed());
         // A failed install leaves the tree loaded but the apply unsuccessful.
-        dp.fail_next("install");
+        dp.fail_next(crate::error::BpfStep::Install);
         let r = apply_plan_with(&p, &rec, &rec, Some(&dp), opts, &NoProgress).unwrap();
         assert!(r.load.as_ref().unwrap().is_ok() && !r.succeeded());
         assert!(r.datapath.unwrap().error().is_some());

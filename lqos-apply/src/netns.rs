@@ -10,11 +10,12 @@
 //! // dropped here: `ip netns del`
 //! ```
 
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use crate::error::{ApplyError, Result};
+use crate::error::{ApplyError, IoAction, Result};
 
 /// A network namespace that exists for as long as this value does. `Drop`
 /// deletes it (also while unwinding from a panic), which removes its veths.
@@ -47,7 +48,7 @@ pub(crate) fn run(cmd: &str, args: &[&str]) -> Result<String> {
     let out = Command::new(cmd)
         .args(args)
         .output()
-        .map_err(|e| ApplyError::io(format!("running `{line}`"), e))?;
+        .map_err(|e| ApplyError::io(IoAction::Run(line.clone()), None, e))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
         return Err(ApplyError::Command {
@@ -114,7 +115,7 @@ impl ScratchNetns {
         Ok(())
     }
 
-    /// The namespace's name (for `tc -n`, `ip -n`, [`crate::NetlinkLive::new`]).
+    /// The namespace's name (for `tc -n`, `ip -n`, [`crate::live::NetlinkLive::new`]).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -244,7 +245,9 @@ impl PrivateBpf {
                     )
                     .map_err(std::io::Error::from)
                 })
-                .map_err(|e| ApplyError::io("mounting a private bpffs on /sys/fs/bpf", e));
+                .map_err(|e| {
+                    ApplyError::io(IoAction::MountBpffs, Some(Path::new("/sys/fs/bpf")), e)
+                });
             let ok = mounted.is_ok();
             let _ = ready_tx.send(mounted);
             if ok {
@@ -255,7 +258,8 @@ impl PrivateBpf {
         });
         ready_rx.recv().map_err(|_| {
             ApplyError::io(
-                "starting the bpffs thread",
+                IoAction::MountBpffs,
+                Some(Path::new("/sys/fs/bpf")),
                 std::io::ErrorKind::BrokenPipe.into(),
             )
         })??;

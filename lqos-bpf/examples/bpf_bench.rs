@@ -21,12 +21,13 @@ use std::time::{Duration, Instant};
 
 use lqos_bpf::layout::addr_bytes;
 use lqos_bpf::layout::{CircuitValue, IfaceConfig, Role, Steer};
+use lqos_bpf::loader::DataPath;
+use lqos_bpf::maps::Maps;
 use lqos_bpf::model::{diff, Entries, MapKey};
 use lqos_bpf::packet::Frame;
 use lqos_bpf::plan::CpuPolicy;
 use lqos_bpf::sys::PrivateBpffs;
 use lqos_bpf::testrun::{run_tc, run_xdp};
-use lqos_bpf::{DataPath, Maps};
 
 /// A kind of frame: its name and the (source, destination) of frame k.
 type Case = (&'static str, Box<dyn Fn(u32) -> (IpAddr, IpAddr)>);
@@ -232,12 +233,9 @@ fn main() {
     }
 
     if a.circuits > 0 {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: a.circuits,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(a.circuits));
         let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
-        cfg.default_sqm = lqos_tc::LeafSpec::None;
+        cfg.default_sqm = lqos_tc::config::LeafSpec::None;
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
         let cpus = CpuPolicy::new(vec![0, 1]);
         let dir = bpffs.path().join("load");

@@ -53,6 +53,7 @@ pub enum XdpChoice {
 
 /// What XDP ended up as on one interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum XdpStatus {
     /// Newly attached in the driver (native XDP).
     Native,
@@ -72,11 +73,45 @@ pub enum XdpStatus {
 
 /// What tc ended up as on one interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TcStatus {
     /// A new filter.
     Attached,
     /// The existing lqos filter now runs the new program.
     Replaced,
+}
+
+impl XdpStatus {
+    /// XDP works less than asked: generic mode the driver forced, or not
+    /// attached at all (no CPU steering). Worth a warning.
+    pub fn is_degraded(&self) -> bool {
+        matches!(self, XdpStatus::Generic(why) if !why.is_empty())
+            || matches!(self, XdpStatus::Unavailable(_))
+    }
+}
+
+impl std::fmt::Display for XdpStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            XdpStatus::Native => f.write_str("native"),
+            XdpStatus::Generic(why) if why.is_empty() => f.write_str("generic"),
+            XdpStatus::Generic(why) => write!(f, "generic (native refused: {why})"),
+            XdpStatus::Replaced => f.write_str("replaced in place"),
+            XdpStatus::Off => f.write_str("off"),
+            XdpStatus::Unavailable(why) => {
+                write!(f, "not attached, no CPU steering; tc classifies ({why})")
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for TcStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TcStatus::Attached => "attached",
+            TcStatus::Replaced => "replaced in place",
+        })
+    }
 }
 
 /// One interface to attach to.
@@ -90,6 +125,7 @@ pub struct Interface {
 
 /// Options of [`DataPath::attach`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AttachOptions {
     /// XDP mode.
     pub xdp: XdpChoice,
@@ -112,6 +148,7 @@ impl Default for AttachOptions {
 
 /// The outcome on one interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct IfaceReport {
     /// Interface name.
     pub name: String,
@@ -123,6 +160,19 @@ pub struct IfaceReport {
     pub tc: TcStatus,
     /// TX queues whose XPS was switched off.
     pub xps_off: u32,
+}
+
+impl IfaceReport {
+    /// The outcome on interface `name` (index `ifindex`), no XPS changed.
+    pub fn new(name: impl Into<String>, ifindex: u32, xdp: XdpStatus, tc: TcStatus) -> Self {
+        IfaceReport {
+            name: name.into(),
+            ifindex,
+            xdp,
+            tc,
+            xps_off: 0,
+        }
+    }
 }
 
 /// The path of the pinned XDP link of interface `name`.

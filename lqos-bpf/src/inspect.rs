@@ -14,6 +14,7 @@ use crate::layout::programs;
 
 /// One `bpf` filter of a clsact egress hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EgressFilter {
     /// Its preference (lower decides first).
     pub pref: u16,
@@ -35,6 +36,7 @@ impl EgressFilter {
 
 /// The XDP slot of an interface.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct XdpSlot {
     /// `native`, `generic`, `offload`, `multi`, or `None` when empty.
     pub mode: Option<&'static str>,
@@ -65,6 +67,7 @@ pub fn pinned_xdp_program(pin_dir: &Path, name: &str) -> Option<u32> {
 
 /// What is attached to one interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Attached {
     /// Interface name.
     pub name: String,

@@ -6,7 +6,8 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use ipnet::IpNet;
-use lqos_tc::{IpMap, Plan};
+use lqos_tc::ipmap::IpMap;
+use lqos_tc::Plan;
 
 use crate::attach::{self, AttachOptions, IfaceReport, XdpChoice};
 use crate::error::Result;
@@ -21,6 +22,7 @@ use crate::sys;
 
 /// Options of [`install`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct InstallOptions {
     /// bpffs directory of the pins (default [`DEFAULT_PIN_DIR`]).
     pub pin_dir: PathBuf,
@@ -44,7 +46,8 @@ impl Default for InstallOptions {
 }
 
 /// What [`install`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Installed {
     /// The preflight's findings (warnings included).
     pub preflight: Preflight,

@@ -2,18 +2,22 @@
 #![deny(missing_docs)]
 
 pub mod attach;
-pub mod error;
+mod error;
 pub mod index;
 pub mod inspect;
-pub mod install;
+mod install;
 pub mod layout;
 pub mod loader;
 pub mod maps;
 pub mod model;
+#[cfg(feature = "test-util")]
+#[doc(hidden)]
 pub mod packet;
 pub mod plan;
 pub mod preflight;
 pub mod sys;
+#[cfg(feature = "test-util")]
+#[doc(hidden)]
 pub mod testrun;
 pub mod xps;
 
@@ -22,7 +26,3 @@ pub use install::{
     check, install, install_checked, installed, lookup, remove, update, InstallOptions, Installed,
     MapSync,
 };
-pub use layout::{CircuitValue, DefaultQueues, FastLens, IfaceConfig, Role, Stats, Steer};
-pub use loader::{DataPath, DEFAULT_PIN_DIR, OBJECT};
-pub use maps::{ApplyCounts, Maps};
-pub use model::{diff, Entries, MapDiff, MapKey};

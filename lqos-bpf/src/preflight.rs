@@ -14,7 +14,8 @@ use crate::loader::DataPath;
 use crate::sys;
 
 /// What preflight found.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Preflight {
     /// Entries of the cpumap (the possible CPUs).
     pub cpumap_entries: u32,

@@ -436,8 +436,11 @@ mod tests {
     use lqos_apply::stats::openmetrics::{
         tin_delays, Labels, COUNTERS, DELAY, DELAY_KINDS, GAUGES, INFO,
     };
-    use lqos_apply::stats::{Dir, DirStats, RawIface, RawStats, Stats, StatsIndex, StatsTracker};
-    use lqos_tc::{Direction, TcHandle};
+    use lqos_apply::stats::{
+        Dir, DirStats, IfaceSamples, Samples, Stats, StatsIndex, StatsTracker,
+    };
+    use lqos_tc::allocation::Direction;
+    use lqos_tc::TcHandle;
     use prometheus_client::collector::Collector;
     use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
     use prometheus_client::metrics::counter::ConstCounter;
@@ -466,59 +469,57 @@ mod tests {
     /// from two polls in which every circuit sent bytes, all of them in
     /// the Best Effort tin.
     fn polled(n: usize) -> (StatsIndex, Stats) {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: n,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(n));
         let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 2);
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
         let index = StatsIndex::new(&plan);
         let mut t = StatsTracker::new(&index);
-        let raw = |bytes: u64| RawStats {
-            interfaces: plan
-                .interfaces
-                .iter()
-                .map(|ip| {
-                    let mut r = RawIface::empty(&ip.dev);
-                    for c in &plan.allocation.circuits {
-                        let d = ip.direction;
-                        let classid = TcHandle::new(plan.major(d, c.queue), c.minor);
-                        r.classes.push(ClassSample {
-                            classid,
-                            counters: Counters {
-                                bytes,
-                                ..Counters::default()
-                            },
-                            htb: None,
-                        });
-                        let leaf = if d == Direction::Upload {
-                            c.leaf_upload
-                        } else {
-                            c.leaf_download
-                        };
-                        let mut tins = vec![CakeTin::default(); 4];
-                        tins[1] = CakeTin {
-                            sent_bytes: bytes,
-                            sent_packets: 3,
-                            peak_delay_us: 1_500_250,
-                            avg_delay_us: 1234,
-                            base_delay_us: 7,
-                            ..CakeTin::default()
-                        };
-                        r.qdiscs.push(QdiscSample {
-                            handle: TcHandle::new(leaf.unwrap(), 0),
-                            parent: classid,
-                            kind: "cake".into(),
-                            counters: Counters::default(),
-                            xstats: LeafXstats::Cake(CakeXstats {
-                                tins,
-                                ..CakeXstats::default()
-                            }),
-                        });
-                    }
-                    r
-                })
-                .collect(),
+        let raw = |bytes: u64| {
+            Samples::from(
+                plan.interfaces
+                    .iter()
+                    .map(|ip| {
+                        let mut r = IfaceSamples::empty(&ip.dev);
+                        for c in &plan.allocation.circuits {
+                            let d = ip.direction;
+                            let classid = TcHandle::new(plan.major(d, c.queue), c.minor);
+                            r.classes.push(ClassSample {
+                                classid,
+                                counters: Counters {
+                                    bytes,
+                                    ..Default::default()
+                                },
+                                htb: None,
+                            });
+                            let leaf = if d == Direction::Upload {
+                                c.leaf_upload
+                            } else {
+                                c.leaf_download
+                            };
+                            let mut tins = vec![CakeTin::default(); 4];
+                            tins[1] = CakeTin {
+                                sent_bytes: bytes,
+                                sent_packets: 3,
+                                peak_delay_us: 1_500_250,
+                                avg_delay_us: 1234,
+                                base_delay_us: 7,
+                                ..CakeTin::default()
+                            };
+                            r.qdiscs.push(QdiscSample {
+                                handle: TcHandle::new(leaf.unwrap(), 0),
+                                parent: classid,
+                                kind: "cake".into(),
+                                counters: Counters::default(),
+                                xstats: LeafXstats::Cake(CakeXstats {
+                                    tins,
+                                    ..CakeXstats::default()
+                                }),
+                            });
+                        }
+                        r
+                    })
+                    .collect::<Vec<_>>(),
+            )
         };
         t.observe(&index, &raw(100), Duration::ZERO);
         let stats = t.observe(&index, &raw(1100), Duration::from_secs(1));

@@ -444,8 +444,8 @@ fn apply_with_the_bpf_classifier_shapes_forwarded_flows_both_ways() {
 
     // Each flow in its circuit's class (the classids of the plan applied),
     // the unknown address in the default classes.
-    let state = lqos_apply::StateDir::open(d.join("st")).unwrap();
-    let plan = lqos_apply::load_saved_plan(&state, Some(ns))
+    let state = lqos_apply::state::NetnsState::new(d.join("st"), Some(ns));
+    let plan = lqos_apply::saved::load_saved_plan(&state)
         .unwrap()
         .unwrap()
         .plan;
@@ -509,10 +509,10 @@ fn apply_with_the_bpf_classifier_shapes_forwarded_flows_both_ways() {
 
     // Drift: an entry removed and a filter deleted behind lqos's back.
     // verify says what differs (exit 1); the next apply repairs it.
-    let pins = lqos_apply::state::bpf_pin_dir(Some(ns));
+    let pins = lqos_apply::state::NetnsState::new("/unused", Some(ns)).bpf_pin_dir();
     let gone = bpf.run(move || {
-        let mut m = lqos_bpf::Maps::open(&pins).unwrap();
-        m.remove(&lqos_bpf::MapKey::from_net(
+        let mut m = lqos_bpf::maps::Maps::open(&pins).unwrap();
+        m.remove(&lqos_bpf::model::MapKey::from_net(
             "100.64.0.7/32".parse().unwrap(),
         ))
     });
@@ -738,8 +738,8 @@ fn the_bpf_classifier_takes_over_from_libreqos_programs_without_a_gap() {
     // LibreQoS's tree (here lqos's, with the same classids) and its
     // programs.
     ok(&apply("none"));
-    let state = lqos_apply::StateDir::open(d.join("st")).unwrap();
-    let plan = lqos_apply::load_saved_plan(&state, Some(&ns))
+    let state = lqos_apply::state::NetnsState::new(d.join("st"), Some(&ns));
+    let plan = lqos_apply::saved::load_saved_plan(&state)
         .unwrap()
         .unwrap()
         .plan;
@@ -769,10 +769,13 @@ fn the_bpf_classifier_takes_over_from_libreqos_programs_without_a_gap() {
     // LibreQoS's maps emptied: were its filter still deciding, packets
     // would fall to a default class now.
     bpf.run(move || {
-        let mut m = lqos_bpf::Maps::open(Path::new(STAND_IN)).unwrap();
+        let mut m = lqos_bpf::maps::Maps::open(Path::new(STAND_IN)).unwrap();
         let e = m.read().unwrap();
-        m.apply(&lqos_bpf::model::diff(&e, &lqos_bpf::Entries::default()))
-            .unwrap();
+        m.apply(&lqos_bpf::model::diff(
+            &e,
+            &lqos_bpf::model::Entries::default(),
+        ))
+        .unwrap();
     });
     let v = ok(&lqos(
         &bpf,
@@ -836,10 +839,10 @@ const STAND_IN: &str = "/sys/fs/bpf/libreqos-stand-in";
 /// `plan`'s classids, attached as `lqosd` attaches: XDP through netlink in
 /// driver mode (`ip link set dev IF xdpdrv`), tc egress at pref 0xC02F,
 /// handle 1. Runs beside the private bpffs; returns the loaded object.
-fn stand_in_libreqos(ns: &str, plan: &lqos_tc::Plan) -> lqos_bpf::DataPath {
+fn stand_in_libreqos(ns: &str, plan: &lqos_tc::Plan) -> lqos_bpf::loader::DataPath {
     use lqos_bpf::plan::{entries, interfaces, CpuPolicy};
     let pins = Path::new(STAND_IN);
-    let mut dp = lqos_bpf::DataPath::load(pins).unwrap();
+    let mut dp = lqos_bpf::loader::DataPath::load(pins).unwrap();
     let cpus = CpuPolicy::online().unwrap();
     let mut maps = dp.maps().unwrap();
     maps.sync(&entries(plan, &cpus).unwrap()).unwrap();

@@ -324,8 +324,8 @@ fn a_stick_shapes_vlan_and_qinq_subscribers_both_ways_at_their_ceils() {
 
     // Each direction in its own half of the queues, in its circuit's
     // class: the classids of the plan applied.
-    let state = lqos_apply::StateDir::open(d.join("st")).unwrap();
-    let plan = lqos_apply::load_saved_plan(&state, Some(shaper.name()))
+    let state = lqos_apply::state::NetnsState::new(d.join("st"), Some(shaper.name()));
+    let plan = lqos_apply::saved::load_saved_plan(&state)
         .unwrap()
         .unwrap()
         .plan;

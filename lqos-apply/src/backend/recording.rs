@@ -1,11 +1,13 @@
 //! A fake kernel for tests of everything above the socket: records every op
 //! per interface, keeps a simulated tree per interface (so it can also serve
-//! as the [`crate::LiveSource`] for readback), and fails on request.
+//! as the [`crate::live::LiveSource`] for readback), and fails on request.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use lqos_tc::{QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::tree::TcTree;
+use lqos_tc::{TcHandle, TcOp};
 
 use super::{
     as_sent, delete_placement, is_root_delete, Backend, IfaceOps, IfaceReport, LoadReport,
@@ -14,7 +16,7 @@ use super::{
 use crate::error::{ApplyError, ClassifierMissing, QdiscRefusal, Result};
 use crate::live::{KindSupport, LinkSummary, LiveSource};
 use crate::netlink::{ClassSample, Counters, LeafXstats, QdiscSample};
-use crate::stats::{PollRequest, Polled, RawIface};
+use crate::stats::{IfaceSamples, PollRequest, Polled};
 use crate::timing::Timing;
 
 /// A planned failure: the `op_index`-th op sent to `dev` (counting every op
@@ -296,7 +298,7 @@ impl LiveSource for Recording {
                     config_key: None,
                 });
             };
-            let mut r = RawIface::empty(&t.dev);
+            let mut r = IfaceSamples::empty(&t.dev);
             for &classid in tree.classes.keys() {
                 if !t.htbs.iter().any(|h| h.major() == classid.major()) {
                     continue;

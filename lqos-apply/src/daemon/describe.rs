@@ -6,9 +6,10 @@
 use std::time::Duration;
 
 use crate::error::ApplyError;
-use crate::Stopped;
+use crate::error::Stopped;
 
-use super::event::{Applied, Event, LoadPath, StateFile};
+use super::event::{Applied, Event, LoadPath};
+use crate::state::StateFile;
 
 /// How much a line matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -253,33 +254,11 @@ impl Event {
                     .interfaces
                     .iter()
                     .map(|i| {
-                        let (level, xdp) = match &i.xdp {
-                            lqos_bpf::attach::XdpStatus::Native => (Info, "native".to_string()),
-                            lqos_bpf::attach::XdpStatus::Replaced => {
-                                (Info, "replaced in place".to_string())
-                            }
-                            lqos_bpf::attach::XdpStatus::Off => (Info, "off".to_string()),
-                            lqos_bpf::attach::XdpStatus::Generic(why) if why.is_empty() => {
-                                (Info, "generic".to_string())
-                            }
-                            lqos_bpf::attach::XdpStatus::Generic(why) => {
-                                (Warn, format!("generic ({why})"))
-                            }
-                            lqos_bpf::attach::XdpStatus::Unavailable(why) => (
-                                Warn,
-                                format!("not attached, no CPU steering; tc classifies ({why})"),
-                            ),
-                        };
+                        let level = if i.xdp.is_degraded() { Warn } else { Info };
                         LogLine::new(level, "bpf classifier attached")
                             .text("dev", &i.name)
-                            .str(
-                                "tc",
-                                match i.tc {
-                                    lqos_bpf::attach::TcStatus::Attached => "attached",
-                                    lqos_bpf::attach::TcStatus::Replaced => "replaced in place",
-                                },
-                            )
-                            .text("xdp", xdp)
+                            .str("tc", i.tc.to_string())
+                            .text("xdp", &i.xdp)
                             .num("xps_off", i.xps_off)
                     })
                     .collect();
@@ -382,9 +361,12 @@ impl Event {
             Event::SaveFailed { what, error } => LogLine::new(
                 Warn,
                 match what {
-                    StateFile::LastGood => "cannot save the last good plan",
-                    StateFile::Status => "cannot write the status file",
+                    StateFile::LastPlan => "cannot save the last good plan",
+                    StateFile::WatchStatus => "cannot write the status file",
                     StateFile::Journal => "cannot write the input journal",
+                    StateFile::Confirm => "cannot write the confirmation",
+                    StateFile::ProbeCache => "cannot write the qdisc kind probe cache",
+                    StateFile::Lock => "cannot write the lock file",
                 },
             )
             .text("error", error),

@@ -6,18 +6,19 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::core::{ClassifierDone, ClassifierStep, Reloader, Request, Response, Settings};
-use super::event::{Event, Record, StateFile};
+use super::event::{Event, Record};
 use super::health::Health;
-use super::ingest::{FileEvent, InputFile};
+use super::ingest::FileEvent;
 use crate::backend::{load_deletes_first, Backend, Cancel};
 use crate::datapath::DataPath;
 use crate::engine::preflight;
 use crate::error::{ApplyError, PlanProblem, Result, StateProblem};
+use crate::input_file::InputFile;
 use crate::inputs::Inputs;
 use crate::journal::Journal;
 use crate::live::{read_live, LiveSource};
-use crate::session::{last_good_allocation, save_last_good};
-use crate::state::StateDir;
+use crate::session::{load_saved_allocation, save_last_good};
+use crate::state::{NetnsState, StateFile};
 use crate::stats::Snapshot;
 use crate::watch::{unix_ms, Pending, WatchEvent, WatchStatus};
 
@@ -49,7 +50,7 @@ pub struct Kernel<'a> {
 pub struct Driver<'a> {
     core: Reloader,
     inputs: Inputs,
-    state: &'a StateDir,
+    state: &'a NetnsState,
     kernel: Kernel<'a>,
     status: WatchStatus,
     clock: Box<dyn FnMut() -> Instant + 'a>,
@@ -63,26 +64,25 @@ pub struct Driver<'a> {
 
 impl<'a> Driver<'a> {
     /// A driver of `inputs` on `kernel`, keeping its state (the last good
-    /// plan, whose classids it keeps; the status file) in `state`.
+    /// plan, whose classids it keeps; the status file; the journal) in
+    /// `state`.
     pub fn new(
         settings: Settings,
         inputs: Inputs,
-        state: &'a StateDir,
+        state: &'a NetnsState,
         kernel: Kernel<'a>,
     ) -> Driver<'a> {
-        let netns = settings.netns.clone();
         let mut pending = Vec::new();
-        let previous =
-            last_good_allocation(state.path(), netns.as_deref()).unwrap_or_else(|error| {
-                pending.push(Event::SavedPlanIgnored { error });
-                None
-            });
+        let previous = load_saved_allocation(state).unwrap_or_else(|error| {
+            pending.push(Event::SavedPlanIgnored { error });
+            None
+        });
         Driver {
             core: Reloader::new(settings, inputs.clone(), previous),
             inputs,
             state,
             kernel,
-            status: WatchStatus::new(netns.as_deref(), false),
+            status: WatchStatus::new(state.netns(), false),
             clock: Box::new(Instant::now),
             pending,
             health: Health::default(),
@@ -94,7 +94,7 @@ impl<'a> Driver<'a> {
     /// The same driver whose loads stop at their next safe point once
     /// `cancel` is set (SIGTERM): such a load ends as a failed one (the
     /// kernel read back next time, nothing saved as last good), with
-    /// [`crate::Stopped::Cancelled`] in its error.
+    /// [`crate::error::Stopped::Cancelled`] in its error.
     pub fn with_cancel(mut self, cancel: Cancel) -> Driver<'a> {
         self.cancel = cancel;
         self
@@ -150,7 +150,7 @@ impl<'a> Driver<'a> {
     }
 
     /// An operator confirmed the refused inputs with sha256 `sha`
-    /// (`lqos confirm`): applied once, now.
+    /// ([`crate::watch::Confirmation`]): applied once, now.
     pub fn confirm(&mut self, sha: &str, sink: &mut dyn FnMut(Event)) {
         let now = (self.clock)();
         self.core.confirm(sha, now);
@@ -243,15 +243,14 @@ impl<'a> Driver<'a> {
     fn save_last_good(&mut self, sink: &mut dyn FnMut(Event)) {
         let Some(plan) = self.core.plan() else { return };
         let t = (self.clock)();
-        let netns = self.core.settings().netns.as_deref();
         // The compact record (allocation and inputs, re-planned on read:
         // a fifth of the bytes of the ops at 100,000 circuits); the ops
         // where the inputs cannot be recorded.
-        let saved = match save_last_good(self.state, netns, plan, self.core.network()) {
+        let saved = match save_last_good(self.state, plan, self.core.network()) {
             Err(ApplyError::State {
                 reason: StateProblem::Unrecordable(_),
                 ..
-            }) => save_last_good(self.state, netns, plan, None),
+            }) => save_last_good(self.state, plan, None),
             r => r,
         };
         match saved {
@@ -260,7 +259,7 @@ impl<'a> Driver<'a> {
                 sink(Event::LastGoodSaved { took });
             }
             Err(error) => sink(Event::SaveFailed {
-                what: StateFile::LastGood,
+                what: StateFile::LastPlan,
                 error,
             }),
         }
@@ -274,8 +273,7 @@ impl<'a> Driver<'a> {
         let trigger = self.status.last.as_ref().map(|e| e.trigger);
         let source = trigger.map_or("watch".to_string(), |t| format!("watch {t}"));
         let settings = self.core.settings();
-        let netns = settings.netns.as_deref();
-        let r = Journal::open(self.state, netns)
+        let r = Journal::open(self.state)
             .and_then(|j| j.push(set, &settings.overrides, circuits, &source));
         if let Err(error) = r {
             sink(Event::SaveFailed {
@@ -301,7 +299,7 @@ impl<'a> Driver<'a> {
         self.status.active_leaves = s.active_leaves;
         if let Err(error) = self.status.save(self.state) {
             sink(Event::SaveFailed {
-                what: StateFile::Status,
+                what: StateFile::WatchStatus,
                 error,
             });
         }
@@ -333,8 +331,8 @@ fn execute(
         Request::Preflight(plan) => {
             Response::Preflight(preflight(plan, k.live).and_then(|_| {
                 match (plan.config.classifier, k.datapath) {
-                    (lqos_tc::Classifier::Bpf, Some(dp)) => dp.preflight(plan).map(drop),
-                    (lqos_tc::Classifier::Bpf, None) => {
+                    (lqos_tc::classify::Classifier::Bpf, Some(dp)) => dp.preflight(plan).map(drop),
+                    (lqos_tc::classify::Classifier::Bpf, None) => {
                         Err(ApplyError::Plan(PlanProblem::NoDataPath))
                     }
                     _ => Ok(()),

@@ -5,14 +5,14 @@
 //! - [`StatsIndex::new`] (pure, once per plan): which classid is which
 //!   circuit or node in which direction, which leaf qdisc is whose, and
 //!   every class's planned rate and ceil.
-//! - [`LiveSource::poll`](crate::LiveSource::poll) of a [`PollRequest`]:
+//! - [`LiveSource::poll`](crate::live::LiveSource::poll) of a [`PollRequest`]:
 //!   the I/O, per interface one class dump per planned HTB (counters,
 //!   64-bit packets, HTB's statistics) and, where asked, one qdisc dump
 //!   (the leaves' counters, cake's per-tin and fq_codel's statistics)
 //!   where a planned leaf keeps statistics of its own: an interface whose
 //!   leaves are all pfifo or bfifo, or that has none, is not dumped
-//!   ([`StatsIndex::leaf_dump_needed`]). [`RawIface::class_stats`] gives
-//!   the same class dumps to lazy leaves
+//!   ([`StatsIndex::leaf_dump_needed`]). The same class samples
+//!   ([`IfaceSamples::classes`]) go to lazy leaves
 //!   ([`crate::lazy::LeafTracker::observe`]), so one set of dumps serves
 //!   both; the daemon makes one poll for both.
 //! - [`StatsPoll`]: the index and the tracker of one plan, kept poll after
@@ -32,17 +32,17 @@
 //! bfifo leaves only refuse, so their drops are already the class's.
 //!
 //! ```
-//! use lqos_apply::stats::{RawIface, RawStats, StatsIndex, StatsTracker};
+//! use lqos_apply::stats::{IfaceSamples, Samples, StatsIndex, StatsTracker};
 //! use std::time::Duration;
 //!
-//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 5, ..Default::default() });
-//! let cfg = lqos_apply::plan_config(&g.config, None, &Default::default(),
-//!     lqos_apply::QueueCount::Default(2)).unwrap();
+//! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(5));
+//! let cfg = lqos_apply::inputs::plan_config(&g.config, None, &Default::default(),
+//!     lqos_apply::inputs::QueueCount::Default(2)).unwrap();
 //! let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
 //! let index = StatsIndex::new(&plan);
 //! let mut tracker = StatsTracker::new(&index);
 //! // No traffic yet: counters at zero, no rate before a second poll.
-//! let raw = RawStats { interfaces: index.devs().map(|d| RawIface::empty(d)).collect() };
+//! let raw = Samples::from(index.devs().map(|d| IfaceSamples::empty(d)).collect::<Vec<_>>());
 //! let s = tracker.observe(&index, &raw, Duration::from_secs(1));
 //! assert_eq!(s.circuits.len(), 5);
 //! assert_eq!(s.interval_secs, None);
@@ -51,16 +51,19 @@
 pub mod openmetrics;
 mod poll;
 
-pub use poll::{PollRequest, PollTarget, Polled, Snapshot, StatsPoll};
+pub use crate::sample::{IfaceSamples, PollRequest, PollTarget, Polled, Samples};
+pub use poll::{Snapshot, StatsPoll};
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use lqos_tc::{Direction, Plan, QdiscKind, TcHandle, TcOp};
+use lqos_tc::allocation::Direction;
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::{Plan, TcHandle, TcOp};
 use serde::Serialize;
 use smol_str::SmolStr;
 
-use crate::netlink::{CakeTin, ClassSample, ClassStats, FqCodelXstats, LeafXstats, QdiscSample};
+use crate::netlink::{CakeTin, FqCodelXstats, LeafXstats};
 
 /// Download or upload (the two halves of every circuit and node).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -310,47 +313,6 @@ impl StatsIndex {
     }
 }
 
-/// One interface's dumps of one poll.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RawIface {
-    /// The interface.
-    pub dev: String,
-    /// Every class of its planned HTBs.
-    pub classes: Vec<ClassSample>,
-    /// Every qdisc (empty when the poll skipped the qdisc dump).
-    pub qdiscs: Vec<QdiscSample>,
-}
-
-impl RawIface {
-    /// An interface with nothing dumped.
-    pub fn empty(dev: &str) -> RawIface {
-        RawIface {
-            dev: dev.to_string(),
-            ..RawIface::default()
-        }
-    }
-
-    /// The class counters lazy leaves compare
-    /// ([`crate::lazy::LeafTracker::observe`]), from the same dumps.
-    pub fn class_stats(&self) -> Vec<ClassStats> {
-        self.classes.iter().map(ClassSample::basic).collect()
-    }
-}
-
-/// One poll's dumps of every planned interface.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RawStats {
-    /// Per interface, in plan order.
-    pub interfaces: Vec<RawIface>,
-}
-
-impl RawStats {
-    /// The dumps of `dev`.
-    pub fn interface(&self, dev: &str) -> Option<&RawIface> {
-        self.interfaces.iter().find(|i| i.dev == dev)
-    }
-}
-
 /// A counter kept monotonic across restarts of the kernel's.
 #[derive(Debug, Clone, Copy, Default)]
 struct Mono {
@@ -406,6 +368,7 @@ impl DirAcc {
 
 /// One direction of a circuit or node in one poll.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct DirStats {
     /// Bytes sent (monotonic: across recreated classes).
     pub bytes: u64,
@@ -465,7 +428,8 @@ impl DirStats {
 }
 
 /// One circuit in one poll.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct CircuitStats {
     /// Circuit ID.
     pub id: SmolStr,
@@ -481,7 +445,8 @@ pub struct CircuitStats {
 
 /// One node in one poll: its class's counters; drops, ECN marks and
 /// backlog summed over the circuits below it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct NodeStats {
     /// Node name.
     pub name: String,
@@ -525,6 +490,7 @@ const DEFAULT_MINOR: u16 = 2;
 /// queue, summed, per direction. Addresses no device has (or that a
 /// classifier does not map) land there, unshaped by any circuit.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Unclassified {
     /// Towards the subscribers.
     pub download: DirStats,
@@ -533,7 +499,8 @@ pub struct Unclassified {
 }
 
 /// The statistics of one poll.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Stats {
     /// Seconds since the previous poll (`None`: the first; rates are 0).
     pub interval_secs: Option<f64>,
@@ -614,7 +581,7 @@ impl StatsTracker {
 
     /// The statistics of the dumps `raw` taken at `now` (any monotonic
     /// clock: `Instant` minus a start).
-    pub fn observe(&mut self, index: &StatsIndex, raw: &RawStats, now: Duration) -> Stats {
+    pub fn observe(&mut self, index: &StatsIndex, raw: &Samples, now: Duration) -> Stats {
         let dt = self
             .last
             .map(|l| now.saturating_sub(l).as_secs_f64())
@@ -855,7 +822,7 @@ impl DirStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::netlink::{CakeXstats, Counters};
+    use crate::netlink::{CakeXstats, ClassSample, Counters, QdiscSample};
 
     fn setup(circuits: usize) -> (Plan, StatsIndex) {
         let (_, plan) = crate::test_fixtures::bridge_plan(circuits, 2, "cake diffserv4");
@@ -881,11 +848,11 @@ mod tests {
         TcHandle::new(plan.major(d, c.queue), c.minor)
     }
 
-    fn raw(plan: &Plan, per_circuit: &[(u64, u32)], leaf_drops: Option<u32>) -> RawStats {
-        let mut out = RawStats::default();
+    fn raw(plan: &Plan, per_circuit: &[(u64, u32)], leaf_drops: Option<u32>) -> Samples {
+        let mut out = Samples::default();
         for ip in &plan.interfaces {
             let d = ip.direction;
-            let mut r = RawIface::empty(&ip.dev);
+            let mut r = IfaceSamples::empty(&ip.dev);
             for (i, &(b, dr)) in per_circuit.iter().enumerate() {
                 r.classes.push(class(circuit_classid(plan, i, d), b, dr));
                 if let Some(ld) = leaf_drops {
@@ -1063,10 +1030,7 @@ mod tests {
     /// replace`), whose classes the poll must dump too.
     #[test]
     fn an_htb_root_is_polled() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 4,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(4));
         let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 1);
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
         let index = StatsIndex::new(&plan);
@@ -1093,14 +1057,5 @@ mod tests {
         );
         assert_eq!(s.circuits[0].download.bytes, 150);
         assert_eq!(s.circuits[0].download.rate_bps, 400.0);
-    }
-
-    #[test]
-    fn the_lazy_leaf_poll_reads_the_same_class_dumps() {
-        let (plan, _) = setup(2);
-        let r = raw(&plan, &[(7, 0), (9, 0)], None);
-        let cs = r.interfaces[0].class_stats();
-        assert_eq!(cs.len(), 2);
-        assert_eq!(cs[1].bytes, 9);
     }
 }

@@ -2,12 +2,10 @@
 //! interface it was attached to (XDP links, tc filters) and its pinned
 //! maps, in one network namespace.
 
-use lqos_apply::datapath::{DataPath, PinnedDataPath};
-use lqos_apply::StateDir;
-
-use super::apply::{applied_plan, state_path, TargetArgs};
+use super::apply::{applied_plan, TargetArgs};
 use super::{Done, Outcome};
 use crate::out::{note, outln};
+use lqos_apply::datapath::{DataPath, PinnedDataPath};
 
 /// Arguments of `lqos detach`.
 #[derive(clap::Args, Debug)]
@@ -21,11 +19,10 @@ pub struct Args {
 /// Runs `lqos detach`: 0 removed (or nothing was there), 2 on error.
 pub fn run(args: Args) -> Outcome {
     super::privilege::require("`lqos detach`", true, args.target.netns.is_some())?;
-    let netns = args.target.netns.as_deref();
-    let state = StateDir::open(state_path(&args.target))?;
+    let state = args.target.state();
     // The daemon would attach it again: refused while it (or an apply) runs.
     let _lock = state.lock()?;
-    let dp = PinnedDataPath::new(netns);
+    let dp = PinnedDataPath::new(&state);
     let pins = dp.pin_dir().to_path_buf();
     if !dp.installed() {
         outln!(
@@ -46,7 +43,7 @@ pub fn run(args: Args) -> Outcome {
         pins.display()
     )?;
     if applied_plan(&args.target)?
-        .is_some_and(|p| p.plan.config.classifier == lqos_tc::Classifier::Bpf)
+        .is_some_and(|p| p.plan.config.classifier == lqos_model::config::Classifier::Bpf)
     {
         note!(
             "lqos: the plan last applied has classifier bpf: the next `lqos apply` (or `lqos \

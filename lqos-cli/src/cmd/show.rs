@@ -7,12 +7,15 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
+use lqos_tc::allocation::Direction;
 use lqos_tc::render::rate_to_tc;
-use lqos_tc::{Direction, Plan, TcHandle, TcTree};
+use lqos_tc::tree::TcTree;
+use lqos_tc::{Plan, TcHandle};
 
 use super::apply::{applied_from, applied_plan, TargetArgs};
 use super::inputs::InputArgs;
-use super::plan::{plan_inputs, read_plan, PlanOptions};
+use super::inputs::PlanOptions;
+use super::plan::{plan_inputs, read_plan};
 use super::{Done, Outcome};
 use crate::out::{note, out};
 
@@ -73,7 +76,7 @@ pub fn run(args: Args) -> Outcome {
     if let Some(addr) = args.ip {
         // The plan last applied with lqos's eBPF classifier installed: what
         // the live maps decide is what packets get.
-        let pins = lqos_apply::state::bpf_pin_dir(args.target.netns.as_deref());
+        let pins = args.target.state().bpf_pin_dir();
         if live && lqos_bpf::installed(&pins) {
             let hit = lqos_bpf::lookup(&pins, addr).with_context(|| {
                 format!(
@@ -121,7 +124,7 @@ pub fn render_live_ip(
     plan: &Plan,
     addr: IpAddr,
     pins: &std::path::Path,
-    hit: Option<&lqos_bpf::CircuitValue>,
+    hit: Option<&lqos_bpf::layout::CircuitValue>,
 ) -> String {
     let mut out = String::new();
     let _ = write!(
@@ -222,12 +225,13 @@ pub fn render_ip(plan: &Plan, addr: IpAddr) -> String {
         out,
         "  classifier: {}",
         match plan.config.classifier {
-            lqos_tc::Classifier::Tc => format!("tc (flower filter handle {})", e.filter_handle),
-            lqos_tc::Classifier::Bpf => {
+            lqos_model::config::Classifier::Tc =>
+                format!("tc (flower filter handle {})", e.filter_handle),
+            lqos_model::config::Classifier::Bpf => {
                 "bpf (lqos's eBPF data path: XDP steers to the queue's CPU, tc sets class and queue)"
                     .to_string()
             }
-            lqos_tc::Classifier::None =>
+            lqos_model::config::Classifier::None =>
                 "none (an external classifier must map it; see ip_map.csv)".to_string(),
         }
     );

@@ -5,11 +5,11 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use lqos_apply::live::NetlinkLive;
 use lqos_apply::stats::{CircuitStats, Dir, DirStats, NodeStats, Stats, StatsPoll, Unclassified};
-use lqos_apply::NetlinkLive;
 use serde::Serialize;
 
-use super::apply::{applied_plan, state_path, TargetArgs};
+use super::apply::{applied_plan, TargetArgs};
 use super::{Done, Outcome};
 use crate::out::{out, outln};
 
@@ -237,7 +237,7 @@ pub fn last_plan(target: &TargetArgs) -> anyhow::Result<lqos_tc::Plan> {
         .with_context(|| {
             format!(
                 "no plan was applied successfully yet (state dir {}): nothing to read statistics of",
-                state_path(target).display()
+                target.state().path().display()
             )
         })?
         .plan)
@@ -260,8 +260,9 @@ fn datapath_counters(
     plan: &lqos_tc::Plan,
     target: &TargetArgs,
 ) -> anyhow::Result<Option<lqos_apply::datapath::Counters>> {
-    let pins = lqos_apply::state::bpf_pin_dir(target.netns.as_deref());
-    if plan.config.classifier != lqos_tc::Classifier::Bpf || !lqos_bpf::installed(&pins) {
+    let pins = target.state().bpf_pin_dir();
+    if plan.config.classifier != lqos_model::config::Classifier::Bpf || !lqos_bpf::installed(&pins)
+    {
         return Ok(None);
     }
     let cpus = lqos_bpf::plan::CpuPolicy::online()
@@ -396,17 +397,20 @@ mod tests {
     use super::*;
 
     fn circuit(id: &str, rate: f64, drop_rate: f64) -> CircuitStats {
-        let d = DirStats {
-            rate_bps: rate,
-            drop_rate,
-            ..DirStats::default()
+        let d = {
+            let mut p = DirStats::default();
+            p.rate_bps = rate;
+            p.drop_rate = drop_rate;
+            p
         };
-        CircuitStats {
-            id: id.into(),
-            name: id.into(),
-            parent: "AP".into(),
-            download: d.clone(),
-            upload: DirStats::default(),
+        {
+            let mut p = CircuitStats::default();
+            p.id = id.into();
+            p.name = id.into();
+            p.parent = "AP".into();
+            p.download = d.clone();
+            p.upload = DirStats::default();
+            p
         }
     }
 
@@ -414,15 +418,17 @@ mod tests {
     /// by ID, hiding the busy ones; ties now go busiest first.
     #[test]
     fn sorting_by_drops_without_drops_puts_the_busiest_first() {
-        let stats = Stats {
-            interval_secs: Some(1.0),
-            circuits: vec![
+        let stats = {
+            let mut p = Stats::default();
+            p.interval_secs = Some(1.0);
+            p.circuits = vec![
                 circuit("a", 1e3, 0.0),
                 circuit("b", 9e6, 0.0),
                 circuit("c", 5e6, 0.0),
-            ],
-            nodes: Vec::new(),
-            unclassified: Unclassified::default(),
+            ];
+            p.nodes = Vec::new();
+            p.unclassified = Unclassified::default();
+            p
         };
         let ids = |k: SortKey| -> Vec<String> {
             select(&stats, &Filter::default(), k, None)

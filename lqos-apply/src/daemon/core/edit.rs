@@ -7,7 +7,7 @@ impl Reloader {
     pub(super) fn replan(
         &mut self,
         raw: RawInputs,
-        patch: lqos_model::DevicesPatch,
+        patch: lqos_model::devices_index::DevicesPatch,
         b: Breakdown,
         now: Instant,
     ) {
@@ -32,7 +32,8 @@ impl Reloader {
             v.dedup();
             v
         };
-        match lqos_tc::replan_circuits(&mut cur.plan, &idx.plan, &idx.net, &patch.circuits) {
+        match lqos_tc::replan::replan_circuits(&mut cur.plan, &idx.plan, &idx.net, &patch.circuits)
+        {
             Replan::Patched(at) => {
                 let old = idx.devices.commit(&mut idx.net, patch, raw.devices);
                 self.spare = Some(old);

@@ -39,6 +39,9 @@ pub(super) fn log(e: Event, start: &StartInfo) {
         Event::LeavesDeferred { .. } => {
             lines[0].message += " (--sqm fq_codel or more memory)";
         }
+        Event::InputWarning(p) => {
+            lines[0].set("problem", Value::Text(crate::hints::problem(p)));
+        }
         Event::LoadFailed { error, .. } => {
             lines[0].set("error", Value::Text(crate::hints::with_hint(error)));
         }
@@ -182,19 +185,16 @@ mod tests {
             files: Vec::new(),
             state_dir: PathBuf::from("/var/lib/lqos"),
         };
-        let r = lqos_model::Rate::from_mbps;
+        // A planner's report, as it serializes (rates in bit/s).
+        let squashed: lqos_tc::rates::Squashed = serde_json::from_str(
+            r#"{"node": "AP 1", "circuits": 40, "asked_down": 1500000000, "asked_up": 250000000,
+                "fits_down": 999000000, "fits_up": 999000000, "each": 1000000}"#,
+        )
+        .unwrap();
         let (text, json) = logged(|| {
             log(
                 Event::Squashed {
-                    now: vec![lqos_tc::Squashed {
-                        node: "AP 1".into(),
-                        circuits: 40,
-                        asked_down: r(1500),
-                        asked_up: r(250),
-                        fits_down: r(999),
-                        fits_up: r(999),
-                        each: r(1),
-                    }],
+                    now: vec![squashed.clone()],
                     cleared: vec!["AP 2".into()],
                     total: 1,
                 },
@@ -227,38 +227,33 @@ mod tests {
             files: Vec::new(),
             state_dir: PathBuf::from("/var/lib/lqos"),
         };
-        let report = lqos_apply::datapath::Installed {
-            preflight: lqos_bpf::preflight::Preflight {
-                cpumap_entries: 2,
-                xdp: false,
-                tx_queues: Vec::new(),
-                warnings: vec!["no XDP".into()],
-            },
-            entries: lqos_apply::datapath::ApplyCounts {
-                written: 7,
-                removed: 1,
-            },
-            interfaces: vec![IfaceReport {
-                name: "ens19".into(),
-                ifindex: 3,
-                xdp: XdpStatus::Unavailable("busy".into()),
-                tc: TcStatus::Replaced,
-                xps_off: 16,
-            }],
-            detached: vec!["ens21".into()],
-            stale_maps: Vec::new(),
-        };
+        let mut report = lqos_apply::datapath::Installed::default();
+        report.preflight.cpumap_entries = 2;
+        report.preflight.warnings = vec!["no XDP".into()];
+        report.entries.written = 7;
+        report.entries.removed = 1;
+        let mut iface = IfaceReport::new(
+            "ens19",
+            3,
+            XdpStatus::Unavailable("busy".into()),
+            TcStatus::Replaced,
+        );
+        iface.xps_off = 16;
+        report.interfaces = vec![iface];
+        report.detached = vec!["ens21".into()];
         let applied = Applied::new(
             lqos_apply::watch::Trigger::FileChange,
             lqos_tc::DiffSummary::default(),
             Duration::from_millis(3),
-            LoadPath::Incremental(Breakdown {
-                maps: Duration::from_micros(42),
-                ..Default::default()
+            LoadPath::Incremental({
+                let mut b = Breakdown::default();
+                b.maps = Duration::from_micros(42);
+                b
             }),
-            Some(lqos_apply::datapath::ApplyCounts {
-                written: 1,
-                removed: 0,
+            Some({
+                let mut n = lqos_apply::datapath::ApplyCounts::default();
+                n.written = 1;
+                n
             }),
         );
         let (text, json) = logged(|| {
