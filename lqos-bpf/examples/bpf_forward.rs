@@ -1,5 +1,10 @@
 //! Forwarding rate through a shaper namespace with no classifier, with
-//! lqos's tc program alone, and with tc + XDP steering (root). Builds
+//! lqos's tc program alone, with tc + XDP steering (XDP native, then
+//! generic, same run), and (where the kernel
+//! has cls_flower and act_skbedit: the lab) with one `flower` + `skbedit`
+//! filter per address (root). With lqos's programs it also prints, per TX
+//! queue, the packets each CPU's tc program put on it (with steering:
+//! every queue's packets handled by the CPU that owns it). Builds
 //! internet -- shaper -- subscriber namespaces (veth, `--queues` TX queues,
 //! an mq root with an HTB per queue at 10 Gbit/s and 64 circuit classes on
 //! each), blasts UDP from the internet namespace to 64 subscriber
@@ -59,6 +64,79 @@ fn blast(ns: &Ns, secs: f64, targets: &[Ipv4Addr]) {
     .unwrap();
 }
 
+/// Adds (or with `add` false removes) one egress `flower` filter per
+/// target on `ens19`, steering it to the queue and class the maps give it;
+/// false when the kernel refuses them.
+fn flower_filters(shaper: &Ns, targets: &[Ipv4Addr], queues: u16, add: bool) -> bool {
+    let tc = |args: &[&str]| {
+        std::process::Command::new("tc")
+            .args(["-n", &shaper.name])
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !add {
+        tc(&["filter", "del", "dev", "ens19", "egress", "pref", "1000"]);
+        return true;
+    }
+    if !tc(&["qdisc", "replace", "dev", "ens19", "clsact"]) {
+        return false;
+    }
+    for (i, t) in targets.iter().enumerate() {
+        let qn = (i as u16) % queues;
+        let ok = tc(&[
+            "filter",
+            "add",
+            "dev",
+            "ens19",
+            "egress",
+            "pref",
+            "1000",
+            "protocol",
+            "ip",
+            "flower",
+            "dst_ip",
+            &t.to_string(),
+            "action",
+            "skbedit",
+            "queue_mapping",
+            &qn.to_string(),
+            "priority",
+            &format!("{:x}:{:x}", qn + 1, 0x10 + i),
+        ]);
+        if !ok {
+            tc(&["filter", "del", "dev", "ens19", "egress", "pref", "1000"]);
+            return false;
+        }
+    }
+    true
+}
+
+/// Per TX queue: the packets each CPU's tc program put on it, and the
+/// share handled by the CPU that owns the queue.
+fn queue_cpus(dp: &DataPath, queues: u16) {
+    let maps = dp.maps().unwrap();
+    let cpus = lqos_bpf::plan::CpuPolicy::online().unwrap();
+    let (mut all, mut own) = (0u64, 0u64);
+    for q in 0..u32::from(queues) {
+        let per = maps.queue_packets(false, q).unwrap();
+        let owner = usize::from(cpus.cpu_of(q));
+        let line: Vec<String> = per
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(c, n)| format!("CPU {c}: {n}"))
+            .collect();
+        all += per.iter().sum::<u64>();
+        own += per.get(owner).copied().unwrap_or(0);
+        println!("    queue {q} (owned by CPU {owner}): {}", line.join(", "));
+    }
+    println!(
+        "    {:.2}% of the queues' packets handled by the CPU that owns the queue",
+        own as f64 * 100.0 / all.max(1) as f64
+    );
+}
+
 fn main() {
     let mut secs = 3.0;
     let mut rounds = 2;
@@ -115,7 +193,9 @@ fn main() {
         let s = Steer {
             classid: (u32::from(qn) + 1) << 16 | (0x10 + i as u32),
             queue: qn,
-            cpu: qn % 2,
+            cpu: lqos_bpf::plan::CpuPolicy::online()
+                .unwrap()
+                .cpu_of(u32::from(qn)),
         };
         want.insert(
             MapKey::from_net(ipnet::IpNet::new(IpAddr::V4(*t), 32).unwrap()),
@@ -134,23 +214,37 @@ fn main() {
     );
     println!("{:<24} {:>12} {:>14}", "mode", "rx pps", "classified");
     blast(&inet, 0.5, &targets);
+    let flower = flower_filters(&shaper, &targets, queues, true);
+    if flower {
+        flower_filters(&shaper, &targets, queues, false);
+    } else {
+        eprintln!("flower: not measured (this kernel has no cls_flower or act_skbedit)");
+    }
+    let modes: &[&str] = if flower {
+        &["none", "tc", "tc+xdp", "tc+xdp-generic", "flower"]
+    } else {
+        &["none", "tc", "tc+xdp", "tc+xdp-generic"]
+    };
     for r in 0..rounds {
-        for mode in ["none", "tc", "tc+xdp"] {
+        for &mode in modes {
+            if mode == "flower" {
+                flower_filters(&shaper, &targets, queues, true);
+            }
             let pin = bpffs.path().join(format!("r{r}-{mode}"));
             let mut dp = None;
-            if mode != "none" {
+            if mode != "none" && mode != "flower" {
                 let mut d = DataPath::load(&pin).unwrap();
                 d.maps().unwrap().sync(&want).unwrap();
                 let mut opts = AttachOptions::default();
-                opts.xdp = if mode == "tc" {
-                    XdpChoice::Off
-                } else {
-                    XdpChoice::Auto
+                opts.xdp = match mode {
+                    "tc" => XdpChoice::Off,
+                    "tc+xdp-generic" => XdpChoice::Generic,
+                    _ => XdpChoice::Auto,
                 };
                 opts.disable_xps = true;
                 opts.cpus = lqos_bpf::sys::online_cpus().unwrap();
                 let rep = in_netns(Some(&shaper.name), || d.attach(&ifs, &opts)).unwrap();
-                if mode == "tc+xdp" {
+                if mode.starts_with("tc+xdp") {
                     eprintln!("XDP: {:?}", rep.iter().map(|r| &r.xdp).collect::<Vec<_>>());
                 }
                 dp = Some(d);
@@ -171,8 +265,14 @@ fn main() {
                 pps,
                 classified
             );
+            if let Some(d) = &dp {
+                queue_cpus(d, queues);
+            }
             if dp.is_some() {
                 in_netns(Some(&shaper.name), || lqos_bpf::attach::remove_all(&pin)).unwrap();
+            }
+            if mode == "flower" {
+                flower_filters(&shaper, &targets, queues, false);
             }
         }
     }
