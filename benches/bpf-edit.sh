@@ -51,11 +51,16 @@ for i in $(seq 1 "$EDITS"); do
     until [ "$(grep -c '"trigger":"file-change"' log.json || true)" -gt "$n" ]; do sleep 0.05; done
     sleep 0.3
 done
-grep '"message":"applied"' log.json | grep '"trigger":"file-change"' | python3 -c '
-import json, sys, statistics
-rows = [json.loads(l) for l in sys.stdin]
-def med(k): return statistics.median(float(r[k]) for r in rows)
-print(f"{len(rows)} edits: map step median {med(\"maps_ms\"):.3f} ms (max {max(float(r[\"maps_ms\"]) for r in rows):.3f}), "
-      f"whole edit median {med(\"ms\"):.1f} ms; map entries written per edit: {sorted(set(r[\"map_written\"] for r in rows))}, "
-      f"tree ops: {sorted(set(r[\"added\"] + r[\"changed\"] + r[\"removed\"] for r in rows))}")
-'
+grep '"message":"applied"' log.json | grep '"trigger":"file-change"' >applied.json || true
+python3 - applied.json <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+if not rows:
+    sys.exit("no edit was applied")
+maps = [float(r["maps_ms"]) for r in rows]
+whole = [float(r["ms"]) for r in rows]
+written = sorted(set(r["map_written"] for r in rows))
+ops = sorted(set(r["added"] + r["changed"] + r["removed"] for r in rows))
+print(f"{len(rows)} edits: map step median {statistics.median(maps):.3f} ms (max {max(maps):.3f}), "
+      f"whole edit median {statistics.median(whole):.1f} ms; map entries written per edit: {written}, tree ops: {ops}")
+PY
