@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 pub mod attach;
+mod batch;
 mod error;
 pub mod index;
 pub mod inspect;

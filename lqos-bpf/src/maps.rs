@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use aya::maps::lpm_trie::{Key as LpmKey, LpmTrie};
-use aya::maps::{Array, CpuMap, HashMap, Map, MapData, PerCpuArray};
+use aya::maps::{Array, CpuMap, HashMap, IterableMap, Map, MapData, PerCpuArray};
 
 use crate::error::{BpfError, Result};
 use crate::layout::{names, CircuitValue, FastLens, IfaceConfig, Stats, MAX_QUEUES};
@@ -25,6 +25,9 @@ pub struct Maps {
     stats: PerCpuArray<MapData, [u64; 16]>,
     queues: PerCpuArray<MapData, u64>,
     redirects: PerCpuArray<MapData, u64>,
+    /// Writes to the hash maps go in batches (until the kernel refuses
+    /// one as unsupported).
+    batches: bool,
 }
 
 impl std::fmt::Debug for Maps {
@@ -92,6 +95,7 @@ impl Maps {
             stats: typed!(pin_dir, names::STATS),
             queues: typed!(pin_dir, names::QUEUES),
             redirects: typed!(pin_dir, names::REDIRECTS),
+            batches: true,
         })
     }
 
@@ -234,6 +238,41 @@ impl Maps {
         })
     }
 
+    /// Writes a run of entries of one hash map (hosts or fast) in one
+    /// `BPF_MAP_UPDATE_BATCH`; returns how many it wrote. A kernel without
+    /// batches writes none (and later runs go one by one); the rest of a
+    /// run the batch stopped in is for the caller to write one by one,
+    /// which names the entry when it fails again.
+    fn write_batch(&mut self, run: &[(MapKey, CircuitValue)]) -> Result<usize> {
+        use std::os::fd::AsFd;
+        let values: Vec<[u8; 24]> = run.iter().map(|(_, v)| v.encode()).collect();
+        let (done, r) = match run.first() {
+            Some((MapKey::Host(_), _)) => {
+                let keys: Vec<[u8; 16]> = run
+                    .iter()
+                    .map(|(k, _)| match k {
+                        MapKey::Host(a) => *a,
+                        _ => unreachable!("a run of one map"),
+                    })
+                    .collect();
+                let fd = self.hosts.map().fd().as_fd();
+                crate::batch::update(fd, &keys, &values)
+            }
+            Some((MapKey::Fast { .. }, _)) => {
+                let keys: Vec<[u8; 20]> = run.iter().map(|(k, _)| fast_key(k)).collect();
+                let fd = self.fast.map().fd().as_fd();
+                crate::batch::update(fd, &keys, &values)
+            }
+            _ => return Ok(0),
+        };
+        if let Err(e) = r {
+            if done == 0 && crate::batch::unsupported(&e) {
+                self.batches = false;
+            }
+        }
+        Ok(done)
+    }
+
     /// Removes one entry (absent: nothing to do).
     pub fn remove(&mut self, key: &MapKey) -> Result<()> {
         let r = match key {
@@ -267,9 +306,29 @@ impl Maps {
             return Ok(n);
         }
         self.set_fast_lens(&diff.fast_before)?;
-        for (k, v) in &diff.writes {
-            self.write(k, v)?;
-            n.written += 1;
+        // Runs of writes to one hash map go in batches (one system call per
+        // `batch::BATCH` entries), in the diff's order.
+        let mut i = 0;
+        while i < diff.writes.len() {
+            let k = &diff.writes[i].0;
+            let same = |w: &(MapKey, CircuitValue)| {
+                std::mem::discriminant(&w.0) == std::mem::discriminant(k)
+            };
+            let end = diff.writes[i..]
+                .iter()
+                .take(crate::batch::BATCH)
+                .position(|w| !same(w))
+                .map_or((i + crate::batch::BATCH).min(diff.writes.len()), |p| i + p);
+            let done = match k {
+                MapKey::Net { .. } => 0,
+                _ if !self.batches => 0,
+                _ => self.write_batch(&diff.writes[i..end])?,
+            };
+            for (k, v) in &diff.writes[i + done..end] {
+                self.write(k, v)?;
+            }
+            n.written += end - i;
+            i = end;
         }
         self.set_fast_lens(&diff.fast_after)?;
         for k in &diff.removes {

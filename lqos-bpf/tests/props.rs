@@ -453,3 +453,46 @@ fn map_sync_edits_reach_the_kernel_as_the_model_says() {
         )
         .unwrap();
 }
+
+/// Writes go to the hash maps in batches of 1,024 (one system call each):
+/// sets that cross several batch boundaries, changed in place and shrunk,
+/// read back exactly as the model says.
+#[test]
+fn batched_writes_read_back_as_written() {
+    if !common::require_root("batched_writes_read_back_as_written") {
+        return;
+    }
+    let mut l = common::load("batches");
+    let value = |c: u32| CircuitValue {
+        down: Steer {
+            classid: 1 << 16 | (c & 0xffff),
+            queue: 0,
+            cpu: 0,
+        },
+        up: Steer {
+            classid: 2 << 16 | (c & 0xffff),
+            queue: 1,
+            cpu: 1,
+        },
+        circuit: c,
+    };
+    let set = |n: u32, shift: u32| {
+        let mut e = Entries::default();
+        for i in 0..n {
+            // Hosts, and /29s the placement puts in the fast map.
+            let host = IpNet::new(IpAddr::V4(Ipv4Addr::from(0x6440_0000 + i)), 32).unwrap();
+            let net = IpNet::new(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + (i << 3))), 29).unwrap();
+            e.insert(MapKey::from_net(host), value(i + shift));
+            e.insert(MapKey::from_net(net), value(i + shift + 1));
+        }
+        e.place();
+        e
+    };
+    for (n, shift) in [(2_500, 0), (2_500, 7), (1_100, 7)] {
+        let want = set(n, shift);
+        l.maps.sync(&want).unwrap();
+        let got = l.maps.read().unwrap();
+        assert_eq!(got.len(), want.len());
+        assert_eq!(got, want, "{n} entries, values shifted by {shift}");
+    }
+}
