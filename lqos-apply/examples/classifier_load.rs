@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use ipnet::IpNet;
 use lqos_apply::backend::{Backend, IfaceOps, NetlinkBackend, NoProgress, Parallelism, RootDelete};
-use lqos_apply::datapath::{DataPath, PinnedDataPath};
+use lqos_apply::datapath::{DataPath, MapChange, PinnedDataPath};
 use lqos_apply::live::KindProbe;
 use lqos_apply::netns::{unique_name, ScratchNetns};
 use lqos_bpf::plan::{entries, CpuPolicy};
@@ -158,6 +158,27 @@ fn main() {
         us(bpf_p99)
     );
     drop(sync);
+    // The same edits as the daemon makes them: the data path's step
+    // before the tree load and the one after it.
+    let mut times = Vec::with_capacity(edits);
+    for i in 0..edits {
+        let p = if i % 2 == 0 { &bpf_other } else { &bpf_plan };
+        let change = MapChange::Prefixes {
+            ip_map: &p.ip_map,
+            nets: &nets,
+        };
+        let t = Instant::now();
+        dp.before_load(change).unwrap();
+        let n = dp.after_load(change).unwrap();
+        times.push(t.elapsed());
+        assert_eq!(n.written, 1);
+    }
+    let (med, p99) = median(times);
+    println!(
+        "bpf: one edit as the daemon makes it (DataPath::before_load + after_load): median {}, p99 {}",
+        us(med),
+        us(p99)
+    );
     dp.remove().unwrap();
 
     // flower.

@@ -180,6 +180,7 @@ impl<'a> Driver<'a> {
                     break;
                 };
                 reloaded |= matches!(req, Request::ReadInputs | Request::Send(_));
+                let started = (self.clock)();
                 let resp = execute(
                     &self.inputs,
                     self.kernel,
@@ -188,6 +189,7 @@ impl<'a> Driver<'a> {
                     &mut self.spare,
                 );
                 let now = (self.clock)();
+                self.core.request_started(started);
                 self.core.handle(resp, now);
                 if let Some(b) = self.core.take_spare() {
                     self.spare = b;

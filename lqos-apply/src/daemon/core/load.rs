@@ -520,6 +520,7 @@ impl Reloader {
             trigger: Trigger::Verify,
             since: now,
             at: now,
+            req_at: None,
             read_at: now,
             ready: None,
             step: Step::Poll,

@@ -294,6 +294,10 @@ struct Job {
     since: Instant,
     /// The `now` of the last call (a step's start).
     at: Instant,
+    /// When the driver began the current request, if it said so
+    /// ([`Reloader::request_started`]): the eBPF classifier's steps are
+    /// timed from there, so its map time is the map call's alone.
+    req_at: Option<Instant>,
     /// When the job started (its inputs were asked for).
     read_at: Instant,
     /// How the edit of a file-change job became ready.
@@ -759,6 +763,16 @@ impl Reloader {
         self.out.pop_front()
     }
 
+    /// The driver began the last [`Reloader::next_request`] at `now`
+    /// (call it before [`Reloader::handle`]; optional: without it a step
+    /// is timed from the previous answer, which includes the reloader's
+    /// own work after it).
+    pub fn request_started(&mut self, now: Instant) {
+        if let Some(job) = self.job.as_mut() {
+            job.req_at = Some(now);
+        }
+    }
+
     /// The answer to the last [`Reloader::next_request`], at `now`.
     ///
     /// # Panics
@@ -770,6 +784,7 @@ impl Reloader {
         };
         let step = std::mem::replace(&mut job.step, Step::Poll);
         let t_prev = std::mem::replace(&mut job.at, now);
+        let t_req = job.req_at.take().unwrap_or(t_prev);
         let trigger = job.trigger;
         self.job = Some(job);
         match (step, r) {
@@ -893,10 +908,10 @@ impl Reloader {
             },
             (Step::Send { ld }, Response::Sent(report)) => self.sent(ld, Some(report), now),
             (Step::ClassifierBefore { ld }, Response::Classifier(r)) => {
-                self.classifier_before(ld, r, t_prev, now)
+                self.classifier_before(ld, r, t_req, now)
             }
             (Step::ClassifierAfter { ld, report }, Response::Classifier(r)) => {
-                self.classifier_after(ld, report, r, t_prev, now)
+                self.classifier_after(ld, report, r, t_req, now)
             }
             (Step::Resync { record }, Response::Trees(r)) => {
                 self.resynced(r, now);
@@ -943,6 +958,7 @@ impl Reloader {
             trigger,
             since,
             at: now,
+            req_at: None,
             read_at: now,
             ready: None,
             step: Step::Inputs { readback },

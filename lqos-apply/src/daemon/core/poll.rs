@@ -35,6 +35,7 @@ impl Reloader {
             trigger: Trigger::LeafPoll,
             since: now,
             at: now,
+            req_at: None,
             read_at: now,
             ready: None,
             step: Step::Poll,
