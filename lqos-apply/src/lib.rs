@@ -66,7 +66,7 @@
 //! let state = NetnsState::new(dir.path().join("state"), None);
 //! let mut settings = Settings::default();
 //! settings.overrides = PlanOverrides::default().sqm("pfifo".parse().unwrap());
-//! let k = Kernel { live: &kernel, backend: &kernel };
+//! let k = Kernel { live: &kernel, backend: &kernel, datapath: None };
 //! let mut d = Driver::new(settings, Inputs::in_dir(dir.path()), &state, k);
 //! let mut events = Vec::new();
 //! d.start(&mut |e| events.push(e)); // the first load

@@ -46,7 +46,7 @@
 //! let mut settings = Settings::default();
 //! settings.overrides = PlanOverrides::default().sqm("pfifo".parse().unwrap());
 //! settings.statistics = true; // a poll every `settings.poll`, the first at start
-//! let k = Kernel { live: &kernel, backend: &kernel };
+//! let k = Kernel { live: &kernel, backend: &kernel, datapath: None };
 //! let mut d = Driver::new(settings, Inputs::in_dir(dir.path()), &state, k);
 //! let mut events = Vec::new();
 //! d.start(&mut |e| events.push(e));
