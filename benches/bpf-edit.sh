@@ -30,14 +30,19 @@ cd "$dir"
 python3 - <<'EOF'
 import csv
 rows = list(csv.reader(open("ShapedDevices.csv")))
-open("a.csv", "w").write(open("ShapedDevices.csv").read())
+def write(name, rows):
+    w = csv.writer(open(name, "w", newline=""), quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
+    w.writerows(rows)
+# Both versions written the same way, so only the two rows differ.
+write("a.csv", rows)
+write("ShapedDevices.csv", rows)
+rows = [list(r) for r in rows]
 head, r1, r2 = rows[0], rows[1], rows[2]
 ip = head.index("IPv4")
 r2[ip] = r2[ip] + "," + r1[ip]
 r1[ip] = ""
 rows[1], rows[2] = r1, r2
-w = csv.writer(open("b.csv", "w", newline=""), quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
-w.writerows(rows)
+write("b.csv", rows)
 EOF
 echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) CPUs, $CIRCUITS circuits, lqos watch --classifier bpf --sqm none"
 unshare -m sh -c "mount --make-rprivate / && mount -t bpf bpf /sys/fs/bpf && exec $lqos watch --netns $ns --state-dir st --classifier bpf --sqm none --verify-every 0 --debounce 0 --log-format json" 2>log.json &
@@ -61,6 +66,7 @@ maps = [float(r["maps_ms"]) for r in rows]
 whole = [float(r["ms"]) for r in rows]
 written = sorted(set(r["map_written"] for r in rows))
 ops = sorted(set(r["added"] + r["changed"] + r["removed"] for r in rows))
+reread = sorted(set(r.get("circuits", "?") for r in rows))
 print(f"{len(rows)} edits: map step median {statistics.median(maps):.3f} ms (max {max(maps):.3f}), "
-      f"whole edit median {statistics.median(whole):.1f} ms; map entries written per edit: {written}, tree ops: {ops}")
+      f"whole edit median {statistics.median(whole):.1f} ms; map entries written per edit: {written}, tree ops: {ops}, circuits re-read: {reread}")
 PY
