@@ -675,15 +675,18 @@ mod tests {
     /// reported as of unknown outcome, none as applied.
     #[test]
     fn a_cancelled_load_kills_a_tc_that_does_not_end_and_counts_its_lines_as_unsure() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("tc");
-        std::fs::write(
-            &script,
-            "#!/bin/sh\nhead -c 20000 >/dev/null\nexec sleep 60\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // Written by a child process, not by this one: a file this process
+        // holds open for writing while another test thread forks stays
+        // open in that child until it execs, and executing the script
+        // then fails with ETXTBSY ("Text file busy").
+        let status = std::process::Command::new("sh")
+            .args(["-c", "printf '#!/bin/sh\\nhead -c 20000 >/dev/null\\nexec sleep 60\\n' > \"$1\" && chmod 755 \"$1\"", "sh"])
+            .arg(&script)
+            .status()
+            .unwrap();
+        assert!(status.success());
         let mut tc = TcBatch::new(None, TcMode::Serial);
         tc.tc = script;
         let ops: Vec<TcOp> = (0..5000u16)
