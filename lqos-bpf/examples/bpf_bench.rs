@@ -70,6 +70,7 @@ fn value(i: u32) -> CircuitValue {
         down: s,
         up: s,
         circuit: i,
+        tag: i,
     }
 }
 

@@ -123,6 +123,7 @@ fn main() {
                 down: s,
                 up: s,
                 circuit: i as u32,
+                tag: i as u32,
             },
         );
     }

@@ -11,7 +11,7 @@ use lqos_tc::{IpMap, Plan};
 use crate::attach::{self, AttachOptions, IfaceReport, XdpChoice};
 use crate::error::Result;
 use crate::index::Indexed;
-use crate::layout::{addr_bytes, CircuitValue};
+use crate::layout::{addr_bytes, CircuitValue, DEFAULT_FLOW_TABLE};
 use crate::loader::{DataPath, DEFAULT_PIN_DIR};
 use crate::maps::{ApplyCounts, Maps};
 use crate::model::{diff, exact, value_of, Entries, MapDiff};
@@ -30,6 +30,9 @@ pub struct InstallOptions {
     pub xdp: XdpChoice,
     /// Which CPU owns which TX queue (None: the online CPUs in order).
     pub cpus: Option<CpuPolicy>,
+    /// Entries of the TCP flow table (`[lqos] flow_table_size`; default
+    /// [`DEFAULT_FLOW_TABLE`]).
+    pub flow_table_size: u32,
 }
 
 impl Default for InstallOptions {
@@ -39,6 +42,7 @@ impl Default for InstallOptions {
             netns: None,
             xdp: XdpChoice::Auto,
             cpus: None,
+            flow_table_size: DEFAULT_FLOW_TABLE,
         }
     }
 }
@@ -63,7 +67,7 @@ pub struct Installed {
 /// pinned maps), bring the maps to the plan's addresses by difference,
 /// attach to the plan's interfaces (replacing running programs
 /// atomically), detach interfaces the plan dropped, unpin maps of older
-/// layouts. Packets of known circuits stay classified throughout.
+/// layouts, forget the TCP statistics of circuits the plan dropped. Packets of known circuits stay classified throughout.
 pub fn install(plan: &Plan, opts: &InstallOptions) -> Result<Installed> {
     let ifs = interfaces(&plan.config)?;
     let names: Vec<&str> = ifs.iter().map(|i| i.name.as_str()).collect();
@@ -73,8 +77,9 @@ pub fn install(plan: &Plan, opts: &InstallOptions) -> Result<Installed> {
         None => CpuPolicy::online()?,
     };
     let want = entries(plan, &cpus)?;
-    let mut dp = DataPath::load(&opts.pin_dir)?;
+    let mut dp = DataPath::load_with(&opts.pin_dir, crate::OBJECT, opts.flow_table_size)?;
     let counts = dp.maps()?.sync(&want)?;
+    crate::tcp::prune_for(&opts.pin_dir, &want)?;
     let attach_opts = AttachOptions {
         xdp: if pre.xdp { opts.xdp } else { XdpChoice::Off },
         disable_xps: true,
@@ -111,9 +116,13 @@ pub fn install(plan: &Plan, opts: &InstallOptions) -> Result<Installed> {
 }
 
 /// Brings the maps of a running data path to `plan`'s addresses by
-/// difference (for a reload that keeps the interfaces).
+/// difference (for a reload that keeps the interfaces), and forgets the
+/// TCP statistics of circuits the plan no longer has.
 pub fn update(pin_dir: &Path, plan: &Plan, cpus: &CpuPolicy) -> Result<ApplyCounts> {
-    Maps::open(pin_dir)?.sync(&entries(plan, cpus)?)
+    let want = entries(plan, cpus)?;
+    let n = Maps::open(pin_dir)?.sync(&want)?;
+    crate::tcp::prune_for(pin_dir, &want)?;
+    Ok(n)
 }
 
 /// The changes that would bring the live maps to `plan` (empty: in sync).
@@ -161,10 +170,13 @@ impl MapSync {
 
     /// Brings the maps to `desired` (placed, as [`Entries::from_ip_map`]
     /// makes it): a diff of the whole set in memory, then only the
-    /// difference written.
+    /// difference written; the TCP statistics of circuits not in
+    /// `desired` are forgotten.
     pub fn sync(&mut self, desired: &Entries) -> Result<ApplyCounts> {
         let d = diff(self.current.entries(), desired);
-        self.apply(&d)
+        let n = self.apply(&d)?;
+        crate::tcp::prune_for(self.maps.pin_dir(), desired)?;
+        Ok(n)
     }
 
     /// Sets each listed address or prefix to its value (`None`: removes

@@ -52,6 +52,7 @@ fn arb_value() -> impl Strategy<Value = CircuitValue> {
             cpu: qu % 2,
         },
         circuit: c,
+        tag: c,
     })
 }
 
