@@ -641,13 +641,13 @@ impl TcpCircuit {
 /// A flow table key (`struct lqos_flow_key`, 36 bytes): the subscriber's
 /// address and port, then the far end's (ports in network order).
 pub const FLOW_KEY_SIZE: usize = 36;
-/// A flow table value (`struct lqos_flow`): 64 bytes.
-pub const FLOW_VALUE_SIZE: usize = 64;
+/// A flow table value (`struct lqos_flow`): 40 bytes.
+pub const FLOW_VALUE_SIZE: usize = 40;
 /// Flow table entries unless configured (`LQOS_FLOWS_DEFAULT`, `[lqos]
 /// flow_table_size`).
 pub const DEFAULT_FLOW_TABLE: u32 = 1 << 18;
 /// Capacity of `lqos1_tcp` (`LQOS_MAX_TCP_CIRCUITS`).
-pub const MAX_TCP_CIRCUITS: u32 = 1 << 20;
+pub const MAX_TCP_CIRCUITS: u32 = 1 << 18;
 
 fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut a = [0u8; 8];

@@ -51,14 +51,15 @@
 /* Flow table size unless the loader sets one ([lqos] flow_table_size). */
 #define LQOS_FLOWS_DEFAULT (1u << 18)
 /* Circuits with TCP statistics (allocated on use). */
-#define LQOS_MAX_TCP_CIRCUITS (1u << 20)
+#define LQOS_MAX_TCP_CIRCUITS (1u << 18)
 /* RTT histogram: bucket 0 below 100 us, bucket k (1..67) from
  * 100 us * 2^((k-1)/4) up to 100 us * 2^(k/4), bucket 68 from 11.02 s. */
 #define LQOS_RTT_BUCKETS 69
 #define LQOS_RTT_BASE_NS 100000ull
-/* A TSval waiting longer than this for its echo is replaced by the next
- * new one. */
-#define LQOS_TS_TIMEOUT_NS 10000000000ull
+/* A TSval waiting longer than this (us) for its echo is replaced by the
+ * next new one. */
+#define LQOS_TS_TIMEOUT_US 10000000u
+#define LQOS_BALANCE_MAX (1 << 30)
 /* The transport header must start within this many bytes of the frame. */
 #define LQOS_L4_MAX 512
 /* TCP options walked before giving up on finding the timestamps. */
@@ -83,19 +84,23 @@ struct lqos_flow_key {
 #define LQOS_HALF_TS 4	    /* ts_max is set */
 #define LQOS_HALF_FIN 8	    /* a FIN went this way */
 
-/* One direction of a flow (by the packets' direction). 32 bytes. */
+/* One direction of a flow (by the packets' direction). 16 bytes. */
 struct lqos_flow_half {
-	__u64 ts_time;	  /* ktime (ns) ts_pending was first seen */
-	__u64 bytes;	  /* payload bytes seen this way */
+	__u32 ts_time;	  /* ktime in us (wrapping) ts_pending was first seen */
 	__u32 ts_pending; /* TSval waiting for its echo */
 	__u32 ts_max;	  /* newest TSval seen */
 	__u32 seq_end;	  /* highest sequence number + length seen */
-	__u32 flags;	  /* LQOS_HALF_* */
 };
 
-/* lqos1_flows' value: [LQOS_DOWN], [LQOS_UP]. 64 bytes. */
+/* lqos1_flows' value. 40 bytes: with the key and the kernel's 48-byte
+ * element header, an entry is two cache lines. */
 struct lqos_flow {
-	struct lqos_flow_half half[2];
+	struct lqos_flow_half half[2]; /* [LQOS_DOWN], [LQOS_UP] */
+	/* Payload bytes towards the subscriber minus those towards the
+	 * internet, kept within +-2^30: which way the data flows. */
+	__s32 balance;
+	__u8 flags[2]; /* LQOS_HALF_*, per direction */
+	__u16 pad;
 };
 
 /* lqos1_tcp's key: the circuit's download classid and tag. */
@@ -380,9 +385,9 @@ __attribute__((noinline)) int lqos_tcp(struct __sk_buff *skb,
 	struct lqos_tcp_seg s;
 	struct lqos_flow *f;
 	struct lqos_flow_half *me, *other;
+	__u8 *me_flags, *other_flags;
 	struct lqos_tcp_circuit *a;
-	__u32 span;
-	__u64 now = 0;
+	__u32 span, now = 0;
 
 	if (!p || !st)
 		return 0;
@@ -421,9 +426,13 @@ __attribute__((noinline)) int lqos_tcp(struct __sk_buff *skb,
 	if (dir == LQOS_UP) {
 		me = &f->half[1];
 		other = &f->half[0];
+		me_flags = &f->flags[1];
+		other_flags = &f->flags[0];
 	} else {
 		me = &f->half[0];
 		other = &f->half[1];
+		me_flags = &f->flags[0];
+		other_flags = &f->flags[1];
 	}
 
 	if (s.flags & LQOS_TCP_RST) {
@@ -432,15 +441,22 @@ __attribute__((noinline)) int lqos_tcp(struct __sk_buff *skb,
 		return 0;
 	}
 
-	me->bytes += s.payload;
+	if (s.payload) {
+		__s32 b = f->balance;
+		if (dir == LQOS_DOWN)
+			b = b > LQOS_BALANCE_MAX ? b : b + (__s32)(s.payload & 0xffffff);
+		else
+			b = b < -LQOS_BALANCE_MAX ? b : b - (__s32)(s.payload & 0xffffff);
+		f->balance = b;
+	}
 	/* Retransmits: data going backwards. */
 	span = s.payload + !!(s.flags & LQOS_TCP_SYN) +
 	       !!(s.flags & LQOS_TCP_FIN);
 	if (span) {
 		__u32 end = s.seq + span;
-		if (me->flags & LQOS_HALF_SEQ) {
+		if (*me_flags & LQOS_HALF_SEQ) {
 			if ((__s32)(s.seq - me->seq_end) < 0 &&
-			    !(s.has_ts && (me->flags & LQOS_HALF_TS) &&
+			    !(s.has_ts && (*me_flags & LQOS_HALF_TS) &&
 			      (__s32)(s.tsval - me->ts_max) < 0)) {
 				a = lqos_tcp_circuit(c, st);
 				if (a)
@@ -451,58 +467,56 @@ __attribute__((noinline)) int lqos_tcp(struct __sk_buff *skb,
 				me->seq_end = end;
 		} else {
 			me->seq_end = end;
-			me->flags |= LQOS_HALF_SEQ;
+			*me_flags |= LQOS_HALF_SEQ;
 		}
 	}
 
 	if (s.has_ts) {
-		now = bpf_ktime_get_ns();
-		/* The echo of the other direction's waiting TSval. */
-		if ((other->flags & LQOS_HALF_PENDING) &&
-		    (s.flags & LQOS_TCP_ACK)) {
-			__s32 d = (__s32)(s.tsecr - other->ts_pending);
-			if (d >= 0) {
-				__u64 t = other->ts_time;
-				other->flags &= ~LQOS_HALF_PENDING;
-				if (d == 0 && now > t) {
-					/* The TSval went the other way: that
-					 * way's side. */
-					__u32 from = dir == LQOS_UP ? LQOS_DOWN
-								    : LQOS_UP;
-					__u32 side = from == LQOS_DOWN
-							     ? LQOS_SIDE_SUBSCRIBER
-							     : LQOS_SIDE_INTERNET;
-					/* The data went the way with more
-					 * bytes (ties: download). */
-					__u32 data_dir =
-						f->half[1].bytes >
-								f->half[0].bytes
-							? LQOS_UP
-							: LQOS_DOWN;
-					lqos_rtt_sample(c, st,
-							data_dir * 2 + side,
-							now - t);
-				}
+		/* The clock is read only for a sample or a new TSval (at most
+		 * one per millisecond and direction with Linux's TS clock),
+		 * not for every segment. */
+		__s32 d = (__s32)(s.tsecr - other->ts_pending);
+		int echo = (*other_flags & LQOS_HALF_PENDING) &&
+			   (s.flags & LQOS_TCP_ACK) && d >= 0;
+		int fresh = !(*me_flags & LQOS_HALF_TS) ||
+			    (__s32)(s.tsval - me->ts_max) > 0;
+
+		if ((echo && d == 0) || fresh)
+			now = (__u32)(bpf_ktime_get_ns() / 1000);
+		/* The echo of the other direction's waiting TSval (or of a
+		 * later one: that one is given up). */
+		if (echo) {
+			__u32 rtt = now - other->ts_time;
+			*other_flags &= ~LQOS_HALF_PENDING;
+			if (d == 0 && rtt < LQOS_TS_TIMEOUT_US * 8) {
+				/* The TSval went the other way: that way's
+				 * side. The data goes the way with more bytes
+				 * (ties: download). */
+				__u32 side = dir == LQOS_UP ? LQOS_SIDE_SUBSCRIBER
+							    : LQOS_SIDE_INTERNET;
+				__u32 data_dir =
+					f->balance < 0 ? LQOS_UP : LQOS_DOWN;
+				lqos_rtt_sample(c, st, data_dir * 2 + side,
+						(__u64)rtt * 1000);
 			}
 		}
 		/* A new TSval of this direction waits for its echo, unless
 		 * one already does. */
-		if (!(me->flags & LQOS_HALF_TS) ||
-		    (__s32)(s.tsval - me->ts_max) > 0) {
+		if (fresh) {
 			me->ts_max = s.tsval;
-			me->flags |= LQOS_HALF_TS;
-			if (!(me->flags & LQOS_HALF_PENDING) ||
-			    now - me->ts_time > LQOS_TS_TIMEOUT_NS) {
+			*me_flags |= LQOS_HALF_TS;
+			if (!(*me_flags & LQOS_HALF_PENDING) ||
+			    now - me->ts_time > LQOS_TS_TIMEOUT_US) {
 				me->ts_pending = s.tsval;
 				me->ts_time = now;
-				me->flags |= LQOS_HALF_PENDING;
+				*me_flags |= LQOS_HALF_PENDING;
 			}
 		}
 	}
 
 	if (s.flags & LQOS_TCP_FIN) {
-		me->flags |= LQOS_HALF_FIN;
-		if (other->flags & LQOS_HALF_FIN) {
+		*me_flags |= LQOS_HALF_FIN;
+		if (*other_flags & LQOS_HALF_FIN) {
 			if (bpf_map_delete_elem(&lqos1_flows, &k) == 0)
 				lqos_count(&st->tcp_flows_closed);
 		}
