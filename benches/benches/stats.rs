@@ -128,6 +128,7 @@ fn bench(c: &mut Criterion) {
                 r
             })
             .collect(),
+        tcp: None,
     };
     let mut group = c.benchmark_group(format!("stats 10000 circuits ({n} replies)"));
     group.sample_size(20);

@@ -90,6 +90,25 @@ pub enum ApplyError {
         /// What is missing.
         reason: ClassifierMissing,
     },
+    /// The plan has lqos's eBPF classifier (`classifier = "bpf"`) but this
+    /// machine cannot run it (the data path's preflight; nothing was
+    /// changed).
+    #[error("lqos's eBPF classifier cannot run here: {source}; nothing was changed")]
+    BpfUnsupported {
+        /// What the preflight found missing.
+        #[source]
+        source: lqos_bpf::BpfError,
+    },
+    /// A step of lqos's eBPF classifier failed (the error names the map,
+    /// program, interface or pin).
+    #[error("eBPF classifier: {step}: {source}")]
+    Bpf {
+        /// The step (`installing`, `updating the maps`, ...).
+        step: &'static str,
+        /// What failed.
+        #[source]
+        source: lqos_bpf::BpfError,
+    },
     /// The kernel has the qdisc kind but refuses the plan's options for it.
     #[error("this kernel rejects the plan's sch_{kind} options: {refusal}")]
     QdiscRejected {

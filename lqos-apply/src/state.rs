@@ -49,6 +49,17 @@ fn alive(pid: u32) -> bool {
         )
 }
 
+/// Where lqos's eBPF classifier pins its maps and links for the
+/// interfaces of network namespace `netns`: [`lqos_bpf::DEFAULT_PIN_DIR`]
+/// (`/sys/fs/bpf/lqos`) for the host's, `/sys/fs/bpf/lqos-netns-NAME` for
+/// `--netns NAME`, so the data paths of two namespaces never share maps.
+pub fn bpf_pin_dir(netns: Option<&str>) -> PathBuf {
+    match netns {
+        None => PathBuf::from(lqos_bpf::DEFAULT_PIN_DIR),
+        Some(ns) => PathBuf::from(format!("{}-netns-{ns}", lqos_bpf::DEFAULT_PIN_DIR)),
+    }
+}
+
 /// Picks the state directory: the explicit one, else `$LQOS_STATE_DIR`,
 /// else [`DEFAULT_STATE_DIR`].
 pub fn resolve_state_dir(explicit: Option<&Path>) -> PathBuf {
@@ -526,6 +537,16 @@ mod tests {
             .filter(|n| n.ends_with(".tmp"))
             .collect();
         assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn bpf_pins_are_per_namespace() {
+        assert_eq!(bpf_pin_dir(None), Path::new("/sys/fs/bpf/lqos"));
+        assert_eq!(
+            bpf_pin_dir(Some("lab1")),
+            Path::new("/sys/fs/bpf/lqos-netns-lab1")
+        );
+        assert_ne!(bpf_pin_dir(Some("a")), bpf_pin_dir(Some("b")));
     }
 
     #[test]

@@ -158,6 +158,7 @@ fn synthetic(n: usize, runs: usize) {
                 r
             })
             .collect(),
+        tcp: None,
     };
     let mut tracker = StatsTracker::new(&index);
     tracker.observe(&index, &raw, Duration::ZERO);

@@ -519,6 +519,7 @@ mod tests {
                     r
                 })
                 .collect(),
+            tcp: None,
         };
         t.observe(&index, &raw(100), Duration::ZERO);
         let stats = t.observe(&index, &raw(1100), Duration::from_secs(1));

@@ -49,7 +49,7 @@
 //! let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
 //! let index = StatsIndex::new(&plan);
 //! let labels = Labels::new(&index);
-//! let raw = RawStats { interfaces: index.devs().map(RawIface::empty).collect() };
+//! let raw = RawStats { interfaces: index.devs().map(RawIface::empty).collect(), tcp: None };
 //! let stats = StatsTracker::new(&index).observe(&index, &raw, Duration::ZERO);
 //! let mut out = Vec::new();
 //! render(&mut out, Some((&stats, &labels)), &[], CircuitSeries::All, Format::Prometheus).unwrap();
@@ -699,6 +699,7 @@ mod tests {
         let index = StatsIndex::new(&plan);
         let raw = RawStats {
             interfaces: index.devs().map(RawIface::empty).collect(),
+            tcp: None,
         };
         let stats = StatsTracker::new(&index).observe(&index, &raw, Default::default());
         let families = vec![

@@ -30,6 +30,7 @@
 //! assert_eq!(second.stats.circuits[0].download.rate_bps, 1e6);
 //! ```
 
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -51,12 +52,15 @@ pub struct PollTarget {
     pub qdiscs: bool,
 }
 
-/// What one poll reads, per interface.
+/// What one poll reads, per interface, and from the eBPF data path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PollRequest {
     /// The interfaces, in plan order.
     pub interfaces: Vec<PollTarget>,
+    /// The pin directory of the eBPF data path whose per-circuit TCP
+    /// statistics to read too (`None`: none).
+    pub tcp: Option<PathBuf>,
 }
 
 impl PollRequest {
@@ -77,12 +81,14 @@ impl PollRequest {
                     qdiscs: false,
                 })
                 .collect(),
+            tcp: None,
         }
     }
 }
 
 /// What one poll read: the dumps of every interface that answered and the
-/// error of every one that did not.
+/// error of every one that did not; the data path's TCP statistics when
+/// asked for ([`RawStats::tcp`]), or why they could not be read.
 #[derive(Debug, Default)]
 #[non_exhaustive]
 pub struct Polled {
@@ -90,12 +96,44 @@ pub struct Polled {
     pub raw: RawStats,
     /// The interfaces that could not be read, and why.
     pub failed: Vec<(String, ApplyError)>,
+    /// The TCP statistics were asked for and could not be read.
+    pub tcp_failed: Option<ApplyError>,
 }
 
 impl Polled {
     /// A result of the dumps `raw` and the failures `failed`.
     pub fn new(raw: RawStats, failed: Vec<(String, ApplyError)>) -> Polled {
-        Polled { raw, failed }
+        Polled {
+            raw,
+            failed,
+            tcp_failed: None,
+        }
+    }
+
+    /// Reads the TCP statistics with `read` when `req` asks for them.
+    pub fn with_tcp(
+        mut self,
+        req: &PollRequest,
+        read: impl FnOnce(&std::path::Path) -> crate::Result<lqos_bpf::TcpRead>,
+    ) -> Polled {
+        if let Some(dir) = &req.tcp {
+            match read(dir) {
+                Ok(t) => self.raw.tcp = Some(t),
+                Err(e) => self.tcp_failed = Some(e),
+            }
+        }
+        self
+    }
+
+    /// The TCP statistics of the eBPF data path pinned at `pin_dir`, read
+    /// with one batched lookup per 1,024 circuits.
+    pub fn read_tcp(pin_dir: &std::path::Path) -> crate::Result<lqos_bpf::TcpRead> {
+        lqos_bpf::TcpMaps::open(pin_dir)
+            .and_then(|m| m.read())
+            .map_err(|source| ApplyError::Bpf {
+                step: "reading the TCP statistics",
+                source,
+            })
     }
 
     /// Takes each interface's result of `read` in the request's order.
@@ -113,11 +151,15 @@ impl Polled {
         out
     }
 
-    /// The dumps, or the first failure.
+    /// The dumps, or the first failure (an interface's, else the TCP
+    /// statistics').
     pub fn into_result(self) -> crate::Result<RawStats> {
         match self.failed.into_iter().next() {
             Some((_, e)) => Err(e),
-            None => Ok(self.raw),
+            None => match self.tcp_failed {
+                Some(e) => Err(e),
+                None => Ok(self.raw),
+            },
         }
     }
 }
@@ -163,6 +205,7 @@ pub struct StatsPoll {
     index: Arc<StatsIndex>,
     tracker: StatsTracker,
     labels: Arc<OnceLock<Labels>>,
+    tcp: Option<PathBuf>,
 }
 
 impl StatsPoll {
@@ -173,7 +216,15 @@ impl StatsPoll {
             tracker: StatsTracker::new(&index),
             index: Arc::new(index),
             labels: Arc::default(),
+            tcp: None,
         }
+    }
+
+    /// Reads the TCP statistics of the eBPF data path pinned at `pin_dir`
+    /// with every poll (`None`: none).
+    pub fn with_tcp(mut self, pin_dir: Option<PathBuf>) -> StatsPoll {
+        self.tcp = pin_dir;
+        self
     }
 
     /// Follows a reload to `plan`: the counters of the circuits and nodes
@@ -204,12 +255,14 @@ impl StatsPoll {
                     qdiscs: leaves && self.index.leaf_dump_needed(dev),
                 })
                 .collect(),
+            tcp: self.tcp.clone(),
         }
     }
 
     /// Polls `live` ([`StatsPoll::request`] with `leaves`) and observes the
     /// result at `now`: what `lqos stats` and `lqos top` do. Fails on the
-    /// first interface that cannot be read (nothing is observed then).
+    /// first interface that cannot be read, or on TCP statistics asked for
+    /// and not read (nothing is observed then).
     pub fn poll(
         &mut self,
         live: &dyn crate::LiveSource,
@@ -218,6 +271,9 @@ impl StatsPoll {
     ) -> crate::Result<Snapshot> {
         let mut polled = live.poll(&self.request(leaves));
         if let Some((_, e)) = polled.failed.drain(..).next() {
+            return Err(e);
+        }
+        if let Some(e) = polled.tcp_failed.take() {
             return Err(e);
         }
         Ok(self.observe(&polled, now))

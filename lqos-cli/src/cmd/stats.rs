@@ -384,6 +384,7 @@ mod tests {
             parent: "AP".into(),
             download: d.clone(),
             upload: DirStats::default(),
+            tcp: None,
         }
     }
 
@@ -400,6 +401,7 @@ mod tests {
             ],
             nodes: Vec::new(),
             unclassified: Unclassified::default(),
+            tcp: None,
         };
         let ids = |k: SortKey| -> Vec<String> {
             select(&stats, &Filter::default(), k, None)

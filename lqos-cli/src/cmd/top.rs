@@ -369,6 +369,7 @@ mod tests {
             parent: "AP_1".into(),
             download: DirStats::default(),
             upload: DirStats::default(),
+            tcp: None,
         };
         let mut unclassified = Unclassified::default();
         unclassified.download.rate_bps = 12.3e6;
@@ -383,6 +384,7 @@ mod tests {
                 circuits: vec![c],
                 nodes: Vec::new(),
                 unclassified,
+                tcp: None,
             }),
             error: None,
         };
