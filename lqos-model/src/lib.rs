@@ -63,6 +63,7 @@ mod write;
 pub use config::{
     parse_config, BridgeConfig, Classifier, Integration, Located, LongTermStats, LqosConfig,
     LqosSection, QueueMode, QueuesConfig, RemovalLimit, SingleInterfaceConfig, Switch, TreeGuard,
+    FLOW_TABLE_RANGE,
 };
 pub use devices_index::{
     DevicesEdit, DevicesFallback, DevicesIndex, DevicesPatch, MAX_CHANGED_ROWS,

@@ -950,7 +950,7 @@ _lqos() {
                     return 0
                     ;;
                 --sort)
-                    COMPREPLY=($(compgen -W "rate drops delay" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "rate drops delay rtt retransmits" -- "${cur}"))
                     return 0
                     ;;
                 --interval)
@@ -1006,7 +1006,7 @@ _lqos() {
                     return 0
                     ;;
                 --sort)
-                    COMPREPLY=($(compgen -W "rate drops delay" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "rate drops delay rtt retransmits" -- "${cur}"))
                     return 0
                     ;;
                 --filter)
