@@ -447,11 +447,14 @@ pub const RTT_BASE_SECS: f64 = 1e-4;
 /// The upper bound of RTT bucket `k` in seconds (`+inf` for the last):
 /// `100 µs * 2^(k/4)`.
 pub fn rtt_bucket_upper(k: usize) -> f64 {
-    if k + 1 >= RTT_BUCKETS {
-        f64::INFINITY
-    } else {
-        RTT_BASE_SECS * (k as f64 / 4.0).exp2()
-    }
+    static UPPER: std::sync::LazyLock<[f64; RTT_BUCKETS]> = std::sync::LazyLock::new(|| {
+        let mut u = [f64::INFINITY; RTT_BUCKETS];
+        for (k, v) in u.iter_mut().enumerate().take(RTT_BUCKETS - 1) {
+            *v = RTT_BASE_SECS * (k as f64 / 4.0).exp2();
+        }
+        u
+    });
+    UPPER.get(k).copied().unwrap_or(f64::INFINITY)
 }
 
 /// The lower bound of RTT bucket `k` in seconds (0 for the first).

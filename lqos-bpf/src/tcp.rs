@@ -165,6 +165,19 @@ impl TcpMaps {
         Ok(TcpRead { circuits, health })
     }
 
+    /// Writes a circuit's entry as the tc program keeps it (for tests and
+    /// benchmarks of the readers; the programs own these entries).
+    pub fn insert(&self, key: &TcpKey, value: &TcpCircuit) -> Result<()> {
+        let what = format!("writing {key:?}");
+        elem(
+            &self.tcp,
+            BPF_MAP_UPDATE_ELEM,
+            &key.encode(),
+            Some(&value.encode()),
+        )
+        .map_err(syscall_error("bpf_map_update_elem", what))
+    }
+
     /// Removes the entries of circuits `keep` refuses (circuits no plan
     /// has any more, or whose classid or ID changed). Returns how many.
     pub fn prune(&self, keep: impl Fn(&TcpKey) -> bool) -> Result<usize> {
@@ -178,7 +191,10 @@ impl TcpMaps {
         .map_err(syscall_error("bpf_map_lookup_batch", "reading in batches"))?;
         for k in &gone {
             let what = format!("removing {:?}", TcpKey::decode(k));
-            delete(&self.tcp, k).map_err(syscall_error("bpf_map_delete_elem", what))?;
+            match elem(&self.tcp, BPF_MAP_DELETE_ELEM, k, None) {
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                r => r.map_err(syscall_error("bpf_map_delete_elem", what))?,
+            }
         }
         Ok(gone.len())
     }
@@ -280,7 +296,11 @@ fn lookup_batch<const K: usize, const V: usize>(
     }
 }
 
-fn delete<const K: usize>(map: &MapData, key: &[u8; K]) -> std::io::Result<()> {
+const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
+
+/// `bpf(cmd)` on one element of `map`: update (with `value`) or delete.
+fn elem(map: &MapData, cmd: libc::c_long, key: &[u8], value: Option<&[u8]>) -> std::io::Result<()> {
     #[repr(C)]
     struct ElemAttr {
         map_fd: u32,
@@ -289,30 +309,26 @@ fn delete<const K: usize>(map: &MapData, key: &[u8; K]) -> std::io::Result<()> {
         value: u64,
         flags: u64,
     }
-    const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
     let mut attr = ElemAttr {
         map_fd: map.fd().as_fd().as_raw_fd() as u32,
         pad: 0,
         key: key.as_ptr() as u64,
-        value: 0,
+        value: value.map_or(0, |v| v.as_ptr() as u64),
         flags: 0,
     };
-    // SAFETY: attr points at a key of the map's size, alive for the call.
+    // SAFETY: attr points at a key (and value) of the map's sizes, alive
+    // for the call.
     #[allow(unsafe_code)]
     let r = unsafe {
         libc::syscall(
             libc::SYS_bpf,
-            BPF_MAP_DELETE_ELEM,
+            cmd,
             &mut attr as *mut ElemAttr,
             std::mem::size_of::<ElemAttr>(),
         )
     };
     if r < 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::ENOENT) {
-            return Ok(());
-        }
-        return Err(e);
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }

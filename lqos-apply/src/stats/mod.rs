@@ -61,6 +61,7 @@ pub use poll::{PollRequest, PollTarget, Polled, Snapshot, StatsPoll};
 pub use tcp::{RttStats, RttSummary, TcpDataPath, TcpDir, TcpStats};
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use lqos_tc::{Direction, Plan, QdiscKind, TcHandle, TcOp};
@@ -505,9 +506,10 @@ pub struct CircuitStats {
     /// Towards the internet.
     pub upload: DirStats,
     /// TCP round trips and retransmits (with lqos's eBPF data path; `None`
-    /// before the circuit's first TCP flow).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tcp: Option<Box<TcpStats>>,
+    /// before the circuit's first TCP flow). Shared with the next poll's
+    /// when nothing changed.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
+    pub tcp: Option<Arc<TcpStats>>,
 }
 
 /// One node in one poll: its class's counters; drops, ECN marks and
@@ -524,8 +526,12 @@ pub struct NodeStats {
     pub upload: DirStats,
     /// TCP round trips and retransmits of the circuits below it, their
     /// histograms merged.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tcp: Option<Box<TcpStats>>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
+    pub tcp: Option<Arc<TcpStats>>,
+}
+
+fn shared<S: serde::Serializer>(t: &Option<Arc<TcpStats>>, s: S) -> Result<S::Ok, S::Error> {
+    t.as_deref().serialize(s)
 }
 
 /// `dir` and `dir_mut` of the types with a `download` and an `upload`
@@ -905,8 +911,9 @@ impl StatsTracker {
         circuits: &mut [CircuitStats],
         nodes: &mut [NodeStats],
     ) -> Option<TcpDataPath> {
-        let mut recent: Vec<Option<tcp::Totals>> = vec![None; index.circuits.len()];
-        let mut node_recent: Vec<Option<tcp::Totals>> = vec![None; index.nodes.len()];
+        // The first poll has no interval: no percentiles or rates of one.
+        let mut node_recent: Vec<Option<Box<tcp::Totals>>> = vec![None; index.nodes.len()];
+        let mut delta = tcp::Delta::default();
         let health = tcp.map(|t| {
             let mut seen = vec![false; index.circuits.len()];
             for (key, c) in &t.circuits {
@@ -916,42 +923,49 @@ impl StatsTracker {
                 let i = i as usize;
                 seen[i] = true;
                 let acc = self.tcp[i].get_or_insert_with(Default::default);
-                let delta = acc.update(*key, c);
-                let mut n = Some(index.circuits[i].parent);
-                while let Some(p) = n {
-                    let p = p as usize;
-                    self.tcp_nodes[p]
-                        .get_or_insert_with(Default::default)
-                        .add(&delta);
-                    node_recent[p]
-                        .get_or_insert_with(Default::default)
-                        .add(&delta);
-                    n = index.nodes[p].parent;
+                let any = acc.update(*key, c, &mut delta);
+                if any {
+                    let mut n = Some(index.circuits[i].parent);
+                    while let Some(p) = n {
+                        let p = p as usize;
+                        self.tcp_nodes[p]
+                            .get_or_insert_with(Default::default)
+                            .add_delta(&delta);
+                        node_recent[p]
+                            .get_or_insert_with(Default::default)
+                            .add_delta(&delta);
+                        n = index.nodes[p].parent;
+                    }
                 }
-                recent[i] = Some(delta);
+                let recent = dt.is_some().then_some(&delta);
+                circuits[i].tcp = Some(acc.output(any, recent, dt));
             }
             // Entries gone (pruned, the map made anew): what they counted
             // stays; a next one is counted whole.
-            for (acc, seen) in self.tcp.iter_mut().zip(seen) {
+            for (i, (acc, seen)) in self.tcp.iter_mut().zip(seen).enumerate() {
                 if let (Some(a), false) = (acc, seen) {
+                    let was = a.present();
                     a.retire();
+                    if a.seen() {
+                        circuits[i].tcp = Some(a.output(was, None, dt));
+                    }
                 }
             }
             let d_samples = self.tcp_samples.update(t.health.samples);
             TcpDataPath::of(&t.health, dt.map_or(0.0, |d| d_samples as f64 / d))
         });
-        // The first poll has no interval: no percentiles of one.
-        let interval = |r: Option<tcp::Totals>| r.filter(|_| dt.is_some());
-        for (i, acc) in self.tcp.iter().enumerate() {
-            if let Some(a) = acc.as_deref().filter(|a| a.seen()) {
-                let r = interval(recent[i].take());
-                circuits[i].tcp = Some(Box::new(a.totals().stats(r.as_ref(), dt)));
+        if tcp.is_none() {
+            // Not read: the totals stand.
+            for (i, acc) in self.tcp.iter_mut().enumerate() {
+                if let Some(a) = acc.as_deref_mut().filter(|a| a.seen()) {
+                    circuits[i].tcp = Some(a.output(false, None, dt));
+                }
             }
         }
         for (i, t) in self.tcp_nodes.iter().enumerate() {
             if let Some(t) = t {
-                let r = interval(node_recent[i].take());
-                nodes[i].tcp = Some(Box::new(t.stats(r.as_ref(), dt)));
+                let r = node_recent[i].take().filter(|_| dt.is_some());
+                nodes[i].tcp = Some(Arc::new(t.stats(r.as_deref(), dt)));
             }
         }
         health
@@ -1282,7 +1296,7 @@ mod tests {
         assert_eq!((c0.flows, c0.unmeasured_flows), (2, 1));
         // The first poll has no interval: percentiles of all samples only.
         assert!(sub.recent.is_none());
-        let all = sub.all.unwrap();
+        let all = sub.all().unwrap();
         assert!((all.mean_ms - 40.0).abs() < 1e-9);
         assert!((all.p50_ms - 40.0).abs() / 40.0 < 0.1, "{all:?}");
         assert!(s.circuits[2].tcp.is_none());

@@ -26,7 +26,8 @@
 //!   `circuit_id`, `direction`: the way the flows' data goes, `side`:
 //!   `subscriber` or `internet`): `lqos_circuit_tcp_rtt_seconds`, a
 //!   histogram of round-trip times in octave buckets from 100 µs to
-//!   6.55 s (the kernel's quarter-octave buckets added up);
+//!   6.55 s (the kernel's quarter-octave buckets added up), for each
+//!   direction and side with samples;
 //!   `lqos_circuit_tcp_retransmits_total` (labels `circuit_id`,
 //!   `direction`), `lqos_circuit_tcp_flows_total` and
 //!   `lqos_circuit_tcp_unmeasured_flows_total` (flows without TCP
@@ -732,6 +733,10 @@ impl Exposition {
                     } else {
                         &t.internet
                     };
+                    // A side without samples has no series (yet).
+                    if r.samples == 0 && r.buckets.is_empty() {
+                        continue;
+                    }
                     let rest = |o: &mut Out<'_>| {
                         o.put(label);
                         o.put(DIRECTION[d as usize]);

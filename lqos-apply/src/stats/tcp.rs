@@ -34,8 +34,9 @@ pub struct RttSummary {
     pub mean_ms: f64,
 }
 
-/// The round trips of one side of one data direction.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// The round trips of one side of one data direction. Serialized with
+/// [`RttStats::all`] as `all`.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RttStats {
     /// Samples (monotonic).
     pub samples: u64,
@@ -43,18 +44,41 @@ pub struct RttStats {
     pub sum_ms: f64,
     /// The samples of the last interval (`None`: none, or the first poll).
     pub recent: Option<RttSummary>,
-    /// All samples counted (since lqos first saw the circuit's entry).
-    pub all: Option<RttSummary>,
-    /// The histogram of all samples: each non-empty bucket's bounds and
-    /// count (monotonic).
-    #[serde(serialize_with = "histogram")]
+    /// The histogram of all samples: `(bucket, count)` of each non-empty
+    /// bucket (monotonic; bounds: [`lqos_bpf::layout::rtt_bucket_upper`]).
     pub buckets: Vec<(u8, u64)>,
 }
 
+impl Serialize for RttStats {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        struct Buckets<'a>(&'a [(u8, u64)]);
+        impl Serialize for Buckets<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                histogram(self.0, s)
+            }
+        }
+        let mut st = s.serialize_struct("RttStats", 5)?;
+        st.serialize_field("samples", &self.samples)?;
+        st.serialize_field("sum_ms", &self.sum_ms)?;
+        st.serialize_field("recent", &self.recent)?;
+        st.serialize_field("all", &self.all())?;
+        st.serialize_field("buckets", &Buckets(&self.buckets))?;
+        st.end()
+    }
+}
+
 impl RttStats {
+    /// Percentiles and mean of all samples counted (since lqos first saw
+    /// the circuit's entry), from the histogram.
+    pub fn all(&self) -> Option<RttSummary> {
+        let pairs = self.buckets.iter().map(|&(k, n)| (usize::from(k), n));
+        summary(pairs, self.samples, (self.sum_ms * 1e6) as u64)
+    }
+
     /// The summary to show: the interval's, else all samples'.
-    pub fn summary(&self) -> Option<&RttSummary> {
-        self.recent.as_ref().or(self.all.as_ref())
+    pub fn summary(&self) -> Option<RttSummary> {
+        self.recent.or_else(|| self.all())
     }
 
     /// Cumulative counts at each bucket bound (`le` of a Prometheus
@@ -75,6 +99,7 @@ impl RttStats {
     }
 }
 
+/// Each non-empty bucket as `{from_ms, to_ms, count}`.
 fn histogram<S: Serializer>(b: &[(u8, u64)], s: S) -> Result<S::Ok, S::Error> {
     #[derive(Serialize)]
     struct Bucket {
@@ -247,64 +272,85 @@ impl Hist {
         out
     }
 
-    /// The `q` quantile (0..1), seconds: geometric interpolation inside
-    /// its bucket (linear in the first, the lower bound in the last).
-    pub(super) fn quantile(&self, q: f64) -> Option<f64> {
-        let total: u64 = self.buckets.iter().sum();
-        if total == 0 {
-            return None;
-        }
-        let rank = (q * total as f64).max(f64::MIN_POSITIVE);
-        let mut below = 0u64;
-        for (k, &n) in self.buckets.iter().enumerate() {
-            if n == 0 {
-                continue;
-            }
-            if (below + n) as f64 >= rank {
-                let f = ((rank - below as f64) / n as f64).clamp(0.0, 1.0);
-                let (lo, hi) = (rtt_bucket_lower(k), rtt_bucket_upper(k));
-                return Some(if k == 0 {
-                    hi * f
-                } else if hi.is_infinite() {
-                    lo
-                } else {
-                    lo * (hi / lo).powf(f)
-                });
-            }
-            below += n;
-        }
-        Some(rtt_bucket_lower(RTT_BUCKETS - 1))
+    /// The `q` quantile (0..1), seconds (see [`quantile`]).
+    #[cfg(test)]
+    fn quantile(&self, q: f64) -> Option<f64> {
+        let nonzero = self.buckets.iter().enumerate().map(|(k, n)| (k, *n));
+        quantile(nonzero, q)
     }
 
     fn summary(&self) -> Option<RttSummary> {
-        if self.count == 0 {
-            return None;
-        }
-        let ms = |q: f64| self.quantile(q).unwrap_or(0.0) * 1e3;
-        Some(RttSummary {
-            samples: self.count,
-            p50_ms: ms(0.5),
-            p95_ms: ms(0.95),
-            p99_ms: ms(0.99),
-            mean_ms: self.sum_ns as f64 / self.count as f64 / 1e6,
-        })
+        let pairs = self.buckets.iter().enumerate().map(|(k, n)| (k, *n));
+        summary(pairs, self.count, self.sum_ns)
     }
 
     fn stats(&self, recent: Option<&Hist>) -> RttStats {
+        let buckets: Vec<(u8, u64)> = self
+            .buckets
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| (k as u8, *n))
+            .collect();
         RttStats {
             samples: self.count,
             sum_ms: self.sum_ns as f64 / 1e6,
             recent: recent.and_then(Hist::summary),
-            all: self.summary(),
-            buckets: self
-                .buckets
-                .iter()
-                .enumerate()
-                .filter(|(_, n)| **n > 0)
-                .map(|(k, n)| (k as u8, *n))
-                .collect(),
+            buckets,
         }
     }
+}
+
+/// The `q` quantile (0..1) of the samples counted per bucket (`(bucket,
+/// count)` in bucket order), seconds: geometric interpolation inside its
+/// bucket (linear in the first, the lower bound in the last). `None`: no
+/// samples.
+fn quantile(buckets: impl Iterator<Item = (usize, u64)> + Clone, q: f64) -> Option<f64> {
+    let total: u64 = buckets.clone().map(|(_, n)| n).sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = (q * total as f64).max(f64::MIN_POSITIVE);
+    let mut below = 0u64;
+    for (k, n) in buckets {
+        if n == 0 {
+            continue;
+        }
+        if (below + n) as f64 >= rank {
+            let f = ((rank - below as f64) / n as f64).clamp(0.0, 1.0);
+            let (lo, hi) = (rtt_bucket_lower(k), rtt_bucket_upper(k));
+            // Buckets are a factor 2^(1/4) wide: lo * 2^(f/4) inside one.
+            return Some(if k == 0 {
+                hi * f
+            } else if hi.is_infinite() {
+                lo
+            } else {
+                lo * (f / 4.0).exp2()
+            });
+        }
+        below += n;
+    }
+    Some(rtt_bucket_lower(RTT_BUCKETS - 1))
+}
+
+/// Percentiles and mean of `count` samples summing to `sum_ns`, counted
+/// per bucket in `buckets`.
+fn summary(
+    buckets: impl Iterator<Item = (usize, u64)> + Clone,
+    count: u64,
+    sum_ns: u64,
+) -> Option<RttSummary> {
+    if count == 0 {
+        return None;
+    }
+    let ms = |q: f64| quantile(buckets.clone(), q).unwrap_or(0.0) * 1e3;
+    Some(RttSummary {
+        samples: count,
+        p50_ms: ms(0.5),
+        p95_ms: ms(0.95),
+        p99_ms: ms(0.99),
+        mean_ms: sum_ns as f64 / count as f64 / 1e6,
+    })
 }
 
 /// Dense TCP counts of a circuit or node: totals or one interval's.
@@ -358,6 +404,62 @@ impl Totals {
     }
 }
 
+/// One histogram's growth in one interval: count, sum and the buckets
+/// that grew.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct SparseHist {
+    count: u64,
+    sum_ns: u64,
+    buckets: Vec<(u8, u64)>,
+}
+
+impl SparseHist {
+    fn summary(&self) -> Option<RttSummary> {
+        let pairs = self.buckets.iter().map(|&(k, n)| (usize::from(k), n));
+        summary(pairs, self.count, self.sum_ns)
+    }
+}
+
+/// What a circuit's entry added in one interval (sparse; one value is
+/// reused from circuit to circuit).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Delta {
+    /// `[data direction][side]`.
+    rtt: [[SparseHist; 2]; 2],
+    retransmits: [u64; 2],
+    flows: u64,
+    unmeasured: u64,
+}
+
+impl Delta {
+    /// Samples bucket `k` of histogram `[d][s]` gained.
+    #[cfg(test)]
+    fn bucket(&self, d: usize, s: usize, k: usize) -> u64 {
+        let b = &self.rtt[d][s].buckets;
+        b.iter()
+            .find(|(i, _)| usize::from(*i) == k)
+            .map_or(0, |x| x.1)
+    }
+}
+
+impl Totals {
+    /// Adds an interval's growth.
+    pub(super) fn add_delta(&mut self, o: &Delta) {
+        for (a, b) in self.rtt.iter_mut().flatten().zip(o.rtt.iter().flatten()) {
+            a.count += b.count;
+            a.sum_ns = a.sum_ns.wrapping_add(b.sum_ns);
+            for &(k, n) in &b.buckets {
+                a.buckets[usize::from(k)] += n;
+            }
+        }
+        for (a, b) in self.retransmits.iter_mut().zip(o.retransmits) {
+            *a += b;
+        }
+        self.flows += o.flows;
+        self.unmeasured += o.unmeasured;
+    }
+}
+
 /// A circuit's kernel entry as last read, and what entries before it
 /// counted, so totals stay monotonic.
 #[derive(Debug, Clone, Default)]
@@ -368,6 +470,9 @@ pub(super) struct TcpAcc {
     last: TcpCircuit,
     /// What earlier entries counted, and 2^32 per wrap of a bucket.
     base: Option<Box<Totals>>,
+    /// The last output, when it had no interval's samples (or rates): the
+    /// next poll without new ones has the same and shares it.
+    idle: Option<std::sync::Arc<TcpStats>>,
 }
 
 /// Whether `now` cannot follow `last` in one entry (a counter went down:
@@ -387,58 +492,164 @@ fn restarted(last: &TcpCircuit, now: &TcpCircuit) -> bool {
 }
 
 impl TcpAcc {
+    /// Whether it has an entry in the kernel now.
+    pub(super) fn present(&self) -> bool {
+        self.key.is_some()
+    }
+
     /// Whether it has counted anything.
     pub(super) fn seen(&self) -> bool {
         self.key.is_some() || self.base.is_some()
     }
 
+    /// The output of this poll: `changed` (what [`TcpAcc::update`] said,
+    /// or `true` when the entry is gone), the interval's `recent`.
+    pub(super) fn output(
+        &mut self,
+        changed: bool,
+        recent: Option<&Delta>,
+        dt: Option<f64>,
+    ) -> std::sync::Arc<TcpStats> {
+        if !changed {
+            if let Some(out) = &self.idle {
+                return out.clone();
+            }
+        }
+        let out = std::sync::Arc::new(self.stats(recent.filter(|_| changed), dt));
+        self.idle = (!changed || recent.is_none()).then(|| out.clone());
+        out
+    }
+
     /// The entry is gone: what it counted joins the base.
     pub(super) fn retire(&mut self) {
         if self.key.take().is_some() {
+            self.idle = None;
             let last = Totals::of_kernel(&self.last);
             self.base.get_or_insert_with(Default::default).add(&last);
             self.last = TcpCircuit::default();
         }
     }
 
-    /// Takes entry `key`'s values `now`; returns what they added.
-    pub(super) fn update(&mut self, key: lqos_bpf::TcpKey, now: &TcpCircuit) -> Totals {
+    /// Takes entry `key`'s values `now`; returns whether they added
+    /// anything, and then what in `delta` (left as it was otherwise).
+    pub(super) fn update(
+        &mut self,
+        key: lqos_bpf::TcpKey,
+        now: &TcpCircuit,
+        delta: &mut Delta,
+    ) -> bool {
+        if self.key == Some(key) && self.last == *now {
+            return false;
+        }
         if self.key != Some(key) || restarted(&self.last, now) {
             self.retire();
         }
-        let mut delta = Totals::of_kernel(now);
-        let last = &self.last;
+        self.idle = None;
+        let last = &mut self.last;
+        let mut any = false;
         for (d, s) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
-            let (a, b) = (&last.rtt[d][s], &now.rtt[d][s]);
+            let (a, b) = (&mut last.rtt[d][s], &now.rtt[d][s]);
             let out = &mut delta.rtt[d][s];
+            out.buckets.clear();
             out.count = b.count - a.count;
             out.sum_ns = b.sum_ns - a.sum_ns;
-            for k in 0..RTT_BUCKETS {
-                let (x, y) = (a.buckets[k], b.buckets[k]);
-                out.buckets[k] = u64::from(y.wrapping_sub(x));
+            if a.buckets == b.buckets {
+                continue;
+            }
+            any = true;
+            for (k, (&x, &y)) in a.buckets.iter().zip(&b.buckets).enumerate() {
+                if x == y {
+                    continue;
+                }
+                out.buckets.push((k as u8, u64::from(y.wrapping_sub(x))));
                 if y < x {
                     // The 32-bit count wrapped.
                     self.base.get_or_insert_with(Default::default).rtt[d][s].buckets[k] += 1 << 32;
                 }
             }
+            a.buckets = b.buckets;
+        }
+        for (d, s) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+            let (a, b) = (&mut last.rtt[d][s], &now.rtt[d][s]);
+            any |= b.count != a.count;
+            a.count = b.count;
+            a.sum_ns = b.sum_ns;
         }
         for i in 0..2 {
             delta.retransmits[i] = now.retransmits[i] - last.retransmits[i];
         }
         delta.flows = now.flows - last.flows;
         delta.unmeasured = now.unmeasured - last.unmeasured;
+        any |= delta.retransmits != [0, 0] || delta.flows > 0 || delta.unmeasured > 0;
+        last.retransmits = now.retransmits;
+        last.flows = now.flows;
+        last.unmeasured = now.unmeasured;
         self.key = Some(key);
-        self.last = now.clone();
-        delta
+        any
     }
 
     /// Everything counted: the base and the current entry.
+    #[cfg(test)]
     pub(super) fn totals(&self) -> Totals {
         let mut t = Totals::of_kernel(&self.last);
         if let Some(b) = &self.base {
             t.add(b);
         }
         t
+    }
+
+    /// The output of everything counted, with the interval `recent` (its
+    /// percentiles and rates over `dt` seconds). Built from the kernel's
+    /// last values and the base directly (no dense copy).
+    pub(super) fn stats(&self, recent: Option<&Delta>, dt: Option<f64>) -> TcpStats {
+        let rate = |x: u64| dt.map_or(0.0, |d| x as f64 / d);
+        let base = self.base.as_deref();
+        let side = |d: usize, s: usize| {
+            let h = &self.last.rtt[d][s];
+            let b = base.map(|b| &b.rtt[d][s]);
+            let mut buckets = Vec::new();
+            match b {
+                // The common case: the kernel's counts alone.
+                None if h.count > 0 => {
+                    let n = h.buckets.iter().filter(|&&n| n > 0).count();
+                    buckets.reserve_exact(n);
+                    for (k, &n) in h.buckets.iter().enumerate() {
+                        if n > 0 {
+                            buckets.push((k as u8, u64::from(n)));
+                        }
+                    }
+                }
+                None => {}
+                Some(b) => {
+                    for k in 0..RTT_BUCKETS {
+                        let n = u64::from(h.buckets[k]) + b.buckets[k];
+                        if n > 0 {
+                            buckets.push((k as u8, n));
+                        }
+                    }
+                }
+            }
+            let count = h.count + b.map_or(0, |b| b.count);
+            let sum_ns = h.sum_ns.wrapping_add(b.map_or(0, |b| b.sum_ns));
+            RttStats {
+                samples: count,
+                sum_ms: sum_ns as f64 / 1e6,
+                recent: recent.and_then(|r| r.rtt[d][s].summary()),
+                buckets,
+            }
+        };
+        let dir = |d: usize| TcpDir {
+            subscriber: side(d, 0),
+            internet: side(d, 1),
+            retransmits: self.last.retransmits[d] + base.map_or(0, |b| b.retransmits[d]),
+            retransmit_rate: recent.map_or(0.0, |r| rate(r.retransmits[d])),
+        };
+        TcpStats {
+            download: dir(0),
+            upload: dir(1),
+            flows: self.last.flows + base.map_or(0, |b| b.flows),
+            unmeasured_flows: self.last.unmeasured + base.map_or(0, |b| b.unmeasured),
+        }
     }
 }
 
@@ -511,30 +722,32 @@ mod tests {
         let k1 = lqos_bpf::TcpKey { classid: 1, tag: 1 };
         let k2 = lqos_bpf::TcpKey { classid: 2, tag: 1 };
         let mut a = TcpAcc::default();
-        let d = a.update(k1, &kernel(10, 5, 10));
+        let mut d = Delta::default();
+        assert!(a.update(k1, &kernel(10, 5, 10), &mut d));
         assert_eq!(d.rtt[0][0].count, 10);
-        let d = a.update(k1, &kernel(15, 5, 15));
-        assert_eq!(
-            (d.rtt[0][0].count, d.rtt[0][0].buckets[5], d.flows),
-            (5, 5, 0)
-        );
+        assert!(a.update(k1, &kernel(15, 5, 15), &mut d));
+        assert_eq!((d.rtt[0][0].count, d.bucket(0, 0, 5), d.flows), (5, 5, 0));
+        // Nothing new.
+        assert!(!a.update(k1, &kernel(15, 5, 15), &mut d));
         // The circuit moved to another classid: a new entry, counted whole.
-        let d = a.update(k2, &kernel(3, 5, 3));
+        a.update(k2, &kernel(3, 5, 3), &mut d);
         assert_eq!(d.rtt[0][0].count, 3);
         assert_eq!(a.totals().rtt[0][0].count, 18);
         assert_eq!(a.totals().flows, 2);
         // The same entry made anew (counters went down).
-        let d = a.update(k2, &kernel(1, 5, 1));
+        a.update(k2, &kernel(1, 5, 1), &mut d);
         assert_eq!(d.rtt[0][0].count, 1);
         assert_eq!(a.totals().rtt[0][0].buckets[5], 19);
         // A 32-bit bucket wraps: the difference is right, the total too.
         let mut x = kernel(100, 6, u32::MAX - 1);
-        a.update(k2, &x);
+        a.update(k2, &x, &mut d);
         x.rtt[0][0].count += 5;
         x.rtt[0][0].buckets[6] = 3;
-        let d = a.update(k2, &x);
-        assert_eq!(d.rtt[0][0].buckets[6], 5);
+        a.update(k2, &x, &mut d);
+        assert_eq!(d.bucket(0, 0, 6), 5);
         assert_eq!(a.totals().rtt[0][0].buckets[6], u64::from(u32::MAX) + 4);
+        // The output is that of the totals.
+        assert_eq!(a.stats(None, None), a.totals().stats(None, None));
         // Gone from the map: what it counted stays.
         let before = a.totals();
         a.retire();

@@ -605,8 +605,8 @@ mod tests {
             unclassified: Unclassified::default(),
             tcp: None,
         };
-        stats.circuits[1].tcp = Some(Box::new(tcp(80.0, 0.5)));
-        stats.circuits[2].tcp = Some(Box::new(tcp(20.0, 7.0)));
+        stats.circuits[1].tcp = Some(std::sync::Arc::new(tcp(80.0, 0.5)));
+        stats.circuits[2].tcp = Some(std::sync::Arc::new(tcp(20.0, 7.0)));
         let ids = |k: SortKey| -> Vec<String> {
             select(&stats, &Filter::default(), k, None)
                 .iter()
