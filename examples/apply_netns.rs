@@ -5,11 +5,12 @@
 //!
 //! `sudo cargo run -p lqos-apply --example apply_netns`
 
+use lqos_apply::backend::{NetlinkBackend, NoProgress, Parallelism};
+use lqos_apply::inputs::{plan_config, PlanOverrides, QueueCount};
+use lqos_apply::live::NetlinkLive;
 use lqos_apply::netns::{netns_available, unique_name, ScratchNetns};
-use lqos_apply::{
-    plan_config, verify_plan, ApplyOptions, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
-    PlanOverrides, QueueCount, Session, StateDir,
-};
+use lqos_apply::state::NetnsState;
+use lqos_apply::{verify_plan, ApplyOptions, Session};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Err(why) = netns_available() {
@@ -19,16 +20,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ns = ScratchNetns::with_veth(&unique_name("lqos-example", "apply"), "ens19", "ens20", 4)?;
     let netns = Some(ns.name().to_string());
 
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits: 500,
-        ..Default::default()
-    });
+    let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(500));
     let live = NetlinkLive::new(netns.clone());
     // This kernel may lack sch_cake: pfifo leaves work everywhere.
-    let overrides = PlanOverrides {
-        sqm: Some("pfifo".parse()?),
-        ..Default::default()
-    };
+    let overrides = PlanOverrides::default().sqm("pfifo".parse()?);
     // The queue count comes from the interfaces themselves.
     let cfg = plan_config(
         &g.config,
@@ -39,11 +34,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let plan = lqos_tc::plan(&g.network, &cfg, None)?;
 
     let dir = tempfile::tempdir()?;
-    let state = StateDir::open(dir.path())?;
+    let state = NetnsState::new(dir.path(), netns.as_deref());
     let backend = NetlinkBackend::new(netns.clone(), Parallelism::Serial);
     let session = Session {
         state: &state,
-        netns: netns.as_deref(),
         live: &live,
         backend: &backend,
     };

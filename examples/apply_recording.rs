@@ -4,34 +4,29 @@
 //!
 //! `cargo run -p lqos-apply --example apply_recording`
 
-use lqos_apply::{
-    plan_config, ApplyOptions, NoProgress, PlanOverrides, QueueCount, Recording, Session, StateDir,
-};
+use lqos_apply::backend::{NoProgress, Recording};
+use lqos_apply::inputs::{plan_config, PlanOverrides, QueueCount};
+use lqos_apply::state::NetnsState;
+use lqos_apply::{ApplyOptions, Session};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits: 200,
-        ..Default::default()
-    });
-    let overrides = PlanOverrides {
-        sqm: Some("pfifo".parse()?),
-        ..Default::default()
-    };
+    let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(200));
+    let overrides = PlanOverrides::default().sqm("pfifo".parse()?);
     let cfg = plan_config(&g.config, None, &overrides, QueueCount::Default(4))?;
     let plan = lqos_tc::plan(&g.network, &cfg, None)?;
 
     let kernel = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
     let dir = tempfile::tempdir()?;
-    let state = StateDir::open(dir.path())?;
+    let state = NetnsState::new(dir.path(), None);
     let session = Session {
         state: &state,
-        netns: None,
         live: &kernel,
         backend: &kernel,
     };
-    let opts = ApplyOptions {
-        verify_after: true,
-        ..Default::default()
+    let opts = {
+        let mut p = ApplyOptions::default();
+        p.verify_after = true;
+        p
     };
     let first = session.apply(&plan, opts, &NoProgress)?;
     println!("first apply: {} ops", first.ops_total());

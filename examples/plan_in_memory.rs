@@ -3,7 +3,7 @@
 //!
 //! `cargo run -p lqos-apply --example plan_in_memory`
 
-use lqos_apply::{plan_config, PlanOverrides, QueueCount};
+use lqos_apply::inputs::{plan_config, PlanOverrides, QueueCount};
 
 const NETWORK: &str = r#"{
   "Site_1": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 500,
@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
          c1,Main St,d1,Router,AP_A,,100.64.0.1,,2.5,1,10.5,5.25,\n\
          c2,Shop,d2,Router,AP_A,,100.64.0.2,,25,10,600,50,\n\
          c3,Farm,d3,Router,Site_2,,100.64.0.3,,100,10,100,20,\n",
-        lqos_model::LEGACY_HEADER.join(",")
+        lqos_model::shaped_devices::LEGACY_HEADER.join(",")
     );
     // Load + validate: every problem with its file, line and circuit.
     let loaded = lqos_model::load_with_config(
@@ -45,6 +45,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for ip in &plan.interfaces {
         println!("# {} ({:?}): {} ops", ip.dev, ip.direction, ip.ops.len());
     }
-    print!("{}", lqos_tc::render_combined(&plan, true));
+    print!("{}", lqos_tc::render::render_combined(&plan, true));
     Ok(())
 }

@@ -11,8 +11,11 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use lqos_apply::netlink::encode_op;
 use lqos_benches::CpuTime;
+use lqos_model::config::Classifier;
 use lqos_model::{generate, GenParams, Rate};
-use lqos_tc::{diff, plan, render_interface, Classifier, LeafSpec, PlanConfig, TcOp};
+use lqos_tc::config::LeafSpec;
+use lqos_tc::render::render_interface;
+use lqos_tc::{diff, plan, PlanConfig, TcOp};
 
 fn config(classifier: Classifier) -> PlanConfig {
     let mut cfg = PlanConfig::bridge("ens19", "ens20", 16);
@@ -25,10 +28,10 @@ fn config(classifier: Classifier) -> PlanConfig {
 
 fn classifier_10k(c: &mut Criterion<CpuTime>) {
     let n = 10_000;
-    let net = generate(&GenParams {
-        circuits: n,
-        sites: 32,
-        ..GenParams::default()
+    let net = generate(&{
+        let mut p = GenParams::with_circuits(n);
+        p.sites = 32;
+        p
     })
     .network;
     let mut g = c.benchmark_group("classifier_10k");
@@ -74,14 +77,11 @@ fn classifier_10k(c: &mut Criterion<CpuTime>) {
         });
         let again = plan(&net, &cfg, Some(&p.allocation)).unwrap();
         let (ta, tb) = (p.interfaces[0].tree(), again.interfaces[0].tree());
-        assert!(
-            diff::diff(&ta, &tb).is_empty(),
-            "no-op reload must be 0 ops"
-        );
+        assert!(diff(&ta, &tb).is_empty(), "no-op reload must be 0 ops");
         g.bench_with_input(
             BenchmarkId::new("noop_diff", &name),
             &(ta, tb),
-            |b, (ta, tb)| b.iter(|| diff::diff(ta, tb).len()),
+            |b, (ta, tb)| b.iter(|| diff(ta, tb).len()),
         );
     }
     g.finish();

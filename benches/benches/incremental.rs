@@ -17,20 +17,19 @@
 use std::collections::BTreeMap;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use lqos_model::{
-    generate, load, write_network_json, write_shaped_devices, DevicesEdit, DevicesIndex, GenParams,
-    Rate,
-};
-use lqos_tc::{known_diff, plan, LeafSpec, PlanConfig, PlanIndex, Replan, TcTree};
+use lqos_model::devices_index::{DevicesEdit, DevicesIndex};
+use lqos_model::write::{write_network_json, write_shaped_devices};
+use lqos_model::{generate, load, GenParams, Rate};
+use lqos_tc::config::LeafSpec;
+use lqos_tc::replan::{known_diff, PlanIndex, Replan};
+use lqos_tc::tree::TcTree;
+use lqos_tc::{plan, PlanConfig};
 
 fn edit_one_row(c: &mut Criterion) {
     let mut group = c.benchmark_group("edit_one_row");
     group.sample_size(10);
     for circuits in [10_000usize, 100_000] {
-        let g = generate(&GenParams {
-            circuits,
-            ..GenParams::default()
-        });
+        let g = generate(&GenParams::with_circuits(circuits));
         let json = write_network_json(&g.network);
         let csv_a = write_shaped_devices(&g.network).into_bytes();
         let mut edited = g.network.clone();
@@ -70,7 +69,7 @@ fn edit_one_row(c: &mut Criterion) {
                         panic!("not a patch")
                     };
                     let Replan::Patched(at) =
-                        lqos_tc::replan_circuits(&mut p, &pindex, &net, &patch.circuits)
+                        lqos_tc::replan::replan_circuits(&mut p, &pindex, &net, &patch.circuits)
                     else {
                         panic!("not patched")
                     };

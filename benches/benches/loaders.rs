@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use lqos_apply::backend::NoProgress;
 use lqos_apply::netns::{netns_available, unique_name, ScratchNetns};
-use lqos_apply::NoProgress;
 use lqos_bench::{BenchTree, Method, Runner};
 use lqos_model::{generate, GenParams};
 use lqos_tc::PlanConfig;
@@ -33,10 +33,10 @@ fn loaders(c: &mut Criterion) {
         16,
     )
     .expect("scratch namespace");
-    let net = generate(&GenParams {
-        circuits,
-        sites: 48,
-        ..GenParams::default()
+    let net = generate(&{
+        let mut p = GenParams::with_circuits(circuits);
+        p.sites = 48;
+        p
     })
     .network;
     let mut cfg = PlanConfig::bridge("ens19", "ens20", 16);

@@ -9,16 +9,14 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use lqos_benches::CpuTime;
-use lqos_model::{generate, write_network_json, write_shaped_devices, GenParams};
+use lqos_model::write::{write_network_json, write_shaped_devices};
+use lqos_model::{generate, GenParams};
 
 fn parse(c: &mut Criterion<CpuTime>) {
     let mut group = c.benchmark_group("parse_inputs");
     group.sample_size(10);
     for circuits in [10_000usize, 100_000] {
-        let g = generate(&GenParams {
-            circuits,
-            ..GenParams::default()
-        });
+        let g = generate(&GenParams::with_circuits(circuits));
         let json = write_network_json(&g.network);
         let csv = write_shaped_devices(&g.network);
         group.throughput(Throughput::Elements(circuits as u64));
@@ -45,16 +43,16 @@ fn parse_csv(c: &mut Criterion<CpuTime>) {
     let mut group = c.benchmark_group("parse_shaped_devices");
     group.sample_size(10);
     for circuits in [10_000usize, 60_000] {
-        let g = generate(&GenParams {
-            circuits,
-            ..GenParams::default()
-        });
+        let g = generate(&GenParams::with_circuits(circuits));
         let csv = write_shaped_devices(&g.network);
         group.throughput(Throughput::Bytes(csv.len() as u64));
         group.bench_with_input(BenchmarkId::new("csv", circuits), &circuits, |b, _| {
             b.iter(|| {
-                let sd = lqos_model::parse_shaped_devices("ShapedDevices.csv", csv.as_bytes())
-                    .expect("generated CSV parses");
+                let sd = lqos_model::shaped_devices::parse_shaped_devices(
+                    "ShapedDevices.csv",
+                    csv.as_bytes(),
+                )
+                .expect("generated CSV parses");
                 assert_eq!(sd.circuits.len(), circuits);
                 sd
             })

@@ -12,13 +12,15 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use lqos_benches::CpuTime;
 use lqos_model::{generate, GenParams, Network, Rate};
-use lqos_tc::{diff, plan, render_combined, render_interface, LeafSpec, PlanConfig};
+use lqos_tc::config::LeafSpec;
+use lqos_tc::render::{render_combined, render_interface};
+use lqos_tc::{diff, plan, PlanConfig};
 
 fn network(circuits: usize) -> Network {
-    generate(&GenParams {
-        circuits,
-        sites: 32,
-        ..GenParams::default()
+    generate(&{
+        let mut p = GenParams::with_circuits(circuits);
+        p.sites = 32;
+        p
     })
     .network
 }
@@ -87,15 +89,11 @@ fn diff_10k(c: &mut Criterion<CpuTime>) {
     let (a, b) = (p1.interfaces[0].tree(), p2.interfaces[0].tree());
     let mut g = c.benchmark_group("diff");
     g.sample_size(20);
-    g.bench_function("trees_10k_1pct", |bch| {
-        bch.iter(|| diff::diff(&a, &b).len())
-    });
+    g.bench_function("trees_10k_1pct", |bch| bch.iter(|| diff(&a, &b).len()));
     g.bench_function("plans_10k_1pct", |bch| {
-        bch.iter(|| diff::diff_plans(&p1, &p2).len())
+        bch.iter(|| lqos_tc::diff_plans(&p1, &p2).len())
     });
-    g.bench_function("trees_10k_same", |bch| {
-        bch.iter(|| diff::diff(&a, &a).len())
-    });
+    g.bench_function("trees_10k_same", |bch| bch.iter(|| diff(&a, &a).len()));
     g.finish();
 }
 

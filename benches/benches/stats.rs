@@ -21,7 +21,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use lqos_apply::netlink::LeafXstats;
 use lqos_apply::netlink::{decode_class_sample_msg, decode_qdisc_sample_msg};
 use lqos_apply::stats::openmetrics::{self, CircuitSeries, Format, Labels};
-use lqos_apply::stats::{RawIface, RawStats, StatsIndex, StatsTracker};
+use lqos_apply::stats::{IfaceSamples, Samples, StatsIndex, StatsTracker};
 use lqos_tc::{TcHandle, TcOp};
 
 fn attr(out: &mut Vec<u8>, ty: u16, payload: &[u8]) {
@@ -81,10 +81,7 @@ fn cake_app() -> Vec<u8> {
 }
 
 fn bench(c: &mut Criterion) {
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits: 10_000,
-        ..Default::default()
-    });
+    let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(10_000));
     let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 16);
     cfg.default_sqm = "cake diffserv4".parse().unwrap();
     let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
@@ -114,24 +111,25 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     let n: usize = replies.iter().map(|r| r.1.len() + r.2.len()).sum();
-    let decode = || RawStats {
-        interfaces: replies
-            .iter()
-            .map(|(dev, classes, qdiscs)| {
-                let mut r = RawIface::empty(dev);
-                r.classes = classes
-                    .iter()
-                    .filter_map(|m| decode_class_sample_msg(m).unwrap())
-                    .map(|(_, s)| s)
-                    .collect();
-                r.qdiscs = qdiscs
-                    .iter()
-                    .map(|m| decode_qdisc_sample_msg(m).unwrap().unwrap().1)
-                    .collect();
-                r
-            })
-            .collect(),
-        tcp: None,
+    let decode = || {
+        Samples::from(
+            replies
+                .iter()
+                .map(|(dev, classes, qdiscs)| {
+                    let mut r = IfaceSamples::empty(dev);
+                    r.classes = classes
+                        .iter()
+                        .filter_map(|m| decode_class_sample_msg(m).unwrap())
+                        .map(|(_, s)| s)
+                        .collect();
+                    r.qdiscs = qdiscs
+                        .iter()
+                        .map(|m| decode_qdisc_sample_msg(m).unwrap().unwrap().1)
+                        .collect();
+                    r
+                })
+                .collect::<Vec<_>>(),
+        )
     };
     let mut group = c.benchmark_group(format!("stats 10000 circuits ({n} replies)"));
     group.sample_size(20);
@@ -218,13 +216,15 @@ fn bench(c: &mut Criterion) {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let down =
-                    TcHandle::new(plan.major(lqos_tc::Direction::Download, c.queue), c.minor);
-                let key = lqos_bpf::TcpKey {
+                let down = TcHandle::new(
+                    plan.major(lqos_tc::allocation::Direction::Download, c.queue),
+                    c.minor,
+                );
+                let key = lqos_bpf::layout::TcpKey {
                     classid: down.raw(),
                     tag: lqos_bpf::layout::circuit_tag(&c.id),
                 };
-                let mut v = lqos_bpf::TcpCircuit::default();
+                let mut v = lqos_bpf::layout::TcpCircuit::default();
                 for h in v.rtt.iter_mut().flatten() {
                     for b in 20..36 {
                         h.buckets[b] = (round + 1) * (i % 7 + b) as u32;
@@ -237,18 +237,16 @@ fn bench(c: &mut Criterion) {
                 (key, v)
             })
             .collect();
-        lqos_bpf::TcpRead {
-            circuits,
-            health: Default::default(),
-        }
+        lqos_bpf::tcp::TcpRead::new(circuits, Default::default())
     };
     let mut group = c.benchmark_group("stats 10000 circuits with TCP");
     group.sample_size(10);
     let mut tracker = StatsTracker::new(&index);
     let mut round = 0u32;
-    let with = |round: u32| RawStats {
-        tcp: Some(tcp_read(round)),
-        ..raw.clone()
+    let with = |round: u32| {
+        let mut s = raw.clone();
+        s.tcp = Some(tcp_read(round));
+        s
     };
     tracker.observe(&index, &with(0), Duration::from_secs(1));
     group.bench_function(

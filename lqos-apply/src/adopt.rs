@@ -1,6 +1,6 @@
 //! A LibreQoS box's state directory: the allocation its last full reload
-//! recorded and the tc commands it loaded, for `lqos compare` and
-//! `--adopt-libreqos`.
+//! recorded and the tc commands it loaded, to compare a plan with what
+//! LibreQoS built and to adopt its tree.
 //!
 //! LibreQoS (HEAD) keeps, under its state directory (`/opt/libreqos/state`
 //! by default, lqos.conf's `state_directory`):
@@ -13,9 +13,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use lqos_tc::libreqos::{libreqos_trees, LibreQosState};
-use lqos_tc::{Allocation, TcTree};
+use lqos_tc::tree::TcTree;
+use lqos_tc::Allocation;
 
-use crate::error::{ApplyError, Result};
+use crate::error::{ApplyError, IoAction, Result};
 use crate::live::LiveSource;
 
 /// `shaping/queuingStructure.json` under LibreQoS's state directory.
@@ -39,7 +40,7 @@ pub struct LibreQosDir {
 
 fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path)
-        .map_err(|e| ApplyError::io(format!("cannot read LibreQoS state {}", path.display()), e))
+        .map_err(|e| ApplyError::io(IoAction::ReadLibreQosState, Some(path), e))
 }
 
 impl LibreQosDir {

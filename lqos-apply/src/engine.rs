@@ -3,8 +3,10 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
+use lqos_tc::ops::QdiscKind;
 use lqos_tc::rules::{self, Layout};
-use lqos_tc::{diff, InterfacePlan, Plan, QdiscKind, TcOp, TcTree};
+use lqos_tc::tree::TcTree;
+use lqos_tc::{diff, InterfacePlan, Plan, TcOp};
 use serde::Serialize;
 
 use crate::backend::{load_deletes_first, Backend, IfaceOps, LoadReport, Progress};
@@ -86,6 +88,7 @@ impl Change<'_> {
 
 /// Options of [`apply_plan`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ApplyOptions {
     /// Always root delete + full build.
     pub full: bool,
@@ -342,7 +345,7 @@ fn rebuild_stream<'a>(ip: &'a InterfacePlan, live: &TcTree, planned: &TcTree) ->
         .iter()
         .position(is_classifier_op)
         .unwrap_or(ip.ops.len());
-    if !lqos_tc::classify::has_clsact(live) && live.filters.is_empty() {
+    if !live.has_clsact() && live.filters.is_empty() {
         // Nothing of a classifier is live: the plan's own suffix builds it
         // (what `diff_filters` from an empty tree would send).
         return stream;
@@ -435,7 +438,8 @@ mod tests {
     use super::*;
     use crate::backend::{NoProgress, Recording};
     use lqos_model::Rate;
-    use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc, TcHandle};
+    use lqos_tc::ops::{Class, HtbClass, HtbQdisc, Qdisc};
+    use lqos_tc::TcHandle;
 
     fn class(parent: TcHandle, classid: TcHandle, mbps: u64) -> Class {
         Class {
@@ -495,7 +499,7 @@ mod tests {
         }
         InterfacePlan {
             dev: dev.into(),
-            direction: lqos_tc::Direction::Download,
+            direction: lqos_tc::allocation::Direction::Download,
             ops,
             setup_ops,
             queue_class_counts: vec![],
@@ -660,13 +664,10 @@ mod tests {
 
     #[test]
     fn preflight_counts_the_queues_the_plan_uses_on_a_bridge_and_a_stick() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 40,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(40));
         let bridge = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
         let mut stick = bridge.clone();
-        stick.interfaces = lqos_tc::Interfaces::OnAStick {
+        stick.interfaces = lqos_tc::config::Interfaces::OnAStick {
             interface: "ens19".into(),
             internet_vlan: 2,
             network_vlan: 3,
@@ -695,10 +696,7 @@ mod tests {
 
     #[test]
     fn a_load_that_does_not_fit_in_memory_is_refused_before_any_op() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 400,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(400));
         let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
         cfg.default_sqm = "cake diffserv4".parse().unwrap();
         let p = lqos_tc::plan(&g.network, &cfg, None).unwrap();

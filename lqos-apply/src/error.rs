@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::input_file::InputFile;
 use crate::netlink::NetlinkError;
 use lqos_tc::memory::human_bytes;
 
@@ -14,7 +15,7 @@ pub enum ApplyError {
     /// The kernel (or tc) rejected one op; the interface's load stopped there.
     #[error(
         "{dev}: op #{index} `{}` failed: {message}",
-        lqos_tc::render_line(dev, op)
+        lqos_tc::render::render_line(dev, op)
     )]
     OpFailed {
         /// Interface.
@@ -53,7 +54,7 @@ pub enum ApplyError {
         /// Namespace searched, if not the current one.
         netns: Option<String>,
         /// The lqos.conf key that names it (`[bridge] to_network`, ...),
-        /// when known ([`crate::config_key`]).
+        /// when known ([`crate::inputs::config_key`]).
         config_key: Option<&'static str>,
     },
     /// The plan spreads circuits over more TX queues than the interface has.
@@ -90,21 +91,12 @@ pub enum ApplyError {
         /// What is missing.
         reason: ClassifierMissing,
     },
-    /// The plan has lqos's eBPF classifier (`classifier = "bpf"`) but this
-    /// machine cannot run it (the data path's preflight; nothing was
-    /// changed).
-    #[error("lqos's eBPF classifier cannot run here: {source}; nothing was changed")]
-    BpfUnsupported {
-        /// What the preflight found missing.
-        #[source]
-        source: lqos_bpf::BpfError,
-    },
-    /// A step of lqos's eBPF classifier failed (the error names the map,
+    /// A step of lqos's eBPF data path failed (the error names the map,
     /// program, interface or pin).
-    #[error("eBPF classifier: {step}: {source}")]
+    #[error("eBPF data path: {action}: {source}")]
     Bpf {
-        /// The step (`installing`, `updating the maps`, ...).
-        step: &'static str,
+        /// What was being done.
+        action: BpfAction,
         /// What failed.
         #[source]
         source: lqos_bpf::BpfError,
@@ -145,7 +137,7 @@ pub enum ApplyError {
         if *.daemon {
             "the reload daemon holds the lock: it applies every change of the input files itself"
         } else {
-            "another lqos apply is running"
+            "another apply is running"
         },
         holder.map(|p| format!(" (pid {p})")).unwrap_or_default()
     )]
@@ -159,10 +151,12 @@ pub enum ApplyError {
         daemon: bool,
     },
     /// A file or process operation failed.
-    #[error("{context}: {source}")]
+    #[error("{}: {source}", io_context(action, path.as_deref()))]
     Io {
         /// What was being done.
-        context: String,
+        action: IoAction,
+        /// The file (or directory, or program) it was done to, if any.
+        path: Option<PathBuf>,
         /// The OS error.
         #[source]
         source: std::io::Error,
@@ -176,12 +170,12 @@ pub enum ApplyError {
         message: String,
     },
     /// A netlink operation outside of an op stream failed (open, dump, link).
-    #[error("netlink{}: {context}: {source}", .dev.as_ref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    #[error("netlink{}: {action}: {source}", .dev.as_ref().map(|d| format!(" ({d})")).unwrap_or_default())]
     Netlink {
         /// Interface, if any.
         dev: Option<String>,
         /// What was being done.
-        context: String,
+        action: NetlinkAction,
         /// The socket layer's error (the kernel's errno and message for a
         /// refused request).
         #[source]
@@ -209,7 +203,7 @@ pub enum ApplyError {
     /// The plan itself is unusable.
     #[error("plan: {0}")]
     Plan(PlanProblem),
-    /// LibreQoS's state files (`--adopt-libreqos`, `lqos compare`) cannot
+    /// LibreQoS's state files (adoption, comparison) cannot
     /// be read as LibreQoS writes them (the message names the file).
     #[error(transparent)]
     LibreQosState(lqos_tc::libreqos::StateError),
@@ -219,7 +213,7 @@ pub enum ApplyError {
     /// The LibreQoS inputs have errors (the report lists every problem with
     /// its file, line, circuit or node).
     #[error(
-        "the inputs have {} error(s) and {} warning(s); run `lqos check` for details",
+        "the inputs have {} error(s) and {} warning(s)",
         report.error_count(),
         report.warning_count()
     )]
@@ -284,7 +278,7 @@ pub enum Stopped {
         /// The interface of that line.
         dev: String,
     },
-    /// The load was cancelled ([`crate::Progress::cancelled`], e.g. on
+    /// The load was cancelled ([`crate::backend::Progress::cancelled`], e.g. on
     /// SIGTERM) and stopped between two batches.
     #[error("stopped on request{}", unsure_text(*.unsure))]
     Cancelled {
@@ -342,10 +336,10 @@ pub enum StateProblem {
     /// A plan record (saved, or a plan file) cannot be turned back into
     /// its plan or network.
     #[error("{0}")]
-    Record(lqos_tc::RecordError),
+    Record(lqos_tc::record::RecordError),
     /// A plan cannot be recorded.
     #[error("cannot record the plan: {0}")]
-    Unrecordable(lqos_tc::RecordError),
+    Unrecordable(lqos_tc::record::RecordError),
     /// No plan was saved: there is nothing to roll back to.
     #[error("no plan was applied successfully yet: nothing to roll back to")]
     NothingSaved,
@@ -426,11 +420,146 @@ fn in_netns(netns: &Option<String>) -> String {
     }
 }
 
+/// What lqos was doing when a file or process operation failed
+/// ([`ApplyError::Io`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IoAction {
+    /// Reading an input file.
+    ReadInput(InputFile),
+    /// Decoding an input file's text (it is not UTF-8).
+    DecodeInput(InputFile),
+    /// Reading a plan file.
+    ReadPlan,
+    /// Reading a LibreQoS state file.
+    ReadLibreQosState,
+    /// Creating the state directory.
+    CreateStateDir,
+    /// Reading the state directory's metadata.
+    ReadStateDir,
+    /// Opening the lock file.
+    OpenLock,
+    /// Reading the lock file's metadata.
+    ReadLock,
+    /// Writing the holder into the lock file.
+    WriteLock,
+    /// Taking the lock.
+    Lock,
+    /// Reading a state file.
+    Read,
+    /// Removing a state file.
+    Remove,
+    /// Creating the temp file of an atomic write (in the file's directory).
+    CreateTemp,
+    /// Writing the temp file of an atomic write.
+    WriteTemp,
+    /// Renaming the temp file of an atomic write into place.
+    Rename,
+    /// Starting `tc` (the path is the program).
+    SpawnTc,
+    /// Waiting for `tc` to end.
+    WaitTc,
+    /// Starting `tc` for a root delete.
+    SpawnRootDelete,
+    /// Running a command (the line as run).
+    Run(String),
+}
+
+/// `what was done to path`, as the messages say it.
+fn io_context(action: &IoAction, path: Option<&std::path::Path>) -> String {
+    let p = path.map(|p| p.display().to_string()).unwrap_or_default();
+    let dir = path
+        .and_then(|p| p.parent())
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|| ".".into());
+    match action {
+        IoAction::ReadInput(f) => format!("cannot read {} {p}", f.what()),
+        IoAction::DecodeInput(f) => format!("{} {p}", f.what()),
+        IoAction::ReadPlan => format!("cannot read plan {p}"),
+        IoAction::ReadLibreQosState => format!("cannot read LibreQoS state {p}"),
+        IoAction::CreateStateDir => format!("creating state dir {p}"),
+        IoAction::ReadStateDir => format!("reading state dir {p}"),
+        IoAction::OpenLock => format!("opening lock file {p}"),
+        IoAction::ReadLock => format!("reading lock file {p}"),
+        IoAction::WriteLock => format!("writing lock file {p}"),
+        IoAction::Lock => format!("locking {p}"),
+        IoAction::Read => format!("reading {p}"),
+        IoAction::Remove => format!("removing {p}"),
+        IoAction::CreateTemp => format!("creating a temp file in {dir} for {p}"),
+        IoAction::WriteTemp => format!("writing a temp file in {dir} for {p}"),
+        IoAction::Rename => format!("renaming into {p}"),
+        IoAction::SpawnTc => format!("spawning {p}"),
+        IoAction::WaitTc => "waiting for tc".into(),
+        IoAction::SpawnRootDelete => "spawning tc qdisc del".into(),
+        IoAction::Run(line) => format!("running `{line}`"),
+    }
+}
+
+/// What lqos was doing when a netlink operation outside an op stream
+/// failed ([`ApplyError::Netlink`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NetlinkAction {
+    /// Opening the rtnetlink socket.
+    OpenSocket,
+    /// Opening the socket of a qdisc kind probe.
+    OpenProbeSocket,
+    /// Creating or finding the probe's link.
+    ProbeLink,
+    /// Looking up an interface.
+    LookUpInterface,
+    /// Reading an interface's tc tree back.
+    ReadTree,
+    /// Reading an interface's class statistics.
+    ReadClassStats,
+    /// Reading an interface's qdisc statistics.
+    ReadQdiscStats,
+    /// Loading an op stream.
+    Load,
+}
+
+impl std::fmt::Display for NetlinkAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NetlinkAction::OpenSocket => "opening the rtnetlink socket",
+            NetlinkAction::OpenProbeSocket => "opening a probe socket",
+            NetlinkAction::ProbeLink => "probe link",
+            NetlinkAction::LookUpInterface => "looking up the interface",
+            NetlinkAction::ReadTree => "reading the tc tree",
+            NetlinkAction::ReadClassStats => "reading class statistics",
+            NetlinkAction::ReadQdiscStats => "reading qdisc statistics",
+            NetlinkAction::Load => "loading",
+        })
+    }
+}
+
+/// What lqos was doing with its eBPF data path when it failed
+/// ([`ApplyError::Bpf`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BpfAction {
+    /// Reading the per-circuit TCP statistics.
+    ReadTcpStats,
+}
+
+impl std::fmt::Display for BpfAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BpfAction::ReadTcpStats => "reading the TCP statistics",
+        })
+    }
+}
+
 impl ApplyError {
-    /// Wraps an I/O error with what was being done.
-    pub fn io(context: impl Into<String>, source: std::io::Error) -> ApplyError {
+    /// An I/O error of `action` on `path`.
+    pub fn io(
+        action: IoAction,
+        path: Option<&std::path::Path>,
+        source: std::io::Error,
+    ) -> ApplyError {
         ApplyError::Io {
-            context: context.into(),
+            action,
+            path: path.map(std::path::Path::to_path_buf),
             source,
         }
     }

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use crate::state::{StateDir, LAST_PLAN_FILE};
+use crate::state::{NetnsState, StateFile};
 
 /// Kernel replies (a `recv` buffer of netlink messages) through every dump
 /// decoder: qdiscs, HTB classes, class statistics, flower filters, ACKs.
@@ -38,10 +38,9 @@ fn scratch() -> &'static PathBuf {
 /// The saved state (`last-plan.json`, formats 1 and 2), read as the next
 /// start reads it (a format-2 record is re-planned).
 pub fn fuzz_saved_state(data: &[u8]) {
-    let dir = scratch();
-    std::fs::write(dir.join(LAST_PLAN_FILE), data).expect("writing the input");
-    let state = StateDir::open(dir).expect("the scratch state directory");
-    match crate::session::load_saved(&state, None) {
+    let state = NetnsState::new(scratch(), None);
+    std::fs::write(state.file(StateFile::LastPlan), data).expect("writing the input");
+    match crate::session::load_saved(&state) {
         Ok(Some((saved, net))) => {
             let _ = saved.plan.interfaces.len();
             let _ = net.map(|n| n.circuits().len());

@@ -5,9 +5,9 @@
 //!
 //! ```
 //! use lqos_apply::guard::{removals, check};
-//! use lqos_model::RemovalLimit;
+//! use lqos_model::config::RemovalLimit;
 //!
-//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 100, ..Default::default() });
+//! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(100));
 //! let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
 //! let old = lqos_tc::plan(&g.network, &cfg, None).unwrap();
 //! // An export cut short: the last 40 circuits are missing.
@@ -22,7 +22,8 @@
 
 use std::collections::HashSet;
 
-use lqos_model::{RemovalLimit, SmolStr};
+use lqos_model::config::RemovalLimit;
+use lqos_model::SmolStr;
 use lqos_tc::Allocation;
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +32,7 @@ pub const NAMED: usize = 5;
 
 /// The circuits a reload would remove.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Removals {
     /// Circuits of the old plan not in the new one.
     pub removed: usize,
@@ -161,10 +163,7 @@ mod tests {
 
     #[test]
     fn a_moved_or_renamed_circuit_is_not_removed() {
-        let g = lqos_model::generate(&GenParams {
-            circuits: 50,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&GenParams::with_circuits(50));
         let old = plan(&g.network);
         let mut cs = g.network.circuits().to_vec();
         // Renamed, and moved under another circuit's parent.
@@ -185,10 +184,7 @@ mod tests {
 
     #[test]
     fn a_refusal_names_the_count_and_the_first_circuits() {
-        let g = lqos_model::generate(&GenParams {
-            circuits: 100,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&GenParams::with_circuits(100));
         let first = |n: usize| {
             let mut net = g.network.clone();
             net.set_circuits(g.network.circuits()[..n].to_vec());

@@ -5,15 +5,15 @@
 //! all go through [`plan_files`] (or [`read_plan`] for a saved plan).
 //!
 //! ```
-//! use lqos_apply::{plan_files, Inputs, PlanOverrides, QueueCount};
+//! use lqos_apply::inputs::{plan_files, Inputs, PlanOverrides, QueueCount};
 //!
 //! let dir = tempfile::tempdir().unwrap();
-//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 20, ..Default::default() });
-//! std::fs::write(dir.path().join("network.json"), lqos_model::write_network_json(&g.network)).unwrap();
-//! std::fs::write(dir.path().join("ShapedDevices.csv"), lqos_model::write_shaped_devices(&g.network)).unwrap();
-//! std::fs::write(dir.path().join("lqos.conf"), lqos_model::write_config(&g.config)).unwrap();
+//! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(20));
+//! std::fs::write(dir.path().join("network.json"), lqos_model::write::write_network_json(&g.network)).unwrap();
+//! std::fs::write(dir.path().join("ShapedDevices.csv"), lqos_model::write::write_shaped_devices(&g.network)).unwrap();
+//! std::fs::write(dir.path().join("lqos.conf"), lqos_model::write::write_config(&g.config)).unwrap();
 //! let inputs = Inputs::in_dir(dir.path());
-//! let overrides = PlanOverrides { sqm: Some("pfifo".parse().unwrap()), ..Default::default() };
+//! let overrides = PlanOverrides::default().sqm("pfifo".parse().unwrap());
 //! let planned = plan_files(&inputs, &overrides, QueueCount::Default(4), None).unwrap();
 //! assert!(planned.report.is_clean());
 //! assert_eq!(planned.plan.allocation.queues, 4);
@@ -22,12 +22,15 @@
 
 use std::path::{Path, PathBuf};
 
-use lqos_model::{LqosConfig, Network, Report};
-use lqos_tc::{
-    Allocation, Classifier, Interfaces, LeafSpec, Plan, PlanConfig, PlanRecord, QueueStrategy,
-};
+use lqos_model::config::Classifier;
+use lqos_model::config::LqosConfig;
+use lqos_model::{Network, Report};
+use lqos_tc::config::{Interfaces, LeafSpec, QueueStrategy};
+use lqos_tc::record::PlanRecord;
+use lqos_tc::{Allocation, Plan, PlanConfig};
 
-use crate::error::{ApplyError, Result, StateProblem};
+use crate::error::{ApplyError, IoAction, Result, StateProblem};
+pub use crate::input_file::InputFile;
 use crate::live::LiveSource;
 
 /// Default file names, as LibreQoS names them.
@@ -62,7 +65,7 @@ impl Inputs {
 
     /// The interfaces these inputs shape, from `lqos.conf` alone (or the
     /// built-in defaults without one), without reading the other files:
-    /// what [`crate::Prefetched::overlap`] can start reading while the
+    /// what [`crate::load::Prefetched::overlap`] can start reading while the
     /// rest is parsed. Empty if the config cannot be read or parsed (the
     /// full load then reports why).
     pub fn interface_hint(&self) -> Vec<String> {
@@ -71,7 +74,7 @@ impl Inputs {
                 let Ok(text) = std::fs::read_to_string(p) else {
                     return Vec::new();
                 };
-                match lqos_model::parse_config(&p.display().to_string(), &text) {
+                match lqos_model::config::parse_config(&p.display().to_string(), &text) {
                     Ok(c) => c,
                     Err(_) => return Vec::new(),
                 }
@@ -98,28 +101,24 @@ impl Inputs {
     /// the buffer of the bytes it no longer needs: at 100,000 circuits a
     /// fresh 15 MB buffer costs more in page faults than the read itself.
     pub fn read_reusing(&self, buffer: Vec<u8>) -> Result<RawInputs> {
-        let read = |p: &Path, what: &str, mut into: Vec<u8>| {
+        let read = |p: &Path, what: InputFile, mut into: Vec<u8>| {
             read_noatime_into(p, &mut into)
                 .map(|()| into)
-                .map_err(|e| ApplyError::io(format!("cannot read {what} {}", p.display()), e))
+                .map_err(|e| ApplyError::io(IoAction::ReadInput(what), Some(p), e))
         };
-        let network = read(&self.network, "network file", Vec::new())?;
-        let network = String::from_utf8(network).map_err(|e| {
-            ApplyError::io(
-                format!("network file {}", self.network.display()),
-                std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-            )
-        })?;
-        let devices = read(&self.devices, "devices file", buffer)?;
+        let text = |p: &Path, what: InputFile, bytes: Vec<u8>| {
+            String::from_utf8(bytes).map_err(|e| {
+                let e = std::io::Error::new(std::io::ErrorKind::InvalidData, e);
+                ApplyError::io(IoAction::DecodeInput(what), Some(p), e)
+            })
+        };
+        let network = read(&self.network, InputFile::Network, Vec::new())?;
+        let network = text(&self.network, InputFile::Network, network)?;
+        let devices = read(&self.devices, InputFile::Devices, buffer)?;
         let config = match &self.config {
             Some(p) => {
-                let bytes = read(p, "config file", Vec::new())?;
-                Some(String::from_utf8(bytes).map_err(|e| {
-                    ApplyError::io(
-                        format!("config file {}", p.display()),
-                        std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-                    )
-                })?)
+                let bytes = read(p, InputFile::Config, Vec::new())?;
+                Some(text(p, InputFile::Config, bytes)?)
             }
             None => None,
         };
@@ -169,7 +168,7 @@ impl RawInputs {
         // The values whose grammar is the planner's, checked now with
         // their line (not later, when planning, without it).
         if let Some(file) = &clabel {
-            for p in lqos_tc::config_problems(&loaded.config, file) {
+            for p in lqos_tc::config::config_problems(&loaded.config, file) {
                 loaded.report.push(p);
             }
         }
@@ -228,10 +227,11 @@ impl LoadedInputs {
     }
 }
 
-/// Planner settings an operator gives on top of `lqos.conf` (the CLI's
-/// `--queues`, `--sqm`, `--strategy`, `--classifier`). The journal keeps
+/// Planner settings an operator gives on top of `lqos.conf` (a front
+/// end's options: queues, leaf qdisc, strategy, classifier). The journal keeps
 /// them with each input set applied, so a rollback plans it as it was.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct PlanOverrides {
     /// TX queues per interface, instead of `override_available_queues` or
     /// the [`QueueCount`] fallback.
@@ -251,6 +251,30 @@ pub struct PlanOverrides {
 }
 
 impl PlanOverrides {
+    /// With the leaf qdisc `sqm` for circuits.
+    pub fn sqm(mut self, sqm: LeafSpec) -> Self {
+        self.sqm = Some(sqm);
+        self
+    }
+
+    /// With `queues` TX queues per interface.
+    pub fn queues(mut self, queues: u32) -> Self {
+        self.queues = Some(queues);
+        self
+    }
+
+    /// With queue strategy `strategy`.
+    pub fn strategy(mut self, strategy: QueueStrategy) -> Self {
+        self.strategy = Some(strategy);
+        self
+    }
+
+    /// With classifier `classifier`.
+    pub fn classifier(mut self, classifier: Classifier) -> Self {
+        self.classifier = Some(classifier);
+        self
+    }
+
     /// Whether none is given.
     pub fn is_empty(&self) -> bool {
         *self == PlanOverrides::default()
@@ -267,14 +291,14 @@ impl PlanOverrides {
     }
 }
 
-/// Where the queue count comes from when neither `--queues` nor
-/// `override_available_queues` gives one.
+/// Where the queue count comes from when neither the overrides nor
+/// `override_available_queues` give one.
 #[derive(Clone, Copy)]
 pub enum QueueCount<'a> {
-    /// This many (offline planning: `lqos plan` uses 16).
+    /// This many (offline planning, with no kernel to ask).
     Default(u32),
     /// The smallest `num_tx_queues` of the plan's interfaces, read from
-    /// the kernel (`lqos apply`).
+    /// the kernel (a load).
     FromInterfaces(&'a dyn LiveSource),
 }
 
@@ -460,7 +484,8 @@ pub fn read_noatime_into(path: &Path, out: &mut Vec<u8>) -> std::io::Result<()> 
     Ok(())
 }
 
-/// Reads a plan file (`plan.json` as `lqos plan` writes it).
+/// Reads a plan file (a `plan.json`: [`lqos_tc::record::PlanRecord`] as
+/// JSON, or the whole plan of earlier versions).
 pub fn read_plan(path: &Path) -> Result<Plan> {
     Ok(read_plan_record(path)?.0)
 }
@@ -469,9 +494,9 @@ pub fn read_plan(path: &Path) -> Result<Plan> {
 /// its ops, with the network it describes) or the whole-plan JSON of
 /// earlier versions (no network).
 pub fn read_plan_record(path: &Path) -> Result<(Plan, Option<Network>)> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| ApplyError::io(format!("cannot read plan {}", path.display()), e))?;
-    let record_err = |e: lqos_tc::RecordError| ApplyError::State {
+    let bytes =
+        std::fs::read(path).map_err(|e| ApplyError::io(IoAction::ReadPlan, Some(path), e))?;
+    let record_err = |e: lqos_tc::record::RecordError| ApplyError::State {
         path: path.to_path_buf(),
         reason: StateProblem::Record(e),
     };
@@ -540,19 +565,20 @@ mod tests {
     #[test]
     fn a_read_reuses_the_buffer_it_is_given() {
         let dir = tempfile::tempdir().unwrap();
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 50,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(50));
         let d = dir.path();
         std::fs::write(
             d.join(NETWORK_FILE),
-            lqos_model::write_network_json(&g.network),
+            lqos_model::write::write_network_json(&g.network),
         )
         .unwrap();
-        let devices = lqos_model::write_shaped_devices(&g.network);
+        let devices = lqos_model::write::write_shaped_devices(&g.network);
         std::fs::write(d.join(DEVICES_FILE), devices).unwrap();
-        std::fs::write(d.join(CONFIG_FILE), lqos_model::write_config(&g.config)).unwrap();
+        std::fs::write(
+            d.join(CONFIG_FILE),
+            lqos_model::write::write_config(&g.config),
+        )
+        .unwrap();
         let inputs = Inputs::in_dir(d);
         let first = inputs.read().unwrap();
         let mut buffer = Vec::with_capacity(first.devices.len() + 100);

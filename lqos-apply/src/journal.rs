@@ -1,7 +1,7 @@
 //! The input journal: the last [`JOURNAL_LEN`] input sets that were
 //! applied, in the state directory, with their time, sha256 and circuit
 //! count, so an operator can see and restore what was live before
-//! (`lqos journal`, `lqos apply --rollback --to N`).
+//! ([`Journal::entries`], [`Journal::inputs`] for a rollback to one).
 //!
 //! Files are stored once by content (a `network.json` that did not change
 //! is not stored again) and removed when no entry names them.
@@ -11,9 +11,9 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::{ApplyError, Result, StateProblem};
+use crate::error::{ApplyError, IoAction, Result, StateProblem};
 use crate::inputs::{PlanOverrides, RawInputs};
-use crate::state::StateDir;
+use crate::state::{NetnsState, StateDir, StateFile};
 
 /// How many input sets the journal keeps.
 pub const JOURNAL_LEN: usize = 5;
@@ -81,6 +81,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 /// One applied input set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct JournalEntry {
     /// Milliseconds since the Unix epoch when it was applied.
     pub at_ms: u64,
@@ -111,14 +112,12 @@ pub struct Journal {
 const INDEX: &str = "index.json";
 
 impl Journal {
-    /// The journal of `netns` (its own subdirectory, created if needed).
-    pub fn open(state: &StateDir, netns: Option<&str>) -> Result<Journal> {
-        let name = match netns {
-            None => "journal".to_string(),
-            Some(ns) => format!("journal.netns-{ns}"),
-        };
+    /// The journal of `state`'s namespace (its [`StateFile::Journal`]
+    /// directory, created if needed).
+    pub fn open(state: &NetnsState) -> Result<Journal> {
+        state.dir()?;
         Ok(Journal {
-            dir: StateDir::open(state.path().join(name))?,
+            dir: StateDir::open(state.file(StateFile::Journal))?,
         })
     }
 
@@ -154,7 +153,7 @@ impl Journal {
             let path = self.dir.path().join(&h);
             let exists = path
                 .try_exists()
-                .map_err(|e| ApplyError::io(format!("reading {}", path.display()), e))?;
+                .map_err(|e| ApplyError::io(IoAction::Read, Some(&path), e))?;
             if !exists {
                 crate::state::write_atomic(&path, bytes)?;
             }
@@ -252,8 +251,7 @@ mod tests {
     #[test]
     fn keeps_the_last_five_sets_stores_files_once_and_restores_them() {
         let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::open(dir.path()).unwrap();
-        let j = Journal::open(&state, Some("x")).unwrap();
+        let j = Journal::open(&NetnsState::new(dir.path(), Some("x"))).unwrap();
         let set = |i: usize| RawInputs {
             network: "{}".into(),
             devices: format!("Circuit ID\n{i}\n").into_bytes(),
@@ -298,7 +296,7 @@ mod tests {
             hex(format!("{}{}{}", hex(b"{}"), hex(&raw.devices), hex(b"[lqos]\n")).as_bytes());
         assert_eq!(InputSet::from(&raw).sha256(), want);
         let dir = tempfile::tempdir().unwrap();
-        let j = Journal::open(&StateDir::open(dir.path()).unwrap(), None).unwrap();
+        let j = Journal::open(&NetnsState::new(dir.path(), None)).unwrap();
         assert!(j
             .push((&raw).into(), &PlanOverrides::default(), 1, "apply")
             .unwrap());
@@ -316,7 +314,7 @@ mod tests {
     #[test]
     fn an_entry_keeps_the_overrides_it_was_applied_with() {
         let dir = tempfile::tempdir().unwrap();
-        let j = Journal::open(&StateDir::open(dir.path()).unwrap(), None).unwrap();
+        let j = Journal::open(&NetnsState::new(dir.path(), None)).unwrap();
         let raw = RawInputs {
             network: "{}".into(),
             devices: b"Circuit ID\n1\n".to_vec(),

@@ -5,27 +5,27 @@
 //! to every leaf class by itself (no handle, a few hundred bytes), while a
 //! cake instance costs about 1 MiB of kernel memory. So a circuit starts
 //! without its leaf; [`LeafTracker::observe`] compares the class counters of
-//! one poll ([`crate::LiveSource::poll`]) with the previous one and
+//! one poll ([`crate::live::LiveSource::poll`]) with the previous one and
 //! returns one op per circuit that needs its leaf now (counters moved) or
 //! no longer (idle for the idle time). The leaf always comes back with its
 //! planned handle: the plan keeps every handle reserved, only the op is
 //! held back.
 //!
-//! The rest of lqos sees lazy leaves through [`lazy_plan`]: the plan with
+//! The rest of lqos sees lazy leaves through [`lazy_plan`](lqos_tc::rules::lazy_plan): the plan with
 //! the leaves of the circuits that are not active taken out (the rule
 //! lives with the other satisfies/drift rules, in [`lqos_tc::rules`]). Incremental
 //! apply and verify run against it, so a missing leaf on an idle circuit is
 //! not drift, and a file-triggered apply keeps the leaves of active
-//! circuits. Outside the daemon (`lqos verify`), the active set is the set
-//! of planned leaves found in the kernel ([`present_leaves`]).
+//! circuits. Outside the daemon (a one-off verify), the active set is the set
+//! of planned leaves found in the kernel ([`lqos_tc::rules::present_leaves`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use crate::netlink::ClassStats;
+use crate::netlink::ClassSample;
 use lqos_tc::{InterfacePlan, TcHandle, TcOp};
 
-pub use lqos_tc::rules::{circuit_leaves, lazy_plan, present_leaves, ActiveLeaves, LeafKey};
+use lqos_tc::rules::{circuit_leaves, ActiveLeaves, LeafKey};
 
 /// What one [`LeafTracker::observe`] decided for one interface.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -52,7 +52,7 @@ impl LeafChanges {
 #[derive(Debug, Clone, Copy)]
 struct Seen {
     bytes: u64,
-    packets: u32,
+    packets: u64,
     /// When the counters last moved (or the circuit became active).
     moved_at: Instant,
 }
@@ -68,7 +68,7 @@ pub struct LeafTracker {
 
 impl LeafTracker {
     /// A tracker that removes a leaf after `idle` without traffic, starting
-    /// with `active` (e.g. [`present_leaves`] at daemon start; they get a
+    /// with `active` (e.g. [`present_leaves`](lqos_tc::rules::present_leaves) at daemon start; they get a
     /// full idle period from `now`).
     pub fn new(idle: Duration, active: ActiveLeaves, now: Instant) -> LeafTracker {
         let seen = active
@@ -93,7 +93,7 @@ impl LeafTracker {
     }
 
     /// Replaces the active set (after a failed load, from what the kernel
-    /// has: [`present_leaves`]); newly active circuits get a full idle
+    /// has: [`present_leaves`](lqos_tc::rules::present_leaves)); newly active circuits get a full idle
     /// period from `now`.
     pub fn resync(&mut self, active: ActiveLeaves, now: Instant) {
         for k in &active {
@@ -127,10 +127,10 @@ impl LeafTracker {
     pub fn observe(
         &mut self,
         ip: &InterfacePlan,
-        stats: &[ClassStats],
+        stats: &[ClassSample],
         now: Instant,
     ) -> LeafChanges {
-        let by_class: HashMap<TcHandle, &ClassStats> =
+        let by_class: HashMap<TcHandle, &ClassSample> =
             stats.iter().map(|s| (s.classid, s)).collect();
         let mut changes = LeafChanges::default();
         let mut planned = BTreeSet::new();
@@ -145,17 +145,18 @@ impl LeafTracker {
             let moved = match entry {
                 std::collections::hash_map::Entry::Vacant(v) => {
                     v.insert(Seen {
-                        bytes: s.bytes,
-                        packets: s.packets,
+                        bytes: s.counters.bytes,
+                        packets: s.counters.packets,
                         moved_at: now,
                     });
                     false
                 }
                 std::collections::hash_map::Entry::Occupied(mut o) => {
                     let seen = o.get_mut();
-                    let moved = seen.bytes != s.bytes || seen.packets != s.packets;
-                    seen.bytes = s.bytes;
-                    seen.packets = s.packets;
+                    let c = &s.counters;
+                    let moved = seen.bytes != c.bytes || seen.packets != c.packets;
+                    seen.bytes = c.bytes;
+                    seen.packets = c.packets;
                     if moved {
                         seen.moved_at = now;
                     }
@@ -187,19 +188,24 @@ impl LeafTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lqos_tc::{Plan, Qdisc};
+    use lqos_tc::ops::Qdisc;
+    use lqos_tc::Plan;
 
     fn plan(circuits: usize) -> Plan {
         crate::test_fixtures::bridge_plan(circuits, 1, "pfifo").1
     }
 
-    fn stats(ip: &InterfacePlan, bytes: impl Fn(usize) -> u64) -> Vec<ClassStats> {
+    fn stats(ip: &InterfacePlan, bytes: impl Fn(usize) -> u64) -> Vec<ClassSample> {
         circuit_leaves(ip)
             .enumerate()
-            .map(|(i, q)| ClassStats {
+            .map(|(i, q)| ClassSample {
                 classid: q.parent,
-                bytes: bytes(i),
-                packets: bytes(i) as u32 / 100,
+                counters: crate::netlink::Counters {
+                    bytes: bytes(i),
+                    packets: bytes(i) / 100,
+                    ..Default::default()
+                },
+                htb: None,
             })
             .collect()
     }

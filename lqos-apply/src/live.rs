@@ -4,16 +4,19 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::ops::{Qdisc, QdiscKind};
+use lqos_tc::tree::TcTree;
+use lqos_tc::{TcHandle, TcOp};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ApplyError, ClassifierMissing, QdiscRefusal, Result};
+use crate::error::{ApplyError, ClassifierMissing, NetlinkAction, QdiscRefusal, Result};
 use crate::netlink::{NetlinkError, NetlinkSocket, SendOptions};
 use crate::netns::{unique_name, ScratchNetns};
-use crate::stats::{PollRequest, Polled, RawIface};
+use crate::stats::{IfaceSamples, PollRequest, Polled};
 
 /// What preflight needs to know about an interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LinkSummary {
     /// Kernel interface index.
     pub ifindex: i32,
@@ -183,10 +186,10 @@ impl KindProbe {
             let _ = crate::netns::cleanup_stale("lqos-probe");
             let ns = ScratchNetns::with_veth(&unique_name("lqos-probe", "kinds"), "p0", "p1", 1)?;
             let mut sock = NetlinkSocket::open_in_netns(ns.name())
-                .map_err(|e| netlink_error(None, "opening a probe socket", e))?;
+                .map_err(|e| netlink_error(None, NetlinkAction::OpenProbeSocket, e))?;
             let link = sock
                 .link("p0")
-                .map_err(|e| netlink_error(Some("p0"), "probe link", e))?;
+                .map_err(|e| netlink_error(Some("p0"), NetlinkAction::ProbeLink, e))?;
             for kind in todo {
                 let ops = [
                     TcOp::AddQdisc(Qdisc {
@@ -244,15 +247,15 @@ impl KindProbe {
         let _ = crate::netns::cleanup_stale("lqos-probe");
         let ns = ScratchNetns::with_veth(&unique_name("lqos-probe", "cls"), "p0", "p1", 1)?;
         let mut sock = NetlinkSocket::open_in_netns(ns.name())
-            .map_err(|e| netlink_error(None, "opening a probe socket", e))?;
+            .map_err(|e| netlink_error(None, NetlinkAction::OpenProbeSocket, e))?;
         let link = sock
             .link("p0")
-            .map_err(|e| netlink_error(Some("p0"), "probe link", e))?;
+            .map_err(|e| netlink_error(Some("p0"), NetlinkAction::ProbeLink, e))?;
         let net = "192.0.2.1/32".parse().expect("literal");
         let ops = [
-            TcOp::ReplaceQdisc(lqos_tc::classify::clsact()),
-            TcOp::ReplaceFilter(lqos_tc::FlowerFilter::steer(
-                lqos_tc::MatchSide::Dst,
+            TcOp::ReplaceQdisc(lqos_tc::ops::Qdisc::clsact()),
+            TcOp::ReplaceFilter(lqos_tc::classify::FlowerFilter::steer(
+                lqos_tc::classify::MatchSide::Dst,
                 net,
                 1,
                 0,
@@ -263,7 +266,7 @@ impl KindProbe {
             match sock.send_ops(link.ifindex, &ops, &SendOptions::default(), &mut |_| {}) {
                 Ok(_) => Ok(()),
                 Err(f) => Err(ClassifierMissing::Refused {
-                    op: lqos_tc::render_line("p0", &ops[f.index.min(1)]),
+                    op: lqos_tc::render::render_line("p0", &ops[f.index.min(1)]),
                     message: f.message,
                 }),
             },
@@ -272,7 +275,11 @@ impl KindProbe {
 }
 
 /// Maps a socket-layer error to [`ApplyError`].
-pub(crate) fn netlink_error(dev: Option<&str>, context: &str, e: NetlinkError) -> ApplyError {
+pub(crate) fn netlink_error(
+    dev: Option<&str>,
+    action: NetlinkAction,
+    e: NetlinkError,
+) -> ApplyError {
     match e {
         NetlinkError::NoSuchInterface { name } => ApplyError::NoInterface {
             dev: name,
@@ -281,7 +288,7 @@ pub(crate) fn netlink_error(dev: Option<&str>, context: &str, e: NetlinkError) -
         },
         source => ApplyError::Netlink {
             dev: dev.map(str::to_string),
-            context: context.to_string(),
+            action,
             source,
         },
     }
@@ -293,7 +300,7 @@ pub(crate) fn open_socket(netns: Option<&str>) -> Result<NetlinkSocket> {
         Some(ns) => NetlinkSocket::open_in_netns(ns),
         None => NetlinkSocket::open(),
     }
-    .map_err(|e| netlink_error(None, "opening the rtnetlink socket", e))
+    .map_err(|e| netlink_error(None, NetlinkAction::OpenSocket, e))
 }
 
 /// Live state from the kernel over rtnetlink, optionally inside a network
@@ -332,17 +339,17 @@ impl NetlinkLive {
 
     /// One interface of a [`LiveSource::poll`]: the class dumps of
     /// `htbs` and, with `qdiscs`, its qdisc dump.
-    fn poll_iface(&self, dev: &str, htbs: &[TcHandle], qdiscs: bool) -> Result<RawIface> {
+    fn poll_iface(&self, dev: &str, htbs: &[TcHandle], qdiscs: bool) -> Result<IfaceSamples> {
         self.with_sock(|s| {
             let link = s
                 .link(dev)
-                .map_err(|e| netlink_error(Some(dev), "looking up the interface", e))?;
-            let mut r = RawIface::empty(dev);
+                .map_err(|e| netlink_error(Some(dev), NetlinkAction::LookUpInterface, e))?;
+            let mut r = IfaceSamples::empty(dev);
             s.class_samples_of(link.ifindex, htbs, &mut r.classes)
-                .map_err(|e| netlink_error(Some(dev), "reading class statistics", e))?;
+                .map_err(|e| netlink_error(Some(dev), NetlinkAction::ReadClassStats, e))?;
             if qdiscs {
                 s.qdisc_samples(link.ifindex, &mut r.qdiscs)
-                    .map_err(|e| netlink_error(Some(dev), "reading qdisc statistics", e))?;
+                    .map_err(|e| netlink_error(Some(dev), NetlinkAction::ReadQdiscStats, e))?;
             }
             Ok(r)
         })
@@ -375,7 +382,7 @@ impl LiveSource for NetlinkLive {
                 num_tx_queues: l.num_tx_queues,
             })),
             Err(NetlinkError::NoSuchInterface { .. }) => Ok(None),
-            Err(e) => Err(netlink_error(Some(dev), "looking up the interface", e)),
+            Err(e) => Err(netlink_error(Some(dev), NetlinkAction::LookUpInterface, e)),
         })
     }
 
@@ -383,9 +390,9 @@ impl LiveSource for NetlinkLive {
         self.with_sock(|s| {
             let link = s
                 .link(dev)
-                .map_err(|e| netlink_error(Some(dev), "looking up the interface", e))?;
+                .map_err(|e| netlink_error(Some(dev), NetlinkAction::LookUpInterface, e))?;
             s.dump(link.ifindex)
-                .map_err(|e| netlink_error(Some(dev), "reading the tc tree", e))
+                .map_err(|e| netlink_error(Some(dev), NetlinkAction::ReadTree, e))
         })
         .map_err(|e| self.in_ns(e))
     }

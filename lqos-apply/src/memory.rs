@@ -9,7 +9,8 @@
 //! `MemAvailable` minus a margin ([`MemInfo::margin`]).
 
 use lqos_tc::memory::{estimate_ops, qdisc_bytes, MemoryEstimate, HTB_CLASS_BYTES};
-use lqos_tc::{TcOp, TcTree};
+use lqos_tc::tree::TcTree;
+use lqos_tc::TcOp;
 
 use crate::backend::IfaceOps;
 use crate::error::{ApplyError, Result};
@@ -149,7 +150,7 @@ mod tests {
         assert_eq!(est.net_bytes(), 0);
         // Adding the leaves one by one to the idle tree of lazy leaves: the
         // same memory as the full build.
-        let lazy = crate::lazy::lazy_plan(&p, &Default::default());
+        let lazy = lqos_tc::rules::lazy_plan(&p, &Default::default());
         let lazy_trees: Vec<TcTree> = lazy.interfaces.iter().map(|ip| ip.tree()).collect();
         let adds: Vec<IfaceOps> = p
             .interfaces
@@ -157,7 +158,7 @@ mod tests {
             .map(|ip| {
                 IfaceOps::new(
                     ip.dev.clone(),
-                    crate::lazy::circuit_leaves(ip)
+                    lqos_tc::rules::circuit_leaves(ip)
                         .map(|q| TcOp::ReplaceQdisc(q.clone()))
                         .collect::<Vec<_>>(),
                 )

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use crate::error::{ApplyError, Result};
+use crate::error::{ApplyError, IoAction, Result};
 
 /// A network namespace that exists for as long as this value does. `Drop`
 /// deletes it (also while unwinding from a panic), which removes its veths.
@@ -47,7 +47,7 @@ pub(crate) fn run(cmd: &str, args: &[&str]) -> Result<String> {
     let out = Command::new(cmd)
         .args(args)
         .output()
-        .map_err(|e| ApplyError::io(format!("running `{line}`"), e))?;
+        .map_err(|e| ApplyError::io(IoAction::Run(line.clone()), None, e))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
         return Err(ApplyError::Command {
@@ -114,7 +114,7 @@ impl ScratchNetns {
         Ok(())
     }
 
-    /// The namespace's name (for `tc -n`, `ip -n`, [`crate::NetlinkLive::new`]).
+    /// The namespace's name (for `tc -n`, `ip -n`, [`crate::live::NetlinkLive::new`]).
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -9,12 +9,14 @@
 //! on a scoped thread while the caller's closure plans, joins, and serves
 //! each tree once to the apply that follows ([`LiveSource::dump`]).
 //!
-//! Take the apply lock ([`crate::StateDir::lock`]) before starting, so
-//! that no other `lqos apply` changes the trees between the read and the
+//! Take the apply lock ([`crate::state::NetnsState::lock`]) before
+//! starting, so that no other apply changes the trees between the read and the
 //! diff ([`crate::Session::apply_planned_locked`]).
 //!
 //! ```
-//! use lqos_apply::{LiveSource, Prefetched, Recording};
+//! use lqos_apply::backend::Recording;
+//! use lqos_apply::live::LiveSource;
+//! use lqos_apply::load::Prefetched;
 //!
 //! let kernel = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
 //! let devs = ["ens19".to_string(), "ens20".to_string()];
@@ -30,7 +32,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use lqos_tc::{QdiscKind, TcTree};
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::tree::TcTree;
 
 use crate::error::Result;
 use crate::live::{KindSupport, LinkSummary, LiveSource};
@@ -60,7 +63,7 @@ impl<'a> Prefetched<'a> {
     /// from `reader`, one after another, and returns `work`'s result with
     /// the trees (each `Ok` or the dump's error, which names the
     /// interface). Use a `reader` with its own socket (a second
-    /// [`crate::NetlinkLive`]), so that `work`'s own link lookups on
+    /// [`crate::live::NetlinkLive`]), so that `work`'s own link lookups on
     /// `inner` do not wait for the dumps.
     ///
     /// The thread is always joined before this returns: when `work` fails
@@ -208,9 +211,13 @@ mod tests {
             let r = if self.fail == Some(dev) {
                 Err(ApplyError::Netlink {
                     dev: Some(dev.to_string()),
-                    context: "reading the tc tree".into(),
+                    action: crate::error::NetlinkAction::ReadTree,
                     source: NetlinkError::Io {
-                        what: "dumping qdiscs".into(),
+                        what: crate::netlink::Request::Dump {
+                            of: crate::netlink::DumpOf::Qdiscs,
+                            ifindex: 1,
+                            parent: None,
+                        },
                         source: std::io::Error::from_raw_os_error(libc::ENOBUFS),
                     },
                 })

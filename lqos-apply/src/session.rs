@@ -1,17 +1,18 @@
 //! A guarded apply: machine-wide lock, preflight, load, and the last good
-//! plan saved atomically for stable classids and `--rollback`.
+//! plan saved atomically for stable classids and rollback.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use lqos_model::Network;
-use lqos_tc::{Allocation, Plan, PlanRecord, PlanRecordRef};
+use lqos_tc::record::{PlanRecord, PlanRecordRef};
+use lqos_tc::{Allocation, Plan};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Progress};
 use crate::engine::{apply_plan, ApplyOptions, ApplyReport};
 use crate::error::{ApplyError, Result, StateProblem};
 use crate::live::LiveSource;
-use crate::state::{ApplyLock, StateDir};
+use crate::state::{ApplyLock, NetnsState, StateFile};
 
 /// Format version of the saved state: 2 stores a compact [`PlanRecord`]
 /// (config, inputs and allocation; the ops are re-derived), 1 stored the
@@ -62,10 +63,9 @@ enum OnDisk {
     V2(SavedState),
 }
 
-fn read_state(state: &StateDir, netns: Option<&str>) -> Result<Option<OnDisk>> {
-    let file = saved_plan_file(netns);
-    let path = state.path().join(&file);
-    let Some(bytes) = state.read(&file)? else {
+fn read_state(state: &NetnsState) -> Result<Option<OnDisk>> {
+    let path = state.file(StateFile::LastPlan);
+    let Some(bytes) = state.read(StateFile::LastPlan)? else {
         return Ok(None);
     };
     let bad = |e: serde_json::Error| ApplyError::State {
@@ -90,28 +90,16 @@ fn read_state(state: &StateDir, netns: Option<&str>) -> Result<Option<OnDisk>> {
     }
 }
 
-/// File name of the last good plan for `netns` (namespaces get their own,
-/// so a test or bench never overwrites the host's state).
-pub fn saved_plan_file(netns: Option<&str>) -> String {
-    match netns {
-        None => crate::state::LAST_PLAN_FILE.to_string(),
-        Some(ns) => format!("last-plan.netns-{ns}.json"),
-    }
-}
-
-/// The last good plan for `netns`, if one was saved (re-planned from the
-/// compact record, or read whole from a format-1 file), with the network it
-/// was planned from when the record has it.
-pub fn load_saved(
-    state: &StateDir,
-    netns: Option<&str>,
-) -> Result<Option<(SavedPlan, Option<Network>)>> {
-    let path = state.path().join(saved_plan_file(netns));
-    let bad = |e: lqos_tc::RecordError| ApplyError::State {
+/// The last good plan of `state`'s namespace, if one was saved
+/// (re-planned from the compact record, or read whole from a format-1
+/// file), with the network it was planned from when the record has it.
+pub fn load_saved(state: &NetnsState) -> Result<Option<(SavedPlan, Option<Network>)>> {
+    let path = state.file(StateFile::LastPlan);
+    let bad = |e: lqos_tc::record::RecordError| ApplyError::State {
         path: path.clone(),
         reason: StateProblem::Record(e),
     };
-    Ok(match read_state(state, netns)? {
+    Ok(match read_state(state)? {
         None => None,
         Some(OnDisk::V1(p)) => Some((p, None)),
         Some(OnDisk::V2(s)) => {
@@ -134,57 +122,38 @@ pub fn load_saved(
     })
 }
 
-/// The last good plan for `netns`, if one was saved.
-pub fn load_saved_plan(state: &StateDir, netns: Option<&str>) -> Result<Option<SavedPlan>> {
-    Ok(load_saved(state, netns)?.map(|(p, _)| p))
+/// The last good plan of `state`'s namespace, if one was saved.
+pub fn load_saved_plan(state: &NetnsState) -> Result<Option<SavedPlan>> {
+    Ok(load_saved(state)?.map(|(p, _)| p))
 }
 
 /// The allocation of the last good plan (for stable classids), without
-/// re-planning it.
-pub fn load_saved_allocation(state: &StateDir, netns: Option<&str>) -> Result<Option<Allocation>> {
-    Ok(match read_state(state, netns)? {
+/// re-planning it; `None` when there is none. Reads only: a missing state
+/// directory is not created.
+pub fn load_saved_allocation(state: &NetnsState) -> Result<Option<Allocation>> {
+    Ok(match read_state(state)? {
         None => None,
         Some(OnDisk::V1(p)) => Some(p.plan.allocation),
         Some(OnDisk::V2(s)) => match s.record.allocation() {
             Some(a) => Some(a),
-            None => load_saved_plan(state, netns)?.map(|p| p.plan.allocation),
+            None => load_saved_plan(state)?.map(|p| p.plan.allocation),
         },
     })
 }
 
-/// The allocation of the last good plan for `netns` in the state directory
-/// at `path`, to keep classids stable when planning the next one; `None`
-/// when there is none. Reads only: a missing directory is not created.
-pub fn last_good_allocation(
-    path: &std::path::Path,
-    netns: Option<&str>,
-) -> Result<Option<lqos_tc::Allocation>> {
-    if !path.join(saved_plan_file(netns)).exists() {
-        return Ok(None);
-    }
-    let dir = StateDir::open(path)?;
-    load_saved_allocation(&dir, netns)
-}
-
 /// Saves `plan` (planned from `net`, when known) as the last good plan of
-/// `netns`: the compact record, or the record with the ops when the
+/// `state`'s namespace: the compact record, or the record with the ops when the
 /// network is not known (or the plan is not its plain plan, e.g. with lazy
 /// leaves). Returns whether the file was written: when the saved record is
 /// already this one (a no-op reload), nothing is rewritten.
-pub fn save_last_good(
-    state: &StateDir,
-    netns: Option<&str>,
-    plan: &Plan,
-    net: Option<&Network>,
-) -> Result<bool> {
-    let file = saved_plan_file(netns);
+pub fn save_last_good(state: &NetnsState, plan: &Plan, net: Option<&Network>) -> Result<bool> {
     let record = PlanRecordRef::new(plan, net, false).map_err(|e| ApplyError::State {
-        path: state.path().join(&file),
+        path: state.file(StateFile::LastPlan),
         reason: StateProblem::Unrecordable(e),
     })?;
     // The record is the last field of a state file as written here, so
     // "unchanged" is a byte comparison of the file's tail (no second parse).
-    let unchanged = match (state.read(&file), serde_json::to_vec(&record)) {
+    let unchanged = match (state.read(StateFile::LastPlan), serde_json::to_vec(&record)) {
         (Ok(Some(old)), Ok(mut rec)) => {
             rec.push(b'}');
             old.starts_with(format!("{{\"version\":{SAVED_PLAN_VERSION},").as_bytes())
@@ -199,23 +168,21 @@ pub fn save_last_good(
     }
     let saved = SavedStateRef {
         version: SAVED_PLAN_VERSION,
-        netns,
+        netns: state.netns(),
         applied_at: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
         record,
     };
-    state.save_json_compact(&file, &saved)?;
+    state.save_json_compact(StateFile::LastPlan, &saved)?;
     Ok(true)
 }
 
 /// Where and how to apply.
 pub struct Session<'a> {
-    /// State directory (lock, saved plan).
-    pub state: &'a StateDir,
-    /// Network namespace (None = the host's), for the saved-plan file name.
-    pub netns: Option<&'a str>,
+    /// The namespace's state (lock, saved plan).
+    pub state: &'a NetnsState,
     /// Live tree reader (netlink, or a fake).
     pub live: &'a dyn LiveSource,
     /// Loader.
@@ -257,8 +224,8 @@ impl Session<'_> {
     }
 
     /// [`Session::apply_planned`] under a lock the caller already holds
-    /// (taken with [`StateDir::lock`] on this session's state directory),
-    /// e.g. before planning while [`crate::Prefetched::overlap`] reads the
+    /// (taken with [`NetnsState::lock`] on this session's state),
+    /// e.g. before planning while [`crate::load::Prefetched::overlap`] reads the
     /// live trees, so that no other apply changes them in between.
     pub fn apply_planned_locked<'p>(
         &self,
@@ -281,7 +248,7 @@ impl Session<'_> {
         let report = apply_plan(plan, self.live, self.backend, opts, progress)?;
         let loaded = report.load.as_ref().is_some_and(|l| l.is_ok());
         if loaded {
-            save_last_good(self.state, self.netns, plan, net)?;
+            save_last_good(self.state, plan, net)?;
         }
         Ok(report)
     }
@@ -292,11 +259,10 @@ impl Session<'_> {
         opts: ApplyOptions,
         progress: &dyn Progress,
     ) -> Result<ApplyReport<'static>> {
-        let (saved, net) =
-            load_saved(self.state, self.netns)?.ok_or_else(|| ApplyError::State {
-                path: self.state.path().join(saved_plan_file(self.netns)),
-                reason: StateProblem::NothingSaved,
-            })?;
+        let (saved, net) = load_saved(self.state)?.ok_or_else(|| ApplyError::State {
+            path: self.state.file(StateFile::LastPlan),
+            reason: StateProblem::NothingSaved,
+        })?;
         Ok(self
             .apply_planned(&saved.plan, net.as_ref(), opts, progress)?
             .into_owned())
@@ -317,10 +283,10 @@ mod tests {
     #[test]
     fn unreadable_saved_plans_say_why() {
         let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::open(dir.path()).unwrap();
-        let path = dir.path().join(saved_plan_file(None));
+        let state = NetnsState::new(dir.path(), None);
+        let path = state.file(StateFile::LastPlan);
         std::fs::write(&path, br#"{"version":9}"#).unwrap();
-        let e = load_saved(&state, None).unwrap_err();
+        let e = load_saved(&state).unwrap_err();
         let ApplyError::State {
             path: p,
             reason: StateProblem::UnknownFormat { found, known },
@@ -338,7 +304,7 @@ mod tests {
             )
         );
         std::fs::write(&path, b"{\n  \"version\": 2,\n  oops").unwrap();
-        let e = load_saved(&state, None).unwrap_err();
+        let e = load_saved(&state).unwrap_err();
         let ApplyError::State {
             reason: StateProblem::NotASavedPlan(j),
             ..
@@ -351,7 +317,6 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         let s = Session {
             state: &state,
-            netns: None,
             live: &Recording::new(),
             backend: &Recording::new(),
         };
@@ -373,11 +338,10 @@ mod tests {
     #[test]
     fn saves_last_good_plan_refuses_second_apply_and_rolls_back() {
         let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::open(dir.path().join("state")).unwrap();
+        let state = NetnsState::new(dir.path().join("state"), None);
         let rec = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
         let s = Session {
             state: &state,
-            netns: None,
             live: &rec,
             backend: &rec,
         };
@@ -385,14 +349,14 @@ mod tests {
         let p1 = plan(100, 1);
         let r = s.apply(&p1, ApplyOptions::default(), &NoProgress).unwrap();
         assert!(r.load.unwrap().is_ok());
-        assert_eq!(load_saved_plan(&state, None).unwrap().unwrap().plan, p1);
+        assert_eq!(load_saved_plan(&state).unwrap().unwrap().plan, p1);
 
         // A failing load keeps the old saved plan.
         let p2 = plan(120, 2);
         rec.fail_at("ens19", rec.sent_for("ens19").len() + 3, "Error: boom.");
         let r = s.apply(&p2, ApplyOptions::default(), &NoProgress).unwrap();
         assert!(!r.load.unwrap().is_ok());
-        assert_eq!(load_saved_plan(&state, None).unwrap().unwrap().plan, p1);
+        assert_eq!(load_saved_plan(&state).unwrap().unwrap().plan, p1);
 
         // Held lock: refused, nothing sent.
         let held = state.lock().unwrap();
@@ -426,18 +390,17 @@ mod tests {
     fn compact_state_reloads_the_same_plan_and_a_noop_rewrites_nothing() {
         use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::open(dir.path()).unwrap();
+        let state = NetnsState::new(dir.path(), None);
         let rec = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
         let s = Session {
             state: &state,
-            netns: None,
             live: &rec,
             backend: &rec,
         };
         let (net, p) = net_and_plan(2000, 1);
         let opts = ApplyOptions::default();
         s.apply_planned(&p, Some(&net), opts, &NoProgress).unwrap();
-        let file = dir.path().join(saved_plan_file(None));
+        let file = state.file(StateFile::LastPlan);
         let meta = std::fs::metadata(&file).unwrap();
         // About 100 bytes per circuit plus one row per device address (the
         // IP map and the classifier's filter handles are kept with them).
@@ -447,9 +410,9 @@ mod tests {
             "{} bytes for 2000 circuits and {prefixes} prefixes",
             meta.len()
         );
-        assert_eq!(load_saved_plan(&state, None).unwrap().unwrap().plan, p);
+        assert_eq!(load_saved_plan(&state).unwrap().unwrap().plan, p);
         assert_eq!(
-            load_saved_allocation(&state, None).unwrap().unwrap(),
+            load_saved_allocation(&state).unwrap().unwrap(),
             p.allocation
         );
         // Nothing changed: the file is not rewritten (same inode, same bytes).
@@ -467,13 +430,13 @@ mod tests {
         s.apply_planned(&p2, Some(&net2), opts, &NoProgress)
             .unwrap();
         assert_ne!(std::fs::read(&file).unwrap(), bytes);
-        assert_eq!(load_saved_plan(&state, None).unwrap().unwrap().plan, p2);
+        assert_eq!(load_saved_plan(&state).unwrap().unwrap().plan, p2);
     }
 
     #[test]
     fn format_1_state_still_loads_and_unknown_formats_are_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::open(dir.path()).unwrap();
+        let state = NetnsState::new(dir.path(), None);
         let (_, p) = net_and_plan(50, 3);
         let v1 = SavedPlan {
             version: 1,
@@ -481,27 +444,21 @@ mod tests {
             applied_at: 1,
             plan: p.clone(),
         };
-        state.save_json(&saved_plan_file(None), &v1).unwrap();
-        assert_eq!(load_saved_plan(&state, None).unwrap().unwrap(), v1);
+        state.save_json(StateFile::LastPlan, &v1).unwrap();
+        assert_eq!(load_saved_plan(&state).unwrap().unwrap(), v1);
         assert_eq!(
-            load_saved_allocation(&state, None).unwrap().unwrap(),
+            load_saved_allocation(&state).unwrap().unwrap(),
             p.allocation
         );
         std::fs::write(
-            dir.path().join(saved_plan_file(None)),
+            state.file(StateFile::LastPlan),
             r#"{"version": 9, "whatever": true}"#,
         )
         .unwrap();
-        let e = load_saved_plan(&state, None).unwrap_err().to_string();
+        let e = load_saved_plan(&state).unwrap_err().to_string();
         assert!(
             e.contains("last-plan.json") && e.contains("format 9"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn netns_state_is_separate() {
-        assert_eq!(saved_plan_file(None), "last-plan.json");
-        assert_eq!(saved_plan_file(Some("x")), "last-plan.netns-x.json");
     }
 }

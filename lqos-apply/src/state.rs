@@ -1,5 +1,9 @@
 //! The state directory: the last successfully applied plan (for stable
-//! classids and `--rollback`) and the machine-wide apply lock.
+//! classids and rollback), the reload daemon's status and confirmation,
+//! the input journal, the qdisc kind probe cache and the machine-wide
+//! apply lock. [`NetnsState`] names every file one network namespace
+//! keeps there (and the bpffs directory of its eBPF data path); the rest
+//! of the crate asks it.
 //!
 //! Files are written atomically (an exclusive temp file with an
 //! unpredictable name in the same directory, fsync, rename, fsync of the
@@ -20,17 +24,18 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::error::{ApplyError, Result, StateProblem, UnsafeState};
+use crate::error::{ApplyError, IoAction, Result, StateProblem, UnsafeState};
 
-/// Default state directory when neither `--state-dir` nor `LQOS_STATE_DIR`
-/// is given.
+/// Default state directory when none is given and `LQOS_STATE_DIR` is
+/// not set.
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/lqos";
 /// Environment variable naming the state directory.
 pub const STATE_DIR_ENV: &str = "LQOS_STATE_DIR";
-/// The saved last good plan (JSON).
-pub const LAST_PLAN_FILE: &str = "last-plan.json";
-/// The lock file.
-pub const LOCK_FILE: &str = "apply.lock";
+/// The lock file (one for the machine, whatever the namespace).
+const LOCK_FILE: &str = "apply.lock";
+/// The bpffs directory under which each namespace's eBPF data path pins
+/// its programs, links and maps.
+const BPF_PIN_ROOT: &str = "/sys/fs/bpf";
 /// What the daemon writes after its pid in the lock file.
 const DAEMON_MARK: &str = "daemon";
 /// How often a refused [`StateDir::lock`] reads the holder's pid (2 ms
@@ -49,17 +54,6 @@ fn alive(pid: u32) -> bool {
         )
 }
 
-/// Where lqos's eBPF classifier pins its maps and links for the
-/// interfaces of network namespace `netns`: [`lqos_bpf::DEFAULT_PIN_DIR`]
-/// (`/sys/fs/bpf/lqos`) for the host's, `/sys/fs/bpf/lqos-netns-NAME` for
-/// `--netns NAME`, so the data paths of two namespaces never share maps.
-pub fn bpf_pin_dir(netns: Option<&str>) -> PathBuf {
-    match netns {
-        None => PathBuf::from(lqos_bpf::DEFAULT_PIN_DIR),
-        Some(ns) => PathBuf::from(format!("{}-netns-{ns}", lqos_bpf::DEFAULT_PIN_DIR)),
-    }
-}
-
 /// Picks the state directory: the explicit one, else `$LQOS_STATE_DIR`,
 /// else [`DEFAULT_STATE_DIR`].
 pub fn resolve_state_dir(explicit: Option<&Path>) -> PathBuf {
@@ -76,6 +70,172 @@ pub fn resolve_state_dir(explicit: Option<&Path>) -> PathBuf {
 #[derive(Debug, Clone)]
 pub struct StateDir {
     path: PathBuf,
+}
+
+/// A file (or directory) lqos keeps for a network namespace: see
+/// [`NetnsState::file`] for where each one is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StateFile {
+    /// The last plan that loaded completely (`last-plan.json`), for stable
+    /// classids and rollback.
+    LastPlan,
+    /// What the reload daemon last did (`watch-status.json`).
+    WatchStatus,
+    /// The confirmation of refused removals for the reload daemon
+    /// (`confirm.json`).
+    Confirm,
+    /// The input journal (the directory `journal/`).
+    Journal,
+    /// The qdisc kinds this boot's kernel supports (`qdisc-kinds.json`;
+    /// one for the machine: every namespace shares the kernel).
+    ProbeCache,
+    /// The apply lock (`apply.lock`; one for the machine: a load in one
+    /// namespace and one in another still share the kernel's lock).
+    Lock,
+}
+
+impl StateFile {
+    /// The file's name in the state directory for `netns`: a namespace's
+    /// own files carry its name (`last-plan.netns-NAME.json`), so a test
+    /// or a bench in a namespace never overwrites the host's state.
+    fn name(self, netns: Option<&str>) -> String {
+        let (stem, ext) = match self {
+            StateFile::LastPlan => ("last-plan", ".json"),
+            StateFile::WatchStatus => ("watch-status", ".json"),
+            StateFile::Confirm => ("confirm", ".json"),
+            StateFile::Journal => ("journal", ""),
+            StateFile::ProbeCache => return "qdisc-kinds.json".to_string(),
+            StateFile::Lock => return LOCK_FILE.to_string(),
+        };
+        match netns {
+            None => format!("{stem}{ext}"),
+            Some(ns) => format!("{stem}.netns-{ns}{ext}"),
+        }
+    }
+}
+
+/// The state of one network namespace (the host's with `None`) in a state
+/// directory: where each of its files is, read and written through the
+/// directory's atomic writes. Making one does no I/O; the directory is
+/// created (mode `0700`) and checked on the first write or lock, and a
+/// read of a directory that does not exist finds nothing (and creates
+/// nothing).
+#[derive(Debug, Clone)]
+pub struct NetnsState {
+    path: PathBuf,
+    netns: Option<String>,
+    dir: std::sync::OnceLock<StateDir>,
+}
+
+impl StateDir {
+    /// The state of network namespace `netns` (the host's with `None`)
+    /// in this directory.
+    pub fn netns(&self, netns: Option<&str>) -> NetnsState {
+        NetnsState {
+            path: self.path.clone(),
+            netns: netns.map(str::to_string),
+            dir: self.clone().into(),
+        }
+    }
+}
+
+impl NetnsState {
+    /// The state of `netns` (the host's with `None`) in the state
+    /// directory at `path`. No I/O.
+    pub fn new(path: impl Into<PathBuf>, netns: Option<&str>) -> NetnsState {
+        NetnsState {
+            path: path.into(),
+            netns: netns.map(str::to_string),
+            dir: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The state directory's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The network namespace (`None`: the host's).
+    pub fn netns(&self) -> Option<&str> {
+        self.netns.as_deref()
+    }
+
+    /// Where `file` is: `STATE_DIR/last-plan.json`,
+    /// `STATE_DIR/watch-status.json`, `STATE_DIR/confirm.json` and
+    /// `STATE_DIR/journal/` for the host, `last-plan.netns-NAME.json`,
+    /// `watch-status.netns-NAME.json`, `confirm.netns-NAME.json` and
+    /// `journal.netns-NAME/` for namespace `NAME`; `qdisc-kinds.json` and
+    /// `apply.lock` are the machine's.
+    pub fn file(&self, file: StateFile) -> PathBuf {
+        self.path.join(file.name(self.netns()))
+    }
+
+    /// The bpffs directory where this namespace's eBPF data path pins its
+    /// programs, links and maps: `/sys/fs/bpf/lqos` for the host,
+    /// `/sys/fs/bpf/lqos-netns-NAME` for namespace `NAME`.
+    pub fn bpf_pin_dir(&self) -> PathBuf {
+        Path::new(BPF_PIN_ROOT).join(match self.netns() {
+            None => "lqos".to_string(),
+            Some(ns) => format!("lqos-netns-{ns}"),
+        })
+    }
+
+    /// The state directory, opened (created and checked) on first use.
+    pub fn dir(&self) -> Result<&StateDir> {
+        if let Some(d) = self.dir.get() {
+            return Ok(d);
+        }
+        let d = StateDir::open(&self.path)?;
+        Ok(self.dir.get_or_init(|| d))
+    }
+
+    /// Takes the machine-wide apply lock ([`StateDir::lock`]).
+    pub fn lock(&self) -> Result<ApplyLock> {
+        self.dir()?.lock()
+    }
+
+    /// [`NetnsState::lock`] taken by `holder`.
+    pub fn lock_for(&self, holder: Holder) -> Result<ApplyLock> {
+        self.dir()?.lock_for(holder)
+    }
+
+    /// The bytes of `file`; `Ok(None)` when it or the state directory does
+    /// not exist (nothing is created).
+    pub(crate) fn read(&self, file: StateFile) -> Result<Option<Vec<u8>>> {
+        if self.dir.get().is_none() && !self.file(file).exists() {
+            return Ok(None);
+        }
+        self.dir()?.read(&file.name(self.netns()))
+    }
+
+    /// Reads JSON `file`; `Ok(None)` when it or the state directory does
+    /// not exist.
+    pub(crate) fn load_json<T: DeserializeOwned>(&self, file: StateFile) -> Result<Option<T>> {
+        let Some(bytes) = self.read(file)? else {
+            return Ok(None);
+        };
+        parse_json(&self.file(file), &bytes).map(Some)
+    }
+
+    /// Writes `value` as pretty JSON to `file` atomically.
+    pub(crate) fn save_json<T: Serialize>(&self, file: StateFile, value: &T) -> Result<()> {
+        self.dir()?.save_json(&file.name(self.netns()), value)
+    }
+
+    /// Writes `value` as compact JSON to `file` atomically.
+    pub(crate) fn save_json_compact<T: Serialize>(&self, file: StateFile, value: &T) -> Result<()> {
+        self.dir()?
+            .save_json_compact(&file.name(self.netns()), value)
+    }
+}
+
+/// `bytes` of the file at `path` as JSON.
+fn parse_json<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|e| ApplyError::State {
+        path: path.to_path_buf(),
+        reason: StateProblem::Json(e),
+    })
 }
 
 /// Who takes the apply lock (written in the lock file with the pid, so a
@@ -121,9 +281,9 @@ impl StateDir {
             .recursive(true)
             .mode(0o700)
             .create(&path)
-            .map_err(|e| ApplyError::io(format!("creating state dir {}", path.display()), e))?;
+            .map_err(|e| ApplyError::io(IoAction::CreateStateDir, Some(&path), e))?;
         let meta = std::fs::metadata(&path)
-            .map_err(|e| ApplyError::io(format!("reading state dir {}", path.display()), e))?;
+            .map_err(|e| ApplyError::io(IoAction::ReadStateDir, Some(&path), e))?;
         if !meta.is_dir() {
             return Err(ApplyError::State {
                 path,
@@ -158,10 +318,10 @@ impl StateDir {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
-            .map_err(|e| ApplyError::io(format!("opening lock file {}", path.display()), e))?;
+            .map_err(|e| ApplyError::io(IoAction::OpenLock, Some(&path), e))?;
         let meta = file
             .metadata()
-            .map_err(|e| ApplyError::io(format!("reading lock file {}", path.display()), e))?;
+            .map_err(|e| ApplyError::io(IoAction::ReadLock, Some(&path), e))?;
         check_private(&path, &meta, "lock file")?;
         match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(mut lock) => {
@@ -175,7 +335,7 @@ impl StateDir {
                     .and_then(|_| lock.seek(SeekFrom::Start(0)))
                     .and_then(|_| lock.write_all(pid.as_bytes()))
                     .and_then(|_| lock.flush());
-                w.map_err(|e| ApplyError::io(format!("writing lock file {}", path.display()), e))?;
+                w.map_err(|e| ApplyError::io(IoAction::WriteLock, Some(&path), e))?;
                 Ok(ApplyLock { _lock: lock, path })
             }
             Err((mut file, Errno::EWOULDBLOCK)) => {
@@ -207,7 +367,8 @@ impl StateDir {
                 })
             }
             Err((_, errno)) => Err(ApplyError::io(
-                format!("locking {}", path.display()),
+                IoAction::Lock,
+                Some(&path),
                 std::io::Error::from(errno),
             )),
         }
@@ -237,22 +398,16 @@ impl StateDir {
         match std::fs::read(&path) {
             Ok(t) => Ok(Some(t)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(ApplyError::io(format!("reading {}", path.display()), e)),
+            Err(e) => Err(ApplyError::io(IoAction::Read, Some(&path), e)),
         }
     }
 
     /// Reads JSON file `name`; `Ok(None)` when it does not exist.
     pub fn load_json<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>> {
-        let path = self.path.join(name);
         let Some(text) = self.read(name)? else {
             return Ok(None);
         };
-        serde_json::from_slice(&text)
-            .map(Some)
-            .map_err(|e| ApplyError::State {
-                path,
-                reason: StateProblem::Json(e),
-            })
+        parse_json(&self.path.join(name), &text).map(Some)
     }
 }
 
@@ -283,23 +438,16 @@ fn check_private(path: &Path, meta: &std::fs::Metadata, what: &'static str) -> R
 /// followed), fsync, rename over `path`, fsync of the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let ctx = |what: &str| {
-        format!(
-            "{what} a temp file in {} for {}",
-            dir.display(),
-            path.display()
-        )
-    };
     let mut tmp = tempfile::Builder::new()
         .prefix(".lqos-")
         .suffix(".tmp")
         .tempfile_in(dir)
-        .map_err(|e| ApplyError::io(ctx("creating"), e))?;
+        .map_err(|e| ApplyError::io(IoAction::CreateTemp, Some(path), e))?;
     tmp.write_all(bytes)
         .and_then(|_| tmp.as_file().sync_all())
-        .map_err(|e| ApplyError::io(ctx("writing"), e))?;
+        .map_err(|e| ApplyError::io(IoAction::WriteTemp, Some(path), e))?;
     tmp.persist(path)
-        .map_err(|e| ApplyError::io(format!("renaming into {}", path.display()), e.error))?;
+        .map_err(|e| ApplyError::io(IoAction::Rename, Some(path), e.error))?;
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
@@ -320,7 +468,7 @@ mod tests {
             ApplyError::Locked { holder, .. } => assert_eq!(*holder, Some(std::process::id())),
             e => panic!("{e}"),
         }
-        assert!(err.to_string().starts_with("another lqos apply is running"));
+        assert!(err.to_string().starts_with("another apply is running"));
         drop(l1);
         st.lock().unwrap();
     }
@@ -539,14 +687,73 @@ mod tests {
         assert!(left.is_empty(), "{left:?}");
     }
 
+    /// Every file a namespace keeps, by name: the host's plain, a named
+    /// namespace's carrying its name (a test or bench in a namespace never
+    /// overwrites the host's state); the probe cache and the lock are the
+    /// machine's.
     #[test]
-    fn bpf_pins_are_per_namespace() {
-        assert_eq!(bpf_pin_dir(None), Path::new("/sys/fs/bpf/lqos"));
+    fn a_namespace_names_its_own_files() {
+        let host = NetnsState::new("/st", None);
+        let ns = NetnsState::new("/st", Some("x"));
+        let names = |s: &NetnsState| {
+            [
+                StateFile::LastPlan,
+                StateFile::WatchStatus,
+                StateFile::Confirm,
+                StateFile::Journal,
+                StateFile::ProbeCache,
+                StateFile::Lock,
+            ]
+            .map(|f| s.file(f).display().to_string())
+        };
         assert_eq!(
-            bpf_pin_dir(Some("lab1")),
-            Path::new("/sys/fs/bpf/lqos-netns-lab1")
+            names(&host),
+            [
+                "/st/last-plan.json",
+                "/st/watch-status.json",
+                "/st/confirm.json",
+                "/st/journal",
+                "/st/qdisc-kinds.json",
+                "/st/apply.lock"
+            ]
         );
-        assert_ne!(bpf_pin_dir(Some("a")), bpf_pin_dir(Some("b")));
+        assert_eq!(
+            names(&ns),
+            [
+                "/st/last-plan.netns-x.json",
+                "/st/watch-status.netns-x.json",
+                "/st/confirm.netns-x.json",
+                "/st/journal.netns-x",
+                "/st/qdisc-kinds.json",
+                "/st/apply.lock"
+            ]
+        );
+        assert_eq!(host.bpf_pin_dir(), Path::new("/sys/fs/bpf/lqos"));
+        assert_eq!(ns.bpf_pin_dir(), Path::new("/sys/fs/bpf/lqos-netns-x"));
+    }
+
+    /// Reading a namespace's state creates nothing; writing creates the
+    /// directory private.
+    #[test]
+    fn reads_create_nothing_and_writes_create_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("new");
+        let st = NetnsState::new(&p, Some("x"));
+        assert_eq!(st.load_json::<u32>(StateFile::WatchStatus).unwrap(), None);
+        assert!(!p.exists());
+        st.save_json(StateFile::WatchStatus, &7u32).unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().mode() & 0o777, 0o700);
+        assert_eq!(
+            st.load_json::<u32>(StateFile::WatchStatus).unwrap(),
+            Some(7)
+        );
+        assert!(p.join("watch-status.netns-x.json").exists());
+        // The same through a directory opened first.
+        let opened = StateDir::open(&p).unwrap().netns(Some("x"));
+        assert_eq!(
+            opened.load_json::<u32>(StateFile::WatchStatus).unwrap(),
+            Some(7)
+        );
     }
 
     #[test]

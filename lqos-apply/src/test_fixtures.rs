@@ -8,10 +8,10 @@ pub(crate) fn bridge_plan(
     seed: u64,
     sqm: &str,
 ) -> (lqos_model::Network, lqos_tc::Plan) {
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits,
-        seed,
-        ..Default::default()
+    let g = lqos_model::generate(&{
+        let mut p = lqos_model::GenParams::with_circuits(circuits);
+        p.seed = seed;
+        p
     });
     let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
     cfg.default_sqm = sqm.parse().expect("a valid sqm spec");

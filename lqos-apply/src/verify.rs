@@ -4,11 +4,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use lqos_tc::{rules, FilterKey, TcHandle, TcTree};
+use lqos_tc::classify::FilterKey;
+use lqos_tc::tree::TcTree;
+use lqos_tc::{rules, TcHandle};
 use serde::Serialize;
 
 /// One difference between the planned and the live tree of an interface.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum Drift {
     /// Planned qdisc not in the kernel.
     MissingQdisc {
@@ -146,6 +149,7 @@ impl fmt::Display for Drift {
 
 /// Verification of one interface.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct IfaceVerify {
     /// Interface.
     pub dev: String,
@@ -163,6 +167,7 @@ pub struct IfaceVerify {
 
 /// Verification of a whole plan.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct VerifyReport {
     /// One entry per planned interface.
     pub interfaces: Vec<IfaceVerify>,
@@ -275,12 +280,7 @@ pub fn verify_tree(
             }
         }
     }
-    let explicit = |t: &TcTree| {
-        t.qdiscs
-            .values()
-            .filter(|q| !rules::is_kernel_default(q))
-            .count()
-    };
+    let explicit = |t: &TcTree| t.qdiscs.values().filter(|q| !q.is_kernel_default()).count();
     IfaceVerify {
         dev: dev.to_string(),
         planned_qdiscs: explicit(planned),
@@ -295,7 +295,7 @@ pub fn verify_tree(
 mod tests {
     use super::*;
     use lqos_model::Rate;
-    use lqos_tc::{Class, HtbQdisc, Qdisc, QdiscKind};
+    use lqos_tc::ops::{Class, HtbQdisc, Qdisc, QdiscKind};
 
     fn class(minor: u16, mbps: u64) -> Class {
         let r = Rate::from_mbps(mbps);
@@ -371,7 +371,8 @@ mod tests {
 
     /// The leaf kinds the proptest plans and mutates between.
     fn leaf_kind(sel: u8) -> QdiscKind {
-        use lqos_tc::{CakeDiffserv, CakeParams, FqCodelParams};
+        use lqos_tc::ops::{CakeParams, FqCodelParams};
+        use lqos_tc::options::CakeDiffserv;
         match sel % 5 {
             0 => QdiscKind::Pfifo { limit: None },
             1 => QdiscKind::Pfifo { limit: Some(100) },
@@ -440,7 +441,7 @@ mod tests {
         let leaves: Vec<Qdisc> = live
             .qdiscs
             .values()
-            .filter(|q| !rules::is_kernel_default(q) && live.classes.contains_key(&q.parent))
+            .filter(|q| !q.is_kernel_default() && live.classes.contains_key(&q.parent))
             .cloned()
             .collect();
         let c = (!classes.is_empty()).then(|| classes[pick % classes.len()].clone());
@@ -485,7 +486,7 @@ mod tests {
                             0 => p.rtt_us = Some(100_000), // the default: no drift
                             1 => p.rtt_us = Some(val % 7 * 1000),
                             2 => p.nat = Some(val % 2 == 0),
-                            _ => p.diffserv = Some(lqos_tc::CakeDiffserv::Diffserv8),
+                            _ => p.diffserv = Some(lqos_tc::options::CakeDiffserv::Diffserv8),
                         }
                         QdiscKind::Cake(p)
                     }

@@ -1,6 +1,6 @@
-//! The status file of `lqos watch`: what the daemon last did, written
-//! atomically to the state directory after every event, read by
-//! `lqos status`.
+//! The status file of the reload daemon: what it last did, written
+//! atomically to the state directory after every event, for a status
+//! reader.
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -8,39 +8,50 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::state::StateDir;
+use crate::state::{NetnsState, StateFile};
 
 /// Format version of [`WatchStatus`].
 pub const STATUS_VERSION: u32 = 1;
 
-/// File name of the daemon's status for `netns` (one per namespace, like
-/// the saved plan).
-pub fn status_file(netns: Option<&str>) -> String {
-    match netns {
-        None => "watch-status.json".to_string(),
-        Some(ns) => format!("watch-status.netns-{ns}.json"),
-    }
-}
-
-/// File name of the confirmation `lqos confirm` writes for the daemon of
-/// `netns` (it holds the sha256 of the refused inputs it confirms).
-pub fn confirm_file(netns: Option<&str>) -> String {
-    match netns {
-        None => "confirm.json".to_string(),
-        Some(ns) => format!("confirm.netns-{ns}.json"),
-    }
-}
-
-/// What `lqos confirm` writes.
+/// The confirmation of refused inputs for the reload daemon (its
+/// [`StateFile::Confirm`] file): the daemon applies the inputs with this
+/// sha256 once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Confirmation {
     /// The sha256 of the refused inputs it confirms.
     pub sha256: String,
 }
 
+impl Confirmation {
+    /// Writes it atomically for the daemon of `state`'s namespace.
+    pub fn save(&self, state: &NetnsState) -> Result<()> {
+        state.save_json(StateFile::Confirm, self)
+    }
+
+    /// The confirmation waiting for the daemon of `state`'s namespace, if
+    /// any; the file is removed (a confirmation is used once), even when it
+    /// cannot be read.
+    pub fn take(state: &NetnsState) -> Result<Option<Confirmation>> {
+        let found = state.load_json(StateFile::Confirm);
+        let path = state.file(StateFile::Confirm);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(crate::error::ApplyError::io(
+                    crate::error::IoAction::Remove,
+                    Some(&path),
+                    e,
+                ))
+            }
+            _ => {}
+        }
+        found
+    }
+}
+
 /// What started an event (shown kebab-case, as in the JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Trigger {
     /// The first apply after start.
     Start,
@@ -54,7 +65,7 @@ pub enum Trigger {
     Verify,
     /// The lazy-leaf poll.
     LeafPoll,
-    /// An operator confirmed refused removals (`lqos confirm`).
+    /// An operator confirmed refused removals ([`Confirmation`]).
     Confirm,
 }
 
@@ -75,6 +86,7 @@ impl fmt::Display for Trigger {
 /// How an event ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Outcome {
     /// Ops loaded (possibly none: already in sync).
     Applied,
@@ -89,6 +101,7 @@ pub enum Outcome {
 
 /// One event of the daemon.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WatchEvent {
     /// Milliseconds since the Unix epoch when it ended.
     pub at_ms: u64,
@@ -124,8 +137,9 @@ impl WatchEvent {
     }
 }
 
-/// The daemon's status, as saved in [`status_file`].
+/// The daemon's status, as saved in its [`StateFile::WatchStatus`] file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WatchStatus {
     /// [`STATUS_VERSION`].
     pub version: u32,
@@ -190,14 +204,15 @@ impl WatchStatus {
         self.last = Some(e);
     }
 
-    /// Writes it atomically.
-    pub fn save(&self, state: &StateDir) -> Result<()> {
-        state.save_json(&status_file(self.netns.as_deref()), self)
+    /// Writes it atomically as the status of `state`'s namespace.
+    pub fn save(&self, state: &NetnsState) -> Result<()> {
+        state.save_json(StateFile::WatchStatus, self)
     }
 
-    /// The saved status for `netns`, if any.
-    pub fn load(state: &StateDir, netns: Option<&str>) -> Result<Option<WatchStatus>> {
-        state.load_json(&status_file(netns))
+    /// The saved status of `state`'s namespace, if any (a state directory
+    /// that does not exist is not created).
+    pub fn load(state: &NetnsState) -> Result<Option<WatchStatus>> {
+        state.load_json(StateFile::WatchStatus)
     }
 }
 
@@ -250,13 +265,13 @@ impl fmt::Display for WatchStatus {
         match self.stopped_ms {
             Some(s) => writeln!(
                 f,
-                "lqos watch (pid {}){ns}: stopped at {}",
+                "reload daemon (pid {}){ns}: stopped at {}",
                 self.pid,
                 time(s)
             )?,
             None => writeln!(
                 f,
-                "lqos watch (pid {}){ns}: running since {}",
+                "reload daemon (pid {}){ns}: running since {}",
                 self.pid,
                 time(self.started_ms)
             )?,
@@ -297,8 +312,8 @@ mod tests {
     #[test]
     fn status_round_trips_and_prints_the_last_event_and_error() {
         let dir = tempfile::tempdir().unwrap();
-        let st = StateDir::open(dir.path()).unwrap();
-        assert_eq!(WatchStatus::load(&st, Some("x")).unwrap(), None);
+        let st = NetnsState::new(dir.path(), Some("x"));
+        assert_eq!(WatchStatus::load(&st).unwrap(), None);
         let mut s = WatchStatus::new(Some("x"), true);
         let mut bad = WatchEvent::now(Trigger::FileChange, Outcome::Rejected, Duration::ZERO);
         bad.error = Some("ShapedDevices.csv:7: bad rate".into());
@@ -312,7 +327,7 @@ mod tests {
         s.record(ok);
         s.active_leaves = 3;
         s.save(&st).unwrap();
-        let back = WatchStatus::load(&st, Some("x")).unwrap().unwrap();
+        let back = WatchStatus::load(&st).unwrap().unwrap();
         assert_eq!(back, s);
         let text = back.to_string();
         assert!(text.contains("leaves loaded: 3 (lazy)"), "{text}");
@@ -324,6 +339,23 @@ mod tests {
             text.contains("last error:") && text.contains("ShapedDevices.csv:7"),
             "{text}"
         );
-        assert_eq!(status_file(None), "watch-status.json");
+        assert!(dir.path().join("watch-status.netns-x.json").exists());
+    }
+
+    #[test]
+    fn a_confirmation_is_taken_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let st = NetnsState::new(dir.path(), None);
+        assert_eq!(Confirmation::take(&st).unwrap(), None);
+        let c = Confirmation {
+            sha256: "ab".into(),
+        };
+        c.save(&st).unwrap();
+        assert!(dir.path().join("confirm.json").exists());
+        assert_eq!(Confirmation::take(&st).unwrap(), Some(c));
+        assert_eq!(Confirmation::take(&st).unwrap(), None);
+        std::fs::write(dir.path().join("confirm.json"), "{").unwrap();
+        assert!(Confirmation::take(&st).is_err());
+        assert!(!dir.path().join("confirm.json").exists());
     }
 }

@@ -2,12 +2,15 @@
 //! model of the kernel's rules, no root needed): first load, no-op reload,
 //! a moved address, verify's filter drift, and the preflight refusal.
 
-use lqos_apply::{
-    apply_plan, verify_tree, ApplyError, ApplyOptions, ClassifierMissing, Drift, NoProgress,
-    Recording,
-};
+use lqos_apply::backend::{NoProgress, Recording};
+use lqos_apply::error::{ApplyError, ClassifierMissing};
+use lqos_apply::verify::{verify_tree, Drift};
+use lqos_apply::{apply_plan, ApplyOptions};
+use lqos_model::config::Classifier;
 use lqos_model::{Circuit, Device, Network, Node, Rate};
-use lqos_tc::{plan, Classifier, LeafSpec, Plan, PlanConfig, QdiscKind, TcOp};
+use lqos_tc::config::LeafSpec;
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::{plan, Plan, PlanConfig, TcOp};
 
 fn network(b_addr: &str) -> Network {
     let mut net = Network::new();
@@ -59,9 +62,10 @@ fn rec() -> Recording {
 }
 
 fn apply(p: &Plan, r: &Recording) {
-    let opts = ApplyOptions {
-        verify_after: true,
-        ..ApplyOptions::default()
+    let opts = {
+        let mut p = ApplyOptions::default();
+        p.verify_after = true;
+        p
     };
     let rep = apply_plan(p, r, r, opts, &NoProgress).unwrap();
     assert!(rep.verify.unwrap().is_clean());
@@ -165,10 +169,11 @@ fn full_rebuild_diffs_the_classifier_instead_of_resending_it() {
     let a = planned(&network("10.0.0.2/32"), None);
     apply(&a, &r);
     let full = |p: &Plan| {
-        let opts = ApplyOptions {
-            full: true,
-            verify_after: true,
-            ..ApplyOptions::default()
+        let opts = {
+            let mut p = ApplyOptions::default();
+            p.full = true;
+            p.verify_after = true;
+            p
         };
         r.clear_sent();
         let rep = apply_plan(p, &r, &r, opts, &NoProgress).unwrap();

@@ -9,10 +9,15 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use lqos_apply::daemon::{Driver, Event, FileEvent, InputFile, Kernel, Settings};
+use lqos_apply::backend::{Fault, Faulty, Recording};
+use lqos_apply::daemon::{Driver, Event, FileEvent, Kernel, Settings};
+use lqos_apply::error::ApplyError;
+use lqos_apply::inputs::InputFile;
+use lqos_apply::inputs::{Inputs, PlanOverrides};
+use lqos_apply::saved::load_saved_plan;
+use lqos_apply::state::NetnsState;
+use lqos_apply::verify_plan;
 use lqos_apply::watch::{Outcome, Trigger, WatchStatus};
-use lqos_apply::{load_saved_plan, verify_plan, ApplyError, Inputs, PlanOverrides, StateDir};
-use lqos_apply::{Fault, Faulty, Recording};
 use lqos_model::Rate;
 use proptest::prelude::*;
 
@@ -49,19 +54,22 @@ struct Files {
 
 impl Files {
     fn new(circuits: usize) -> Files {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            seed: 5,
-            ..Default::default()
+        let g = lqos_model::generate(&{
+            let mut p = lqos_model::GenParams::with_circuits(circuits);
+            p.seed = 5;
+            p
         });
         let dir = tempfile::tempdir().unwrap();
         let w = |name: &str, text: String| std::fs::write(dir.path().join(name), text).unwrap();
-        w("network.json", lqos_model::write_network_json(&g.network));
+        w(
+            "network.json",
+            lqos_model::write::write_network_json(&g.network),
+        );
         w(
             "ShapedDevices.csv",
-            lqos_model::write_shaped_devices(&g.network),
+            lqos_model::write::write_shaped_devices(&g.network),
         );
-        w("lqos.conf", lqos_model::write_config(&g.config));
+        w("lqos.conf", lqos_model::write::write_config(&g.config));
         Files {
             dir,
             net: g.network,
@@ -77,7 +85,7 @@ impl Files {
         self.net.set_circuits(cs);
         std::fs::write(
             self.dir.path().join("ShapedDevices.csv"),
-            lqos_model::write_shaped_devices(&self.net),
+            lqos_model::write::write_shaped_devices(&self.net),
         )
         .unwrap();
     }
@@ -110,10 +118,7 @@ impl Files {
 
 fn settings() -> Settings {
     let mut s = Settings::default();
-    s.overrides = PlanOverrides {
-        sqm: Some("pfifo".parse().unwrap()),
-        ..Default::default()
-    };
+    s.overrides = PlanOverrides::default().sqm("pfifo".parse().unwrap());
     s.verify_every = None;
     s.debounce = Duration::ZERO;
     s
@@ -127,7 +132,7 @@ fn load_sizes() -> [usize; 3] {
         [When::Start, When::Edit, When::NetworkEdit].map(|when| {
             let mut f = Files::new(40);
             let kernel = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
-            let st = StateDir::open(f.dir.path().join("st")).unwrap();
+            let st = NetnsState::new(f.dir.path().join("st"), None);
             let k = Kernel {
                 live: &kernel,
                 backend: &kernel,
@@ -157,7 +162,7 @@ proptest! {
     ) {
         let mut files = Files::new(40);
         let faulty = Faulty::new(Recording::new().with_link("ens19", 4).with_link("ens20", 4));
-        let state = StateDir::open(files.dir.path().join("st")).unwrap();
+        let state = NetnsState::new(files.dir.path().join("st"), None);
         let k = Kernel { live: faulty.inner(), backend: &faulty };
         let settings = settings();
         let retry = settings.retry;
@@ -203,7 +208,7 @@ proptest! {
                 prop_assert_eq!(*errno, Some(e));
                 let words = nix::errno::Errno::from_raw(e).desc();
                 prop_assert!(text.contains(words), "{}", text);
-                let line = lqos_tc::render_line(dev, op);
+                let line = lqos_tc::render::render_line(dev, op);
                 prop_assert!(text.contains(&line), "{} lacks {}", text, line);
             }
             (Fault::CutSocket, ApplyError::Netlink { .. }) => {
@@ -213,11 +218,11 @@ proptest! {
         }
         prop_assert!(!d.core().known().is_known());
         // The status says so; the last good plan is not the one that failed.
-        let st = WatchStatus::load(&state, None).unwrap().unwrap();
+        let st = WatchStatus::load(&state).unwrap().unwrap();
         let rec = st.last.unwrap();
         prop_assert_eq!(rec.outcome, Outcome::Failed);
         prop_assert!(rec.error.as_deref().is_some_and(|e| e == text), "{:?}", rec.error);
-        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        let saved = load_saved_plan(&state).unwrap().map(|s| s.plan);
         prop_assert_eq!(saved.as_ref(), last_good.as_ref());
 
         // The retry after the retry time reads the kernel back, converges,
@@ -236,7 +241,7 @@ proptest! {
         let plan = d.core().plan().unwrap().clone();
         let v = verify_plan(&plan, faulty.inner()).unwrap();
         prop_assert!(v.is_clean(), "{:?}", v);
-        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        let saved = load_saved_plan(&state).unwrap().map(|s| s.plan);
         prop_assert_eq!(saved.as_ref(), Some(&plan));
         prop_assert_eq!(d.deadline(), None);
     }

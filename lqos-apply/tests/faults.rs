@@ -3,10 +3,12 @@
 //! the last good state is never replaced by the plan that failed, and the
 //! next apply converges to the plan with a clean verify.
 
-use lqos_apply::{
-    load_saved_plan, ApplyError, ApplyOptions, NoProgress, Recording, Session, StateDir,
-};
-use lqos_apply::{Fault, Faulty, RECORDING_BATCH};
+use lqos_apply::backend::{Fault, Faulty, RECORDING_BATCH};
+use lqos_apply::backend::{NoProgress, Recording};
+use lqos_apply::error::ApplyError;
+use lqos_apply::saved::load_saved_plan;
+use lqos_apply::state::NetnsState;
+use lqos_apply::{ApplyOptions, Session};
 use proptest::prelude::*;
 
 mod common;
@@ -23,9 +25,10 @@ fn fault() -> impl Strategy<Value = Fault> {
 }
 
 fn opts(full: bool) -> ApplyOptions {
-    ApplyOptions {
-        full,
-        ..Default::default()
+    {
+        let mut p = ApplyOptions::default();
+        p.full = full;
+        p
     }
 }
 
@@ -43,8 +46,8 @@ proptest! {
         let good = plan_for(&g, &g.network, None);
         let faulty = Faulty::new(Recording::new().with_link("ens19", 16).with_link("ens20", 16));
         let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::open(dir.path()).unwrap();
-        let s = Session { state: &state, netns: None, live: faulty.inner(), backend: &faulty };
+        let state = NetnsState::new(dir.path(), None);
+        let s = Session { state: &state, live: faulty.inner(), backend: &faulty };
         let (net, plan) = if first_load {
             (g.network.clone(), good.clone())
         } else {
@@ -55,7 +58,7 @@ proptest! {
             (net, plan)
         };
         // Where the fault goes: op k of the ops this apply sends.
-        let dry = s.apply(&plan, ApplyOptions { dry_run: true, ..opts(full) }, &NoProgress).unwrap();
+        let dry = s.apply(&plan, { let mut p = opts(full); p.dry_run = true; p }, &NoProgress).unwrap();
         let n: usize = dry.changes.iter().map(|c| c.stream.len()).sum();
         prop_assume!(n > 0);
         let k = ((at * n as f64) as usize).min(n - 1);
@@ -79,7 +82,7 @@ proptest! {
             other => prop_assert!(false, "{:?}", other.map(|r| r.ops_applied())),
         }
         // The plan that failed is not the last good state.
-        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        let saved = load_saved_plan(&state).unwrap().map(|s| s.plan);
         if first_load {
             prop_assert!(saved.is_none(), "a failed first load saved a plan");
         } else {
@@ -88,15 +91,15 @@ proptest! {
         // The next apply (the fault is spent) converges from whatever the
         // failed load left.
         let r = s
-            .apply_planned(&plan, Some(&net), ApplyOptions { verify_after: true, ..opts(false) }, &NoProgress)
+            .apply_planned(&plan, Some(&net), { let mut p = opts(false); p.verify_after = true; p }, &NoProgress)
             .unwrap();
         prop_assert!(r.load.unwrap().is_ok());
         let v = r.verify.unwrap();
         prop_assert!(v.is_clean(), "{:?}", v);
-        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        let saved = load_saved_plan(&state).unwrap().map(|s| s.plan);
         prop_assert_eq!(saved.as_ref(), Some(&plan));
         // And nothing is left to do.
-        let again = s.apply(&plan, ApplyOptions { dry_run: true, ..opts(false) }, &NoProgress).unwrap();
+        let again = s.apply(&plan, { let mut p = opts(false); p.dry_run = true; p }, &NoProgress).unwrap();
         prop_assert_eq!(again.changes.iter().map(|c| c.stream.len()).sum::<usize>(), 0);
     }
 }
@@ -107,7 +110,7 @@ struct CancelAfter {
     sent: std::sync::atomic::AtomicUsize,
 }
 
-impl lqos_apply::Progress for CancelAfter {
+impl lqos_apply::backend::Progress for CancelAfter {
     fn advance(&self, _dev: &str, n: usize) {
         self.sent.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
     }
@@ -133,8 +136,8 @@ proptest! {
         let good = plan_for(&g, &g.network, None);
         let kernel = Recording::new().with_link("ens19", 16).with_link("ens20", 16);
         let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::open(dir.path()).unwrap();
-        let s = Session { state: &state, netns: None, live: &kernel, backend: &kernel };
+        let state = NetnsState::new(dir.path(), None);
+        let s = Session { state: &state, live: &kernel, backend: &kernel };
         let (net, plan) = if first_load {
             (g.network.clone(), good.clone())
         } else {
@@ -144,7 +147,7 @@ proptest! {
             (net, plan)
         };
         let before = kernel.sent().len();
-        let dry = s.apply(&plan, ApplyOptions { dry_run: true, ..opts(full) }, &NoProgress).unwrap();
+        let dry = s.apply(&plan, { let mut p = opts(full); p.dry_run = true; p }, &NoProgress).unwrap();
         let n: usize = dry.changes.iter().map(|c| c.stream.len()).sum();
         prop_assume!(n > 0);
         let cancel = CancelAfter { after: (at * n as f64) as usize, sent: Default::default() };
@@ -154,9 +157,9 @@ proptest! {
         // It stops at the next batch boundary.
         prop_assert!(applied <= cancel.after + RECORDING_BATCH, "{} ops after a cancel at {}", applied, cancel.after);
         prop_assert_eq!(kernel.sent().len() - before, applied);
-        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        let saved = load_saved_plan(&state).unwrap().map(|s| s.plan);
         match load.into_result() {
-            Err(ApplyError::Incomplete { reason: lqos_apply::Stopped::Cancelled { unsure: 0 }, sent, total, .. }) => {
+            Err(ApplyError::Incomplete { reason: lqos_apply::error::Stopped::Cancelled { unsure: 0 }, sent, total, .. }) => {
                 prop_assert!(sent < total);
             }
             Ok(_) => {
@@ -173,11 +176,11 @@ proptest! {
             prop_assert_eq!(saved.as_ref(), Some(&good));
         }
         let r = s
-            .apply_planned(&plan, Some(&net), ApplyOptions { verify_after: true, ..opts(false) }, &NoProgress)
+            .apply_planned(&plan, Some(&net), { let mut p = opts(false); p.verify_after = true; p }, &NoProgress)
             .unwrap();
         prop_assert!(r.load.unwrap().is_ok());
         prop_assert!(r.verify.unwrap().is_clean());
-        let saved = load_saved_plan(&state, None).unwrap().map(|s| s.plan);
+        let saved = load_saved_plan(&state).unwrap().map(|s| s.plan);
         prop_assert_eq!(saved.as_ref(), Some(&plan));
     }
 }

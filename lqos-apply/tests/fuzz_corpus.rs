@@ -67,23 +67,23 @@ fn every_corpus_replays_without_a_panic() {
 /// A saved state of each format for a small generated plan: format 1 (the
 /// whole plan) and format 2 (the compact record), as `lqos` writes them.
 fn saved_states() -> Vec<(&'static str, Vec<u8>)> {
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits: 12,
-        seed: 3,
-        ..Default::default()
+    let g = lqos_model::generate(&{
+        let mut p = lqos_model::GenParams::with_circuits(12);
+        p.seed = 3;
+        p
     });
     let cfg = lqos_tc::PlanConfig::from_lqos_config(&g.config, 2).unwrap();
     let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
-    let v1 = lqos_apply::SavedPlan {
+    let v1 = lqos_apply::saved::SavedPlan {
         version: 1,
         netns: None,
         applied_at: 1,
         plan: plan.clone(),
     };
     let dir = tempfile::tempdir().unwrap();
-    let state = lqos_apply::StateDir::open(dir.path()).unwrap();
-    lqos_apply::save_last_good(&state, None, &plan, Some(&g.network)).unwrap();
-    let v2 = std::fs::read(dir.path().join(lqos_apply::state::LAST_PLAN_FILE)).unwrap();
+    let state = lqos_apply::state::NetnsState::new(dir.path(), None);
+    lqos_apply::saved::save_last_good(&state, &plan, Some(&g.network)).unwrap();
+    let v2 = std::fs::read(state.file(lqos_apply::state::StateFile::LastPlan)).unwrap();
     vec![
         ("format1.json", serde_json::to_vec(&v1).unwrap()),
         ("format2.json", v2),

@@ -6,12 +6,14 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::{fixture, generated, mutate, plan_for, tc_classes, DEVS};
-use lqos_apply::StateDir;
-use lqos_apply::{verify_plan, ApplyOptions, LoadKind};
-use lqos_apply::{
-    ApplyError, NetlinkBackend, NetlinkLive, Parallelism, RootDelete, Session, TcBatch, TcMode,
-};
-use lqos_apply::{Backend, IfaceOps, NoProgress};
+use lqos_apply::backend::{Backend, IfaceOps, NoProgress};
+use lqos_apply::backend::{NetlinkBackend, Parallelism, RootDelete, TcBatch, TcMode};
+use lqos_apply::error::ApplyError;
+use lqos_apply::live::NetlinkLive;
+use lqos_apply::load::LoadKind;
+use lqos_apply::state::{NetnsState, StateDir};
+use lqos_apply::Session;
+use lqos_apply::{verify_plan, ApplyOptions};
 use lqos_tc::TcOp;
 
 const CIRCUITS: usize = 3000;
@@ -102,19 +104,19 @@ fn incremental_reload_sends_only_the_diff() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let state = StateDir::open(dir.path()).unwrap();
+    let state = NetnsState::new(dir.path(), Some(ns.name()));
     let live = NetlinkLive::new(Some(ns.name().to_string()));
     let nl = NetlinkBackend::new(Some(ns.name().to_string()), Parallelism::Parallel);
     let tc = TcBatch::new(Some(ns.name().to_string()), TcMode::Parallel);
     let g = generated(CIRCUITS, 2);
     let p1 = plan_for(&g, &g.network, None);
-    let verify = ApplyOptions {
-        verify_after: true,
-        ..Default::default()
+    let verify = {
+        let mut p = ApplyOptions::default();
+        p.verify_after = true;
+        p
     };
     let s = Session {
         state: &state,
-        netns: Some(ns.name()),
         live: &live,
         backend: &nl,
     };
@@ -130,7 +132,6 @@ fn incremental_reload_sends_only_the_diff() {
     for backend in [&nl as &dyn Backend, &tc] {
         let s = Session {
             state: &state,
-            netns: Some(ns.name()),
             live: &live,
             backend,
         };
@@ -151,7 +152,6 @@ fn incremental_reload_sends_only_the_diff() {
         // Going p1 -> p2 with tc, then back p2 -> p1 with netlink.
         let s = Session {
             state: &state,
-            netns: Some(ns.name()),
             live: &live,
             backend,
         };
@@ -199,7 +199,7 @@ fn incremental_reload_sends_only_the_diff() {
 fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
     let Some(ns) = fixture("midload") else { return };
     let dir = tempfile::tempdir().unwrap();
-    let state = StateDir::open(dir.path()).unwrap();
+    let state = NetnsState::new(dir.path(), Some(ns.name()));
     let live = NetlinkLive::new(Some(ns.name().to_string()));
     let g = generated(CIRCUITS, 3);
     let good = plan_for(&g, &g.network, None);
@@ -226,13 +226,13 @@ fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
     {
         let s = Session {
             state: &state,
-            netns: Some(ns.name()),
             live: &live,
             backend: backend.as_ref(),
         };
-        let opts = ApplyOptions {
-            full: true,
-            ..Default::default()
+        let opts = {
+            let mut p = ApplyOptions::default();
+            p.full = true;
+            p
         };
         let r = s.apply(&bad, opts, &NoProgress).unwrap();
         let load = r.load.unwrap();
@@ -259,7 +259,7 @@ fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
         }
         if round == 0 {
             assert!(
-                lqos_apply::load_saved_plan(&state, Some(ns.name()))
+                lqos_apply::saved::load_saved_plan(&state)
                     .unwrap()
                     .is_none(),
                 "a failed load is not saved"
@@ -269,9 +269,10 @@ fn kernel_error_mid_load_is_reported_and_the_next_apply_converges() {
         let r = s
             .apply(
                 &good,
-                ApplyOptions {
-                    verify_after: true,
-                    ..Default::default()
+                {
+                    let mut p = ApplyOptions::default();
+                    p.verify_after = true;
+                    p
                 },
                 &NoProgress,
             )
@@ -289,12 +290,11 @@ fn preflight_refuses_before_any_change() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let state = StateDir::open(dir.path()).unwrap();
+    let state = NetnsState::new(dir.path(), Some(ns.name()));
     let live = NetlinkLive::new(Some(ns.name().to_string()));
     let nl = NetlinkBackend::new(Some(ns.name().to_string()), Parallelism::Parallel);
     let s = Session {
         state: &state,
-        netns: Some(ns.name()),
         live: &live,
         backend: &nl,
     };
@@ -311,9 +311,9 @@ fn preflight_refuses_before_any_change() {
     let mut cfg = lqos_tc::PlanConfig::from_lqos_config(&g.config, 16).unwrap();
     cfg.default_sqm = "cake diffserv4".parse().unwrap();
     let p = lqos_tc::plan(&g.network, &cfg, None).unwrap();
-    let has_cake = lqos_apply::LiveSource::probe_qdiscs(
+    let has_cake = lqos_apply::live::LiveSource::probe_qdiscs(
         &live,
-        &[lqos_tc::QdiscKind::Cake(Default::default())],
+        &[lqos_tc::ops::QdiscKind::Cake(Default::default())],
     )
     .unwrap()[0]
         .is_ok();
@@ -324,7 +324,7 @@ fn preflight_refuses_before_any_change() {
         assert!(e.to_string().contains("this kernel has no sch_cake"), "{e}");
         // The leaves that work instead (the CLI turns them into `--sqm`).
         assert!(
-            matches!(&e, lqos_apply::ApplyError::UnsupportedQdisc { alternatives, .. }
+            matches!(&e, lqos_apply::error::ApplyError::UnsupportedQdisc { alternatives, .. }
                 if alternatives.iter().any(|a| a == "pfifo")),
             "{e:?}"
         );
@@ -339,7 +339,7 @@ fn preflight_refuses_before_any_change() {
 fn two_concurrent_applies_are_refused() {
     let Some(ns) = fixture("lock") else { return };
     let dir = tempfile::tempdir().unwrap();
-    let state = StateDir::open(dir.path()).unwrap();
+    let state = NetnsState::new(dir.path(), Some(ns.name()));
     let live = NetlinkLive::new(Some(ns.name().to_string()));
     let nl = NetlinkBackend::new(Some(ns.name().to_string()), Parallelism::Parallel);
     let g = generated(100, 5);
@@ -350,7 +350,6 @@ fn two_concurrent_applies_are_refused() {
     let held = other.lock().unwrap();
     let s = Session {
         state: &state,
-        netns: Some(ns.name()),
         live: &live,
         backend: &nl,
     };

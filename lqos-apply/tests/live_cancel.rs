@@ -7,12 +7,16 @@ mod common;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use lqos_apply::{ApplyError, IfaceReport};
-use lqos_apply::{
-    Backend, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive, Parallelism, Progress, RootDelete,
-    Stopped, TcBatch, TcMode,
+use lqos_apply::backend::IfaceReport;
+use lqos_apply::backend::{
+    Backend, IfaceOps, NetlinkBackend, Parallelism, Progress, RootDelete, TcBatch, TcMode,
 };
-use lqos_tc::{QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_apply::error::ApplyError;
+use lqos_apply::error::Stopped;
+use lqos_apply::live::{LiveSource, NetlinkLive};
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::tree::TcTree;
+use lqos_tc::{TcHandle, TcOp};
 
 /// Cancels once `after` ops were reported sent.
 struct CancelAfter {

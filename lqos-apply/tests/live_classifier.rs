@@ -32,12 +32,15 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use lqos_apply::backend::{NetlinkBackend, NoProgress, Parallelism};
+use lqos_apply::live::{KindProbe, NetlinkLive};
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
-use lqos_apply::{
-    apply_plan, ApplyOptions, KindProbe, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
-};
+use lqos_apply::{apply_plan, ApplyOptions};
+use lqos_model::config::Classifier;
 use lqos_model::{Circuit, Device, Network, Node, Rate};
-use lqos_tc::{plan, Classifier, LeafSpec, Plan, PlanConfig, QdiscKind, TcHandle, TcOp};
+use lqos_tc::config::LeafSpec;
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::{plan, Plan, PlanConfig, TcHandle, TcOp};
 
 /// UDP payload; on the wire (what HTB counts on veth) 42 bytes more over
 /// IPv4, 62 over IPv6 ([`wire`]).
@@ -239,9 +242,10 @@ fn planned(owner: &str, prev: Option<&Plan>) -> Plan {
 /// Loads `p` into the shaper namespace; returns the ops sent per interface.
 fn apply(ns: &ScratchNetns, live: &NetlinkLive, p: &Plan) -> BTreeMap<String, Vec<TcOp>> {
     let backend = NetlinkBackend::new(Some(ns.name().to_string()), Parallelism::Serial);
-    let opts = ApplyOptions {
-        verify_after: true,
-        ..ApplyOptions::default()
+    let opts = {
+        let mut p = ApplyOptions::default();
+        p.verify_after = true;
+        p
     };
     let r = apply_plan(p, live, &backend, opts, &NoProgress).unwrap();
     assert!(
@@ -797,9 +801,9 @@ fn foreign_clsact_and_filters_are_read_back_and_left_alone() {
     cfg.classifier = Classifier::None;
     let p = plan(&network("C"), &cfg, None).unwrap();
     let live = NetlinkLive::new(Some(ns.name().to_string()));
-    use lqos_apply::LiveSource as _;
+    use lqos_apply::live::LiveSource as _;
     let tree = live.dump("ens19").unwrap();
-    assert!(lqos_tc::classify::has_clsact(&tree), "{:?}", tree.qdiscs);
+    assert!(tree.has_clsact(), "{:?}", tree.qdiscs);
     assert!(tree.filters.is_empty(), "{:?}", tree.filters);
     apply(&ns, &live, &p);
     assert!(apply(&ns, &live, &planned_like(&p))
@@ -867,7 +871,7 @@ fn site_network(circuits: Vec<Circuit>) -> Network {
 
 /// `planned`'s config (16 queues, pfifo leaves of 20 packets, 50 Mbit
 /// links) on `interfaces`, with `classifier`.
-fn small_config(interfaces: lqos_tc::Interfaces, classifier: Classifier) -> PlanConfig {
+fn small_config(interfaces: lqos_tc::config::Interfaces, classifier: Classifier) -> PlanConfig {
     let mut cfg = planned("C", None).config;
     cfg.interfaces = interfaces;
     cfg.classifier = classifier;
@@ -960,7 +964,7 @@ fn ipv6_subscribers_are_shaped_at_their_ceil_through_the_classifier() {
             .collect(),
     );
     let cfg = small_config(
-        lqos_tc::Interfaces::Bridge {
+        lqos_tc::config::Interfaces::Bridge {
             download: "ens19".into(),
             upload: "ens20".into(),
         },
@@ -1095,7 +1099,7 @@ fn ipv6_flow_with_so_priority_is_shaped_at_its_ceil() {
         one_device("narrow", CEIL, CEIL, &[], &["fd00:64:5:1::/64"]),
     ]);
     let cfg = small_config(
-        lqos_tc::Interfaces::Bridge {
+        lqos_tc::config::Interfaces::Bridge {
             download: "ens19".into(),
             upload: "ens20".into(),
         },
@@ -1275,7 +1279,7 @@ fn on_a_stick_shapes_both_directions_at_their_ceils() {
             .collect(),
     );
     let cfg = small_config(
-        lqos_tc::Interfaces::OnAStick {
+        lqos_tc::config::Interfaces::OnAStick {
             interface: "ens19".into(),
             internet_vlan: 0,
             network_vlan: 0,

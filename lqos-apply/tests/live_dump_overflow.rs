@@ -5,7 +5,7 @@
 mod common;
 
 use lqos_apply::netlink::{NetlinkError, NetlinkSocket, SendOptions};
-use lqos_tc::QdiscKind;
+use lqos_tc::ops::QdiscKind;
 
 #[test]
 fn a_dump_that_overflows_the_receive_buffer_is_retried_not_read_as_an_empty_tree() {

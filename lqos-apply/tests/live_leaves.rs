@@ -15,16 +15,18 @@
 mod common;
 
 use common::{fixture, generated, QUEUES};
+use lqos_apply::backend::{Backend, NetlinkBackend, NoProgress, Parallelism, TcBatch, TcMode};
+use lqos_apply::live::{read_live, LiveSource, NetlinkLive};
+use lqos_apply::load::LoadKind;
 use lqos_apply::netns::ScratchNetns;
-use lqos_apply::{
-    read_live, verify_plan, ApplyOptions, Backend, Drift, LiveSource, LoadKind, NetlinkBackend,
-    NetlinkLive, NoProgress, Parallelism, Session, StateDir, TcBatch, TcMode,
-};
+use lqos_apply::state::NetnsState;
+use lqos_apply::verify::Drift;
+use lqos_apply::{verify_plan, ApplyOptions, Session};
 use lqos_model::{Rate, SqmOverride};
-use lqos_tc::{
-    CakeDiffserv, CakeFlowMode, FqCodelParams, Interfaces, Plan, PlanConfig, QdiscKind, TcHandle,
-    TcOp,
-};
+use lqos_tc::config::Interfaces;
+use lqos_tc::ops::{FqCodelParams, QdiscKind};
+use lqos_tc::options::{CakeDiffserv, CakeFlowMode};
+use lqos_tc::{Plan, PlanConfig, TcHandle, TcOp};
 
 /// Where a scenario runs: a scratch namespace with veths, or existing
 /// interfaces in the current namespace.
@@ -255,7 +257,7 @@ fn scenario(env: &Env, sqm: &str, overrides: &[(&str, &str)], changed: &[(&str, 
     let p2 = plan_of(env, &g, &net2, sqm, Some(&p1.allocation));
     let live = env.live();
     let dir = tempfile::tempdir().unwrap();
-    let state = StateDir::open(dir.path()).unwrap();
+    let state = NetnsState::new(dir.path(), env.ns_name());
     let ns = env.ns_name().map(str::to_string);
     let backends: [Box<dyn Backend>; 2] = [
         Box::new(NetlinkBackend::new(ns.clone(), Parallelism::Serial)),
@@ -266,7 +268,6 @@ fn scenario(env: &Env, sqm: &str, overrides: &[(&str, &str)], changed: &[(&str, 
         let name = b.describe();
         let s = Session {
             state: &state,
-            netns: env.ns_name(),
             live: &live,
             backend: b.as_ref(),
         };
@@ -561,11 +562,10 @@ fn a_cake_load_that_does_not_fit_in_memory_is_refused() {
     let p = plan_of(&env, &g, &g.network, "cake diffserv4", None);
     let live = env.live();
     let dir = tempfile::tempdir().unwrap();
-    let state = StateDir::open(dir.path()).unwrap();
+    let state = NetnsState::new(dir.path(), env.ns_name());
     let backend = NetlinkBackend::new(env.ns_name().map(str::to_string), Parallelism::Serial);
     let s = Session {
         state: &state,
-        netns: env.ns_name(),
         live: &live,
         backend: &backend,
     };
@@ -575,7 +575,7 @@ fn a_cake_load_that_does_not_fit_in_memory_is_refused() {
     let msg = e.to_string();
     assert!(
         // The facts; the CLI adds what helps (`--lazy-leaves`, ...).
-        matches!(e, lqos_apply::ApplyError::NotEnoughMemory { .. })
+        matches!(e, lqos_apply::error::ApplyError::NotEnoughMemory { .. })
             && msg.contains("Nothing was changed"),
         "{msg}"
     );
@@ -590,7 +590,7 @@ fn a_cake_load_that_does_not_fit_in_memory_is_refused() {
             "{d}: {t:?}"
         );
     }
-    assert!(lqos_apply::load_saved_plan(&state, env.ns_name())
+    assert!(lqos_apply::saved::load_saved_plan(&state)
         .unwrap()
         .is_none());
 }

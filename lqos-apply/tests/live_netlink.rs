@@ -4,11 +4,14 @@
 mod common;
 
 use common::{both, fixture, hand_built, tc_classes, DEVS};
-use lqos_apply::LiveSource;
-use lqos_apply::{ApplyError, NetlinkBackend, NetlinkLive, Parallelism, RootDelete};
-use lqos_apply::{Backend, CountProgress, NoProgress};
-use lqos_tc::render_line;
-use lqos_tc::{QdiscKind, TcOp};
+use lqos_apply::backend::{Backend, CountProgress, NoProgress};
+use lqos_apply::backend::{NetlinkBackend, Parallelism, RootDelete};
+use lqos_apply::error::ApplyError;
+use lqos_apply::live::LiveSource;
+use lqos_apply::live::NetlinkLive;
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::render::render_line;
+use lqos_tc::TcOp;
 
 #[test]
 fn netlink_serial_and_parallel_load_and_read_back() {
@@ -18,7 +21,7 @@ fn netlink_serial_and_parallel_load_and_read_back() {
     let ops = hand_built(300, 16, |i| 10 + (i % 50) as u64);
     let streams = both(&ops);
     let live = NetlinkLive::new(Some(ns.name().to_string()));
-    let mut planned = lqos_tc::TcTree::default();
+    let mut planned = lqos_tc::tree::TcTree::default();
     for op in &ops {
         // The hand-built stream only adds, so the planned tree is its content.
         match op {
@@ -41,7 +44,7 @@ fn netlink_serial_and_parallel_load_and_read_back() {
                 assert_eq!(rep.interfaces[i].ops_applied, rep.interfaces[i].ops_total);
                 assert!(rep.interfaces[i].timing.is_some());
                 let tree = live.dump(dev).unwrap();
-                let v = lqos_apply::verify_tree(dev, &planned, &tree, &Default::default());
+                let v = lqos_apply::verify::verify_tree(dev, &planned, &tree, &Default::default());
                 assert!(
                     v.drift.is_empty(),
                     "{par:?} {rd:?} {dev}: {:?}",

@@ -3,9 +3,10 @@
 mod common;
 
 use common::{both, fixture, hand_built, tc_classes, tc_qdiscs, DEVS};
-use lqos_apply::{ApplyError, RootDelete, TcBatch, TcMode};
-use lqos_apply::{Backend, CountProgress, NoProgress};
-use lqos_tc::render_line;
+use lqos_apply::backend::{Backend, CountProgress, NoProgress};
+use lqos_apply::backend::{RootDelete, TcBatch, TcMode};
+use lqos_apply::error::ApplyError;
+use lqos_tc::render::render_line;
 
 #[test]
 fn every_tc_mode_loads_and_reloads_a_tree() {

@@ -104,7 +104,7 @@ fn every_capture_both_ways() {
             (TcOp::AddQdisc(d), TcOp::AddQdisc(w))
             | (TcOp::ReplaceQdisc(d), TcOp::ReplaceQdisc(w)) => {
                 // tc always sends HTB's rate2quantum (10 unless given).
-                if let (lqos_tc::QdiscKind::Htb(dh), lqos_tc::QdiscKind::Htb(wh)) =
+                if let (lqos_tc::ops::QdiscKind::Htb(dh), lqos_tc::ops::QdiscKind::Htb(wh)) =
                     (&mut d.kind, &w.kind)
                 {
                     assert_eq!(dh.r2q, Some(wh.r2q.unwrap_or(10)), "{name}");

@@ -7,7 +7,9 @@ mod common;
 use lqos_apply::netlink::{NetlinkError, NetlinkSocket, SendOptions};
 use lqos_apply::netns::ScratchNetns;
 use lqos_model::Rate;
-use lqos_tc::{Class, HtbClass, QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::ops::{Class, HtbClass, QdiscKind};
+use lqos_tc::tree::TcTree;
+use lqos_tc::{TcHandle, TcOp};
 
 /// The shared scratch namespace (veth ens19/ens20, 16 TX queues, deleted
 /// on drop, also when a test panics) with netlink helpers.

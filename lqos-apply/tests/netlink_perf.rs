@@ -29,7 +29,8 @@ use std::time::Instant;
 
 use lqos_apply::netlink::{encode_op, NetlinkSocket, SendOptions};
 use lqos_model::Rate;
-use lqos_tc::{QdiscKind, TcHandle, TcOp};
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::{TcHandle, TcOp};
 
 struct Netns(String);
 

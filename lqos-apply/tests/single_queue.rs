@@ -3,18 +3,20 @@
 //! no-op reload, incremental change and verify work as on a multiqueue
 //! device, and preflight refuses an mq plan with a clear message.
 
+use lqos_apply::backend::{NetlinkBackend, NoProgress, Parallelism};
+use lqos_apply::error::ApplyError;
+use lqos_apply::live::NetlinkLive;
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
-use lqos_apply::{
-    verify_plan, ApplyError, ApplyOptions, NetlinkBackend, NetlinkLive, NoProgress, Parallelism,
-    Session, StateDir,
-};
-use lqos_tc::{QdiscKind, TcHandle, TcOp};
+use lqos_apply::state::NetnsState;
+use lqos_apply::{verify_plan, ApplyOptions, Session};
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::{TcHandle, TcOp};
 
 fn plan(circuits: usize, queues: u32) -> (lqos_model::Network, lqos_tc::Plan) {
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits,
-        seed: 5,
-        ..Default::default()
+    let g = lqos_model::generate(&{
+        let mut p = lqos_model::GenParams::with_circuits(circuits);
+        p.seed = 5;
+        p
     });
     let mut cfg = lqos_tc::PlanConfig::from_lqos_config(&g.config, queues).unwrap();
     cfg.default_sqm = "pfifo".parse().unwrap();
@@ -33,10 +35,10 @@ fn one_tx_queue_gets_an_htb_root_and_reloads_incrementally() {
     for ip in &p.interfaces {
         assert_eq!(
             ip.ops[0],
-            TcOp::ReplaceQdisc(lqos_tc::Qdisc {
+            TcOp::ReplaceQdisc(lqos_tc::ops::Qdisc {
                 parent: TcHandle::ROOT,
                 handle: TcHandle::new(1, 0),
-                kind: QdiscKind::Htb(lqos_tc::HtbQdisc {
+                kind: QdiscKind::Htb(lqos_tc::ops::HtbQdisc {
                     default_minor: 2,
                     r2q: None,
                     direct_qlen: None,
@@ -47,18 +49,18 @@ fn one_tx_queue_gets_an_htb_root_and_reloads_incrementally() {
             TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if q.kind == QdiscKind::Mq)));
     }
     let dir = tempfile::tempdir().unwrap();
-    let state = StateDir::open(dir.path()).unwrap();
+    let state = NetnsState::new(dir.path(), Some(ns.name()));
     let live = NetlinkLive::new(Some(ns.name().to_string()));
     let backend = NetlinkBackend::new(Some(ns.name().to_string()), Parallelism::Serial);
     let s = Session {
         state: &state,
-        netns: Some(ns.name()),
         live: &live,
         backend: &backend,
     };
-    let opts = ApplyOptions {
-        verify_after: true,
-        ..Default::default()
+    let opts = {
+        let mut p = ApplyOptions::default();
+        p.verify_after = true;
+        p
     };
     let first = s.apply_planned(&p, Some(&net), opts, &NoProgress).unwrap();
     assert!(first.verify.as_ref().unwrap().is_clean());
@@ -103,7 +105,7 @@ fn preflight_refuses_mq_on_a_single_queue_device() {
     // A plan made for two queues has an mq root.
     let (_, p) = plan(50, 2);
     let live = NetlinkLive::new(Some(ns.name().to_string()));
-    let e = lqos_apply::preflight(&p, &live).unwrap_err();
+    let e = lqos_apply::load::preflight(&p, &live).unwrap_err();
     assert!(matches!(e, ApplyError::MqOnSingleQueue { .. }), "{e}");
     // The fact; the CLI adds `plan with --queues 1` (lqos-cli's hints).
     let msg = e.to_string();

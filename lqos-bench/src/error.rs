@@ -1,9 +1,10 @@
 //! The one error type of `lqos-bench`.
 
-use lqos_apply::ApplyError;
+use lqos_apply::error::ApplyError;
 
 /// What can go wrong while benchmarking.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BenchError {
     /// Loading, reading back or preflighting failed (the kernel's words inside).
     #[error(transparent)]
@@ -11,13 +12,13 @@ pub enum BenchError {
     /// The benchmark network could not be planned.
     #[error("planning the bench tree: {0}")]
     Plan(#[from] lqos_tc::PlanError),
-    /// A whole-process method was asked for without an `lqos apply` command.
-    #[error("method {method} runs `lqos apply` as a process: no lqos executable was given")]
+    /// A whole-process method was asked for without a reload command.
+    #[error("method {method} runs the reload as a process: no command was given")]
     NoApplyCommand {
         /// The method id.
         method: &'static str,
     },
-    /// `lqos apply` as a process failed.
+    /// The reload as a process failed.
     #[error("`{command}` failed: {message}")]
     Process {
         /// The command line.

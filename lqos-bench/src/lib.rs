@@ -1,4 +1,5 @@
-//! The benchmark runner behind `lqos bench` and the criterion loader benches.
+//! The benchmark runner of lqos's load methods: the front end's bench and
+//! the criterion loader benches.
 //!
 //! Start with [`BenchTree::plan`] (the tree to load and its 1%-changed
 //! variant), then [`Runner::new`] on a scratch namespace's name, load the

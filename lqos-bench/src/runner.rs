@@ -1,4 +1,4 @@
-//! The load methods of `lqos bench`, run against a scratch namespace.
+//! The load methods of the bench, run against a scratch namespace.
 //!
 //! Every method starts from the base tree fully loaded (as a reload on a
 //! running shaper does) and leaves it loaded again, so methods can run in
@@ -10,11 +10,14 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use lqos_apply::timing::{CpuScope, Stopwatch};
-use lqos_apply::{
-    load_deletes_first, plan_change, read_live, Backend, IfaceOps, NetlinkBackend, NetlinkLive,
-    NoProgress, Parallelism, Progress, RootDelete, TcBatch, TcMode, Timing,
+use lqos_apply::backend::{
+    load_deletes_first, Backend, IfaceOps, NetlinkBackend, NoProgress, Parallelism, Progress,
+    RootDelete, TcBatch, TcMode,
 };
+use lqos_apply::live::{read_live, NetlinkLive};
+use lqos_apply::load::plan_change;
+use lqos_apply::timing::Timing;
+use lqos_apply::timing::{CpuScope, Stopwatch};
 use lqos_tc::{InterfacePlan, TcOp};
 use serde::Serialize;
 
@@ -42,13 +45,14 @@ pub enum Method {
     NetlinkSerial,
     /// 6: netlink, one worker per interface, all old trees deleted first.
     NetlinkParallel,
-    /// 5p: `lqos apply --full` as a whole process (parse the inputs, plan,
-    /// delete and rebuild both trees over netlink, save the state).
+    /// 5p: the front end's full reload as a whole process (parse the
+    /// inputs, plan, delete and rebuild both trees over netlink, save the
+    /// state): [`ApplyCommand`] with its `full` arguments.
     ApplyProcessFull,
     /// 7: incremental reload with no change (readback + diff + send).
     IncrementalNoChange,
-    /// 7p: `lqos apply` with nothing changed, as a whole process (parse the
-    /// inputs, plan, read both trees back, diff, send nothing).
+    /// 7p: the front end's reload with nothing changed, as a whole process
+    /// (parse the inputs, plan, read both trees back, diff, send nothing).
     ApplyProcessNoChange,
     /// 8: incremental reload with 1% of circuits changed in rate.
     IncrementalChanged,
@@ -101,17 +105,17 @@ impl Method {
             Method::TcParallel => "tc -b per iface, parallel",
             Method::NetlinkSerial => "netlink, serial (old trees deleted first)",
             Method::NetlinkParallel => "netlink, parallel (old trees deleted first)",
-            Method::ApplyProcessFull => "lqos apply --full, whole process",
+            Method::ApplyProcessFull => "full reload, whole process",
             Method::IncrementalNoChange => "incremental reload, no change",
-            Method::ApplyProcessNoChange => "lqos apply, no change, whole process",
+            Method::ApplyProcessNoChange => "reload, no change, whole process",
             Method::IncrementalChanged => "incremental reload, 1% changed",
             Method::Teardown => "teardown (root delete)",
         }
     }
 
-    /// The quick default set of `lqos bench`: issue 526's question (1, 2,
-    /// 4), the netlink loader (5), and full vs no-op reloads in-process and
-    /// as whole `lqos apply` processes (5p, 7, 7p, 8).
+    /// The quick default set: issue 526's question (1, 2, 4), the netlink
+    /// loader (5), and full vs no-op reloads in-process and as whole
+    /// processes (5p, 7, 7p, 8).
     pub const QUICK: [Method; 8] = [
         Method::TcEachAlone,
         Method::TcCombined,
@@ -123,8 +127,8 @@ impl Method {
         Method::IncrementalChanged,
     ];
 
-    /// True for the methods that run `lqos apply` as a process (they need
-    /// [`Runner::with_apply_command`]).
+    /// True for the methods that run the front end's reload as a process
+    /// (they need [`Runner::with_apply_command`]).
     pub fn is_process(self) -> bool {
         matches!(
             self,
@@ -171,15 +175,20 @@ impl BenchTree {
     }
 }
 
-/// How to run `lqos apply` as a process on the bench's tree: the program
-/// and the arguments that make it plan exactly the bench's base tree
-/// (inputs, `--queues`, `--sqm`, `--strategy`, `--netns`, `--state-dir`).
+/// How to run the front end's reload as a process on the bench's tree:
+/// the program and the arguments that make it plan exactly the bench's
+/// base tree (inputs, queues, leaf qdisc, strategy, namespace, state
+/// directory) and load it, and the arguments that make that load a full
+/// rebuild.
 #[derive(Debug, Clone)]
 pub struct ApplyCommand {
-    /// The `lqos` executable.
+    /// The executable.
     pub program: PathBuf,
-    /// Arguments after `apply`.
+    /// Its arguments for a reload (incremental: nothing is sent when
+    /// nothing changed).
     pub args: Vec<OsString>,
+    /// The arguments added for a full rebuild.
+    pub full: Vec<OsString>,
 }
 
 /// Runs methods in one network namespace.
@@ -198,7 +207,7 @@ impl Runner {
     }
 
     /// A runner for existing interfaces: of namespace `netns`, or of the
-    /// current namespace (`lqos bench --interfaces`).
+    /// current namespace (existing interfaces).
     pub fn in_netns(netns: Option<&str>) -> Runner {
         Runner {
             netns: netns.map(str::to_string),
@@ -214,14 +223,15 @@ impl Runner {
         self
     }
 
-    /// Runs `lqos apply [extra]` once, timed as a whole child process.
-    fn apply_process(&self, method: Method, extra: &[&str]) -> Result<Timing> {
+    /// Runs the reload command (with `full`, its full-rebuild arguments)
+    /// once, timed as a whole child process.
+    fn apply_process(&self, method: Method, full: bool) -> Result<Timing> {
         let cmd = self.apply.as_ref().ok_or(BenchError::NoApplyCommand {
             method: method.id(),
         })?;
         let sw = Stopwatch::start(CpuScope::Children);
+        let extra: &[OsString] = if full { &cmd.full } else { &[] };
         let out = Command::new(&cmd.program)
-            .arg("apply")
             .args(&cmd.args)
             .args(extra)
             .stdin(Stdio::null())
@@ -244,11 +254,11 @@ impl Runner {
         Ok(t)
     }
 
-    /// The first whole-process run saves the state `lqos apply` keeps; do
+    /// The first whole-process run saves the state the front end keeps; do
     /// that once, untimed, so every timed run sees a warm state directory.
     fn prime(&self, method: Method) -> Result<()> {
         if !self.primed.get() {
-            self.apply_process(method, &[])?;
+            self.apply_process(method, false)?;
             self.primed.set(true);
         }
         Ok(())
@@ -284,7 +294,7 @@ impl Runner {
         Ok(sample)
     }
 
-    /// A full reload the way `lqos apply --full` does it: every old tree
+    /// A full reload as the front end's full rebuild does it: every old tree
     /// deleted first, then the builds ([`load_deletes_first`]).
     fn timed_reload(
         &self,
@@ -305,7 +315,7 @@ impl Runner {
         self.sync_to(targets, &NoProgress)
     }
 
-    /// What `lqos apply` does by default: read the live trees back, diff
+    /// What a reload does by default: read the live trees back, diff
     /// them against `targets`, and send only the difference (nothing when
     /// there is none) with the serial netlink loader. Returns the ops sent.
     fn sync_to(&self, targets: &[InterfacePlan], progress: &dyn Progress) -> Result<usize> {
@@ -427,13 +437,13 @@ impl Runner {
             )?),
             Method::ApplyProcessFull => {
                 self.prime(method)?;
-                let t = self.apply_process(method, &["--full"])?;
+                let t = self.apply_process(method, true)?;
                 let ops = tree.reload_ops.iter().map(IfaceOps::len).sum();
                 row(Sample::new(t, ops))
             }
             Method::ApplyProcessNoChange => {
                 self.prime(method)?;
-                row(Sample::new(self.apply_process(method, &[])?, 0))
+                row(Sample::new(self.apply_process(method, false)?, 0))
             }
             Method::IncrementalNoChange => row(self.incremental(&tree.base, progress)?),
             Method::IncrementalChanged => {
@@ -498,15 +508,11 @@ impl BenchTree {
     }
 }
 
-fn describe(cmd: &ApplyCommand, extra: &[&str]) -> String {
-    let mut s = format!("{} apply", cmd.program.display());
-    for a in cmd.args.iter().map(|a| a.to_string_lossy().into_owned()) {
+fn describe(cmd: &ApplyCommand, extra: &[OsString]) -> String {
+    let mut s = cmd.program.display().to_string();
+    for a in cmd.args.iter().chain(extra) {
         s += " ";
-        s += &a;
-    }
-    for a in extra {
-        s += " ";
-        s += a;
+        s += &a.to_string_lossy();
     }
     s
 }
@@ -540,10 +546,7 @@ mod tests {
 
     #[test]
     fn one_percent_means_every_hundredth_circuit() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 1000,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(1000));
         let changed = one_percent_changed(&g.network);
         let differing = g
             .network
@@ -565,10 +568,7 @@ mod tests {
 
     #[test]
     fn changed_tree_differs_only_in_class_changes() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 500,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(500));
         let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
         cfg.default_sqm = "pfifo".parse().unwrap();
         let t = BenchTree::plan(&g.network, &cfg).unwrap();

@@ -18,8 +18,8 @@ pub struct Sample {
 }
 
 impl Sample {
-    /// A sample from a measured [`Timing`](lqos_apply::Timing) and the ops sent.
-    pub fn new(t: lqos_apply::Timing, ops: usize) -> Sample {
+    /// A sample from a measured [`Timing`](lqos_apply::timing::Timing) and the ops sent.
+    pub fn new(t: lqos_apply::timing::Timing, ops: usize) -> Sample {
         Sample {
             wall: t.wall,
             user: t.user,

@@ -29,12 +29,13 @@ use std::time::{Duration, Instant};
 
 use lqos_bpf::layout::addr_bytes;
 use lqos_bpf::layout::{CircuitValue, IfaceConfig, Role, Steer};
+use lqos_bpf::loader::DataPath;
+use lqos_bpf::maps::Maps;
 use lqos_bpf::model::{diff, Entries, MapKey};
 use lqos_bpf::packet::Frame;
 use lqos_bpf::plan::CpuPolicy;
 use lqos_bpf::sys::PrivateBpffs;
 use lqos_bpf::testrun::{run_tc, run_xdp};
-use lqos_bpf::{DataPath, Maps};
 
 /// A kind of frame: its name and the (source, destination) of frame k.
 type Case = (&'static str, Box<dyn Fn(u32) -> (IpAddr, IpAddr)>);
@@ -244,12 +245,9 @@ fn main() {
     }
 
     if a.circuits > 0 {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: a.circuits,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(a.circuits));
         let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
-        cfg.default_sqm = lqos_tc::LeafSpec::None;
+        cfg.default_sqm = lqos_tc::config::LeafSpec::None;
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
         let cpus = CpuPolicy::new(vec![0, 1]);
         let dir = bpffs.path().join("load");
@@ -368,7 +366,11 @@ fn tcp_cost(dir: &std::path::Path, a: &Args) {
     use lqos_bpf::packet::tcp_flags as F;
     let dp = match &a.object {
         Some(o) => DataPath::load_with(dir, o, a.tcp_flows.next_power_of_two() * 2),
-        None => DataPath::load_with(dir, lqos_bpf::OBJECT, a.tcp_flows.next_power_of_two() * 2),
+        None => DataPath::load_with(
+            dir,
+            lqos_bpf::loader::OBJECT,
+            a.tcp_flows.next_power_of_two() * 2,
+        ),
     }
     .unwrap_or_else(|e| panic!("{e}"));
     let mut maps = dp.maps().unwrap();
@@ -400,7 +402,7 @@ fn tcp_cost(dir: &std::path::Path, a: &Args) {
         let f = flow(i).0.seq(1).ts(1000, 1).payload(1000).build();
         run_tc(dp.tc(), &f, 1, 1).unwrap();
     }
-    let tcp = lqos_bpf::TcpMaps::open(dir).unwrap();
+    let tcp = lqos_bpf::tcp::TcpMaps::open(dir).unwrap();
     let h = tcp.read().unwrap().health;
     println!(
         "\n== TCP tracking: {} flows over {TCP_CIRCUITS} circuits (flow table {} entries), entered in {:.1?}",

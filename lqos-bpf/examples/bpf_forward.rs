@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use lqos_bpf::attach::{AttachOptions, XdpChoice};
 use lqos_bpf::layout::{CircuitValue, Steer};
+use lqos_bpf::loader::DataPath;
 use lqos_bpf::model::{Entries, MapKey};
 use lqos_bpf::sys::{enter_netns, in_netns, PrivateBpffs};
-use lqos_bpf::DataPath;
 
 // The namespaces and the shaping tree of the namespace tests.
 #[path = "../tests/common/mod.rs"]
@@ -142,15 +142,14 @@ fn main() {
             if mode != "none" {
                 let mut d = DataPath::load(&pin).unwrap();
                 d.maps().unwrap().sync(&want).unwrap();
-                let opts = AttachOptions {
-                    xdp: if mode == "tc" {
-                        XdpChoice::Off
-                    } else {
-                        XdpChoice::Auto
-                    },
-                    disable_xps: true,
-                    cpus: lqos_bpf::sys::online_cpus().unwrap(),
+                let mut opts = AttachOptions::default();
+                opts.xdp = if mode == "tc" {
+                    XdpChoice::Off
+                } else {
+                    XdpChoice::Auto
                 };
+                opts.disable_xps = true;
+                opts.cpus = lqos_bpf::sys::online_cpus().unwrap();
                 let rep = in_netns(Some(&shaper.name), || d.attach(&ifs, &opts)).unwrap();
                 if mode == "tc+xdp" {
                     eprintln!("XDP: {:?}", rep.iter().map(|r| &r.xdp).collect::<Vec<_>>());

@@ -53,6 +53,7 @@ pub enum XdpChoice {
 
 /// What XDP ended up as on one interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum XdpStatus {
     /// Newly attached in the driver (native XDP).
     Native,
@@ -72,6 +73,7 @@ pub enum XdpStatus {
 
 /// What tc ended up as on one interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TcStatus {
     /// A new filter.
     Attached,
@@ -90,6 +92,7 @@ pub struct Interface {
 
 /// Options of [`DataPath::attach`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AttachOptions {
     /// XDP mode.
     pub xdp: XdpChoice,
@@ -112,6 +115,7 @@ impl Default for AttachOptions {
 
 /// The outcome on one interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct IfaceReport {
     /// Interface name.
     pub name: String,

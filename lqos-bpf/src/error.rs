@@ -7,6 +7,7 @@ use std::path::PathBuf;
 /// path. Each variant names what it was working on (interface, map,
 /// program, path).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BpfError {
     /// The kernel lacks something the data path needs; nothing was changed.
     #[error("preflight: {check}: {message}")]

@@ -6,7 +6,8 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use ipnet::IpNet;
-use lqos_tc::{IpMap, Plan};
+use lqos_tc::ipmap::IpMap;
+use lqos_tc::Plan;
 
 use crate::attach::{self, AttachOptions, IfaceReport, XdpChoice};
 use crate::error::Result;
@@ -21,6 +22,7 @@ use crate::sys;
 
 /// Options of [`install`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct InstallOptions {
     /// bpffs directory of the pins (default [`DEFAULT_PIN_DIR`]).
     pub pin_dir: PathBuf,
@@ -30,8 +32,7 @@ pub struct InstallOptions {
     pub xdp: XdpChoice,
     /// Which CPU owns which TX queue (None: the online CPUs in order).
     pub cpus: Option<CpuPolicy>,
-    /// Entries of the TCP flow table (`[lqos] flow_table_size`; default
-    /// [`DEFAULT_FLOW_TABLE`]).
+    /// Entries of the TCP flow table (default [`DEFAULT_FLOW_TABLE`]).
     pub flow_table_size: u32,
 }
 
@@ -49,6 +50,7 @@ impl Default for InstallOptions {
 
 /// What [`install`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Installed {
     /// The preflight's findings (warnings included).
     pub preflight: Preflight,
@@ -77,7 +79,7 @@ pub fn install(plan: &Plan, opts: &InstallOptions) -> Result<Installed> {
         None => CpuPolicy::online()?,
     };
     let want = entries(plan, &cpus)?;
-    let mut dp = DataPath::load_with(&opts.pin_dir, crate::OBJECT, opts.flow_table_size)?;
+    let mut dp = DataPath::load_with(&opts.pin_dir, crate::loader::OBJECT, opts.flow_table_size)?;
     let counts = dp.maps()?.sync(&want)?;
     crate::tcp::prune_for(&opts.pin_dir, &want)?;
     let attach_opts = AttachOptions {

@@ -646,8 +646,8 @@ impl TcpCircuit {
 pub const FLOW_KEY_SIZE: usize = 36;
 /// A flow table value (`struct lqos_flow`): 40 bytes.
 pub const FLOW_VALUE_SIZE: usize = 40;
-/// Flow table entries unless configured (`LQOS_FLOWS_DEFAULT`, `[lqos]
-/// flow_table_size`).
+/// Flow table entries unless configured (`LQOS_FLOWS_DEFAULT`; the
+/// loader's `flow_table_size`).
 pub const DEFAULT_FLOW_TABLE: u32 = 1 << 18;
 /// Capacity of `lqos1_tcp` (`LQOS_MAX_TCP_CIRCUITS`).
 pub const MAX_TCP_CIRCUITS: u32 = 1 << 18;

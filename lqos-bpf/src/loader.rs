@@ -56,7 +56,7 @@ impl DataPath {
     }
 
     /// [`DataPath::load_object`] with a TCP flow table of `flow_table_size`
-    /// entries (`[lqos] flow_table_size`). A pinned flow table of another
+    /// entries. A pinned flow table of another
     /// size is unpinned first and made anew (the flows it held are
     /// forgotten: their next segments start them again); the programs
     /// running until the new ones replace them keep the old one.

@@ -37,6 +37,7 @@ impl std::fmt::Debug for Maps {
 
 /// What [`Maps::apply`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ApplyCounts {
     /// Entries written (added or changed in place).
     pub written: usize,

@@ -363,10 +363,10 @@ impl Entries {
     /// address or prefix with its circuit's class, queue and
     /// (`cpu_of_queue`) CPU in both directions.
     /// A prefix listed twice keeps its first entry, as
-    /// [`lqos_tc::IpMap::lookup`] does. Queues and classids that do not fit
+    /// [`lqos_tc::ipmap::IpMap::lookup`] does. Queues and classids that do not fit
     /// the maps' 16-bit fields are refused with the circuit named.
     pub fn from_ip_map(
-        ip_map: &lqos_tc::IpMap,
+        ip_map: &lqos_tc::ipmap::IpMap,
         cpu_of_queue: impl Fn(u32) -> u16,
     ) -> Result<Entries> {
         let mut out = Entries::with_capacity(ip_map.len());
@@ -386,10 +386,10 @@ impl Entries {
 /// (`cpu_of_queue`) CPU. Queues that do not fit 16 bits are refused with
 /// the circuit named.
 pub fn value_of(
-    e: &lqos_tc::IpMapEntry,
+    e: &lqos_tc::ipmap::IpMapEntry,
     cpu_of_queue: impl Fn(u32) -> u16,
 ) -> Result<CircuitValue> {
-    let steer = |s: &lqos_tc::Steer| -> Result<Steer> {
+    let steer = |s: &lqos_tc::ipmap::Steer| -> Result<Steer> {
         let queue = u16::try_from(s.queue).map_err(|_| BpfError::Entry {
             net: e.net,
             circuit: e.circuit_id.to_string(),
@@ -410,8 +410,8 @@ pub fn value_of(
 }
 
 /// The entry of exactly prefix `net` in `ip_map` (the first one when it is
-/// listed twice, as [`lqos_tc::IpMap::lookup`] picks), by binary search.
-pub fn exact(ip_map: &lqos_tc::IpMap, net: IpNet) -> Option<&lqos_tc::IpMapEntry> {
+/// listed twice, as [`lqos_tc::ipmap::IpMap::lookup`] picks), by binary search.
+pub fn exact(ip_map: &lqos_tc::ipmap::IpMap, net: IpNet) -> Option<&lqos_tc::ipmap::IpMapEntry> {
     let net = net.trunc();
     // The map's order: IPv4 first, longer prefixes first, then by address.
     let key = |n: &IpNet| {
@@ -454,7 +454,7 @@ impl MapDiff {
         self.writes.len() + self.removes.len()
     }
 
-    /// Applies the diff to a set in memory (what [`crate::Maps::apply`]
+    /// Applies the diff to a set in memory (what [`crate::maps::Maps::apply`]
     /// does to the kernel's maps).
     pub fn apply_to(&self, entries: &mut Entries) {
         for (k, v) in &self.writes {

@@ -2,7 +2,8 @@
 //! their roles and default queues, the map entries, which CPU owns which
 //! TX queue. Pure.
 
-use lqos_tc::{Interfaces, Plan, PlanConfig};
+use lqos_tc::config::Interfaces;
+use lqos_tc::{Plan, PlanConfig};
 
 use crate::attach::Interface;
 use crate::error::{BpfError, Result};

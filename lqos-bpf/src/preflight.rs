@@ -15,6 +15,7 @@ use crate::sys;
 
 /// What preflight found.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Preflight {
     /// Entries of the cpumap (the possible CPUs).
     pub cpumap_entries: u32,

@@ -29,6 +29,7 @@ const BATCH: usize = 1024;
 
 /// The data path's own health as far as TCP tracking goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct TcpHealth {
     /// Entries of the flow table.
     pub flow_table_size: u32,
@@ -79,11 +80,19 @@ impl TcpHealth {
 
 /// One read of the TCP statistics.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TcpRead {
     /// Every circuit with an entry, by key.
     pub circuits: Vec<(TcpKey, TcpCircuit)>,
     /// The counters of the tracking itself.
     pub health: TcpHealth,
+}
+
+impl TcpRead {
+    /// A read of `circuits` with the tracking's counters `health`.
+    pub fn new(circuits: Vec<(TcpKey, TcpCircuit)>, health: TcpHealth) -> TcpRead {
+        TcpRead { circuits, health }
+    }
 }
 
 /// Handles on the TCP maps of one pin directory.

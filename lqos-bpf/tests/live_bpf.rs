@@ -30,7 +30,7 @@ fn the_live_interfaces_take_both_programs_and_give_them_back() {
     let pin = bpffs.path().join("lqos");
     let pre = lqos_bpf::preflight::preflight(&pin, None, &names).unwrap();
     eprintln!("preflight: {pre:?}");
-    let mut dp = lqos_bpf::DataPath::load(&pin).unwrap();
+    let mut dp = lqos_bpf::loader::DataPath::load(&pin).unwrap();
     let queues = pre.tx_queues[0].1 as u16;
     let ifs: Vec<lqos_bpf::attach::Interface> = names
         .iter()
@@ -40,9 +40,10 @@ fn the_live_interfaces_take_both_programs_and_give_them_back() {
             config: IfaceConfig::bridge(role, queues),
         })
         .collect();
-    let opts = AttachOptions {
-        cpus: lqos_bpf::sys::online_cpus().unwrap(),
-        ..Default::default()
+    let opts = {
+        let mut p = AttachOptions::default();
+        p.cpus = lqos_bpf::sys::online_cpus().unwrap();
+        p
     };
     let report = dp.attach(&ifs, &opts).unwrap();
     for r in &report {
@@ -65,7 +66,7 @@ fn the_live_interfaces_take_both_programs_and_give_them_back() {
         assert!(link.contains("prog/xdp"), "{link}");
     }
     // Attaching again replaces both in place.
-    let mut dp2 = lqos_bpf::DataPath::load(&pin).unwrap();
+    let mut dp2 = lqos_bpf::loader::DataPath::load(&pin).unwrap();
     for r in dp2.attach(&ifs, &opts).unwrap() {
         assert_eq!((r.tc, r.xdp), (TcStatus::Replaced, XdpStatus::Replaced));
     }

@@ -71,11 +71,10 @@ fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
     }
     l.maps.sync(&want).unwrap();
     let ifs = bridge_interfaces(QUEUES);
-    let opts = AttachOptions {
-        xdp: XdpChoice::Auto,
-        disable_xps: true,
-        cpus: lqos_bpf::sys::online_cpus().unwrap(),
-    };
+    let mut opts = AttachOptions::default();
+    opts.xdp = XdpChoice::Auto;
+    opts.disable_xps = true;
+    opts.cpus = lqos_bpf::sys::online_cpus().unwrap();
     let dp = &mut l.dp;
     let report = in_netns(Some(&shaper.name), || dp.attach(&ifs, &opts)).unwrap();
     for r in &report {
@@ -214,7 +213,7 @@ fn forwarded_flows_land_in_their_circuits_class_and_queue_both_ways() {
     // Attaching again replaces both programs in place. The new loader
     // stays alive through the removal below: it must hold no handle that
     // keeps the XDP link alive once unpinned.
-    let mut dp2 = lqos_bpf::DataPath::load(l.bpffs.path()).unwrap();
+    let mut dp2 = lqos_bpf::loader::DataPath::load(l.bpffs.path()).unwrap();
     let report = in_netns(Some(&shaper.name), || dp2.attach(&ifs, &opts)).unwrap();
     for r in &report {
         assert_eq!(
@@ -260,15 +259,15 @@ fn install_classifies_a_planned_network_in_a_namespace() {
     if !common::require_netns("install_classifies_a_planned_network_in_a_namespace") {
         return;
     }
-    let mut g = lqos_model::generate(&lqos_model::GenParams {
-        circuits: 40,
-        ipv6_fraction: 1.0,
-        ipv4_range_fraction: 0.0,
-        ..Default::default()
+    let mut g = lqos_model::generate(&{
+        let mut p = lqos_model::GenParams::with_circuits(40);
+        p.ipv6_fraction = 1.0;
+        p.ipv4_range_fraction = 0.0;
+        p
     });
     g.config.queues.downlink_bandwidth_mbps = 1000;
     let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", u32::from(QUEUES));
-    cfg.default_sqm = lqos_tc::LeafSpec::None;
+    cfg.default_sqm = lqos_tc::config::LeafSpec::None;
     cfg.fq_codel_threshold = None;
     let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
     // Two circuits' addresses: a /32 and an address inside a /56.
@@ -302,16 +301,17 @@ fn install_classifies_a_planned_network_in_a_namespace() {
         &["100.64.0.0/10", "fdd7:b724::/32"],
     );
     let batch = std::env::temp_dir().join(format!("{}.tc", shaper.name));
-    std::fs::write(&batch, lqos_tc::render_combined(&plan, false)).unwrap();
+    std::fs::write(&batch, lqos_tc::render::render_combined(&plan, false)).unwrap();
     shaper.tc(&["-b", batch.to_str().unwrap()]);
     let _ = std::fs::remove_file(&batch);
 
     let bpffs = lqos_bpf::sys::PrivateBpffs::new("install").unwrap();
     let pin_dir = bpffs.path().join("lqos");
-    let opts = lqos_bpf::InstallOptions {
-        pin_dir: pin_dir.clone(),
-        netns: Some(shaper.name.clone()),
-        ..Default::default()
+    let opts = {
+        let mut p = lqos_bpf::InstallOptions::default();
+        p.pin_dir = pin_dir.clone();
+        p.netns = Some(shaper.name.clone());
+        p
     };
     let done = lqos_bpf::install(&plan, &opts).unwrap();
     assert_eq!(done.entries.written, plan.ip_map.len());
@@ -445,11 +445,10 @@ fn a_stick_classifies_by_the_vlan_tag_outside_the_frame() {
             config: cfg,
         })
         .collect();
-    let opts = AttachOptions {
-        xdp: XdpChoice::Off,
-        disable_xps: true,
-        cpus: vec![],
-    };
+    let mut opts = AttachOptions::default();
+    opts.xdp = XdpChoice::Off;
+    opts.disable_xps = true;
+    opts.cpus = vec![];
     let dp = &mut l.dp;
     in_netns(Some(&shaper.name), || dp.attach(&ifs, &opts)).unwrap();
 

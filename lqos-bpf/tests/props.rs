@@ -11,7 +11,8 @@ use lqos_bpf::layout::{CircuitValue, IfaceConfig, Role, Steer};
 use lqos_bpf::model::{diff, Entries, MapKey};
 use lqos_bpf::packet::Frame;
 use lqos_bpf::testrun::run_tc;
-use lqos_tc::{IpMap, IpMapEntry, TcHandle};
+use lqos_tc::ipmap::{IpMap, IpMapEntry};
+use lqos_tc::TcHandle;
 use proptest::prelude::*;
 
 /// A prefix in a small space (so prefixes overlap): IPv4 inside
@@ -143,12 +144,12 @@ fn ip_map_of(nets: &[(IpNet, CircuitValue)]) -> IpMap {
             circuit_name: "n".into(),
             device_id: "d".into(),
             device_name: "cpe".into(),
-            download: lqos_tc::Steer {
+            download: lqos_tc::ipmap::Steer {
                 dev: "ens19".into(),
                 queue: u32::from(v.down.queue),
                 classid: TcHandle::from_raw(v.down.classid),
             },
-            upload: lqos_tc::Steer {
+            upload: lqos_tc::ipmap::Steer {
                 dev: "ens20".into(),
                 queue: u32::from(v.up.queue),
                 classid: TcHandle::from_raw(v.up.classid),
@@ -290,7 +291,7 @@ fn the_kernels_fast_path_agrees_with_ip_map_lookup() {
 
 /// No prefix of the fast map has another prefix inside it, and every fast
 /// prefix has one of the fast lengths in force.
-fn placement_holds(e: &Entries, lens: &lqos_bpf::FastLens) -> Result<(), String> {
+fn placement_holds(e: &Entries, lens: &lqos_bpf::layout::FastLens) -> Result<(), String> {
     let prefixes: Vec<MapKey> = e
         .iter()
         .map(|(k, _)| *k)

@@ -17,10 +17,11 @@ use std::time::Duration;
 use lqos_bpf::layout::{
     circuit_tag, rtt_bucket_of, CircuitValue, IfaceConfig, Role, Side, Steer, TcpCircuit, TcpKey,
 };
+use lqos_bpf::loader::DataPath;
 use lqos_bpf::model::MapKey;
 use lqos_bpf::packet::{tcp_flags as F, Frame};
+use lqos_bpf::tcp::{TcpMaps, TcpRead};
 use lqos_bpf::testrun::run_tc;
-use lqos_bpf::{DataPath, TcpMaps, TcpRead};
 
 const LO: u32 = 1;
 const SUB: &str = "100.64.0.7";
@@ -308,7 +309,7 @@ fn a_full_flow_table_evicts_the_oldest_and_keeps_measuring() {
         return;
     }
     let bpffs = lqos_bpf::sys::PrivateBpffs::new("tcp-full").unwrap();
-    let dp = DataPath::load_with(bpffs.path(), lqos_bpf::OBJECT, 1024).unwrap();
+    let dp = DataPath::load_with(bpffs.path(), lqos_bpf::loader::OBJECT, 1024).unwrap();
     let maps = dp.maps().unwrap();
     let mut p = Path::with(
         common::Loaded { dp, maps, bpffs },
@@ -345,7 +346,7 @@ fn a_full_flow_table_evicts_the_oldest_and_keeps_measuring() {
     assert_eq!(p.stats().flows, u64::from(n));
     // Loading again with another size makes a new table.
     drop(p.l.maps);
-    let dp = DataPath::load_with(p.l.bpffs.path(), lqos_bpf::OBJECT, 4096).unwrap();
+    let dp = DataPath::load_with(p.l.bpffs.path(), lqos_bpf::loader::OBJECT, 4096).unwrap();
     drop(dp);
     let t = TcpMaps::open(p.l.bpffs.path()).unwrap().read().unwrap();
     assert_eq!(t.health.flow_table_size, 4096);
@@ -416,7 +417,7 @@ fn circuits_sharing_a_classid_keep_apart_and_pruning_forgets_the_gone() {
         assert_eq!(c.flows, 1);
     }
     // A sync to entries that only have the new one forgets the old.
-    let mut want = lqos_bpf::Entries::default();
+    let mut want = lqos_bpf::model::Entries::default();
     want.insert(MapKey::from_net("100.64.0.7/32".parse().unwrap()), other);
     assert_eq!(
         lqos_bpf::tcp::prune_for(p.l.bpffs.path(), &want).unwrap(),

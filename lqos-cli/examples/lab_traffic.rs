@@ -49,8 +49,8 @@ fn main() {
     if every == 0 {
         usage();
     }
-    let state = lqos_apply::StateDir::open(&args[0]).expect("opening the state directory");
-    let plan = lqos_apply::load_saved_plan(&state, None)
+    let state = lqos_apply::state::NetnsState::new(&args[0], None);
+    let plan = lqos_apply::saved::load_saved_plan(&state)
         .expect("reading the saved plan")
         .unwrap_or_else(|| panic!("no saved plan in {}", args[0]))
         .plan;
@@ -63,7 +63,7 @@ fn main() {
             .iter()
             .find(|i| i.dev == dev)
             .unwrap_or_else(|| panic!("the plan has no interface {dev}"));
-        let classes: Vec<TcHandle> = lqos_apply::lazy::circuit_leaves(ip)
+        let classes: Vec<TcHandle> = lqos_tc::rules::circuit_leaves(ip)
             .step_by(every)
             .map(|q| q.parent)
             .collect();
@@ -77,7 +77,7 @@ fn main() {
         println!(
             "lab_traffic: {} circuits on {dev} (every {every}th of {})",
             classes.len(),
-            lqos_apply::lazy::circuit_leaves(ip).count()
+            lqos_tc::rules::circuit_leaves(ip).count()
         );
         feeds.push((s, dst, classes));
     }

@@ -9,7 +9,7 @@
 //!
 //! Per run, each timed alone (wall, and this process's and its children's
 //! user+system CPU):
-//! - lqos: [`lqos_apply::LiveSource::poll`] of every planned interface
+//! - lqos: [`lqos_apply::live::LiveSource::poll`] of every planned interface
 //!   (per HTB its class dump; one qdisc dump per interface: the leaves'
 //!   statistics) and [`StatsPoll::observe`] (map to circuits and nodes,
 //!   rates);
@@ -36,9 +36,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lqos_apply::live::{LiveSource, NetlinkLive};
+use lqos_apply::saved::load_saved_plan;
+use lqos_apply::state::NetnsState;
 use lqos_apply::stats::openmetrics::{self, CircuitSeries, Format};
 use lqos_apply::stats::{Snapshot, StatsIndex, StatsPoll, StatsTracker};
-use lqos_apply::{load_saved_plan, LiveSource, NetlinkLive, StateDir};
 
 /// User and system CPU of this process and its waited-for children.
 fn cpu() -> (Duration, Duration) {
@@ -111,21 +113,17 @@ fn synthetic(n: usize, runs: usize) {
     use lqos_apply::netlink::{
         CakeTin, CakeXstats, ClassSample, Counters, LeafXstats, QdiscSample,
     };
-    use lqos_apply::stats::{RawIface, RawStats};
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits: n,
-        ..Default::default()
-    });
+    use lqos_apply::stats::{IfaceSamples, Samples};
+    let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(n));
     let mut cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 16);
     cfg.default_sqm = "cake diffserv4".parse().unwrap();
     let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
     let index = StatsIndex::new(&plan);
-    let raw = RawStats {
-        interfaces: plan
-            .interfaces
+    let raw = Samples::from(
+        plan.interfaces
             .iter()
             .map(|ip| {
-                let mut r = RawIface::empty(&ip.dev);
+                let mut r = IfaceSamples::empty(&ip.dev);
                 for op in &ip.ops {
                     match op {
                         lqos_tc::TcOp::AddClass(c) => r.classes.push(ClassSample {
@@ -133,7 +131,7 @@ fn synthetic(n: usize, runs: usize) {
                             counters: Counters {
                                 bytes: 123_456_789,
                                 packets: 98_765,
-                                ..Counters::default()
+                                ..Default::default()
                             },
                             htb: None,
                         }),
@@ -164,9 +162,8 @@ fn synthetic(n: usize, runs: usize) {
                 }
                 r
             })
-            .collect(),
-        tcp: None,
-    };
+            .collect::<Vec<_>>(),
+    );
     let mut tracker = StatsTracker::new(&index);
     tracker.observe(&index, &raw, Duration::ZERO);
     let stats = tracker.observe(&index, &raw, Duration::from_secs(1));
@@ -192,14 +189,16 @@ fn synthetic(n: usize, runs: usize) {
 /// samples in 16 buckets (more each round, so every circuit has new
 /// samples in every interval), retransmits, flows.
 fn write_tcp(
-    tcp: &lqos_bpf::TcpMaps,
+    tcp: &lqos_bpf::tcp::TcpMaps,
     plan: &lqos_tc::Plan,
     round: u32,
 ) -> Result<(), Box<dyn std::error::Error>> {
     use lqos_bpf::layout::{circuit_tag, TcpCircuit, TcpKey};
     for (i, c) in plan.allocation.circuits.iter().enumerate() {
-        let down =
-            lqos_tc::TcHandle::new(plan.major(lqos_tc::Direction::Download, c.queue), c.minor);
+        let down = lqos_tc::TcHandle::new(
+            plan.major(lqos_tc::allocation::Direction::Download, c.queue),
+            c.minor,
+        );
         let key = TcpKey {
             classid: down.raw(),
             tag: circuit_tag(&c.id),
@@ -234,8 +233,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         synthetic(n.parse()?, runs);
         return Ok(());
     }
-    let dir = StateDir::open(&state)?;
-    let plan = load_saved_plan(&dir, netns.as_deref())?
+    let dir = NetnsState::new(&state, netns.as_deref());
+    let plan = load_saved_plan(&dir)?
         .ok_or("no plan applied in the state directory")?
         .plan;
     let live = NetlinkLive::new(netns.clone());
@@ -250,11 +249,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?;
     let _dp = bpffs
         .as_ref()
-        .map(|b| lqos_bpf::DataPath::load(b.path()))
+        .map(|b| lqos_bpf::loader::DataPath::load(b.path()))
         .transpose()?;
     let tcp_maps = bpffs
         .as_ref()
-        .map(|b| lqos_bpf::TcpMaps::open(b.path()))
+        .map(|b| lqos_bpf::tcp::TcpMaps::open(b.path()))
         .transpose()?;
     let mut tcp_poll = bpffs
         .as_ref()

@@ -3,9 +3,65 @@
 //! they are added here, in one place, next to `main`'s mapping of errors
 //! to exit codes.
 
-use lqos_apply::{guard, ApplyError, FullReason, LoadKind, UnsafeState};
+use lqos_apply::error::{ApplyError, UnsafeState};
+use lqos_apply::guard;
+use lqos_apply::load::{FullReason, LoadKind};
+use lqos_model::config::ConfigKey;
+use lqos_model::{Problem, Report};
 
-use crate::cmd::apply::{LoadStopped, Refused};
+/// The removal guard refused a plan: nothing was changed.
+#[derive(Debug)]
+pub struct Refused(pub guard::Refusal);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "refused: {}; nothing was changed", self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// A load that failed part way (the context of its error): the interface
+/// holds what was applied until then.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadStopped;
+
+impl std::fmt::Display for LoadStopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the load stopped")
+    }
+}
+
+/// What this binary offers instead of a LibreQoS `lqos.conf` key that
+/// lqos honours differently (the library's warning says what LibreQoS
+/// does and what lqos does).
+pub(crate) fn config_key(key: ConfigKey) -> Option<&'static str> {
+    Some(match key {
+        ConfigKey::UseBinpacking => "--strategy balanced, or --strategy round-robin",
+        ConfigKey::LazyQueues => "`lqos watch --lazy-leaves`",
+        ConfigKey::DryRun => "`lqos plan` or `lqos apply --dry-run` show what would be sent",
+        ConfigKey::InsightTopology => "--network and --devices name them",
+        ConfigKey::Integration => "give --network and --devices the files it exports",
+        _ => return None,
+    })
+}
+
+/// `p` with the advice for its `lqos.conf` key, if any.
+pub(crate) fn problem(p: &Problem) -> String {
+    match p.key.and_then(config_key) {
+        Some(a) => format!("{p} ({a})"),
+        None => p.to_string(),
+    }
+}
+
+/// The report as [`Report`] displays it (one `severity: problem` line
+/// each), with the advice for `lqos.conf` keys.
+pub(crate) fn report(r: &Report) -> String {
+    r.problems
+        .iter()
+        .map(|p| format!("{}: {}\n", p.severity, problem(p)))
+        .collect()
+}
 
 /// Advice for the first error in `err`'s chain that has some (with, after a
 /// load that stopped part way, how to go on from the partial tree).
@@ -83,6 +139,7 @@ pub(crate) fn apply_hint(e: &ApplyError) -> Option<String> {
             )
         }
         ApplyError::Locked { .. } => "wait for it to finish".to_string(),
+        ApplyError::InvalidInputs { .. } => "run `lqos check` for details".to_string(),
         ApplyError::NoInterface {
             config_key: Some(key),
             netns,
@@ -122,23 +179,20 @@ pub(crate) fn load_kind(k: &LoadKind) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lqos_apply::{ApplyOptions, NoProgress, QdiscRefusal, Recording};
+    use lqos_apply::backend::{NoProgress, Recording};
+    use lqos_apply::error::QdiscRefusal;
+    use lqos_apply::ApplyOptions;
 
-    fn planned(sqm: &str, classifier: lqos_tc::Classifier) -> lqos_tc::Plan {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 1000,
-            ..Default::default()
-        });
-        let overrides = lqos_apply::PlanOverrides {
-            sqm: Some(sqm.parse().unwrap()),
-            classifier: Some(classifier),
-            ..Default::default()
-        };
-        let cfg = lqos_apply::plan_config(
+    fn planned(sqm: &str, classifier: lqos_model::config::Classifier) -> lqos_tc::Plan {
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(1000));
+        let overrides = lqos_apply::inputs::PlanOverrides::default()
+            .sqm(sqm.parse().unwrap())
+            .classifier(classifier);
+        let cfg = lqos_apply::inputs::plan_config(
             &g.config,
             None,
             &overrides,
-            lqos_apply::QueueCount::Default(1),
+            lqos_apply::inputs::QueueCount::Default(1),
         )
         .unwrap();
         lqos_tc::plan(&g.network, &cfg, None).unwrap()
@@ -159,7 +213,10 @@ mod tests {
                 total: 2048 << 20,
                 available: 1800 << 20,
             });
-        let e = refused(&rec, &planned("cake diffserv4", lqos_tc::Classifier::None));
+        let e = refused(
+            &rec,
+            &planned("cake diffserv4", lqos_model::config::Classifier::None),
+        );
         assert!(matches!(e, ApplyError::NotEnoughMemory { .. }), "{e}");
         let lib = e.to_string();
         assert!(
@@ -183,7 +240,7 @@ mod tests {
             .with_link("ens19", 1)
             .with_link("ens20", 1)
             .without_qdisc_kind("flower");
-        let e = refused(&rec, &planned("pfifo", lqos_tc::Classifier::Tc));
+        let e = refused(&rec, &planned("pfifo", lqos_model::config::Classifier::Tc));
         assert!(!e.to_string().contains("--classifier"), "{e}");
         let h = apply_hint(&e).unwrap();
         assert!(

@@ -3,9 +3,9 @@
 //! A thin front-end: each subcommand parses arguments, makes one library
 //! call, prints, and maps the outcome to an exit code. The calls:
 //!
-//! - `check`: [`lqos_apply::Inputs::load`] (its report);
-//! - `plan`, `show`, `diff`: [`lqos_apply::plan_files`] or
-//!   [`lqos_apply::read_plan`], then [`lqos_tc`]'s render / diff;
+//! - `check`: [`lqos_apply::inputs::Inputs::load`] (its report);
+//! - `plan`, `show`, `diff`: [`lqos_apply::inputs::plan_files`] or
+//!   [`lqos_apply::inputs::read_plan`], then [`lqos_tc`]'s render / diff;
 //! - `apply`: [`lqos_apply::Session::apply`] (or `rollback`;
 //!   [`lqos_apply::apply_plan`] for `--dry-run`);
 //! - `verify`: [`lqos_apply::verify_plan`];
@@ -210,7 +210,11 @@ mod tests {
     #[test]
     fn an_error_chain_says_each_cause_once() {
         let io = std::io::Error::from(std::io::ErrorKind::NotFound);
-        let e = lqos_apply::ApplyError::io("cannot read LibreQoS state /x/y.json", io);
+        let e = lqos_apply::error::ApplyError::io(
+            lqos_apply::error::IoAction::ReadLibreQosState,
+            Some(std::path::Path::new("/x/y.json")),
+            io,
+        );
         let err = anyhow::Error::new(e).context("comparing");
         assert_eq!(
             chain(&err),

@@ -437,9 +437,12 @@ mod tests {
         tcp_families, tin_delays, Labels, COUNTERS, DELAY, DELAY_KINDS, GAUGES, INFO, TCP_RTT,
     };
     use lqos_apply::stats::tcp::EXPOSED_BUCKETS;
-    use lqos_apply::stats::{Dir, DirStats, RawIface, RawStats, Stats, StatsIndex, StatsTracker};
-    use lqos_apply::stats::{RttStats, TcpStats};
-    use lqos_tc::{Direction, TcHandle};
+    use lqos_apply::stats::tcp::{RttStats, TcpStats};
+    use lqos_apply::stats::{
+        Dir, DirStats, IfaceSamples, Samples, Stats, StatsIndex, StatsTracker,
+    };
+    use lqos_tc::allocation::Direction;
+    use lqos_tc::TcHandle;
     use prometheus_client::collector::Collector;
     use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
     use prometheus_client::metrics::counter::ConstCounter;
@@ -467,17 +470,17 @@ mod tests {
     /// The eBPF data path's TCP statistics of `plan`'s circuits at poll
     /// `k` (1 or 2): every circuit but the last has flows; circuit 0 has
     /// samples on every side, the others download subscriber-side only.
-    fn tcp_read(plan: &lqos_tc::Plan, k: u32) -> lqos_bpf::TcpRead {
+    fn tcp_read(plan: &lqos_tc::Plan, k: u32) -> lqos_bpf::tcp::TcpRead {
         let n = plan.allocation.circuits.len();
         let circuits = plan.allocation.circuits[..n.saturating_sub(1)]
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let key = lqos_bpf::TcpKey {
+                let key = lqos_bpf::layout::TcpKey {
                     classid: TcHandle::new(plan.major(Direction::Download, c.queue), c.minor).raw(),
                     tag: lqos_bpf::layout::circuit_tag(&c.id),
                 };
-                let mut t = lqos_bpf::TcpCircuit::default();
+                let mut t = lqos_bpf::layout::TcpCircuit::default();
                 let sides: &[(usize, usize)] = if i == 0 {
                     &[(0, 0), (0, 1), (1, 0), (1, 1)]
                 } else {
@@ -498,78 +501,73 @@ mod tests {
                 (key, t)
             })
             .collect();
-        lqos_bpf::TcpRead {
-            circuits,
-            health: lqos_bpf::TcpHealth {
-                flow_table_size: 262_144,
-                flows_new: 1000 * u64::from(k),
-                flows_closed: 400,
-                samples: 5000 * u64::from(k),
-                circuits: n as u32 - 1,
-                circuit_capacity: 262_144,
-                ..Default::default()
-            },
-        }
+        let mut health = lqos_bpf::tcp::TcpHealth::default();
+        health.flow_table_size = 262_144;
+        health.flows_new = 1000 * u64::from(k);
+        health.flows_closed = 400;
+        health.samples = 5000 * u64::from(k);
+        health.circuits = n as u32 - 1;
+        health.circuit_capacity = 262_144;
+        lqos_bpf::tcp::TcpRead::new(circuits, health)
     }
 
     /// A plan of `n` circuits with cake leaves (diffserv4), and statistics
     /// from two polls in which every circuit sent bytes, all of them in
     /// the Best Effort tin, and all but the last had TCP round trips.
     fn polled(n: usize) -> (StatsIndex, Stats) {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: n,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(n));
         let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 2);
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
         let index = StatsIndex::new(&plan);
         let mut t = StatsTracker::new(&index);
-        let raw = |bytes: u64, k: u32| RawStats {
-            interfaces: plan
-                .interfaces
-                .iter()
-                .map(|ip| {
-                    let mut r = RawIface::empty(&ip.dev);
-                    for c in &plan.allocation.circuits {
-                        let d = ip.direction;
-                        let classid = TcHandle::new(plan.major(d, c.queue), c.minor);
-                        r.classes.push(ClassSample {
-                            classid,
-                            counters: Counters {
-                                bytes,
-                                ..Counters::default()
-                            },
-                            htb: None,
-                        });
-                        let leaf = if d == Direction::Upload {
-                            c.leaf_upload
-                        } else {
-                            c.leaf_download
-                        };
-                        let mut tins = vec![CakeTin::default(); 4];
-                        tins[1] = CakeTin {
-                            sent_bytes: bytes,
-                            sent_packets: 3,
-                            peak_delay_us: 1_500_250,
-                            avg_delay_us: 1234,
-                            base_delay_us: 7,
-                            ..CakeTin::default()
-                        };
-                        r.qdiscs.push(QdiscSample {
-                            handle: TcHandle::new(leaf.unwrap(), 0),
-                            parent: classid,
-                            kind: "cake".into(),
-                            counters: Counters::default(),
-                            xstats: LeafXstats::Cake(CakeXstats {
-                                tins,
-                                ..CakeXstats::default()
-                            }),
-                        });
-                    }
-                    r
-                })
-                .collect(),
-            tcp: Some(tcp_read(&plan, k)),
+        let raw = |bytes: u64, k: u32| {
+            let mut s = Samples::from(
+                plan.interfaces
+                    .iter()
+                    .map(|ip| {
+                        let mut r = IfaceSamples::empty(&ip.dev);
+                        for c in &plan.allocation.circuits {
+                            let d = ip.direction;
+                            let classid = TcHandle::new(plan.major(d, c.queue), c.minor);
+                            r.classes.push(ClassSample {
+                                classid,
+                                counters: Counters {
+                                    bytes,
+                                    ..Default::default()
+                                },
+                                htb: None,
+                            });
+                            let leaf = if d == Direction::Upload {
+                                c.leaf_upload
+                            } else {
+                                c.leaf_download
+                            };
+                            let mut tins = vec![CakeTin::default(); 4];
+                            tins[1] = CakeTin {
+                                sent_bytes: bytes,
+                                sent_packets: 3,
+                                peak_delay_us: 1_500_250,
+                                avg_delay_us: 1234,
+                                base_delay_us: 7,
+                                ..CakeTin::default()
+                            };
+                            r.qdiscs.push(QdiscSample {
+                                handle: TcHandle::new(leaf.unwrap(), 0),
+                                parent: classid,
+                                kind: "cake".into(),
+                                counters: Counters::default(),
+                                xstats: LeafXstats::Cake(CakeXstats {
+                                    tins,
+                                    ..CakeXstats::default()
+                                }),
+                            });
+                        }
+                        r
+                    })
+                    .collect::<Vec<_>>(),
+            );
+            s.tcp = Some(tcp_read(&plan, k));
+            s
         };
         t.observe(&index, &raw(100, 1), Duration::ZERO);
         let stats = t.observe(&index, &raw(1100, 2), Duration::from_secs(1));

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use common::{code, lqos, text};
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
-use lqos_apply::StateDir;
+use lqos_apply::state::NetnsState;
 use lqos_tc::TcOp;
 
 #[test]
@@ -56,10 +56,8 @@ fn apply_verify_drift_repair_lock_and_rollback() {
     assert!(err.contains("ens19: incremental, 0 ops"), "{err}");
 
     // Drift: change one circuit class behind lqos's back.
-    let state = StateDir::open(d.join("st")).unwrap();
-    let saved = lqos_apply::load_saved_plan(&state, Some(ns.name()))
-        .unwrap()
-        .unwrap();
+    let state = NetnsState::new(d.join("st"), Some(ns.name()));
+    let saved = lqos_apply::saved::load_saved_plan(&state).unwrap().unwrap();
     let class = saved.plan.interfaces[0]
         .ops
         .iter()
@@ -122,7 +120,7 @@ fn apply_verify_drift_repair_lock_and_rollback() {
     assert_eq!(code(&o), 2, "{err}");
     assert!(
         err.contains(&format!(
-            "another lqos apply is running (pid {})",
+            "another apply is running (pid {})",
             std::process::id()
         )),
         "{err}"
@@ -320,10 +318,8 @@ fn read_ahead_noop_sees_every_drift_and_bad_inputs_change_nothing() {
     assert!(out.contains("readback "), "{out}");
 
     // Three kinds of drift behind lqos's back.
-    let state = StateDir::open(d.join("st")).unwrap();
-    let saved = lqos_apply::load_saved_plan(&state, Some(ns.name()))
-        .unwrap()
-        .unwrap();
+    let state = NetnsState::new(d.join("st"), Some(ns.name()));
+    let saved = lqos_apply::saved::load_saved_plan(&state).unwrap().unwrap();
     let ops = &saved.plan.interfaces[0].ops;
     let class = ops
         .iter()

@@ -122,7 +122,7 @@ fn classifier_from_flag_and_from_lqos_conf() {
     assert_eq!(ens19.matches(" flower dst_ip ").count(), 5);
     assert_eq!(ens20.matches(" flower src_ip ").count(), 5);
     // The text parses back (tc -b syntax lqos reads too).
-    lqos_tc::parse_batch(&ens19).unwrap();
+    lqos_tc::parse::parse_batch(&ens19).unwrap();
 
     let dir = setup(&format!("{CONF}[lqos]\nclassifier = \"tc\"\n"));
     ok(&lqos(dir.path(), &["plan", "--out", "b"]));

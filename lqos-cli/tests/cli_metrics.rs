@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use common::{lqos, netns_with_generated, ok, promtool, set_rates, static_neighbour, udp_sender};
 use lqos_apply::netns::require_netns;
-use lqos_tc::{Direction, TcHandle};
+use lqos_tc::allocation::Direction;
+use lqos_tc::TcHandle;
 
 /// A free loopback port (bound and released).
 fn free_port() -> u16 {
@@ -218,8 +219,8 @@ fn metrics_are_valid_grow_with_traffic_and_bad_requests_get_errors() {
     promtool::assert_passes(body, true, "a scrape in OpenMetrics");
 
     // Traffic into circuit 10001's download class.
-    let state = lqos_apply::StateDir::open(d.join("st")).unwrap();
-    let plan = lqos_apply::load_saved_plan(&state, Some(ns.name()))
+    let state = lqos_apply::state::NetnsState::new(d.join("st"), Some(ns.name()));
+    let plan = lqos_apply::saved::load_saved_plan(&state)
         .unwrap()
         .unwrap()
         .plan;
@@ -453,9 +454,9 @@ fn metrics_stay_answerable_under_idle_slow_and_many_clients() {
         }
         println!("a scrape beside a flood of 1,000: {:?}", timed_scrape(port));
         // An edit during the flood is applied: circuit 10001's ceil.
-        let live = lqos_apply::NetlinkLive::new(Some(ns.name().to_string()));
+        let live = lqos_apply::live::NetlinkLive::new(Some(ns.name().to_string()));
         let ceils = || -> Vec<u64> {
-            use lqos_apply::LiveSource;
+            use lqos_apply::live::LiveSource;
             let t = live.dump("ens19").unwrap();
             t.classes.values().map(|c| c.htb.ceil.bps()).collect()
         };

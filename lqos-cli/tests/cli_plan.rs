@@ -268,14 +268,17 @@ fn streamed_outputs_equal_the_in_memory_renderers() {
         &["plan", "--out", "out", "--root-delete"],
     ));
     let d = dir.path().join("out");
-    let plan = lqos_apply::read_plan(&d.join("plan.json")).unwrap();
+    let plan = lqos_apply::inputs::read_plan(&d.join("plan.json")).unwrap();
     let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap();
     for ip in &plan.interfaces {
         let text = read(&format!("tc_{}.txt", ip.dev));
         assert!(text.len() > 3 * 64 * 1024, "{} bytes", text.len());
-        assert_eq!(text, lqos_tc::render_interface(ip, true));
+        assert_eq!(text, lqos_tc::render::render_interface(ip, true));
     }
-    assert_eq!(read("linux_tc.txt"), lqos_tc::render_combined(&plan, true));
+    assert_eq!(
+        read("linux_tc.txt"),
+        lqos_tc::render::render_combined(&plan, true)
+    );
     let csv = read("ip_map.csv");
     assert!(csv.len() > 64 * 1024);
     assert_eq!(csv, plan.ip_map.to_csv());

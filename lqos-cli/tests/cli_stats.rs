@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use common::{code, lqos, netns_with_generated, ok, set_rates, static_neighbour, text, udp_sender};
 use lqos_apply::netns::require_netns;
-use lqos_tc::{Direction, TcHandle};
+use lqos_tc::allocation::Direction;
+use lqos_tc::TcHandle;
 
 /// UDP payload: with 42 bytes of ethernet, IP and UDP headers, 1000 bytes
 /// per packet as HTB counts them (`skb->len` at egress).
@@ -80,8 +81,8 @@ fn stats_report_what_was_sent_and_top_shows_the_busy_circuit_first() {
     let mut apply = vec!["apply", "--queues", "1", "--sqm", "pfifo"];
     apply.extend(target);
     ok(&lqos(d, &apply));
-    let state = lqos_apply::StateDir::open(d.join("st")).unwrap();
-    let plan = lqos_apply::load_saved_plan(&state, Some(ns.name()))
+    let state = lqos_apply::state::NetnsState::new(d.join("st"), Some(ns.name()));
+    let plan = lqos_apply::saved::load_saved_plan(&state)
         .unwrap()
         .unwrap()
         .plan;

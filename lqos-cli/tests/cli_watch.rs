@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use common::{code, lqos, text};
 use lqos_apply::netlink::NetlinkSocket;
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
-use lqos_tc::{TcHandle, TcTree};
+use lqos_tc::tree::TcTree;
+use lqos_tc::TcHandle;
 use serde_json::Value;
 
 /// The daemon, its JSON log lines collected by a reader thread; killed on
@@ -524,10 +525,10 @@ fn send_udp(s: &std::net::UdpSocket, priority: u32, packets: usize) {
 fn class_bytes(ns: &str, dev: &str) -> std::collections::BTreeMap<TcHandle, u64> {
     let mut s = NetlinkSocket::open_in_netns(ns).unwrap();
     let l = s.link(dev).unwrap();
-    s.class_stats(l.ifindex)
+    s.class_samples(l.ifindex)
         .unwrap()
         .into_iter()
-        .map(|c| (c.classid, c.bytes))
+        .map(|c| (c.classid, c.counters.bytes))
         .collect()
 }
 
@@ -564,13 +565,13 @@ fn lazy_leaves_follow_traffic() {
         ],
     );
     daemon.wait_log(0, Duration::from_secs(60), applied("start"));
-    let state = lqos_apply::StateDir::open(d.join("st")).unwrap();
-    let plan = lqos_apply::load_saved_plan(&state, Some(ns.name()))
+    let state = lqos_apply::state::NetnsState::new(d.join("st"), Some(ns.name()));
+    let plan = lqos_apply::saved::load_saved_plan(&state)
         .unwrap()
         .unwrap()
         .plan;
     let ip = plan.interfaces.iter().find(|i| i.dev == "ens19").unwrap();
-    let leaves: Vec<lqos_tc::Qdisc> = lqos_apply::lazy::circuit_leaves(ip).cloned().collect();
+    let leaves: Vec<lqos_tc::ops::Qdisc> = lqos_tc::rules::circuit_leaves(ip).cloned().collect();
     assert_eq!(leaves.len(), 40);
     // Idle circuits have no leaf (but every class is there).
     let t = tree(ns.name(), "ens19");

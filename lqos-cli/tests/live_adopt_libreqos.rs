@@ -28,9 +28,9 @@ mod common;
 use std::path::Path;
 
 use common::{code, copy_libreqos_fixture, lqos, text};
+use lqos_apply::live::{KindProbe, LiveSource as _, NetlinkLive};
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
-use lqos_apply::{KindProbe, LiveSource as _, NetlinkLive};
-use lqos_tc::QdiscKind;
+use lqos_tc::ops::QdiscKind;
 
 /// Does this kernel have cake and fq_codel? (Fails instead of skipping
 /// when `LQOS_REQUIRE_CAKE=1`.)
@@ -73,7 +73,7 @@ fn on_tree(d: &Path, ns: &ScratchNetns, cmd: &str, extra: &[&str]) -> (i32, Stri
 /// The fixture in a temporary directory and LibreQoS's `file` (under
 /// `state/debug/`) loaded with `tc -b` into a new namespace's `ens19` and
 /// `ens20`; the kernel's trees as loaded.
-fn libreqos_box(file: &str) -> (tempfile::TempDir, ScratchNetns, Vec<lqos_tc::TcTree>) {
+fn libreqos_box(file: &str) -> (tempfile::TempDir, ScratchNetns, Vec<lqos_tc::tree::TcTree>) {
     let cake = cake_here();
     let dir = tempfile::tempdir().unwrap();
     copy_libreqos_fixture(dir.path(), !cake);
@@ -93,7 +93,7 @@ fn libreqos_box(file: &str) -> (tempfile::TempDir, ScratchNetns, Vec<lqos_tc::Tc
     (dir, ns, before)
 }
 
-fn dump(ns: &ScratchNetns) -> Vec<lqos_tc::TcTree> {
+fn dump(ns: &ScratchNetns) -> Vec<lqos_tc::tree::TcTree> {
     let live = NetlinkLive::new(Some(ns.name().to_string()));
     ["ens19", "ens20"]
         .iter()
@@ -247,7 +247,7 @@ fn libreqos_py_linux_tc_is_adopted_changing_only_the_default_class_rate() {
     // Nothing else changed: the same classes, a leaf at the same places,
     // and every circuit's leaf kept its handle.
     let after = dump(&ns);
-    let leaves = |t: &lqos_tc::TcTree| -> std::collections::BTreeMap<_, _> {
+    let leaves = |t: &lqos_tc::tree::TcTree| -> std::collections::BTreeMap<_, _> {
         t.qdisc_by_parent()
             .into_iter()
             .map(|(p, q)| (p, q.handle))

@@ -9,13 +9,17 @@ use std::time::Duration;
 
 use common::{lqos, netns_with_generated, ok, static_neighbour, udp_sender};
 use lqos_apply::netns::require_netns;
-use lqos_tc::{Direction, TcHandle};
+use lqos_tc::allocation::Direction;
+use lqos_tc::TcHandle;
 
 /// Whether this kernel has cake (a skip message when not, a failure when
 /// `LQOS_REQUIRE_CAKE=1`, as in the lab).
 fn cake_available(test: &str) -> bool {
-    let kind = lqos_tc::QdiscKind::Cake(Default::default());
-    match lqos_apply::KindProbe::new().probe(&kind).expect("probe") {
+    let kind = lqos_tc::ops::QdiscKind::Cake(Default::default());
+    match lqos_apply::live::KindProbe::new()
+        .probe(&kind)
+        .expect("probe")
+    {
         Ok(()) => true,
         Err(r) if std::env::var("LQOS_REQUIRE_CAKE").as_deref() == Ok("1") => {
             panic!("{test}: LQOS_REQUIRE_CAKE=1 but this kernel has no cake: {r}")
@@ -45,8 +49,8 @@ fn cake_counts_an_ef_flow_in_the_voice_tin() {
     let mut apply = vec!["apply", "--queues", "1", "--sqm", "cake diffserv4"];
     apply.extend(target);
     ok(&lqos(d, &apply));
-    let state = lqos_apply::StateDir::open(d.join("st")).unwrap();
-    let plan = lqos_apply::load_saved_plan(&state, Some(ns.name()))
+    let state = lqos_apply::state::NetnsState::new(d.join("st"), Some(ns.name()));
+    let plan = lqos_apply::saved::load_saved_plan(&state)
         .unwrap()
         .unwrap()
         .plan;
@@ -61,7 +65,7 @@ fn cake_counts_an_ef_flow_in_the_voice_tin() {
             down.ops.iter().any(|op| {
                 matches!(op, lqos_tc::TcOp::AddQdisc(q)
                     if Some(q.handle.major()) == c.leaf_download
-                        && matches!(q.kind, lqos_tc::QdiscKind::Cake(_)))
+                        && matches!(q.kind, lqos_tc::ops::QdiscKind::Cake(_)))
             })
         })
         .expect("a circuit with a cake download leaf");

@@ -11,6 +11,7 @@
 //! Adding a key is one change: a field (with its type, default and doc) in
 //! the struct of its section.
 
+pub use crate::report::ConfigKey;
 use std::cell::RefCell;
 use std::fmt;
 
@@ -18,6 +19,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The parts of `lqos.conf` lqos uses.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LqosConfig {
     /// Two-interface bridge: `to_network` (download) / `to_internet` (upload).
     #[serde(default)]
@@ -32,7 +34,7 @@ pub struct LqosConfig {
     #[serde(default)]
     pub lqos: LqosSection,
     /// LibreQoS's `[treeguard]` (on by default in LibreQoS): runtime leaf
-    /// and node changes lqos does not make; read so `lqos check` says so.
+    /// and node changes lqos does not make; read so that loading says so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub treeguard: Option<TreeGuard>,
     /// LibreQoS's `[stormguard]`: runtime rate changes (read to say so).
@@ -174,6 +176,7 @@ pub enum QueueMode {
 /// `[lqos]`: settings only lqos reads.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct LqosSection {
     /// `classifier = "tc" | "none"`: which classifier plans include
     /// (default `none`: something else, e.g. LibreQoS's XDP, classifies).
@@ -182,8 +185,8 @@ pub struct LqosSection {
         skip_serializing_if = "is_default"
     )]
     pub classifier: Classifier,
-    /// `lazy_leaves = true`: `lqos watch` gives a circuit its leaf qdisc
-    /// only while it carries traffic.
+    /// `lazy_leaves = true`: the reload daemon gives a circuit its leaf
+    /// qdisc only while it carries traffic.
     #[serde(skip_serializing_if = "is_default")]
     pub lazy_leaves: bool,
     /// `max_removals = 25 | "5%" | 0`: a reload that would remove more
@@ -226,7 +229,7 @@ fn flow_table_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::E
 /// How many circuits a reload may remove before it is refused.
 ///
 /// ```
-/// use lqos_model::RemovalLimit;
+/// use lqos_model::config::RemovalLimit;
 /// assert_eq!("25".parse::<RemovalLimit>().unwrap(), RemovalLimit::Count(25));
 /// assert_eq!("5%".parse::<RemovalLimit>().unwrap(), RemovalLimit::Percent(5));
 /// assert_eq!("0".parse::<RemovalLimit>().unwrap(), RemovalLimit::Off);
@@ -346,6 +349,7 @@ pub struct SingleInterfaceConfig {
 /// `[queues]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct QueuesConfig {
     /// Leaf qdisc for circuits (`cake diffserv4`, `fq_codel`, `pfifo`,
     /// `none`), as written, with its line: the grammar is `lqos-tc`'s
@@ -370,7 +374,7 @@ pub struct QueuesConfig {
         deserialize_with = "mbps_value",
         skip_serializing_if = "Option::is_none"
     )]
-    pub fast_queues_fq_codel: Option<crate::Rate>,
+    pub fast_queues_fq_codel: Option<crate::rate::Rate>,
     /// `shape` or `observe` ([`QueuesConfig::observe`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_mode: Option<QueueMode>,
@@ -379,11 +383,11 @@ pub struct QueuesConfig {
     #[serde(skip_serializing_if = "is_default")]
     pub monitor_only: bool,
     /// LibreQoS's `lazy_queues` (`No`, `Htb`, `Full`), as written (read so
-    /// `lqos check` can name lqos's equivalent).
+    /// that loading can name lqos's equivalent, lazy leaves).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lazy_queues: Option<String>,
     /// LibreQoS's `dry_run` (log the commands, run none); read to say that
-    /// lqos has its own (`lqos apply --dry-run`).
+    /// lqos ignores it (a dry run is the front end's choice).
     #[serde(skip_serializing_if = "is_default")]
     pub dry_run: bool,
 }
@@ -419,7 +423,7 @@ impl Default for QueuesConfig {
     }
 }
 
-/// Which classifier a plan includes (`[lqos] classifier`, `--classifier`).
+/// Which classifier a plan includes (`[lqos] classifier`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Classifier {
@@ -462,7 +466,7 @@ fn classifier_value<'de, D: Deserializer<'de>>(d: D) -> Result<Classifier, D::Er
 
 /// A rate in Mbps written as a TOML integer or float (`1000`, `2500.5`),
 /// read exactly from its shortest decimal form.
-fn mbps_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<crate::Rate>, D::Error> {
+fn mbps_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<crate::rate::Rate>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Num {
@@ -473,7 +477,7 @@ fn mbps_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<crate::Rate>, D:
         Num::Int(i) => i.to_string(),
         Num::Float(f) => f.to_string(),
     };
-    crate::Rate::from_mbps_str(&text)
+    crate::rate::Rate::from_mbps_str(&text)
         .map(Some)
         .map_err(|e| serde::de::Error::custom(format!("{text} Mbps: {e}")))
 }
@@ -487,7 +491,7 @@ fn is_default<T: Default + PartialEq>(v: &T) -> bool {
 /// code). Compares and serializes as the value alone.
 ///
 /// ```
-/// let c = lqos_model::parse_config("lqos.conf", "[queues]\n\ndefault_sqm = \"fq_codel\"\n").unwrap();
+/// let c = lqos_model::config::parse_config("lqos.conf", "[queues]\n\ndefault_sqm = \"fq_codel\"\n").unwrap();
 /// assert_eq!(c.queues.default_sqm, "fq_codel");
 /// assert_eq!(c.queues.default_sqm.line, Some(3));
 /// ```
@@ -606,13 +610,13 @@ thread_local! {
 ///
 /// ```
 /// let conf = "[bridge]\nto_internet = \"ens20\"\nto_network = \"ens19\"\n[tuning]\nfoo = 1\n";
-/// let c = lqos_model::parse_config("lqos.conf", conf).unwrap();
+/// let c = lqos_model::config::parse_config("lqos.conf", conf).unwrap();
 /// assert_eq!(c.bridge.unwrap().to_network, "ens19");
 /// assert_eq!(c.queues.default_sqm, "cake diffserv4");
-/// let e = lqos_model::parse_config("lqos.conf", "[lqos]\n\nclassifier = \"xdp\"\n").unwrap_err();
+/// let e = lqos_model::config::parse_config("lqos.conf", "[lqos]\n\nclassifier = \"xdp\"\n").unwrap_err();
 /// assert!(e.to_string().starts_with("lqos.conf:3: invalid config: [lqos] classifier: unknown classifier \"xdp\""), "{e}");
 /// ```
-pub fn parse_config(file: &str, text: &str) -> Result<LqosConfig, crate::ModelError> {
+pub fn parse_config(file: &str, text: &str) -> Result<LqosConfig, crate::error::ModelError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let lines = LineStarts::of(text);
     /// Clears the line table when the parse ends (also on a panic).
@@ -627,7 +631,7 @@ pub fn parse_config(file: &str, text: &str) -> Result<LqosConfig, crate::ModelEr
         let _scope = Scope;
         toml::from_str(text)
     };
-    parsed.map_err(|e: toml::de::Error| crate::ModelError::Toml {
+    parsed.map_err(|e: toml::de::Error| crate::error::ModelError::Toml {
         file: file.to_string(),
         line: e
             .span()

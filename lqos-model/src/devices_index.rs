@@ -8,7 +8,7 @@
 //! overlap). [`DevicesIndex::edit`] compares a new version with it: the
 //! common byte prefix and suffix give the changed records; their circuits
 //! are read again, all of their rows, with the parser of
-//! [`parse_shaped_devices`](crate::parse_shaped_devices), and checked with
+//! [`parse_shaped_devices`](crate::shaped_devices::parse_shaped_devices), and checked with
 //! the rules of [`validate`](crate::validate). The result is exact, or the
 //! edit is refused and the caller reads the whole file:
 //!
@@ -27,9 +27,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::network::Network;
 use crate::report::Report;
 use crate::shaped_devices::{field_count, header_cols, parse_rows, record_spans, Col, RecordSpan};
-use crate::{Circuit, Network};
+use crate::types::Circuit;
 
 /// Most changed rows an edit may have to be read incrementally (more: read
 /// the whole file).
@@ -127,6 +128,7 @@ pub enum DevicesFallback {
 
 /// The circuits an edit changed, read and checked.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct DevicesPatch {
     /// `(index in the network's circuits, the circuit as read now)`, by
     /// index.
@@ -518,10 +520,10 @@ mod tests {
 
     /// The edit's outcome; a patch is checked against a full read.
     fn outcome(old: &[u8], new: &[u8]) -> String {
-        let full_old = crate::load(("network.json", NET), ("SD.csv", old));
+        let full_old = crate::load::load(("network.json", NET), ("SD.csv", old));
         assert!(!full_old.report.has_errors(), "{}", full_old.report);
         let index = DevicesIndex::new("SD.csv", old.to_vec(), &full_old.network).unwrap();
-        let full_new = crate::load(("network.json", NET), ("SD.csv", new));
+        let full_new = crate::load::load(("network.json", NET), ("SD.csv", new));
         match index.edit(&full_old.network, new) {
             DevicesEdit::Same => "same".into(),
             DevicesEdit::Full(why) => format!("full: {why}"),

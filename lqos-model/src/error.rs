@@ -9,6 +9,7 @@ use crate::report::Problem;
 /// [`Problem`]s in a [`Report`](crate::Report) so that every one of them can
 /// be shown at once.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ModelError {
     /// The file is not valid JSON.
     #[error("{file}:{line}:{column}: invalid JSON: {message}")]

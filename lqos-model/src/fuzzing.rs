@@ -4,10 +4,10 @@
 /// Runs arbitrary bytes through the `ShapedDevices.csv` parser and, when it
 /// reads, through validation too.
 pub fn fuzz_shaped_devices(data: &[u8]) {
-    if let Ok(sd) = crate::parse_shaped_devices("fuzz.csv", data) {
-        let mut net = crate::Network::new();
+    if let Ok(sd) = crate::shaped_devices::parse_shaped_devices("fuzz.csv", data) {
+        let mut net = crate::network::Network::new();
         net.set_circuits(sd.circuits);
-        let report = crate::validate(&net, "network.json", "fuzz.csv");
+        let report = crate::validate::validate(&net, "network.json", "fuzz.csv");
         for p in &report.problems {
             let _ = p.to_string();
         }
@@ -17,19 +17,21 @@ pub fn fuzz_shaped_devices(data: &[u8]) {
 /// Runs arbitrary bytes through the `network.json` parser and validation.
 pub fn fuzz_network_json(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    if let Ok((net, report)) = crate::parse_network_json_with_report("fuzz.json", &text) {
+    if let Ok((net, report)) =
+        crate::network_json::parse_network_json_with_report("fuzz.json", &text)
+    {
         let _ = net.nodes_preorder();
         let _ = report.to_string();
-        let _ = crate::validate(&net, "fuzz.json", "ShapedDevices.csv");
+        let _ = crate::validate::validate(&net, "fuzz.json", "ShapedDevices.csv");
     }
 }
 
 /// Runs arbitrary bytes through the `lqos.conf` parser.
 pub fn fuzz_config(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    match crate::parse_config("lqos.conf", &text) {
+    match crate::config::parse_config("lqos.conf", &text) {
         Ok(conf) => {
-            let _ = crate::write_config(&conf);
+            let _ = crate::write::write_config(&conf);
         }
         Err(e) => {
             let _ = e.to_string();
@@ -59,20 +61,22 @@ pub fn fuzz_devices_edit(data: &[u8]) {
         Some(i) => (&data[..i], &data[i + 1..]),
         None => (data, data),
     };
-    let full_old = crate::load(("network.json", EDIT_NETWORK), ("SD.csv", old));
+    let full_old = crate::load::load(("network.json", EDIT_NETWORK), ("SD.csv", old));
     if full_old.report.has_errors() {
         return;
     }
-    let Some(index) = crate::DevicesIndex::new("SD.csv", old.to_vec(), &full_old.network) else {
+    let Some(index) =
+        crate::devices_index::DevicesIndex::new("SD.csv", old.to_vec(), &full_old.network)
+    else {
         return;
     };
     match index.edit(&full_old.network, new) {
-        crate::DevicesEdit::Same => assert_eq!(old, new, "Same for different bytes"),
-        crate::DevicesEdit::Full(why) => {
+        crate::devices_index::DevicesEdit::Same => assert_eq!(old, new, "Same for different bytes"),
+        crate::devices_index::DevicesEdit::Full(why) => {
             let _ = why.to_string();
         }
-        crate::DevicesEdit::Patch(patch) => {
-            let full_new = crate::load(("network.json", EDIT_NETWORK), ("SD.csv", new));
+        crate::devices_index::DevicesEdit::Patch(patch) => {
+            let full_new = crate::load::load(("network.json", EDIT_NETWORK), ("SD.csv", new));
             assert!(
                 !full_new.report.has_errors(),
                 "patched an edit whose full read has errors: {}",

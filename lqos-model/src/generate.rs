@@ -9,12 +9,14 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use smol_str::SmolStr;
 
-use crate::{
-    BridgeConfig, Circuit, Device, LqosConfig, Network, Node, QueuesConfig, Rate, MAX_NODE_DEPTH,
-};
+use crate::config::{BridgeConfig, LqosConfig, QueuesConfig};
+use crate::network::Network;
+use crate::rate::Rate;
+use crate::types::{Circuit, Device, Node};
 
 /// What to generate.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct GenParams {
     /// Number of circuits.
     pub circuits: usize,
@@ -27,7 +29,7 @@ pub struct GenParams {
     /// APs per site of the last site level.
     pub fanout: usize,
     /// Levels of sites (0 = flat network; capped so sites + APs fit
-    /// [`MAX_NODE_DEPTH`](crate::MAX_NODE_DEPTH)).
+    /// [`Network::MAX_NODE_DEPTH`]).
     pub depth: usize,
     /// Share of circuits with 2-3 devices.
     pub multi_device_fraction: f64,
@@ -45,6 +47,16 @@ pub struct GenParams {
     /// a smaller fraction of their maximum where needed, so every minimum
     /// is guaranteed, as in an ISP's tree.
     pub oversubscribed: bool,
+}
+
+impl GenParams {
+    /// The defaults with `circuits` circuits.
+    pub fn with_circuits(circuits: usize) -> GenParams {
+        GenParams {
+            circuits,
+            ..GenParams::default()
+        }
+    }
 }
 
 impl Default for GenParams {
@@ -69,6 +81,7 @@ impl Default for GenParams {
 
 /// A generated network and a matching config.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Generated {
     /// Nodes and circuits.
     pub network: Network,
@@ -127,7 +140,7 @@ fn top_site_index(site: &str) -> usize {
 /// the last level has `fanout` APs; circuits are spread over the APs at
 /// random. `depth = 0` gives a flat network (`{}`, circuits without parent).
 /// The node depth (`depth` + 1 for the APs) is capped at
-/// [`MAX_NODE_DEPTH`](crate::MAX_NODE_DEPTH).
+/// [`Network::MAX_NODE_DEPTH`].
 ///
 /// Circuits get realistic plans (25/5, 50/10, 100/20, 300/50, 1000/100,
 /// 155/20 Mbps and fractional ones such as 2.5/1, 10.5/5.25, 100.5/20.25)
@@ -139,19 +152,19 @@ fn top_site_index(site: &str) -> usize {
 /// link's. One IPv4 address from 100.64.0.0/10 per device (a
 /// few get a /30), an IPv6 /56 from fdd7:b724::/32 for some circuits,
 /// random locally administered MACs, and device lines numbered as
-/// [`write_shaped_devices`](crate::write_shaped_devices) writes them. The
+/// [`write_shaped_devices`](crate::write::write_shaped_devices) writes them. The
 /// config bridges `ens19` (to_network) and `ens20` (to_internet) with
 /// `cake diffserv4`.
 ///
 /// ```
 /// use lqos_model::{generate, GenParams};
-/// let g = generate(&GenParams { circuits: 50, ..GenParams::default() });
+/// let g = generate(&GenParams::with_circuits(50));
 /// assert_eq!(g.network.circuits().len(), 50);
-/// assert_eq!(g, generate(&GenParams { circuits: 50, ..GenParams::default() }));
+/// assert_eq!(g, generate(&GenParams::with_circuits(50)));
 /// ```
 pub fn generate(params: &GenParams) -> Generated {
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
-    let depth = params.depth.min(MAX_NODE_DEPTH - 1);
+    let depth = params.depth.min(Network::MAX_NODE_DEPTH - 1);
     let mut net = Network::new();
     let mut aps: Vec<String> = Vec::new();
     let mut ap_top: Vec<usize> = Vec::new();

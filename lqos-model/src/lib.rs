@@ -7,14 +7,15 @@
 //! readers or strings plus a file label for messages, so any Rust tool can
 //! embed it.
 //!
-//! - Parsers: [`parse_network_json`], [`parse_shaped_devices`],
-//!   [`parse_config`]. Only unreadable input is an `Err` ([`ModelError`]);
-//!   problems inside a readable file are collected in a [`Report`].
 //! - [`load`] / [`load_with_config`]: parse, build the [`Network`] and
-//!   [`validate`] in one call, returning a [`Loaded`] with every problem.
-//! - [`generate`]: a deterministic synthetic ISP network, and writers
-//!   ([`write_network_json`], [`write_shaped_devices`], [`write_config`])
-//!   for the files a LibreQoS user would have.
+//!   [`validate`] in one call, returning a [`Loaded`] with every problem in
+//!   a [`Report`]. Only unreadable input is an `Err` ([`ModelError`]).
+//! - One file at a time: [`network_json`], [`shaped_devices`] and
+//!   [`config`] (`lqos.conf`); [`devices_index`] re-reads only the rows of
+//!   `ShapedDevices.csv` an edit changed.
+//! - [`generate`]: a deterministic synthetic ISP network ([`GenParams`]),
+//!   and the writers of the files a LibreQoS user would have
+//!   ([`mod@write`]).
 //!
 //! ```
 //! use lqos_model::load;
@@ -45,43 +46,33 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod config;
-mod devices_index;
+pub mod config;
+pub mod devices_index;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
 pub mod fuzzing;
 mod generate;
 mod load;
 mod network;
-mod network_json;
+pub mod network_json;
 mod rate;
 mod report;
-mod shaped_devices;
+pub mod shaped_devices;
 mod types;
 mod validate;
-mod write;
+pub mod write;
 
-pub use config::{
-    parse_config, BridgeConfig, Classifier, Integration, Located, LongTermStats, LqosConfig,
-    LqosSection, QueueMode, QueuesConfig, RemovalLimit, SingleInterfaceConfig, Switch, TreeGuard,
-    FLOW_TABLE_RANGE,
-};
-pub use devices_index::{
-    DevicesEdit, DevicesFallback, DevicesIndex, DevicesPatch, MAX_CHANGED_ROWS,
-};
 pub use error::ModelError;
 pub use generate::{generate, GenParams, Generated};
-pub use load::{load, load_with_config, summarize, Loaded, Summary};
+pub use load::{load, load_with_config, Loaded, Summary};
 pub use network::{Network, NetworkError, NodeIdx};
-pub use network_json::{parse_network_json, parse_network_json_with_report};
 pub use rate::{Rate, RateError};
 pub use report::{Problem, Report, Severity};
-pub use shaped_devices::{
-    is_mac, parse_shaped_devices, ShapedDevices, CURRENT_HEADER, KNOWN_SQM, LEGACY_HEADER,
-};
+/// The string type of ids and names (inline up to 23 bytes).
 pub use smol_str::SmolStr;
 pub use types::{Circuit, Device, Node, SqmOverride};
-pub use validate::{validate, MAX_NODE_DEPTH, MAX_RATE};
-pub use write::{write_config, write_network_json, write_shaped_devices};
+pub use validate::validate;
 
 // The README's example runs as a doctest.
 #[cfg(doctest)]

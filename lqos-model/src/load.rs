@@ -2,12 +2,16 @@
 
 use std::io::Read;
 
+use crate::config::{parse_config, LqosConfig};
+use crate::error::ModelError;
+use crate::network::Network;
 use crate::network_json::parse_with_lines;
-use crate::report::{Problem, Report};
-use crate::{parse_config, parse_shaped_devices, LqosConfig, ModelError, Network};
+use crate::report::{ConfigKey, Problem, Report};
+use crate::shaped_devices::parse_shaped_devices;
 
 /// Everything read from a set of inputs, with every problem found.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Loaded {
     /// Nodes from `network.json` and circuits from `ShapedDevices.csv`
     /// (whatever could be read, even when the report has errors).
@@ -20,11 +24,12 @@ pub struct Loaded {
     /// `network.json` (a warning each): not in [`Loaded::network`], so
     /// not shaped, as LibreQoS leaves them out of its tree. Their rates
     /// are still checked.
-    pub unshaped: Vec<crate::Circuit>,
+    pub unshaped: Vec<crate::types::Circuit>,
 }
 
-/// Counts for a person to read (`lqos check`'s summary).
+/// Counts for a person to read: the size of a set of inputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Summary {
     /// Nodes in the hierarchy.
     pub nodes: usize,
@@ -39,7 +44,7 @@ pub struct Summary {
 impl Loaded {
     /// Counts of nodes, circuits, devices and the hierarchy depth.
     pub fn summary(&self) -> Summary {
-        summarize(&self.network)
+        Summary::of(&self.network)
     }
 
     /// `Ok` if the report has no errors, else the first error (warnings
@@ -52,13 +57,15 @@ impl Loaded {
     }
 }
 
-/// Counts of nodes, circuits, devices and the depth of `network`.
-pub fn summarize(network: &Network) -> Summary {
-    Summary {
-        nodes: network.node_count(),
-        circuits: network.circuits().len(),
-        devices: network.circuits().iter().map(|c| c.devices.len()).sum(),
-        depth: network.depth(),
+impl Summary {
+    /// Counts of nodes, circuits, devices and the depth of `network`.
+    pub fn of(network: &Network) -> Summary {
+        Summary {
+            nodes: network.node_count(),
+            circuits: network.circuits().len(),
+            devices: network.circuits().iter().map(|c| c.devices.len()).sum(),
+            depth: network.depth(),
+        }
     }
 }
 
@@ -192,14 +199,14 @@ pub fn load_with_config<R: Read>(
 /// as "not shaped"; lqos does the same.
 fn take_unknown_parents(
     net: &Network,
-    circuits: &mut Vec<crate::Circuit>,
+    circuits: &mut Vec<crate::types::Circuit>,
     file: &str,
     report: &mut Report,
-) -> Vec<crate::Circuit> {
+) -> Vec<crate::types::Circuit> {
     if net.node_count() == 0 {
         return Vec::new();
     }
-    let unknown = |c: &crate::Circuit| {
+    let unknown = |c: &crate::types::Circuit| {
         c.parent
             .as_ref()
             .is_some_and(|p| net.node_by_name(p).is_none())
@@ -264,26 +271,26 @@ fn check_config(c: &LqosConfig, file: &str, report: &mut Report) {
 /// LibreQoS does and what lqos does instead).
 fn libreqos_keys(c: &LqosConfig, file: &str, report: &mut Report) {
     let q = &c.queues;
-    let mut warn = |m: String| report.push(Problem::warning(file, m));
+    let mut warn = |key: ConfigKey, m: String| report.push(Problem::warning(file, m).about(key));
     if q.observe() {
-        warn("[queues] queue_mode = \"observe\": no shaping tree, only the mq roots (as LibreQoS builds in observe mode); nothing is shaped".into());
+        warn(ConfigKey::QueueMode, "[queues] queue_mode = \"observe\": no shaping tree, only the mq roots (as LibreQoS builds in observe mode); nothing is shaped".into());
     }
     if q.use_binpacking {
-        warn("[queues] use_binpacking = true: LibreQoS's binpacking (one CpueQueueN class per queue above its top-level nodes, placed by live traffic weights) is not reproduced; lqos places top-level nodes by size (--strategy balanced) or in LibreQoS's round robin (--strategy round-robin), without the CpueQueueN classes".into());
+        warn(ConfigKey::UseBinpacking, "[queues] use_binpacking = true: LibreQoS's binpacking (one CpueQueueN class per queue above its top-level nodes, placed by live traffic weights) is not reproduced; lqos places top-level nodes by size (balanced) or in LibreQoS's round robin, without the CpueQueueN classes".into());
     }
     if let Some(lazy) = q
         .lazy_queues
         .as_deref()
         .filter(|l| !l.eq_ignore_ascii_case("no"))
     {
-        warn(format!(
-            "[queues] lazy_queues = {lazy:?}: LibreQoS creates {} on traffic; `lqos apply` builds every class and leaf, and `lqos watch --lazy-leaves` (or [lqos] lazy_leaves = true) gives circuits their leaf only while they carry traffic{}",
+        warn(ConfigKey::LazyQueues, format!(
+            "[queues] lazy_queues = {lazy:?}: LibreQoS creates {} on traffic; lqos builds every class and leaf, and with lazy leaves ([lqos] lazy_leaves = true) the reload daemon gives circuits their leaf only while they carry traffic{}",
             if lazy.eq_ignore_ascii_case("full") { "classes and leaves" } else { "leaves" },
             if lazy.eq_ignore_ascii_case("full") { " (lazy classes are not supported)" } else { "" },
         ));
     }
     if q.dry_run {
-        warn("[queues] dry_run = true: LibreQoS would only log its commands; lqos ignores this key and applies (use `lqos plan` or `lqos apply --dry-run`)".into());
+        warn(ConfigKey::DryRun, "[queues] dry_run = true: LibreQoS would only log its commands; lqos ignores this key and applies".into());
     }
     if let Some(t) = &c.treeguard {
         let (links, circuits) = t.active();
@@ -295,27 +302,27 @@ fn libreqos_keys(c: &LqosConfig, file: &str, report: &mut Report) {
                 (true, false) => "virtualizes idle nodes",
                 _ => "switches idle circuits between cake and fq_codel",
             };
-            warn(format!("[treeguard] is on: LibreQoS's TreeGuard {what} at runtime (and keeps the overrides); lqos does not, its tree follows network.json and ShapedDevices.csv alone"));
+            warn(ConfigKey::TreeGuard, format!("[treeguard] is on: LibreQoS's TreeGuard {what} at runtime (and keeps the overrides); lqos does not, its tree follows network.json and ShapedDevices.csv alone"));
         }
     }
     if c.stormguard.is_some_and(|s| s.on(false)) {
-        warn("[stormguard] is on: LibreQoS's StormGuard changes site rates at runtime; lqos does not".into());
+        warn(ConfigKey::StormGuard, "[stormguard] is on: LibreQoS's StormGuard changes site rates at runtime; lqos does not".into());
     }
     if c.dynamic_circuits.is_some_and(|s| s.on(false)) {
-        warn("[dynamic_circuits] is on: LibreQoS shapes runtime dynamic circuits; lqos shapes only the circuits of ShapedDevices.csv".into());
+        warn(ConfigKey::DynamicCircuits, "[dynamic_circuits] is on: LibreQoS shapes runtime dynamic circuits; lqos shapes only the circuits of ShapedDevices.csv".into());
     }
     if c.long_term_stats.is_some_and(|l| l.enable_insight_topology) {
-        warn("[long_term_stats] enable_insight_topology = true: LibreQoS prefers ShapedDevices.insight.csv and network.insight.json where they exist; lqos reads the files it is given (--network, --devices)".into());
+        warn(ConfigKey::InsightTopology, "[long_term_stats] enable_insight_topology = true: LibreQoS prefers ShapedDevices.insight.csv and network.insight.json where they exist; lqos reads the files it is given".into());
     }
     let on = c.integrations_on();
     if !on.is_empty() {
-        warn(format!(
-            "integration {} is on: LibreQoS then shapes from the integration's runtime files (its state directory's shaping_inputs.json), not network.json and ShapedDevices.csv; lqos reads network.json and ShapedDevices.csv (give --network/--devices the files the integration exports)",
+        warn(ConfigKey::Integration, format!(
+            "integration {} is on: LibreQoS then shapes from the integration's runtime files (its state directory's shaping_inputs.json), not network.json and ShapedDevices.csv; lqos reads the network.json and ShapedDevices.csv it is given (the integration exports them)",
             on.join(", ")
         ));
     }
     if c.exclude_efficiency_cores {
-        warn("exclude_efficiency_cores = true: LibreQoS uses at most one queue per performance core; lqos uses every TX queue of the interfaces (set [queues] override_available_queues to LibreQoS's count to match)".into());
+        warn(ConfigKey::ExcludeEfficiencyCores, "exclude_efficiency_cores = true: LibreQoS uses at most one queue per performance core; lqos uses every TX queue of the interfaces (set [queues] override_available_queues to LibreQoS's count to match)".into());
     }
 }
 
@@ -326,7 +333,7 @@ fn libreqos_keys(c: &LqosConfig, file: &str, report: &mut Report) {
 /// parent node (a warning says so).
 pub(crate) fn resolve_parent_ids(
     net: &Network,
-    circuits: &mut [crate::Circuit],
+    circuits: &mut [crate::types::Circuit],
     ids: &[Option<String>],
     file: &str,
     report: &mut Report,

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::Direction;
 
-use crate::{Circuit, Node};
+use crate::types::{Circuit, Node};
 
 /// Index of a node in a [`Network`].
 pub type NodeIdx = NodeIndex<u32>;
@@ -25,6 +25,7 @@ pub struct Network {
 
 /// Why a node could not be added to a [`Network`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum NetworkError {
     /// Two nodes with one name.
     #[error("duplicate node name {0:?}")]
@@ -58,6 +59,11 @@ impl PartialEq for Network {
 }
 
 impl Network {
+    /// Most non-virtual node levels above a circuit: LibreQoS's limit (it
+    /// flattens deeper nodes into level 6 when it reads `network.json`, and
+    /// so does lqos). A deeper network built in code is an error.
+    pub const MAX_NODE_DEPTH: usize = 6;
+
     /// An empty (flat) network.
     pub fn new() -> Network {
         Network::default()

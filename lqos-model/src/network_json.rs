@@ -7,20 +7,22 @@ use std::fmt;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::error::ModelError;
+use crate::network::Network;
+use crate::rate::{Rate, RateError};
 use crate::report::{Problem, Report};
 use crate::shaped_devices::rate_error_message;
-use crate::validate::MAX_RATE;
-use crate::{ModelError, Network, Node, Rate, RateError};
+use crate::types::Node;
 
 /// Nesting beyond this is not read at all (far beyond what LibreQoS shapes,
-/// see [`MAX_NODE_DEPTH`](crate::MAX_NODE_DEPTH); bounds work and stack on
+/// see [`Network::MAX_NODE_DEPTH`](crate::Network::MAX_NODE_DEPTH); bounds work and stack on
 /// hostile input).
 const MAX_NESTING: usize = 32;
 
 /// The level whose nodes take in every deeper node (LibreQoS's flattening:
-/// a node below level [`MAX_NODE_DEPTH`](crate::MAX_NODE_DEPTH) becomes a
+/// a node below level [`Network::MAX_NODE_DEPTH`](crate::Network::MAX_NODE_DEPTH) becomes a
 /// child of its ancestor at this level).
-const FLATTEN_UNDER: usize = crate::MAX_NODE_DEPTH - 1;
+const FLATTEN_UNDER: usize = crate::network::Network::MAX_NODE_DEPTH - 1;
 
 /// A JSON object as its entries in file order, values left unparsed.
 struct Entries<'a>(Vec<(String, &'a RawValue)>);
@@ -54,7 +56,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Entries<'a> {
 /// ```
 /// let json = r#"{"Site_1": {"downloadBandwidthMbps": 1000, "uploadBandwidthMbps": 100.5,
 ///                "children": {"AP_A": {"downloadBandwidthMbps": 500, "uploadBandwidthMbps": 50}}}}"#;
-/// let net = lqos_model::parse_network_json("network.json", json).unwrap();
+/// let net = lqos_model::network_json::parse_network_json("network.json", json).unwrap();
 /// assert_eq!(net.node_count(), 2);
 /// assert_eq!(net.depth(), 2);
 /// let site = net.node(net.roots()[0]);
@@ -88,7 +90,7 @@ pub fn parse_network_json(file: &str, text: &str) -> Result<Network, ModelError>
 /// - A bandwidth that is 0, negative or missing: the node takes its
 ///   parent's rate (the link's for a top-level node). It is kept as
 ///   [`Rate::ZERO`], which the planner reads as "inherit".
-/// - A node deeper than [`MAX_NODE_DEPTH`](crate::MAX_NODE_DEPTH) levels
+/// - A node deeper than [`Network::MAX_NODE_DEPTH`](crate::Network::MAX_NODE_DEPTH) levels
 ///   (virtual nodes not counted): it becomes a child of its ancestor at
 ///   level 5 (so every descendant of a level-5 node is at level 6), with
 ///   its rates capped by the ancestors it left (what it inherited).
@@ -236,10 +238,13 @@ impl<'a> JsonParser<'a> {
                             problems.push((true, format!("{label} {v} is negative; {inherit}")));
                             Some(Rate::ZERO)
                         }
-                        Ok(r) if r > MAX_RATE => {
+                        Ok(r) if r > Rate::MAX_PLAUSIBLE => {
                             problems.push((
                                 false,
-                                format!("{label} {v} is absurdly large (above {} Mbps)", MAX_RATE),
+                                format!(
+                                    "{label} {v} is absurdly large (above {} Mbps)",
+                                    Rate::MAX_PLAUSIBLE
+                                ),
                             ));
                             Some(r)
                         }
@@ -317,7 +322,7 @@ impl<'a> JsonParser<'a> {
         // under its level-5 ancestor, capped by the ancestors it leaves.
         let mut attach = parent.map(str::to_string);
         let level_here = chain.len() + 1;
-        if !virtual_node && level_here > crate::MAX_NODE_DEPTH {
+        if !virtual_node && level_here > crate::network::Network::MAX_NODE_DEPTH {
             let skipped = &chain[FLATTEN_UNDER..];
             let cap = |own: Rate, pick: fn(&Placed) -> Rate| {
                 skipped
@@ -340,8 +345,8 @@ impl<'a> JsonParser<'a> {
             };
             self.report.push(warn(format!(
                 "node is at level {level_here} (virtual nodes not counted); as LibreQoS does below {} levels, it becomes a child of {under:?} at level {}, with download {} and upload {} (capped by the parents it leaves)",
-                crate::MAX_NODE_DEPTH,
-                crate::MAX_NODE_DEPTH,
+                crate::network::Network::MAX_NODE_DEPTH,
+                crate::network::Network::MAX_NODE_DEPTH,
                 rate(node.download),
                 rate(node.upload),
             )));

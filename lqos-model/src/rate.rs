@@ -27,6 +27,7 @@ pub struct Rate(u64);
 
 /// Why a Mbps string is not a valid [`Rate`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RateError {
     /// The text is empty.
     #[error("empty rate")]
@@ -78,6 +79,9 @@ fn plain_mbps(b: &[u8]) -> Option<u64> {
 }
 
 impl Rate {
+    /// Rates above this (400 Gbit/s) are treated as typing mistakes.
+    pub const MAX_PLAUSIBLE: Rate = Rate::from_bps(400_000_000_000);
+
     /// Zero bit/s.
     pub const ZERO: Rate = Rate(0);
 

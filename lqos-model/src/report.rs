@@ -21,6 +21,35 @@ impl fmt::Display for Severity {
     }
 }
 
+/// The key of LibreQoS's `lqos.conf` a [`Problem`] is about, for the
+/// warnings about keys that change what LibreQoS shapes and that lqos
+/// honours differently or not at all: a front end can add its own advice
+/// (the option of its own that does what the key did).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ConfigKey {
+    /// `[queues] queue_mode = "observe"` (or `monitor_only`).
+    QueueMode,
+    /// `[queues] use_binpacking`.
+    UseBinpacking,
+    /// `[queues] lazy_queues`.
+    LazyQueues,
+    /// `[queues] dry_run`.
+    DryRun,
+    /// `[treeguard]`.
+    TreeGuard,
+    /// `[stormguard]`.
+    StormGuard,
+    /// `[dynamic_circuits]`.
+    DynamicCircuits,
+    /// `[long_term_stats] enable_insight_topology`.
+    InsightTopology,
+    /// An integration's `enable_*` switch.
+    Integration,
+    /// `exclude_efficiency_cores`.
+    ExcludeEfficiencyCores,
+}
+
 /// One problem in an input file.
 ///
 /// Displays as `file:line: circuit "id": message` (the parts that are known),
@@ -28,6 +57,7 @@ impl fmt::Display for Severity {
 /// Names taken from the input are always shown quoted and escaped (`{:?}`),
 /// so a hostile name cannot forge or hide a message line.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Problem {
     /// Error or warning.
     pub severity: Severity,
@@ -41,6 +71,9 @@ pub struct Problem {
     pub node: Option<String>,
     /// What is wrong (input text inside is quoted with `{:?}`).
     pub message: String,
+    /// The LibreQoS `lqos.conf` key it is about, when it is one lqos
+    /// honours differently.
+    pub key: Option<ConfigKey>,
 }
 
 impl Problem {
@@ -53,6 +86,7 @@ impl Problem {
             circuit: None,
             node: None,
             message: message.into(),
+            key: None,
         }
     }
 
@@ -88,6 +122,12 @@ impl Problem {
         self
     }
 
+    /// Names the LibreQoS `lqos.conf` key it is about.
+    pub fn about(mut self, key: ConfigKey) -> Problem {
+        self.key = Some(key);
+        self
+    }
+
     /// True for [`Severity::Error`].
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
@@ -113,6 +153,7 @@ impl fmt::Display for Problem {
 
 /// Every problem found in a set of inputs, in the order found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Report {
     /// The problems.
     pub problems: Vec<Problem>,

@@ -4,7 +4,7 @@ use ipnet::{Ipv4Net, Ipv6Net};
 use serde::{Deserialize, Serialize};
 use smol_str::SmolStr;
 
-use crate::Rate;
+use crate::rate::Rate;
 
 /// A node of the hierarchy (site, AP, PoP...) from `network.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,26 +3,19 @@
 //!
 //! # Depth limit
 //!
-//! LibreQoS shapes at most [`MAX_NODE_DEPTH`] = 6 levels of `network.json`
+//! LibreQoS shapes at most [`Network::MAX_NODE_DEPTH`] = 6 levels of `network.json`
 //! nodes (virtual nodes get no class and do not count): reading the file,
 //! it makes every deeper node a child of its level-5 ancestor, and so does
-//! [`crate::parse_network_json`]. A network built otherwise (in code) that
+//! [`crate::network_json::parse_network_json`]. A network built otherwise (in code) that
 //! is deeper is an error here. The kernel's own limit is 8 HTB class
 //! levels (`TC_HTB_MAXDEPTH`): top-level nodes hang at an HTB's root, so 6
 //! node levels and a circuit level fit with room to spare.
 
 use std::collections::HashMap;
 
+use crate::network::{Network, NodeIdx};
+use crate::rate::Rate;
 use crate::report::{Problem, Report};
-use crate::{Network, NodeIdx, Rate};
-
-/// Most non-virtual node levels above a circuit: LibreQoS's limit (it
-/// flattens deeper nodes into level 6 when it reads `network.json`, and so
-/// does lqos). A deeper network built in code is an error.
-pub const MAX_NODE_DEPTH: usize = 6;
-
-/// Rates above this (400 Gbit/s) are treated as typing mistakes.
-pub const MAX_RATE: Rate = Rate::from_bps(400_000_000_000);
 
 /// Checks `network` (its nodes and circuits) and returns every problem.
 ///
@@ -69,12 +62,12 @@ fn check_nodes(net: &Network, file: &str, node_lines: &[usize], report: &mut Rep
         let above = parent.map(|p| depth[&p]).unwrap_or(0);
         let d = above + usize::from(!node.virtual_node);
         depth.insert(idx, d);
-        if d == MAX_NODE_DEPTH + 1 && !node.virtual_node {
+        if d == Network::MAX_NODE_DEPTH + 1 && !node.virtual_node {
             report.push(
                 Problem::error(
                     file,
                     format!(
-                        "node is at level {d} of the hierarchy (virtual nodes not counted); LibreQoS shapes at most {MAX_NODE_DEPTH} node levels (reading network.json, it and lqos make deeper nodes children of their level-{} ancestor)", MAX_NODE_DEPTH - 1
+                        "node is at level {d} of the hierarchy (virtual nodes not counted); LibreQoS shapes at most {} node levels (reading network.json, it and lqos make deeper nodes children of their level-{} ancestor)", Network::MAX_NODE_DEPTH, Network::MAX_NODE_DEPTH - 1
                     ),
                 )
                 .at_opt(line)
@@ -117,7 +110,7 @@ fn check_circuits(net: &Network, file: &str, check_parents: bool, report: &mut R
 /// A circuit's rates: none zero or absurd, no min above its max. The only
 /// rules of a circuit left unshaped (its parent node is not in
 /// network.json): it has no class for an address or a parent to matter to.
-pub(crate) fn check_rates(c: &crate::Circuit, file: &str, report: &mut Report) {
+pub(crate) fn check_rates(c: &crate::types::Circuit, file: &str, report: &mut Report) {
     let line = c.devices.first().map(|d| d.line).filter(|&l| l > 0);
     let err = |m: String| Problem::error(file, m).at_opt(line).circuit(&c.id);
     let rates = [
@@ -129,9 +122,10 @@ pub(crate) fn check_rates(c: &crate::Circuit, file: &str, report: &mut Report) {
     for (label, r) in rates {
         if r.is_zero() {
             report.push(err(format!("{label} {r} is zero")));
-        } else if r > MAX_RATE {
+        } else if r > Rate::MAX_PLAUSIBLE {
             report.push(err(format!(
-                "{label} {r} Mbps is absurdly large (above {MAX_RATE} Mbps)"
+                "{label} {r} Mbps is absurdly large (above {} Mbps)",
+                Rate::MAX_PLAUSIBLE
             )));
         }
     }
@@ -149,7 +143,7 @@ pub(crate) fn check_rates(c: &crate::Circuit, file: &str, report: &mut Report) {
 /// what [`validate`] reports for `c` apart from address overlaps.
 pub(crate) fn check_circuit(
     net: &Network,
-    c: &crate::Circuit,
+    c: &crate::types::Circuit,
     file: &str,
     check_parents: bool,
     report: &mut Report,
@@ -218,7 +212,11 @@ fn check_overlaps(net: &Network, file: &str, report: &mut Report) {
 
 /// The address overlaps among `circuits` (as [`validate`] reports them
 /// when these are all the circuits).
-pub(crate) fn check_overlaps_of(circuits: &[crate::Circuit], file: &str, report: &mut Report) {
+pub(crate) fn check_overlaps_of(
+    circuits: &[crate::types::Circuit],
+    file: &str,
+    report: &mut Report,
+) {
     let mut v4: Vec<Span<u32, ipnet::Ipv4Net>> = Vec::new();
     let mut v6: Vec<Span<u128, ipnet::Ipv6Net>> = Vec::new();
     for (ci, c) in circuits.iter().enumerate() {
@@ -250,7 +248,7 @@ pub(crate) fn check_overlaps_of(circuits: &[crate::Circuit], file: &str, report:
 /// Sorted-interval sweep: O(n log n). Each range that starts inside the
 /// widest range seen so far is reported against that range's owner.
 fn sweep<T: Ord + Copy, N: std::fmt::Display>(
-    circuits: &[crate::Circuit],
+    circuits: &[crate::types::Circuit],
     file: &str,
     label: &str,
     mut spans: Vec<Span<T, N>>,

@@ -5,14 +5,18 @@
 
 use std::fmt::Write as _;
 
-use crate::{LqosConfig, Network, NodeIdx, CURRENT_HEADER};
+use crate::config::LqosConfig;
+use crate::network::{Network, NodeIdx};
+use crate::shaped_devices::CURRENT_HEADER;
 
 /// `network` as `network.json` (nodes in order, rates as exact decimal
 /// Mbps, tab-indented like LibreQoS's examples). A flat network is `{}`.
 ///
 /// ```
-/// use lqos_model::{parse_network_json, write_network_json, generate, GenParams};
-/// let g = generate(&GenParams { circuits: 0, ..GenParams::default() });
+/// use lqos_model::{generate, GenParams};
+/// use lqos_model::network_json::parse_network_json;
+/// use lqos_model::write::write_network_json;
+/// let g = generate(&GenParams::with_circuits(0));
 /// let text = write_network_json(&g.network);
 /// let back = parse_network_json("network.json", &text).unwrap();
 /// assert_eq!(back.node_count(), g.network.node_count());

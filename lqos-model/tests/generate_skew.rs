@@ -19,18 +19,19 @@ fn per_top_site(net: &Network) -> BTreeMap<String, usize> {
 
 #[test]
 fn skewed_sites_are_uneven_and_even_ones_are_not() {
-    let params = GenParams {
-        circuits: 8000,
-        sites: 8,
-        ..GenParams::default()
+    let params = {
+        let mut p = GenParams::with_circuits(8000);
+        p.sites = 8;
+        p
     };
     let even = per_top_site(&generate(&params).network);
     let (min, max) = (even.values().min().unwrap(), even.values().max().unwrap());
     assert!(*max < min * 2, "even sites: {even:?}");
 
-    let skewed_params = GenParams {
-        site_skew: 1.0,
-        ..params
+    let skewed_params = {
+        let mut p = params;
+        p.site_skew = 1.0;
+        p
     };
     let skewed = generate(&skewed_params);
     assert_eq!(skewed, generate(&skewed_params), "deterministic");

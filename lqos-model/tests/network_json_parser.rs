@@ -1,7 +1,8 @@
 //! network.json parsing: accepted forms and node problems, messages
 //! asserted.
 
-use lqos_model::{parse_network_json, parse_network_json_with_report, ModelError, Rate};
+use lqos_model::network_json::{parse_network_json, parse_network_json_with_report};
+use lqos_model::{ModelError, Rate};
 
 fn messages(text: &str) -> Vec<String> {
     let (_, r) = parse_network_json_with_report("net.json", text).unwrap();
@@ -134,8 +135,11 @@ fn very_deep_nesting_is_cut_not_a_stack_overflow() {
     let (net, report) = parse_network_json_with_report("net.json", &text).unwrap();
     assert_eq!(net.node_count(), 32);
     // Levels 7..=32 are LibreQoS's flattening (warnings); deeper is not read.
-    assert_eq!(net.depth(), lqos_model::MAX_NODE_DEPTH);
-    assert_eq!(report.warning_count(), 32 - lqos_model::MAX_NODE_DEPTH);
+    assert_eq!(net.depth(), lqos_model::Network::MAX_NODE_DEPTH);
+    assert_eq!(
+        report.warning_count(),
+        32 - lqos_model::Network::MAX_NODE_DEPTH
+    );
     assert_eq!(
         report.errors().next().unwrap().to_string(),
         "net.json:1: node \"n32\": node is nested more than 32 levels deep; skipped with its children"

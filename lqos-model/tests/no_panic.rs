@@ -1,7 +1,7 @@
 //! Arbitrary input never panics the parsers (or validation behind them).
 
+use lqos_model::config::parse_config;
 use lqos_model::fuzzing::{fuzz_network_json, fuzz_shaped_devices};
-use lqos_model::parse_config;
 use proptest::prelude::*;
 
 const H16: &str = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,Parent Node ID,Anchor Node ID,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment,sqm\n";

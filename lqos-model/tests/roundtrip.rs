@@ -1,12 +1,15 @@
 //! Generated networks validate clean and re-read equal.
 
-use lqos_model::{
-    generate, load_with_config, parse_config, parse_network_json, parse_shaped_devices,
-    write_config, write_network_json, write_shaped_devices, GenParams, Network,
-};
+use lqos_model::config::parse_config;
+use lqos_model::network_json::parse_network_json;
+use lqos_model::shaped_devices::parse_shaped_devices;
+use lqos_model::write::{write_config, write_network_json, write_shaped_devices};
+use lqos_model::{generate, load_with_config, GenParams, Network};
 use proptest::prelude::*;
 
-fn reread(g: &lqos_model::Generated) -> (Network, lqos_model::LqosConfig, lqos_model::Report) {
+fn reread(
+    g: &lqos_model::Generated,
+) -> (Network, lqos_model::config::LqosConfig, lqos_model::Report) {
     let nj = write_network_json(&g.network);
     let sd = write_shaped_devices(&g.network);
     let conf = write_config(&g.config);
@@ -29,10 +32,7 @@ fn default_generated_network_is_clean_and_rereads_equal() {
 
 #[test]
 fn generated_files_parse_individually() {
-    let g = generate(&GenParams {
-        circuits: 200,
-        ..GenParams::default()
-    });
+    let g = generate(&GenParams::with_circuits(200));
     let back = parse_network_json("network.json", &write_network_json(&g.network)).unwrap();
     assert_eq!(back.node_count(), g.network.node_count());
     let sd = parse_shaped_devices(
@@ -50,10 +50,10 @@ fn generated_files_parse_individually() {
 
 #[test]
 fn flat_network_writes_empty_object() {
-    let g = generate(&GenParams {
-        circuits: 20,
-        depth: 0,
-        ..GenParams::default()
+    let g = generate(&{
+        let mut p = GenParams::with_circuits(20);
+        p.depth = 0;
+        p
     });
     assert_eq!(write_network_json(&g.network), "{}\n");
     let (net, _, report) = reread(&g);
@@ -63,24 +63,28 @@ fn flat_network_writes_empty_object() {
 
 #[test]
 fn same_seed_same_bytes_other_seed_other_bytes() {
-    let p = GenParams {
-        circuits: 300,
-        seed: 7,
-        ..GenParams::default()
+    let p = {
+        let mut p = GenParams::with_circuits(300);
+        p.seed = 7;
+        p
     };
     let a = write_shaped_devices(&generate(&p).network);
     let b = write_shaped_devices(&generate(&p).network);
     assert_eq!(a, b);
-    let c = write_shaped_devices(&generate(&GenParams { seed: 8, ..p }).network);
+    let c = write_shaped_devices(
+        &generate(&{
+            let mut p = p;
+            p.seed = 8;
+            p
+        })
+        .network,
+    );
     assert_ne!(a, c);
 }
 
 #[test]
 fn generated_network_has_multi_device_circuits_ipv6_and_fractional_rates() {
-    let g = generate(&GenParams {
-        circuits: 2000,
-        ..GenParams::default()
-    });
+    let g = generate(&GenParams::with_circuits(2000));
     let c = g.network.circuits();
     let multi = c.iter().filter(|c| c.devices.len() > 1).count();
     assert!(multi > 40 && multi < 200, "{multi} multi-device circuits");
@@ -112,11 +116,11 @@ proptest! {
         skew in 0.0f64..2.0,
         oversubscribed in any::<bool>(),
     ) {
-        let g = generate(&GenParams {
-            circuits, seed, sites, site_fanout, fanout, depth,
-            multi_device_fraction: multi, ipv6_fraction: v6, ipv4_range_fraction: range,
-            site_skew: skew, oversubscribed,
-        });
+        let mut p = GenParams::with_circuits(circuits);
+        (p.seed, p.sites, p.site_fanout, p.fanout, p.depth) = (seed, sites, site_fanout, fanout, depth);
+        (p.multi_device_fraction, p.ipv6_fraction, p.ipv4_range_fraction) = (multi, v6, range);
+        (p.site_skew, p.oversubscribed) = (skew, oversubscribed);
+        let g = generate(&p);
         let (net, config, report) = reread(&g);
         prop_assert!(report.is_clean(), "{}", report);
         prop_assert_eq!(config, g.config);
@@ -137,7 +141,7 @@ proptest! {
         dev_name in any::<String>(),
         sqm in prop_oneof![Just(None), Just(Some(("cake".to_string(), "fq_codel".to_string())))],
     ) {
-        let mut g = generate(&GenParams { circuits: 2, depth: 0, ..GenParams::default() });
+        let mut g = generate(&{ let mut p = GenParams::with_circuits(2); p.depth = 0; p });
         let mut circuits = g.network.circuits().to_vec();
         circuits[0].id = id.trim().into();
         prop_assume!(!circuits[0].id.is_empty() && circuits[0].id != circuits[1].id);

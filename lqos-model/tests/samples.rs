@@ -5,9 +5,10 @@
 
 use std::path::PathBuf;
 
-use lqos_model::{
-    load_with_config, parse_config, parse_network_json, parse_shaped_devices, Rate, Severity,
-};
+use lqos_model::config::parse_config;
+use lqos_model::network_json::parse_network_json;
+use lqos_model::shaped_devices::parse_shaped_devices;
+use lqos_model::{load_with_config, Rate, Severity};
 
 fn read(rel: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);

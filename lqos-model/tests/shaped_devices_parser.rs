@@ -1,12 +1,13 @@
 //! ShapedDevices.csv parsing: every accepted form and every row-level
 //! problem, with its exact message.
 
-use lqos_model::{parse_shaped_devices, ModelError, Rate, Severity, SqmOverride};
+use lqos_model::shaped_devices::parse_shaped_devices;
+use lqos_model::{ModelError, Rate, Severity, SqmOverride};
 
 const H13: &str = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment";
 const H16: &str = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,Parent Node ID,Anchor Node ID,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment,sqm";
 
-fn parse(text: &str) -> lqos_model::ShapedDevices {
+fn parse(text: &str) -> lqos_model::shaped_devices::ShapedDevices {
     parse_shaped_devices("SD.csv", text.as_bytes()).unwrap()
 }
 

@@ -1,7 +1,9 @@
 //! One test per validation rule, each message asserted; the full report of
 //! `load` (parse problems + rules) grouped by file and line.
 
-use lqos_model::{load, load_with_config, Severity, MAX_NODE_DEPTH};
+use lqos_model::{load, load_with_config, Network, Severity};
+
+const MAX_NODE_DEPTH: usize = Network::MAX_NODE_DEPTH;
 
 const H13: &str = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment";
 
@@ -419,16 +421,28 @@ enable_splynx = false
         [
             "lqos.conf: both [bridge] and [single_interface] are set; [bridge] is used, as LibreQoS does",
             "lqos.conf: [queues] queue_mode = \"observe\": no shaping tree, only the mq roots (as LibreQoS builds in observe mode); nothing is shaped",
-            "lqos.conf: [queues] use_binpacking = true: LibreQoS's binpacking (one CpueQueueN class per queue above its top-level nodes, placed by live traffic weights) is not reproduced; lqos places top-level nodes by size (--strategy balanced) or in LibreQoS's round robin (--strategy round-robin), without the CpueQueueN classes",
-            "lqos.conf: [queues] lazy_queues = \"Htb\": LibreQoS creates leaves on traffic; `lqos apply` builds every class and leaf, and `lqos watch --lazy-leaves` (or [lqos] lazy_leaves = true) gives circuits their leaf only while they carry traffic",
-            "lqos.conf: [queues] dry_run = true: LibreQoS would only log its commands; lqos ignores this key and applies (use `lqos plan` or `lqos apply --dry-run`)",
+            "lqos.conf: [queues] use_binpacking = true: LibreQoS's binpacking (one CpueQueueN class per queue above its top-level nodes, placed by live traffic weights) is not reproduced; lqos places top-level nodes by size (balanced) or in LibreQoS's round robin, without the CpueQueueN classes",
+            "lqos.conf: [queues] lazy_queues = \"Htb\": LibreQoS creates leaves on traffic; lqos builds every class and leaf, and with lazy leaves ([lqos] lazy_leaves = true) the reload daemon gives circuits their leaf only while they carry traffic",
+            "lqos.conf: [queues] dry_run = true: LibreQoS would only log its commands; lqos ignores this key and applies",
             "lqos.conf: [treeguard] is on: LibreQoS's TreeGuard virtualizes idle nodes and switches idle circuits between cake and fq_codel at runtime (and keeps the overrides); lqos does not, its tree follows network.json and ShapedDevices.csv alone",
             "lqos.conf: [stormguard] is on: LibreQoS's StormGuard changes site rates at runtime; lqos does not",
             "lqos.conf: [dynamic_circuits] is on: LibreQoS shapes runtime dynamic circuits; lqos shapes only the circuits of ShapedDevices.csv",
-            "lqos.conf: [long_term_stats] enable_insight_topology = true: LibreQoS prefers ShapedDevices.insight.csv and network.insight.json where they exist; lqos reads the files it is given (--network, --devices)",
-            "lqos.conf: integration uisp is on: LibreQoS then shapes from the integration's runtime files (its state directory's shaping_inputs.json), not network.json and ShapedDevices.csv; lqos reads network.json and ShapedDevices.csv (give --network/--devices the files the integration exports)",
+            "lqos.conf: [long_term_stats] enable_insight_topology = true: LibreQoS prefers ShapedDevices.insight.csv and network.insight.json where they exist; lqos reads the files it is given",
+            "lqos.conf: integration uisp is on: LibreQoS then shapes from the integration's runtime files (its state directory's shaping_inputs.json), not network.json and ShapedDevices.csv; lqos reads the network.json and ShapedDevices.csv it is given (the integration exports them)",
         ]
     );
+    // Each names its key, for a front end's own advice.
+    use lqos_model::config::ConfigKey;
+    let keys: Vec<_> = l.report.problems.iter().filter_map(|p| p.key).collect();
+    assert_eq!(
+        keys[..3],
+        [
+            ConfigKey::QueueMode,
+            ConfigKey::UseBinpacking,
+            ConfigKey::LazyQueues
+        ]
+    );
+    assert_eq!(keys.len(), 9);
     // queue_mode wins over the legacy monitor_only; LibreQoS's defaults
     // (TreeGuard's circuits on, its links off) apply to what is not written.
     let l = load_with_config(

@@ -1,12 +1,16 @@
-//! `PlanConfig`: what the planner needs besides the network.
+//! The planner's settings besides [`PlanConfig`](crate::PlanConfig)'s own: which
+//! interfaces, the queue strategy, the leaf qdiscs, and their errors.
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{parse, render, Classifier, PlanError, QdiscKind, SqmError};
-use lqos_model::{LqosConfig, Rate};
+use crate::error::PlanError;
+pub use crate::error::{Capacity, ConfigError, SqmError};
+use crate::ops::{CakeParams, QdiscKind};
+use crate::options::CakeDiffserv;
+use lqos_model::config::LqosConfig;
+use lqos_model::Rate;
 
 /// Which interfaces get a tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,9 +52,7 @@ impl FromStr for QueueStrategy {
         match s.trim().to_ascii_lowercase().as_str() {
             "balanced" => Ok(QueueStrategy::Balanced),
             "round-robin" | "roundrobin" | "round_robin" => Ok(QueueStrategy::RoundRobin),
-            _ => Err(PlanError::Config(format!(
-                "unknown queue strategy {s:?} (expected balanced or round-robin)"
-            ))),
+            _ => Err(ConfigError::UnknownStrategy(s.to_string()).into()),
         }
     }
 }
@@ -59,7 +61,7 @@ impl FromStr for QueueStrategy {
 /// `pfifo limit 1000` or `none` (no leaf qdisc).
 ///
 /// ```
-/// use lqos_tc::LeafSpec;
+/// use lqos_tc::config::LeafSpec;
 /// let s: LeafSpec = "cake besteffort rtt 300ms".parse().unwrap();
 /// assert_eq!(s.to_string(), "cake besteffort rtt 300ms");
 /// assert_eq!("none".parse::<LeafSpec>().unwrap(), LeafSpec::None);
@@ -75,8 +77,8 @@ pub enum LeafSpec {
 impl LeafSpec {
     /// LibreQoS's default, `cake diffserv4`.
     pub fn cake_diffserv4() -> LeafSpec {
-        LeafSpec::Qdisc(QdiscKind::Cake(crate::CakeParams {
-            diffserv: Some(crate::CakeDiffserv::Diffserv4),
+        LeafSpec::Qdisc(QdiscKind::Cake(CakeParams {
+            diffserv: Some(CakeDiffserv::Diffserv4),
             ..Default::default()
         }))
     }
@@ -99,8 +101,8 @@ impl LeafSpec {
 /// with its place rather than when planning.
 ///
 /// ```
-/// let conf = lqos_model::parse_config("lqos.conf", "[queues]\ndefault_sqm = \"cake diffserv5\"\n").unwrap();
-/// let p = lqos_tc::config_problems(&conf, "lqos.conf");
+/// let conf = lqos_model::config::parse_config("lqos.conf", "[queues]\ndefault_sqm = \"cake diffserv5\"\n").unwrap();
+/// let p = lqos_tc::config::config_problems(&conf, "lqos.conf");
 /// assert!(p[0].to_string().starts_with("lqos.conf:2: [queues] default_sqm: sqm \"cake diffserv5\""), "{}", p[0]);
 /// ```
 pub fn config_problems(conf: &LqosConfig, file: &str) -> Vec<lqos_model::Problem> {
@@ -114,51 +116,10 @@ pub fn config_problems(conf: &LqosConfig, file: &str) -> Vec<lqos_model::Problem
     out
 }
 
-impl FromStr for LeafSpec {
-    type Err = PlanError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let tokens: Vec<&str> = s.split_ascii_whitespace().collect();
-        if tokens.is_empty() {
-            return Err(PlanError::Sqm {
-                spec: s.to_string(),
-                reason: SqmError::Empty,
-            });
-        }
-        if tokens.len() == 1 && tokens[0].eq_ignore_ascii_case("none") {
-            return Ok(LeafSpec::None);
-        }
-        let lowered: Vec<String> = tokens.iter().map(|t| t.to_ascii_lowercase()).collect();
-        let refs: Vec<&str> = lowered.iter().map(String::as_str).collect();
-        let reason = match parse::parse_qdisc_kind(&refs) {
-            Ok(QdiscKind::Other(name)) => SqmError::UnsupportedKind(name),
-            Ok(QdiscKind::Mq) | Ok(QdiscKind::Htb(_)) => SqmError::NotALeaf,
-            Ok(kind) => return Ok(LeafSpec::Qdisc(kind)),
-            Err(e) => e.into(),
-        };
-        Err(PlanError::Sqm {
-            spec: s.to_string(),
-            reason,
-        })
-    }
-}
-
-impl fmt::Display for LeafSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LeafSpec::None => f.write_str("none"),
-            LeafSpec::Qdisc(kind) => {
-                let mut s = String::new();
-                render::write_kind(&mut s, kind);
-                f.write_str(&s)
-            }
-        }
-    }
-}
-
 /// One direction of a circuit's `sqm` override (the CSV column), parsed.
 ///
 /// ```
-/// use lqos_tc::{LeafSpec, SqmChoice};
+/// use lqos_tc::config::{LeafSpec, SqmChoice};
 /// assert_eq!("".parse::<SqmChoice>().unwrap(), SqmChoice::Default);
 /// assert_eq!("Cake".parse::<SqmChoice>().unwrap(), SqmChoice::Cake);
 /// assert_eq!("none".parse::<SqmChoice>().unwrap(), SqmChoice::Spec(LeafSpec::None));
@@ -223,178 +184,5 @@ impl CircuitSqm {
     }
 }
 
-/// Everything the planner needs besides the [`lqos_model::Network`].
-///
-/// ```
-/// use lqos_tc::{Interfaces, PlanConfig};
-/// let cfg = PlanConfig::bridge("ens19", "ens20", 4);
-/// assert_eq!(cfg.queues, 4);
-/// assert!(matches!(cfg.interfaces, Interfaces::Bridge { .. }));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct PlanConfig {
-    /// Interfaces and how the directions map onto them.
-    pub interfaces: Interfaces,
-    /// TX queues of the interface(s) (given, not probed). On a stick each
-    /// direction gets `queues / 2`.
-    pub queues: u32,
-    /// Download link capacity (top class of every download queue).
-    pub download_capacity: Rate,
-    /// Upload link capacity.
-    pub upload_capacity: Rate,
-    /// Leaf qdisc for circuits (and each queue's default class).
-    pub default_sqm: LeafSpec,
-    /// Queue assignment strategy.
-    pub strategy: QueueStrategy,
-    /// Download rate of generated parent nodes.
-    pub generated_pn_download: Rate,
-    /// Upload rate of generated parent nodes.
-    pub generated_pn_upload: Rate,
-    /// LibreQoS's `fast_queues_fq_codel` (default [`FQ_CODEL_FROM`]):
-    /// circuits without an `sqm` override whose ceiling is at least this get
-    /// `fq_codel` instead of the default leaf (unless the default is
-    /// `none`). `None` disables.
-    pub fq_codel_threshold: Option<Rate>,
-    /// Which classifier the plan includes (`none`: the IP map only, for
-    /// an external classifier; `tc`: clsact + flower + skbedit filters).
-    #[serde(default)]
-    pub classifier: Classifier,
-    /// LibreQoS's `queue_mode = "observe"`: only the `mq` roots, no shaping
-    /// tree and no classifier (a baseline with nothing shaped).
-    #[serde(default)]
-    pub observe: bool,
-}
-
 /// LibreQoS's default `fast_queues_fq_codel`: 1000 Mbps.
 pub const FQ_CODEL_FROM: Rate = Rate::from_mbps(1000);
-
-impl PlanConfig {
-    /// A bridge config with LibreQoS's defaults (1 Gbit links, `cake
-    /// diffserv4`, balanced).
-    pub fn bridge(download: &str, upload: &str, queues: u32) -> PlanConfig {
-        PlanConfig {
-            interfaces: Interfaces::Bridge {
-                download: download.to_string(),
-                upload: upload.to_string(),
-            },
-            queues,
-            download_capacity: Rate::from_mbps(1000),
-            upload_capacity: Rate::from_mbps(1000),
-            default_sqm: LeafSpec::cake_diffserv4(),
-            strategy: QueueStrategy::Balanced,
-            generated_pn_download: Rate::from_mbps(1000),
-            generated_pn_upload: Rate::from_mbps(1000),
-            fq_codel_threshold: Some(FQ_CODEL_FROM),
-            classifier: Classifier::None,
-            observe: false,
-        }
-    }
-
-    /// Builds the config from `lqos.conf` and the TX queue count (which the
-    /// caller probes or takes from `override_available_queues`).
-    pub fn from_lqos_config(conf: &LqosConfig, queues: u32) -> Result<PlanConfig, PlanError> {
-        // A [bridge] means bridge mode (LibreQoS's `on_a_stick_mode()` is
-        // "no [bridge]"), whatever [single_interface] says.
-        let interfaces = match (&conf.bridge, &conf.single_interface) {
-            (Some(b), _) => Interfaces::Bridge {
-                download: b.to_network.clone(),
-                upload: b.to_internet.clone(),
-            },
-            (None, Some(s)) => Interfaces::OnAStick {
-                interface: s.interface.clone(),
-                internet_vlan: s.internet_vlan,
-                network_vlan: s.network_vlan,
-            },
-            (None, None) => {
-                return Err(PlanError::Config(
-                    "lqos.conf has neither [bridge] nor [single_interface]".into(),
-                ))
-            }
-        };
-        let q = &conf.queues;
-        let cfg = PlanConfig {
-            interfaces,
-            queues,
-            download_capacity: Rate::from_mbps(q.downlink_bandwidth_mbps),
-            upload_capacity: Rate::from_mbps(q.uplink_bandwidth_mbps),
-            default_sqm: LeafSpec::from_config(conf)?,
-            strategy: QueueStrategy::Balanced,
-            generated_pn_download: Rate::from_mbps(q.generated_pn_download_mbps),
-            generated_pn_upload: Rate::from_mbps(q.generated_pn_upload_mbps),
-            fq_codel_threshold: Some(q.fast_queues_fq_codel.unwrap_or(FQ_CODEL_FROM)),
-            classifier: conf.lqos.classifier,
-            observe: q.observe(),
-        };
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
-    /// HTB queues per direction (`queues`, or `queues / 2` on a stick).
-    pub fn queues_per_direction(&self) -> u32 {
-        match self.interfaces {
-            Interfaces::Bridge { .. } => self.queues,
-            Interfaces::OnAStick { .. } => self.queues / 2,
-        }
-    }
-
-    /// Checks the values that make a plan impossible.
-    pub fn validate(&self) -> Result<(), PlanError> {
-        let per_dir = self.queues_per_direction();
-        if per_dir == 0 {
-            return Err(PlanError::Config(match self.interfaces {
-                Interfaces::OnAStick { .. } => format!(
-                    "on a stick needs at least 2 TX queues (download and upload halves), got {}",
-                    self.queues
-                ),
-                Interfaces::Bridge { .. } => "at least 1 TX queue is needed".into(),
-            }));
-        }
-        if self.queues > 4096 {
-            return Err(PlanError::Config(format!(
-                "{} queues is more than lqos supports (4096)",
-                self.queues
-            )));
-        }
-        let check_if = |name: &str| -> Result<(), PlanError> {
-            let ok = !name.is_empty()
-                && name.len() < 16
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.@".contains(&b));
-            if ok {
-                Ok(())
-            } else {
-                Err(PlanError::Config(format!(
-                    "invalid interface name {name:?}"
-                )))
-            }
-        };
-        match &self.interfaces {
-            Interfaces::Bridge { download, upload } => {
-                check_if(download)?;
-                check_if(upload)?;
-                if download == upload {
-                    return Err(PlanError::Config(format!(
-                        "download and upload interface are both {download:?}; use [single_interface] for on-a-stick"
-                    )));
-                }
-            }
-            Interfaces::OnAStick { interface, .. } => check_if(interface)?,
-        }
-        for (what, r) in [
-            ("download capacity", self.download_capacity),
-            ("upload capacity", self.upload_capacity),
-            ("generated parent node download", self.generated_pn_download),
-            ("generated parent node upload", self.generated_pn_upload),
-        ] {
-            if r < Rate::from_mbps(2) {
-                return Err(PlanError::Config(format!(
-                    "{what} {} Mbps is too small (at least 2 Mbps)",
-                    r
-                )));
-            }
-        }
-        Ok(())
-    }
-}

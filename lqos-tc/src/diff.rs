@@ -5,7 +5,7 @@
 //! allows an incremental change, is decided by [`crate::rules`] (kernel
 //! defaults, quantum 0, handle-0 kernel qdiscs); `diff` only orders the
 //! ops. When a leaf must go back to a default, the `qdisc replace` carries
-//! the default explicitly ([`reset_kind`]), since the kernel keeps options
+//! the default explicitly ([`rules::reset_kind`](crate::rules::reset_kind)), since the kernel keeps options
 //! a change does not send.
 
 use hashbrown::{HashMap, HashSet};
@@ -14,8 +14,12 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::classify;
-use crate::rules::{self, Layout};
-use crate::{Plan, Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+use crate::handle::TcHandle;
+use crate::op::TcOp;
+use crate::ops::{Qdisc, QdiscKind};
+use crate::plan::Plan;
+use crate::rules::{self, class_satisfies, kind_satisfies, reset_kind, Layout};
+use crate::tree::TcTree;
 
 /// Counts of the ops in a diff.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,14 +73,10 @@ impl fmt::Display for DiffSummary {
     }
 }
 
-pub use crate::rules::{
-    class_satisfies, kind_satisfies, qdisc_satisfies, reset_kind, tree_satisfies,
-};
-
 fn by_parent(t: &TcTree) -> HashMap<TcHandle, &Qdisc> {
     let mut m = HashMap::default();
     m.reserve(t.qdiscs.len());
-    for q in t.qdiscs.values().filter(|q| !rules::is_kernel_default(q)) {
+    for q in t.qdiscs.values().filter(|q| !q.is_kernel_default()) {
         m.insert(q.parent, q);
     }
     m
@@ -91,15 +91,8 @@ fn children(t: &TcTree) -> HashMap<TcHandle, Vec<TcHandle>> {
 }
 
 /// The ops that build `t` from an empty interface, parents first (each
-/// class followed by its leaf qdisc), then the classifier (`clsact` and
-/// its filters) if `t` has one. The root qdisc is a replace.
-pub fn build_ops(t: &TcTree) -> Vec<TcOp> {
-    let mut ops = build_classes(t);
-    ops.extend(classify::diff_filters(&TcTree::default(), t));
-    ops
-}
-
-/// [`build_ops`] without the classifier.
+/// class followed by its leaf qdisc), without the classifier. The root
+/// qdisc is a replace.
 fn build_classes(t: &TcTree) -> Vec<TcOp> {
     let mut ops = Vec::with_capacity(t.qdiscs.len() + t.classes.len());
     let by_parent = by_parent(t);
@@ -182,7 +175,8 @@ fn emit_subtree(
 ///   its filters in place, so they are diffed the same way.
 ///
 /// ```
-/// use lqos_tc::{diff::diff, TcTree};
+/// use lqos_tc::diff;
+/// use lqos_tc::tree::TcTree;
 /// assert!(diff(&TcTree::default(), &TcTree::default()).is_empty());
 /// ```
 pub fn diff(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
@@ -246,7 +240,7 @@ fn diff_classes(old: &TcTree, new: &TcTree) -> Vec<TcOp> {
     // Leaf qdiscs on surviving classes.
     for oq in old.qdiscs.values() {
         let parent = &oq.parent;
-        if rules::is_kernel_default(oq)
+        if oq.is_kernel_default()
             || layout_handles.contains(&oq.handle)
             || *parent == TcHandle::ROOT
         {
@@ -346,7 +340,7 @@ pub fn diff_plans(old: &Plan, new: &Plan) -> Vec<(String, Vec<TcOp>)> {
 
 /// The ops that take `model` (the kernel's tree as far as the caller
 /// knows) to the objects `ops` describe (class and leaf ops of a plan, as
-/// [`replan_circuits`](crate::replan_circuits) reports them): `class change` for a class whose
+/// [`replan_circuits`](crate::replan::replan_circuits) reports them): `class change` for a class whose
 /// parameters differ, `qdisc replace` for a leaf whose options differ,
 /// nothing for objects already satisfied. These are the ops
 /// [`diff`](crate::diff()) sends for those objects (leaves before classes).

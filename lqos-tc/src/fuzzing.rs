@@ -2,7 +2,9 @@
 //! stable-toolchain corpus replay: any bytes in, no panic out, and what
 //! parses renders back to the same thing.
 
-use crate::{parse_batch, render_line, CircuitSqm, LeafSpec};
+use crate::config::{CircuitSqm, LeafSpec};
+use crate::parse::parse_batch;
+use crate::text::render_line;
 
 /// The `sqm` grammar (`default_sqm`, `--sqm` and the CSV's `sqm` column):
 /// the text as a leaf spec, and as a circuit's `down/up` override. A spec

@@ -23,6 +23,7 @@ pub struct TcHandle(u32);
 /// Why a string is not a tc handle.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid tc handle {0:?} (expected hex major:minor such as 1:3 or 7fff:)")]
+#[non_exhaustive]
 pub struct HandleError(pub String);
 
 impl TcHandle {

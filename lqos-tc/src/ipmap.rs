@@ -1,7 +1,8 @@
 //! The IP map: every device address or prefix of a plan -> its circuit and
 //! where its traffic is shaped (interface, TX queue, classid) in each
 //! direction. It is what an external classifier (LibreQoS's XDP program)
-//! needs, what `lqos show --ip` answers from, and what the `tc` classifier's
+//! needs, what [`Plan::explain_ip`](crate::Plan::explain_ip) answers from,
+//! and what the `tc` classifier's
 //! filters are built from.
 //!
 //! ```
@@ -28,7 +29,8 @@ use core::net::IpAddr;
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
-use crate::{Plan, Qdisc, TcHandle, TcOp};
+use crate::handle::TcHandle;
+use crate::ops::Qdisc;
 use lqos_model::{Rate, SmolStr};
 
 /// Where one direction of a circuit's traffic is shaped.
@@ -283,6 +285,7 @@ impl IpMap {
 
 /// One direction of an address's circuit, as planned.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct SteerDetails {
     /// Interface, queue and classid.
     pub steer: Steer,
@@ -294,8 +297,10 @@ pub struct SteerDetails {
     pub leaf: Option<Qdisc>,
 }
 
-/// Everything `lqos show --ip` says about a shaped address.
+/// Everything a plan says about a shaped address
+/// ([`Plan::explain_ip`](crate::Plan::explain_ip)).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct IpDetails {
     /// The matching entry (longest prefix).
     pub entry: IpMapEntry,
@@ -305,58 +310,6 @@ pub struct IpDetails {
     pub download: SteerDetails,
     /// Upload side.
     pub upload: SteerDetails,
-}
-
-impl Plan {
-    /// Longest-prefix lookup of `addr` with the circuit's node path, rates
-    /// and leaves; `None` when the address is not shaped (its traffic goes
-    /// to the default class `:2` of whatever queue it leaves on).
-    /// Scans the interface's ops (O(ops)), meant for one-off questions.
-    pub fn explain_ip(&self, addr: IpAddr) -> Option<IpDetails> {
-        let e = self.ip_map.lookup(addr)?;
-        let mut node_path = Vec::new();
-        let mut n = self
-            .allocation
-            .circuits
-            .get(e.circuit as usize)
-            .map(|c| c.parent);
-        while let Some(i) = n {
-            let Some(node) = self.allocation.nodes.get(i as usize) else {
-                break;
-            };
-            node_path.push(node.name.clone());
-            n = node.parent;
-        }
-        node_path.reverse();
-        let details = |s: &Steer| {
-            let ops = self
-                .interface(&s.dev)
-                .map(|i| i.ops.as_slice())
-                .unwrap_or(&[]);
-            let class = ops.iter().find_map(|op| match op {
-                TcOp::AddClass(c) if c.classid == s.classid => Some(c),
-                _ => None,
-            });
-            let leaf = ops.iter().find_map(|op| match op {
-                TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if q.parent == s.classid => {
-                    Some(q.clone())
-                }
-                _ => None,
-            });
-            SteerDetails {
-                steer: s.clone(),
-                rate: class.map(|c| c.htb.rate),
-                ceil: class.map(|c| c.htb.ceil),
-                leaf,
-            }
-        };
-        Some(IpDetails {
-            entry: e.clone(),
-            node_path,
-            download: details(&e.download),
-            upload: details(&e.upload),
-        })
-    }
 }
 
 #[cfg(test)]

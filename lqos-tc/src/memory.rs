@@ -13,7 +13,9 @@
 //!
 //! ```
 //! use lqos_tc::memory::{estimate_ops, CAKE_BYTES};
-//! use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+//! use lqos_tc::{TcHandle, TcOp};
+//! use lqos_tc::ops::{Qdisc, QdiscKind};
+//! use lqos_tc::tree::TcTree;
 //!
 //! let leaf = |minor| TcOp::AddQdisc(Qdisc {
 //!     parent: TcHandle::new(1, minor),
@@ -27,8 +29,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::classify::CLSACT_PARENT;
-use crate::{QdiscKind, TcHandle, TcOp, TcTree};
+use crate::filter::CLSACT_PARENT;
+use crate::handle::TcHandle;
+use crate::op::TcOp;
+use crate::ops::QdiscKind;
+use crate::tree::TcTree;
 
 const KIB: u64 = 1024;
 
@@ -89,6 +94,7 @@ pub fn human_bytes(bytes: u64) -> String {
 
 /// What an op stream does to kernel memory, by the costs of this module.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MemoryEstimate {
     /// Qdiscs the stream creates, by kind name: (count, bytes).
     pub created: BTreeMap<String, (usize, u64)>,
@@ -260,7 +266,9 @@ pub fn tree_bytes(tree: &TcTree) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Class, FqCodelParams, HtbClass, LeafSpec, PlanConfig, Qdisc};
+    use crate::config::LeafSpec;
+    use crate::ops::{Class, FqCodelParams, HtbClass, Qdisc};
+    use crate::plan_config::PlanConfig;
     use lqos_model::Rate;
 
     fn cake() -> QdiscKind {
@@ -290,14 +298,11 @@ mod tests {
         }
     }
 
-    fn plan(circuits: usize, sqm: &str) -> crate::Plan {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            ..Default::default()
-        });
+    fn plan(circuits: usize, sqm: &str) -> crate::plan::Plan {
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(circuits));
         let mut cfg = PlanConfig::bridge("ens19", "ens20", 4);
         cfg.default_sqm = sqm.parse::<LeafSpec>().unwrap();
-        crate::plan(&g.network, &cfg, None).unwrap()
+        crate::plan::plan(&g.network, &cfg, None).unwrap()
     }
 
     #[test]

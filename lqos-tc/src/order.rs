@@ -9,7 +9,8 @@
 //! leaf qdisc right after it), then its child nodes. Every parent still comes
 //! before its children, so the result loads wherever the input did.
 
-use crate::{TcHandle, TcOp};
+use crate::handle::TcHandle;
+use crate::op::TcOp;
 use hashbrown::HashMap;
 
 /// Index of the first op that belongs to the site/circuit tree (an
@@ -168,16 +169,18 @@ pub fn into_locality_order(mut ops: Vec<TcOp>) -> Vec<TcOp> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::PlanConfig;
+    use crate::plan_config::PlanConfig;
 
     fn build(circuits: usize) -> Vec<TcOp> {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            seed: 3,
-            ..Default::default()
+        let g = lqos_model::generate(&{
+            let mut p = lqos_model::GenParams::with_circuits(circuits);
+            p.seed = 3;
+            p
         });
         let cfg = PlanConfig::bridge("ens19", "ens20", 4);
-        crate::plan(&g.network, &cfg, None).unwrap().interfaces[0]
+        crate::plan::plan(&g.network, &cfg, None)
+            .unwrap()
+            .interfaces[0]
             .ops
             .clone()
     }
@@ -194,8 +197,8 @@ mod tests {
         a.sort_by_key(key);
         b.sort_by_key(key);
         assert_eq!(a, b);
-        let mut ta = crate::TcTree::default();
-        let mut tb = crate::TcTree::default();
+        let mut ta = crate::tree::TcTree::default();
+        let mut tb = crate::tree::TcTree::default();
         ta.apply_all(&ops).unwrap();
         tb.apply_all(&ordered).unwrap();
         assert_eq!(ta, tb);

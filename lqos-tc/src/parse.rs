@@ -8,18 +8,24 @@
 //! as the kernel does). A leaf qdisc without `handle` parses with
 //! [`TcHandle::UNSPEC`] (the kernel picks one).
 
-use crate::classify::{self, CLSACT_PARENT, EGRESS};
-use crate::{
-    options, CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, Class, FqCodelParams, HtbClass,
-    HtbQdisc, Qdisc, QdiscKind, TcHandle, TcOp,
-};
-use crate::{FilterKey, FilterProto, FlowerFilter, MatchSide};
+use crate::config::LeafSpec;
+use crate::error::{PlanError, SqmError};
+pub use crate::error::{Quantity, SyntaxError, Unsupported};
+use crate::filter::{self, CLSACT_PARENT, EGRESS};
+use crate::filter::{FilterKey, FilterProto, FlowerFilter, MatchSide};
+use crate::handle::TcHandle;
+use crate::op::TcOp;
+use crate::ops::{CakeParams, Class, FqCodelParams, HtbClass, HtbQdisc, Qdisc, QdiscKind};
+use crate::options;
+use crate::options::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
 use ipnet::IpNet;
 use lqos_model::Rate;
+use std::str::FromStr;
 
 /// A line of batch text that is not a supported tc command.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {error}")]
+#[non_exhaustive]
 pub struct ParseError {
     /// 1-based line number.
     pub line: usize,
@@ -27,179 +33,32 @@ pub struct ParseError {
     pub error: SyntaxError,
 }
 
-/// What is wrong with one tc command, or with a qdisc kind and its options
-/// ([`parse_qdisc_kind`]), a handle, a rate, a size or a time.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SyntaxError {
-    /// `tc OBJECT VERB` with a verb tc does not have.
-    #[error("unsupported {object} command {verb:?}")]
-    UnsupportedVerb {
-        /// `qdisc`, `class`, `filter` (or what was written).
-        object: String,
-        /// The verb as written.
-        verb: String,
-    },
-    /// `tc OBJECT` and nothing after it.
-    #[error("{object}: missing command")]
-    MissingVerb {
-        /// The object as written.
-        object: String,
-    },
-    /// An object other than `qdisc`, `class` and `filter`.
-    #[error("unsupported tc object {0:?} (qdisc, class or filter)")]
-    UnsupportedObject(String),
-    /// A form of a command lqos does not take.
-    #[error("{0}")]
-    Unsupported(Unsupported),
-    /// A required part of a command is missing.
-    #[error("{object}: missing {what}")]
-    Missing {
-        /// The command or its part (`qdisc`, `htb class`, `skbedit`, ...).
-        object: &'static str,
-        /// What is missing (`dev`, `classid`, `rate`, ...).
-        what: &'static str,
-    },
-    /// An option without its value at the end of the line.
-    #[error("{key}: missing value")]
-    MissingValue {
-        /// The option.
-        key: String,
-    },
-    /// Words after a delete that takes none.
-    #[error("{object}: unexpected {words:?}")]
-    Unexpected {
-        /// `qdisc del`, `class del` or `filter del`.
-        object: &'static str,
-        /// The extra words.
-        words: String,
-    },
-    /// A class of another kind than `htb`.
-    #[error("class: only htb classes are supported, found {0:?}")]
-    NotHtbClass(String),
-    /// A filter protocol other than `ip` and `ipv6`.
-    #[error("filter: unsupported protocol {0:?}")]
-    UnsupportedProtocol(String),
-    /// An option the kind does not have (or lqos does not know).
-    #[error("{kind}: unsupported option {option:?}")]
-    UnsupportedOption {
-        /// The kind (`htb`, `cake`, `htb class`, `flower`, ...).
-        kind: String,
-        /// The option as written.
-        option: String,
-    },
-    /// A flower address of the other family than the filter's protocol.
-    #[error("flower: {net} is not protocol {protocol}")]
-    WrongFamily {
-        /// The address.
-        net: IpNet,
-        /// The filter's protocol (`ip`, `ipv6`).
-        protocol: &'static str,
-    },
-    /// Not a decimal number (or too large for its field).
-    #[error("invalid number {0:?}")]
-    Number(String),
-    /// Not a number in 0..=65535.
-    #[error("invalid number {0:?} (0..=65535)")]
-    U16(String),
-    /// Not a hex number.
-    #[error("invalid hex number {0:?}")]
-    Hex(String),
-    /// A rate, size or time whose number part is not a decimal.
-    #[error("invalid number in {0:?}")]
-    Decimal(String),
-    /// Not a handle or classid.
-    #[error("invalid handle {0:?}")]
-    Handle(String),
-    /// Not an address prefix.
-    #[error("invalid prefix {0:?}")]
-    Prefix(String),
-    /// Not an address.
-    #[error("invalid address {0:?}")]
-    Address(String),
-    /// A prefix with address bits past its length.
-    #[error("{text}: host bits are set (use {trunc})")]
-    HostBits {
-        /// The prefix as written.
-        text: String,
-        /// The prefix it stands for.
-        trunc: IpNet,
-    },
-    /// A rate, size or time with a unit tc does not know.
-    #[error("invalid {quantity} unit in {text:?}")]
-    Unit {
-        /// Rate, size or time.
-        quantity: Quantity,
-        /// The value as written.
-        text: String,
-    },
-    /// A rate, size or time beyond what its field holds.
-    #[error("{quantity} {text:?} is too large")]
-    TooLarge {
-        /// Rate, size or time.
-        quantity: Quantity,
-        /// The value as written.
-        text: String,
-    },
-    /// An empty qdisc kind.
-    #[error("missing qdisc kind")]
-    MissingKind,
-    /// `mq` with options.
-    #[error("mq takes no options, found {0:?}")]
-    MqOptions(String),
-    /// A kind lqos does not model, with options it cannot keep.
-    #[error("unsupported qdisc kind {0:?} with options (lqos knows mq, htb, cake, fq_codel, pfifo, bfifo)")]
-    UnknownKindWithOptions(String),
-    /// A kind name with characters no qdisc name has.
-    #[error("invalid qdisc kind {0:?}")]
-    InvalidKind(String),
-    /// [`parse_line`] given no command or several.
-    #[error("expected one command, found {0}")]
-    NotOneCommand(usize),
-}
-
-/// A form of a tc command that lqos does not take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum Unsupported {
-    /// `qdisc change`.
-    #[error("qdisc change is not supported (use replace)")]
-    QdiscChange,
-    /// `class replace`.
-    #[error("class replace is not supported (use add or change)")]
-    ClassReplace,
-    /// `filter add` / `filter change`.
-    #[error("filter: only replace and del are supported")]
-    FilterVerb,
-    /// A filter on another hook than egress.
-    #[error("filter: only egress (parent ffff:fff3) filters are supported")]
-    FilterHook,
-    /// A filter of another kind than flower.
-    #[error("filter: only flower filters are supported")]
-    FilterKind,
-    /// A clsact qdisc at another parent.
-    #[error("clsact: parent must be ffff:fff1 (or left out)")]
-    ClsactParent,
-}
-
-/// Which kind of value a [`SyntaxError::Unit`] or
-/// [`SyntaxError::TooLarge`] is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Quantity {
-    /// A rate (`10mbit`).
-    Rate,
-    /// A size in bytes (`64k`).
-    Size,
-    /// A time (`300ms`).
-    Time,
-}
-
-impl std::fmt::Display for Quantity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Quantity::Rate => "rate",
-            Quantity::Size => "size",
-            Quantity::Time => "time",
+/// `cake diffserv4`, `fq_codel`, `pfifo limit 1000`, `none`: the kinds
+/// and options of [`parse_qdisc_kind`], as a leaf.
+impl FromStr for LeafSpec {
+    type Err = PlanError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let tokens: Vec<&str> = s.split_ascii_whitespace().collect();
+        if tokens.is_empty() {
+            return Err(PlanError::Sqm {
+                spec: s.to_string(),
+                reason: SqmError::Empty,
+            });
+        }
+        if tokens.len() == 1 && tokens[0].eq_ignore_ascii_case("none") {
+            return Ok(LeafSpec::None);
+        }
+        let lowered: Vec<String> = tokens.iter().map(|t| t.to_ascii_lowercase()).collect();
+        let refs: Vec<&str> = lowered.iter().map(String::as_str).collect();
+        let reason = match parse_qdisc_kind(&refs) {
+            Ok(QdiscKind::Other(name)) => SqmError::UnsupportedKind(name),
+            Ok(QdiscKind::Mq) | Ok(QdiscKind::Htb(_)) => SqmError::NotALeaf,
+            Ok(kind) => return Ok(LeafSpec::Qdisc(kind)),
+            Err(e) => e.into(),
+        };
+        Err(PlanError::Sqm {
+            spec: s.to_string(),
+            reason,
         })
     }
 }
@@ -319,7 +178,7 @@ fn parse_qdisc(verb: Verb, t: &[&str]) -> Result<(String, TcOp), SyntaxError> {
         if parent.is_some_and(|p| p != CLSACT_PARENT) {
             return Err(E::Unsupported(Unsupported::ClsactParent));
         }
-        let q = classify::clsact();
+        let q = Qdisc::clsact();
         return match verb {
             Verb::Add => Ok((dev, TcOp::AddQdisc(q))),
             Verb::Replace => Ok((dev, TcOp::ReplaceQdisc(q))),
@@ -327,7 +186,7 @@ fn parse_qdisc(verb: Verb, t: &[&str]) -> Result<(String, TcOp), SyntaxError> {
                 dev,
                 TcOp::DeleteQdisc {
                     parent: CLSACT_PARENT,
-                    handle: classify::CLSACT_HANDLE,
+                    handle: filter::CLSACT_HANDLE,
                 },
             )),
             Verb::Change => Err(E::Unsupported(Unsupported::QdiscChange)),

@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use lqos_model::{Circuit, Network, Node, Rate, SmolStr, SqmOverride};
 
-use crate::{Allocation, CircuitSlot, InterfacePlan, NodeSlot, Plan, PlanConfig, PlanError};
+use crate::error::PlanError;
+use crate::plan::{Allocation, CircuitSlot, InterfacePlan, NodeSlot, Plan};
+use crate::plan_config::PlanConfig;
 
 /// Format number of [`PlanRecord`] (the full `Plan` JSON of earlier
 /// versions had none).
@@ -152,11 +154,12 @@ pub struct PlanRecord {
     pub interfaces: Option<Vec<InterfacePlan>>,
     /// The IP map, when there are no inputs to re-derive it from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ip_map: Option<crate::IpMap>,
+    pub ip_map: Option<crate::ipmap::IpMap>,
 }
 
 /// Why a record does not give back a plan.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RecordError {
     /// The record's format is not one this version reads.
     #[error("plan record format {found} is not {RECORD_FORMAT}")]
@@ -503,7 +506,7 @@ pub struct PlanRecordRef<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     interfaces: Option<&'a Vec<InterfacePlan>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    ip_map: Option<&'a crate::IpMap>,
+    ip_map: Option<&'a crate::ipmap::IpMap>,
 }
 
 impl<'a> PlanRecordRef<'a> {
@@ -583,14 +586,15 @@ impl PlanRecord {
             (Some(inputs), None) => {
                 let net = inputs.network()?;
                 let alloc = inputs.allocation();
-                Ok(crate::plan(&net, &self.config, Some(&alloc))?)
+                Ok(crate::plan::plan(&net, &self.config, Some(&alloc))?)
             }
             (_, Some(ifaces)) => {
                 // The IP map and the squashed nodes follow from the inputs
                 // (none without them).
                 let (ip_map, squashed) = match (&self.inputs, &self.ip_map) {
                     (Some(i), _) => {
-                        let p = crate::plan(&i.network()?, &self.config, Some(&i.allocation()))?;
+                        let p =
+                            crate::plan::plan(&i.network()?, &self.config, Some(&i.allocation()))?;
                         (p.ip_map, p.squashed)
                     }
                     (None, m) => (m.clone().unwrap_or_default(), Vec::new()),
@@ -640,7 +644,7 @@ mod tests {
                         }
                     }
                     net2.set_circuits(cs);
-                    p = crate::plan(&net2, &p.config, None).unwrap();
+                    p = crate::plan::plan(&net2, &p.config, None).unwrap();
                     let a =
                         serde_json::to_string(&PlanRecord::new(&p, Some(&net2), false).unwrap());
                     let b =
@@ -659,13 +663,13 @@ mod tests {
     }
 
     fn net_and_plan(circuits: usize, seed: u64) -> (Network, Plan) {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            seed,
-            ..Default::default()
+        let g = lqos_model::generate(&{
+            let mut p = lqos_model::GenParams::with_circuits(circuits);
+            p.seed = seed;
+            p
         });
         let cfg = PlanConfig::bridge("ens19", "ens20", 4);
-        let p = crate::plan(&g.network, &cfg, None).unwrap();
+        let p = crate::plan::plan(&g.network, &cfg, None).unwrap();
         (g.network, p)
     }
 
@@ -706,7 +710,7 @@ mod tests {
         let mut cs = net.circuits().to_vec();
         cs[0].download_max = Rate::from_bps(100_000_123);
         net.set_circuits(cs);
-        let p = crate::plan(&net, &PlanConfig::bridge("ens19", "ens20", 4), None).unwrap();
+        let p = crate::plan::plan(&net, &PlanConfig::bridge("ens19", "ens20", 4), None).unwrap();
         let rec = PlanRecord::new(&p, Some(&net), false).unwrap();
         let json = serde_json::to_string(&rec).unwrap();
         assert!(json.contains("\"100000123bit\""), "{json}");

@@ -15,7 +15,7 @@
 //!   quantum satisfies it.
 //! - **Kernel-created qdiscs.** Qdiscs with handle `0:` (`noqueue`, the
 //!   default qdisc under an unused mq queue, the default `mq` root) are not
-//!   part of any plan and never drift ([`is_kernel_default`]); a tree keeps
+//!   part of any plan and never drift ([`Qdisc::is_kernel_default`]); a tree keeps
 //!   them apart, in [`TcTree::kernel_defaults`].
 //! - **Lazy leaves.** A missing leaf on an idle circuit is not drift, and
 //!   an active circuit's leaf is not removed ([`lazy_plan`]: the plan
@@ -36,15 +36,17 @@ use std::fmt;
 use lqos_model::Rate;
 use serde::Serialize;
 
-use crate::{
-    CakeParams, Class, FilterKey, FlowerFilter, FqCodelParams, InterfacePlan, Plan, Qdisc,
-    QdiscKind, TcHandle, TcOp, TcTree,
-};
+use crate::filter::{FilterKey, FlowerFilter};
+use crate::handle::TcHandle;
+use crate::op::TcOp;
+use crate::ops::{CakeParams, Class, FqCodelParams, Qdisc, QdiscKind};
+use crate::plan::{InterfacePlan, Plan};
+use crate::tree::TcTree;
 
 /// Kernel defaults of the cake options lqos sends (`sch_cake.c`
 /// `cake_init`).
 pub mod cake_default {
-    use crate::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
+    use crate::options::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
     /// `rtt 100ms`.
     pub const RTT_US: u32 = 100_000;
     /// `diffserv3`.
@@ -78,12 +80,6 @@ pub mod fq_codel_default {
     pub const ECN: bool = true;
     /// `memory_limit 32Mb`.
     pub const MEMORY_LIMIT: u32 = 32 << 20;
-}
-
-/// True for a qdisc the kernel created itself (handle `0:`): never part of
-/// a plan, never drift, never deleted by a diff.
-pub fn is_kernel_default(q: &Qdisc) -> bool {
-    q.handle == TcHandle::UNSPEC
 }
 
 /// One field of one object whose live value does not satisfy the plan.
@@ -418,12 +414,16 @@ fn foreign_clsact(q: &Qdisc, planned: &TcTree) -> bool {
 
 /// Every difference between `live` and `planned`: qdiscs by handle (missing
 /// or differing, then extra), then classes by classid, then classifier
-/// filters by key. Kernel-created qdiscs ([`is_kernel_default`]) on either
+/// filters by key. Kernel-created qdiscs ([`Qdisc::is_kernel_default`]) on either
 /// side, and a live `clsact` the plan lacks, are ignored. Empty exactly
 /// when [`crate::diff()`] of the two trees is empty.
 pub fn tree_drift(live: &TcTree, planned: &TcTree) -> Vec<Drift> {
     let mut out = Vec::new();
-    for (h, p) in planned.qdiscs.iter().filter(|(_, q)| !is_kernel_default(q)) {
+    for (h, p) in planned
+        .qdiscs
+        .iter()
+        .filter(|(_, q)| !q.is_kernel_default())
+    {
         match explicit_qdisc(live, *h) {
             None => out.push(Drift::MissingQdisc(p.clone())),
             Some(l) => {
@@ -434,7 +434,7 @@ pub fn tree_drift(live: &TcTree, planned: &TcTree) -> Vec<Drift> {
             }
         }
     }
-    for (h, l) in live.qdiscs.iter().filter(|(_, q)| !is_kernel_default(q)) {
+    for (h, l) in live.qdiscs.iter().filter(|(_, q)| !q.is_kernel_default()) {
         if explicit_qdisc(planned, *h).is_none() && !foreign_clsact(l, planned) {
             out.push(Drift::ExtraQdisc(l.clone()));
         }
@@ -502,7 +502,7 @@ pub fn layout_qdiscs(t: &TcTree) -> Vec<&Qdisc> {
         return v;
     }
     v.extend(t.qdiscs.values().filter(|q| {
-        !is_kernel_default(q) && q.parent != TcHandle::ROOT && q.parent.major() == major
+        !q.is_kernel_default() && q.parent != TcHandle::ROOT && q.parent.major() == major
     }));
     v
 }
@@ -629,7 +629,7 @@ pub fn layout(live: &TcTree, planned: &TcTree) -> Layout {
 }
 
 fn explicit_qdisc(t: &TcTree, h: TcHandle) -> Option<&Qdisc> {
-    t.qdiscs.get(&h).filter(|q| !is_kernel_default(q))
+    t.qdiscs.get(&h).filter(|q| !q.is_kernel_default())
 }
 
 /// Whether a rebuild of `live` starts with `tc qdisc del dev X root`: when
@@ -717,7 +717,7 @@ pub fn lazy_plan(plan: &Plan, active: &ActiveLeaves) -> Plan {
 
 /// The circuits of `plan` whose planned leaf is in the live trees (same
 /// handle under the same class; its options are for verify to judge): the
-/// active set when no daemon keeps one (`lqos verify --lazy-leaves`).
+/// active set when no daemon keeps one (a verify of lazy leaves).
 pub fn present_leaves(plan: &Plan, live: &BTreeMap<String, TcTree>) -> ActiveLeaves {
     let mut out = ActiveLeaves::new();
     for ip in &plan.interfaces {
@@ -740,7 +740,7 @@ pub fn present_leaves(plan: &Plan, live: &BTreeMap<String, TcTree>) -> ActiveLea
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::CakeDiffserv;
+    use crate::options::CakeDiffserv;
 
     fn class(minor: u16, quantum: u32) -> Class {
         let r = Rate::from_mbps(10);
@@ -895,13 +895,10 @@ mod tests {
     }
 
     fn pfifo_plan(circuits: usize) -> Plan {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            ..Default::default()
-        });
-        let mut cfg = crate::PlanConfig::bridge("ens19", "ens20", 4);
-        cfg.default_sqm = crate::LeafSpec::Qdisc(QdiscKind::Pfifo { limit: None });
-        crate::plan(&g.network, &cfg, None).unwrap()
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(circuits));
+        let mut cfg = crate::plan_config::PlanConfig::bridge("ens19", "ens20", 4);
+        cfg.default_sqm = crate::config::LeafSpec::Qdisc(QdiscKind::Pfifo { limit: None });
+        crate::plan::plan(&g.network, &cfg, None).unwrap()
     }
 
     #[test]

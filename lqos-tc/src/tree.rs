@@ -4,12 +4,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::{self, FilterKey, FilterProto, Filters, FlowerFilter, MatchSide};
-use crate::{render, Class, Qdisc, QdiscKind, TcHandle, TcOp};
+use crate::filter::{
+    self, FilterKey, FilterProto, Filters, FlowerFilter, MatchSide, CLSACT_HANDLE,
+};
+use crate::handle::TcHandle;
+use crate::op::TcOp;
+use crate::ops::{Class, Qdisc, QdiscKind, HTB_MAX_DEPTH};
 use ipnet::IpNet;
-
-/// HTB's maximum class depth (`TC_HTB_MAXDEPTH`).
-pub const HTB_MAX_DEPTH: usize = 8;
 
 /// The qdiscs and classes of one interface, keyed by handle / classid.
 ///
@@ -18,11 +19,13 @@ pub const HTB_MAX_DEPTH: usize = 8;
 /// kernel created itself have handle `0:` ([`TcHandle::UNSPEC`]) and are
 /// kept apart, in [`TcTree::kernel_defaults`] by parent
 /// ([`TcTree::insert_qdisc`] files a qdisc in the right map); the model
-/// drops them when something replaces them, and [`crate::diff::diff`] and
+/// drops them when something replaces them, and [`crate::diff()`] and
 /// [`crate::rules`] never compare them.
 ///
 /// ```
-/// use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+/// use lqos_tc::{TcHandle, TcOp};
+/// use lqos_tc::ops::{Qdisc, QdiscKind};
+/// use lqos_tc::tree::TcTree;
 /// let mut t = TcTree::default();
 /// t.apply(&TcOp::ReplaceQdisc(Qdisc::root(TcHandle::new(0x7fff, 0), QdiscKind::Mq)))
 ///     .unwrap();
@@ -128,6 +131,13 @@ pub enum TreeError {
 }
 
 impl TcTree {
+    /// Does it hold a `clsact` qdisc (the classifier's)?
+    pub fn has_clsact(&self) -> bool {
+        self.qdiscs
+            .get(&CLSACT_HANDLE)
+            .is_some_and(|q| q.kind == QdiscKind::Clsact)
+    }
+
     /// Applies one op, enforcing the kernel's rules. On error the tree is
     /// unchanged. Costs O(tree size); use [`TcTree::apply_all`] for streams.
     pub fn apply(&mut self, op: &TcOp) -> Result<(), TreeError> {
@@ -156,7 +166,7 @@ impl TcTree {
     /// [`TcTree::kernel_defaults`]. No kernel rules are checked (this is
     /// for readback); use [`TcTree::apply`] for ops.
     pub fn insert_qdisc(&mut self, q: Qdisc) {
-        if crate::rules::is_kernel_default(&q) {
+        if q.is_kernel_default() {
             self.kernel_defaults.insert(q.parent, q);
         } else {
             self.qdiscs.insert(q.handle, q);
@@ -254,33 +264,31 @@ impl<'a> Model<'a> {
     /// `clsact` lives in the device's ingress slot: add fails if it exists,
     /// replace of an existing one changes nothing.
     fn put_clsact(&mut self, op: &TcOp, q: &Qdisc, replace: bool) -> Result<(), TreeError> {
-        if q.handle != classify::CLSACT_HANDLE && q.handle != TcHandle::UNSPEC
-            || q.parent != classify::CLSACT_PARENT
+        if q.handle != filter::CLSACT_HANDLE && q.handle != TcHandle::UNSPEC
+            || q.parent != filter::CLSACT_PARENT
         {
             return Err(invalid(op, "clsact has parent ffff:fff1 and handle ffff:"));
         }
-        if self.t.qdiscs.contains_key(&classify::CLSACT_HANDLE) {
+        if self.t.qdiscs.contains_key(&filter::CLSACT_HANDLE) {
             if !replace {
                 return Err(TreeError::Exists {
                     op: text(op),
-                    handle: classify::CLSACT_HANDLE,
+                    handle: filter::CLSACT_HANDLE,
                 });
             }
             return Ok(());
         }
         self.at_parent
-            .insert(classify::CLSACT_PARENT, classify::CLSACT_HANDLE);
-        self.t
-            .qdiscs
-            .insert(classify::CLSACT_HANDLE, classify::clsact());
+            .insert(filter::CLSACT_PARENT, filter::CLSACT_HANDLE);
+        self.t.qdiscs.insert(filter::CLSACT_HANDLE, Qdisc::clsact());
         Ok(())
     }
 
     fn put_filter(&mut self, op: &TcOp, f: &FlowerFilter) -> Result<(), TreeError> {
-        if !classify::has_clsact(self.t) {
+        if !self.t.has_clsact() {
             return Err(TreeError::ParentMissing {
                 op: text(op),
-                parent: classify::EGRESS,
+                parent: filter::EGRESS,
             });
         }
         let k = f.key;
@@ -338,7 +346,7 @@ impl<'a> Model<'a> {
     }
 
     fn put_qdisc(&mut self, op: &TcOp, q: &Qdisc, replace: bool) -> Result<(), TreeError> {
-        if q.kind == QdiscKind::Clsact || q.parent == classify::CLSACT_PARENT {
+        if q.kind == QdiscKind::Clsact || q.parent == filter::CLSACT_PARENT {
             return self.put_clsact(op, q, replace);
         }
         let mut q = q.clone();
@@ -441,7 +449,7 @@ impl<'a> Model<'a> {
         }
         // The root delete leaves the ingress slot (clsact, and so its
         // filters) alone.
-        let clsact = self.t.qdiscs.remove(&classify::CLSACT_HANDLE);
+        let clsact = self.t.qdiscs.remove(&filter::CLSACT_HANDLE);
         self.t.qdiscs.clear();
         self.t.classes.clear();
         self.t.kernel_defaults.clear();
@@ -674,7 +682,7 @@ impl<'a> Model<'a> {
 }
 
 fn text(op: &TcOp) -> String {
-    render::render_line("DEV", op)
+    crate::text::render_line("DEV", op)
 }
 
 fn invalid(op: &TcOp, reason: &str) -> TreeError {

@@ -5,12 +5,13 @@ mod common;
 
 use common::{circuit, node};
 use ipnet::IpNet;
+use lqos_model::config::Classifier;
 use lqos_model::{Device, Network};
+use lqos_tc::classify::FilterProto;
 use lqos_tc::classify::{FlowerFilter, MatchSide, CLSACT_HANDLE, EGRESS};
-use lqos_tc::{
-    diff, parse, plan, render, Classifier, FilterProto, Interfaces, Plan, PlanConfig, TcHandle,
-    TcOp, TcTree,
-};
+use lqos_tc::config::Interfaces;
+use lqos_tc::tree::TcTree;
+use lqos_tc::{diff, parse, plan, render, Plan, PlanConfig, TcHandle, TcOp};
 use proptest::prelude::*;
 
 fn dev(id: &str, nets: &[&str]) -> Device {
@@ -186,7 +187,7 @@ fn no_op_reload_sends_nothing() {
         Some(&a.allocation),
     )
     .unwrap();
-    for (_, ops) in diff::diff_plans(&a, &b) {
+    for (_, ops) in lqos_tc::diff_plans(&a, &b) {
         assert!(ops.is_empty(), "{ops:?}");
     }
 }
@@ -204,7 +205,7 @@ fn moved_address_is_one_filter_replaced_per_interface() {
     let new = b.ip_map.lookup("100.64.0.2".parse().unwrap()).unwrap();
     assert_eq!(new.circuit_id, "C");
     assert_eq!(old.filter_handle, new.filter_handle);
-    for (dev, ops) in diff::diff_plans(&a, &b) {
+    for (dev, ops) in lqos_tc::diff_plans(&a, &b) {
         assert_eq!(ops.len(), 1, "{dev}: {ops:?}");
         let TcOp::ReplaceFilter(f) = &ops[0] else {
             panic!("{dev}: {ops:?}")
@@ -229,7 +230,7 @@ fn removed_device_is_one_filter_deleted_per_interface() {
     )
     .unwrap();
     let gone = a.ip_map.lookup("2001:db8:5::".parse().unwrap()).unwrap();
-    for (dev, ops) in diff::diff_plans(&a, &b) {
+    for (dev, ops) in lqos_tc::diff_plans(&a, &b) {
         assert_eq!(ops.len(), 1, "{dev}: {ops:?}");
         let TcOp::DeleteFilter(k) = &ops[0] else {
             panic!("{dev}: {ops:?}")
@@ -248,7 +249,7 @@ fn switching_the_classifier_off_deletes_filters_but_keeps_clsact() {
         Some(&a.allocation),
     )
     .unwrap();
-    for (dev, ops) in diff::diff_plans(&a, &b) {
+    for (dev, ops) in lqos_tc::diff_plans(&a, &b) {
         assert_eq!(ops.len(), 5, "{dev}: {ops:?}");
         assert!(ops.iter().all(|op| matches!(op, TcOp::DeleteFilter(_))));
         let mut t = a.interface(&dev).unwrap().tree();
@@ -266,7 +267,7 @@ fn root_delete_keeps_clsact_and_filters() {
     assert!(t.classes.is_empty());
     assert_eq!(t.filters.len(), 5);
     // And the full rebuild from there only rebuilds the classes.
-    let ops = diff::diff(&t, &p.interfaces[0].tree());
+    let ops = diff(&t, &p.interfaces[0].tree());
     assert!(ops.iter().all(|op| !matches!(op, TcOp::ReplaceFilter(_))));
 }
 
@@ -284,7 +285,7 @@ fn filter_rules_of_the_kernel() {
     let mut t = TcTree::default();
     // No clsact yet: the egress hook does not exist.
     assert!(t.apply(&TcOp::ReplaceFilter(f("10.0.0.1/32", 1))).is_err());
-    t.apply(&TcOp::ReplaceQdisc(lqos_tc::classify::clsact()))
+    t.apply(&TcOp::ReplaceQdisc(lqos_tc::ops::Qdisc::clsact()))
         .unwrap();
     t.apply(&TcOp::ReplaceFilter(f("10.0.0.1/32", 1))).unwrap();
     // Same key and mask under another handle: flower refuses it.
@@ -322,11 +323,11 @@ fn render_and_parse_filter_lines() {
         del,
         "filter del dev ens19 egress pref 1008 handle 7 protocol ip flower"
     );
-    let cls = render::render_line("ens19", &TcOp::ReplaceQdisc(lqos_tc::classify::clsact()));
+    let cls = render::render_line("ens19", &TcOp::ReplaceQdisc(lqos_tc::ops::Qdisc::clsact()));
     assert_eq!(cls, "qdisc replace dev ens19 clsact");
     assert_eq!(
         parse::parse_line(&cls).unwrap().1,
-        TcOp::ReplaceQdisc(lqos_tc::classify::clsact())
+        TcOp::ReplaceQdisc(lqos_tc::ops::Qdisc::clsact())
     );
     // tc's own spellings parse too: parent instead of egress, hex handle,
     // a bare address.
@@ -419,14 +420,14 @@ proptest! {
         let pb = plan(&addr_network(&b), &cfg(Classifier::Tc), Some(&pa.allocation)).unwrap();
         for ia in &pa.interfaces {
             let ta = ia.try_tree().unwrap();
-            prop_assert!(diff::diff(&ta, &ta).is_empty());
+            prop_assert!(diff(&ta, &ta).is_empty());
             let tb = pb.interface(&ia.dev).unwrap().try_tree().unwrap();
-            let ops = diff::diff(&ta, &tb);
+            let ops = diff(&ta, &tb);
             let mut t = ta.clone();
             t.apply_all(&ops).map_err(|(i, e)| TestCaseError::fail(format!("op {i}: {e}")))?;
             prop_assert!(lqos_tc::rules::tree_satisfies(&t, &tb));
             prop_assert_eq!(&t.filters, &tb.filters);
-            prop_assert!(diff::diff(&t, &tb).is_empty());
+            prop_assert!(diff(&t, &tb).is_empty());
             // Filter ops touch only prefixes that changed.
             let changed = ops.iter().filter(|op| matches!(op, TcOp::ReplaceFilter(_) | TcOp::DeleteFilter(_))).count();
             let differing = tb.filters.iter().filter(|(k, f)| ta.filters.get(k) != Some(f)).count()
@@ -451,9 +452,9 @@ fn plan_record_replans_the_classifier_and_ip_map() {
     )
     .unwrap();
     for (n, p) in [(&net, &a), (&network(false, true), &b)] {
-        let rec = lqos_tc::PlanRecord::new(p, Some(n), false).unwrap();
+        let rec = lqos_tc::record::PlanRecord::new(p, Some(n), false).unwrap();
         let json = serde_json::to_string(&rec).unwrap();
-        let back: lqos_tc::PlanRecord = serde_json::from_str(&json).unwrap();
+        let back: lqos_tc::record::PlanRecord = serde_json::from_str(&json).unwrap();
         assert_eq!(&back.replan().unwrap(), p);
     }
 }

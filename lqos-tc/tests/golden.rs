@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use lqos_tc::parse::parse_batch;
-use lqos_tc::{plan, render_combined, PlanConfig, TcTree};
+use lqos_tc::render::render_combined;
+use lqos_tc::tree::TcTree;
+use lqos_tc::{plan, PlanConfig};
 
 fn check(name: &str, network: &str, devices: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
@@ -80,29 +82,29 @@ fn libreqos_radius() {
 fn config_from_libreqos_example_toml() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/samples");
     let text = std::fs::read_to_string(dir.join("lqos.example.toml")).unwrap();
-    let conf = lqos_model::parse_config("lqos.example.toml", &text).unwrap();
+    let conf = lqos_model::config::parse_config("lqos.example.toml", &text).unwrap();
     let cfg = PlanConfig::from_lqos_config(&conf, 8).unwrap();
     assert_eq!(
         cfg.interfaces,
-        lqos_tc::Interfaces::Bridge {
+        lqos_tc::config::Interfaces::Bridge {
             download: "eth1".into(),
             upload: "eth0".into()
         }
     );
     assert_eq!(cfg.queues, 8);
-    assert_eq!(cfg.default_sqm, lqos_tc::LeafSpec::cake_diffserv4());
+    assert_eq!(cfg.default_sqm, lqos_tc::config::LeafSpec::cake_diffserv4());
     assert_eq!(cfg.download_capacity, lqos_model::Rate::from_mbps(1000));
     // On a stick: the queues split in half.
     let stick = text.replace("[bridge]", "[old_bridge]").replace(
         "#[single_interface]\n#interface = \"eth0\"",
         "[single_interface]\ninterface = \"eth0\"",
     );
-    let conf = lqos_model::parse_config("lqos.toml", &stick).unwrap();
+    let conf = lqos_model::config::parse_config("lqos.toml", &stick).unwrap();
     let cfg = PlanConfig::from_lqos_config(&conf, 8).unwrap();
     assert_eq!(cfg.queues_per_direction(), 4);
     // Neither section: a clear error.
     let none = text.replace("[bridge]", "[old_bridge]");
-    let conf = lqos_model::parse_config("lqos.toml", &none).unwrap();
+    let conf = lqos_model::config::parse_config("lqos.toml", &none).unwrap();
     let e = PlanConfig::from_lqos_config(&conf, 8).unwrap_err();
     assert!(
         e.to_string()

@@ -12,14 +12,14 @@
 //! - The index after [`DevicesIndex::commit`] keeps working: edits are
 //!   applied in rounds, each on top of the last good state.
 
-use lqos_model::{
-    generate, load, write_network_json, write_shaped_devices, DevicesEdit, DevicesIndex, GenParams,
-    Network, Rate, SqmOverride,
-};
-use lqos_tc::diff::diff;
-use lqos_tc::{
-    known_diff, plan, Classifier, Interfaces, LeafSpec, Plan, PlanConfig, PlanIndex, Replan, TcOp,
-};
+use lqos_model::config::Classifier;
+use lqos_model::devices_index::{DevicesEdit, DevicesIndex};
+use lqos_model::write::{write_network_json, write_shaped_devices};
+use lqos_model::{generate, load, GenParams, Network, Rate, SqmOverride};
+use lqos_tc::config::{Interfaces, LeafSpec};
+use lqos_tc::diff;
+use lqos_tc::replan::{known_diff, PlanIndex, Replan};
+use lqos_tc::{plan, Plan, PlanConfig, TcOp};
 use proptest::prelude::*;
 
 const FILE: &str = "ShapedDevices.csv";
@@ -213,8 +213,12 @@ fn round(s: State, net_json: &str, cfg: &PlanConfig, new: &Network) -> (State, &
                 .collect();
             assert_eq!(got, expect);
             let mut p = s.plan.clone();
-            let replan =
-                lqos_tc::replan_circuits(&mut p, &PlanIndex::new(&s.plan), &s.net, &patch.circuits);
+            let replan = lqos_tc::replan::replan_circuits(
+                &mut p,
+                &PlanIndex::new(&s.plan),
+                &s.net,
+                &patch.circuits,
+            );
             // (The daemon commits once the replan worked.)
             let mut index = s.index.clone();
             let mut net = s.net.clone();
@@ -266,11 +270,11 @@ fn round(s: State, net_json: &str, cfg: &PlanConfig, new: &Network) -> (State, &
 }
 
 fn start(seed: u64, circuits: usize, cfg: &PlanConfig) -> (String, State) {
-    let g = generate(&GenParams {
-        circuits,
-        seed,
-        multi_device_fraction: 0.3,
-        ..Default::default()
+    let g = generate(&{
+        let mut p = GenParams::with_circuits(circuits);
+        p.seed = seed;
+        p.multi_device_fraction = 0.3;
+        p
     });
     let net_json = write_network_json(&g.network);
     let bytes = write_shaped_devices(&g.network).into_bytes();
@@ -401,8 +405,10 @@ fn an_edit_that_changes_a_nodes_squashing_is_planned_in_full() {
     let edit = vec![(1, circuit("b", 70, 80))];
     let index = PlanIndex::new(&p);
     assert_eq!(
-        lqos_tc::replan_circuits(&mut p, &index, &old, &edit),
-        Replan::Full(lqos_tc::ReplanFallback::SquashChanges("Site".into()))
+        lqos_tc::replan::replan_circuits(&mut p, &index, &old, &edit),
+        Replan::Full(lqos_tc::replan::ReplanFallback::SquashChanges(
+            "Site".into()
+        ))
     );
     // Squashed before and after: patched, and equal to the full plan.
     let old = net([60, 60], 80);
@@ -411,7 +417,7 @@ fn an_edit_that_changes_a_nodes_squashing_is_planned_in_full() {
     assert_eq!(p.squashed[0].asked_down, Rate::from_mbps(120));
     let index = PlanIndex::new(&p);
     assert!(matches!(
-        lqos_tc::replan_circuits(&mut p, &index, &old, &edit),
+        lqos_tc::replan::replan_circuits(&mut p, &index, &old, &edit),
         Replan::Patched(_)
     ));
     let full = lqos_tc::plan(&net([70, 60], 90), &cfg, Some(&p.allocation)).unwrap();

@@ -7,13 +7,15 @@ use std::collections::HashMap;
 
 use common::*;
 use lqos_model::{Network, Rate};
-use lqos_tc::diff::{diff, tree_satisfies};
+use lqos_tc::allocation::Direction;
+use lqos_tc::config::{Interfaces, LeafSpec, QueueStrategy};
+use lqos_tc::diff;
 use lqos_tc::parse::parse_batch;
+use lqos_tc::rates::{QUANTUM_MAX, QUANTUM_MIN};
 use lqos_tc::render::{render_combined, render_interface};
-use lqos_tc::{
-    plan, Direction, Interfaces, LeafSpec, Plan, PlanConfig, QueueStrategy, TcHandle, TcOp, TcTree,
-    QUANTUM_MAX, QUANTUM_MIN,
-};
+use lqos_tc::rules::tree_satisfies;
+use lqos_tc::tree::TcTree;
+use lqos_tc::{plan, Plan, PlanConfig, TcHandle, TcOp};
 use proptest::prelude::*;
 
 fn node_spec() -> impl Strategy<Value = NodeSpec> {
@@ -263,7 +265,8 @@ fn check_plan(net: &Network, p: &Plan) -> Result<(), TestCaseError> {
             node(Direction::Download, &trees[0].1),
             node(Direction::Upload, &trees[1].1),
         );
-        let squashed = lqos_tc::squashes(Rate::from_bps(sum_d), Rate::from_bps(sum_u), nd, nu);
+        let squashed =
+            lqos_tc::rates::squashes(Rate::from_bps(sum_d), Rate::from_bps(sum_u), nd, nu);
         flags.insert(slot.parent, squashed);
         for (dir, tree) in &trees {
             let id = TcHandle::new(p.major(*dir, slot.queue), slot.minor);
@@ -275,8 +278,11 @@ fn check_plan(net: &Network, p: &Plan) -> Result<(), TestCaseError> {
             };
             prop_assert_eq!(class.htb.ceil, max.min(parent_ceil), "{:?} {:?}", dir, slot);
             if squashed {
-                let m = lqos_tc::squashed_min(n, nd, nu);
-                prop_assert_eq!(class.htb.rate, lqos_tc::squashed_rate(m, class.htb.ceil));
+                let m = lqos_tc::rates::squashed_min(n, nd, nu);
+                prop_assert_eq!(
+                    class.htb.rate,
+                    lqos_tc::rates::squashed_rate(m, class.htb.ceil)
+                );
             } else if min < class.htb.ceil {
                 prop_assert_eq!(class.htb.rate, min);
             }
@@ -285,7 +291,7 @@ fn check_plan(net: &Network, p: &Plan) -> Result<(), TestCaseError> {
         }
     }
     // The planner reports exactly the squashed nodes, with their numbers.
-    let reported: HashMap<&str, &lqos_tc::Squashed> =
+    let reported: HashMap<&str, &lqos_tc::rates::Squashed> =
         p.squashed.iter().map(|s| (s.node.as_str(), s)).collect();
     prop_assert_eq!(reported.len(), p.squashed.len());
     prop_assert_eq!(reported.len(), flags.values().filter(|&&f| f).count());
@@ -414,15 +420,15 @@ proptest! {
             }
             for q in live.qdiscs.values_mut() {
                 match &mut q.kind {
-                    lqos_tc::QdiscKind::Pfifo { limit } if limit.is_none() => *limit = Some(1000),
-                    lqos_tc::QdiscKind::Htb(h) => { h.r2q = Some(10); h.direct_qlen = Some(1000); }
-                    lqos_tc::QdiscKind::Cake(cp) => { cp.flow_mode.get_or_insert(lqos_tc::CakeFlowMode::TripleIsolate); cp.rtt_us.get_or_insert(100_000); cp.bandwidth.get_or_insert(Rate::ZERO); }
-                    lqos_tc::QdiscKind::FqCodel(f) => { f.limit.get_or_insert(10240); f.ecn.get_or_insert(true); }
+                    lqos_tc::ops::QdiscKind::Pfifo { limit } if limit.is_none() => *limit = Some(1000),
+                    lqos_tc::ops::QdiscKind::Htb(h) => { h.r2q = Some(10); h.direct_qlen = Some(1000); }
+                    lqos_tc::ops::QdiscKind::Cake(cp) => { cp.flow_mode.get_or_insert(lqos_tc::options::CakeFlowMode::TripleIsolate); cp.rtt_us.get_or_insert(100_000); cp.bandwidth.get_or_insert(Rate::ZERO); }
+                    lqos_tc::ops::QdiscKind::FqCodel(f) => { f.limit.get_or_insert(10240); f.ecn.get_or_insert(true); }
                     _ => {}
                 }
             }
             // A kernel-created default qdisc (handle 0:).
-            live.qdiscs.insert(TcHandle::UNSPEC, lqos_tc::Qdisc { parent: TcHandle::new(1, 2), handle: TcHandle::UNSPEC, kind: lqos_tc::QdiscKind::Pfifo { limit: Some(1000) } });
+            live.qdiscs.insert(TcHandle::UNSPEC, lqos_tc::ops::Qdisc { parent: TcHandle::new(1, 2), handle: TcHandle::UNSPEC, kind: lqos_tc::ops::QdiscKind::Pfifo { limit: Some(1000) } });
             prop_assert!(tree_satisfies(&live, &want));
             let ops = diff(&live, &want);
             prop_assert!(ops.is_empty(), "{:?}", &ops[..ops.len().min(5)]);
@@ -472,10 +478,7 @@ proptest! {
         skew in 0.0f64..2.0,
         queues in 1u32..17,
     ) {
-        let params = lqos_model::GenParams {
-            circuits, seed, depth, fanout, site_skew: skew,
-            ..lqos_model::GenParams::default()
-        };
+        let params = { let mut p = lqos_model::GenParams::with_circuits(circuits); p.seed = seed; p.depth = depth; p.fanout = fanout; p.site_skew = skew; p };
         let g = lqos_model::generate(&params);
         let cfg = PlanConfig::from_lqos_config(&g.config, queues).unwrap();
         let p = plan(&g.network, &cfg, None).unwrap();
@@ -487,10 +490,10 @@ proptest! {
 /// each maximum, more than the APs guarantee, squashed and reported.
 #[test]
 fn oversubscribed_generated_networks_are_squashed_and_reported() {
-    let g = lqos_model::generate(&lqos_model::GenParams {
-        circuits: 10_000,
-        oversubscribed: true,
-        ..lqos_model::GenParams::default()
+    let g = lqos_model::generate(&{
+        let mut p = lqos_model::GenParams::with_circuits(10_000);
+        p.oversubscribed = true;
+        p
     });
     let cfg = PlanConfig::from_lqos_config(&g.config, 16).unwrap();
     let p = plan(&g.network, &cfg, None).unwrap();

@@ -4,13 +4,13 @@ mod common;
 
 use common::*;
 use lqos_model::{Network, Rate};
-use lqos_tc::diff::{diff, DiffSummary};
+use lqos_tc::config::{Interfaces, LeafSpec, QueueStrategy};
+use lqos_tc::ops::QdiscKind;
 use lqos_tc::parse::parse_batch;
 use lqos_tc::render::{render_combined, render_interface};
-use lqos_tc::{
-    plan, Interfaces, LeafSpec, PlanConfig, PlanError, QdiscKind, QueueStrategy, TcHandle, TcOp,
-    TcTree,
-};
+use lqos_tc::tree::TcTree;
+use lqos_tc::{diff, DiffSummary};
+use lqos_tc::{plan, PlanConfig, PlanError, TcHandle, TcOp};
 
 fn sites() -> Network {
     let mut net = Network::new();
@@ -28,7 +28,7 @@ fn cfg(queues: u32) -> PlanConfig {
     PlanConfig::bridge("ens19", "ens20", queues)
 }
 
-fn class(t: &TcTree, maj: u16, min: u16) -> &lqos_tc::Class {
+fn class(t: &TcTree, maj: u16, min: u16) -> &lqos_tc::ops::Class {
     &t.classes[&TcHandle::new(maj, min)]
 }
 
@@ -130,10 +130,14 @@ fn on_a_stick_splits_majors() {
     let c1 = p.allocation.circuits.iter().find(|c| c.id == "c1").unwrap();
     let d = class(
         &t,
-        p.major(lqos_tc::Direction::Download, c1.queue),
+        p.major(lqos_tc::allocation::Direction::Download, c1.queue),
         c1.minor,
     );
-    let u = class(&t, p.major(lqos_tc::Direction::Upload, c1.queue), c1.minor);
+    let u = class(
+        &t,
+        p.major(lqos_tc::allocation::Direction::Upload, c1.queue),
+        c1.minor,
+    );
     assert_eq!(d.htb.ceil, Rate::from_bps(10_500_000));
     assert_eq!(u.htb.ceil, Rate::from_bps(5_250_000));
     assert_eq!(u.classid.major(), d.classid.major() + 2);
@@ -482,7 +486,7 @@ fn stable_allocation_and_incremental_diff() {
     };
     let lines = |ops: &[TcOp]| -> Vec<String> {
         ops.iter()
-            .map(|o| lqos_tc::render_line("ens19", o))
+            .map(|o| lqos_tc::render::render_line("ens19", o))
             .collect()
     };
     // Change c1's rate, remove c2, add c4 under AP_A.
@@ -560,7 +564,7 @@ fn leaf_changes_replace_in_place_or_delete_and_add() {
     let ops = diff(&p1.interfaces[0].tree(), &p2.interfaces[0].tree());
     let text: Vec<String> = ops
         .iter()
-        .map(|o| lqos_tc::render_line("ens19", o))
+        .map(|o| lqos_tc::render::render_line("ens19", o))
         .collect();
     assert_eq!(text.len(), 2, "{text:?}");
     assert!(text.iter().any(|l| l.starts_with("class change")));
@@ -579,7 +583,7 @@ fn leaf_changes_replace_in_place_or_delete_and_add() {
     let ops = diff(&p2.interfaces[0].tree(), &p3.interfaces[0].tree());
     let text: Vec<String> = ops
         .iter()
-        .map(|o| lqos_tc::render_line("ens19", o))
+        .map(|o| lqos_tc::render::render_line("ens19", o))
         .collect();
     assert_eq!(
         text,

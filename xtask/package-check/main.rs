@@ -26,16 +26,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let queues = loaded.config.queues.override_available_queues.unwrap_or(16);
     let cfg = lqos_tc::PlanConfig::from_lqos_config(&loaded.config, queues)?;
     let plan = lqos_tc::plan(&loaded.network, &cfg, None)?;
-    std::fs::write(&out, lqos_tc::render_combined(&plan, false))?;
+    std::fs::write(&out, lqos_tc::render::render_combined(&plan, false))?;
 
-    let mut kernel = lqos_apply::Recording::new();
+    let mut kernel = lqos_apply::backend::Recording::new();
     for ip in &plan.interfaces {
         kernel = kernel.with_link(&ip.dev, queues);
     }
     let opts = lqos_apply::ApplyOptions::default()
         .verify_after(true)
         .skip_memory_check(true);
-    let report = lqos_apply::apply_plan(&plan, &kernel, &kernel, opts, &lqos_apply::NoProgress)?;
+    let report = lqos_apply::apply_plan(&plan, &kernel, &kernel, opts, &lqos_apply::backend::NoProgress)?;
     report.load.ok_or("no load")?.into_result()?;
     let verify = report.verify.ok_or("not verified")?;
     if !verify.is_clean() {

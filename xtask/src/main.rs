@@ -25,6 +25,10 @@
 //! `cargo xtask soak --minutes M --circuits N` is the daemon's soak run on
 //! the host (root; `soak.rs`).
 //!
+//! `cargo xtask api` records the public API of every library crate in
+//! `api/<crate>.txt`; `cargo xtask api --check` fails when it differs
+//! (`api.rs`).
+//!
 //! `cargo xtask package` packages every published crate and builds a
 //! scratch crate outside the workspace against the `.crate` files
 //! (`package.rs`); `cargo xtask deb` builds the Debian package and checks
@@ -42,11 +46,14 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+mod api;
 mod cpio;
 mod deb;
 mod fetch;
 mod initramfs;
 mod kernel;
+#[cfg(test)]
+mod modules;
 mod package;
 mod soak;
 mod vm;
@@ -78,6 +85,10 @@ enum Task {
     /// scratch crate outside the workspace against the unpacked `.crate`
     /// files and run their packaged tests.
     Package(package::PackageArgs),
+    /// Record the public API of every library crate in `api/<crate>.txt`
+    /// (from rustdoc's JSON); with --check, fail when it differs from the
+    /// committed listing.
+    Api(api::ApiArgs),
     /// Build the Debian package (cargo-deb) from the release build and
     /// check what it holds: a stripped binary, its -dbgsym package, man
     /// pages, completions, the unit.
@@ -704,6 +715,7 @@ fn main() -> ExitCode {
         Task::Soak(a) => Lab::new().and_then(|l| soak::soak(&l, &a)),
         Task::Package(a) => Lab::new().and_then(|l| package::package(&l, &a)),
         Task::Deb(a) => Lab::new().and_then(|l| deb::deb(&l, &a)),
+        Task::Api(a) => Lab::new().and_then(|l| api::api(&l.repo, &a)),
     };
     match result {
         Ok(rc) => ExitCode::from(rc.clamp(0, 255) as u8),

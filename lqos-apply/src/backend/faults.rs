@@ -13,6 +13,7 @@ use crate::timing::Timing;
 
 /// What goes wrong at the chosen op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Fault {
     /// The kernel refuses the op with this errno (`ENOMEM`, `EBUSY`,
     /// `EINVAL`, `ENOBUFS`, ...) and the message it gives for it; the ops
@@ -119,9 +120,9 @@ impl<B: Backend> Faulty<B> {
                     rep.ops_applied = k;
                     ApplyError::Netlink {
                         dev: Some(iface.dev.clone()),
-                        context: "loading".into(),
+                        action: crate::error::NetlinkAction::Load,
                         source: crate::netlink::NetlinkError::Io {
-                            what: format!("receiving the ACK of op #{k}"),
+                            what: crate::netlink::Request::Ack { op: k },
                             source: std::io::Error::from_raw_os_error(libc::ECONNRESET),
                         },
                     }

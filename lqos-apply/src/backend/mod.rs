@@ -180,7 +180,7 @@ pub trait Progress: Sync {
 /// its next safe point.
 ///
 /// ```
-/// use lqos_apply::{Cancel, Progress};
+/// use lqos_apply::backend::{Cancel, Progress};
 /// let cancel = Cancel::new();
 /// assert!(!cancel.cancelled());
 /// // e.g. signal_hook::flag::register(SIGTERM, cancel.flag())
@@ -528,7 +528,8 @@ pub(crate) fn tc_message_errno(message: &str) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lqos_tc::{HtbQdisc, Qdisc, QdiscKind, TcHandle};
+    use lqos_tc::ops::{HtbQdisc, Qdisc, QdiscKind};
+    use lqos_tc::TcHandle;
 
     fn build() -> Vec<TcOp> {
         vec![
@@ -642,10 +643,7 @@ mod tests {
 
     #[test]
     fn a_full_build_borrows_the_plan_and_its_setup_length() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 20,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(20));
         let plan =
             lqos_tc::plan(&g.network, &lqos_tc::PlanConfig::bridge("a", "b", 2), None).unwrap();
         let s = IfaceOps::from_plan(&plan.interfaces[0]);

@@ -7,7 +7,7 @@ use super::{
     delete_placement, is_root_delete, root_delete_found_nothing, Backend, IfaceOps, IfaceReport,
     LoadReport, Parallelism, Progress, RootDelete,
 };
-use crate::error::{ApplyError, Stopped};
+use crate::error::{ApplyError, NetlinkAction, Stopped};
 use crate::live::{netlink_error, open_socket};
 use crate::netlink::{NetlinkSocket, SendOptions};
 use crate::timing::{CpuScope, Stopwatch};
@@ -128,7 +128,7 @@ impl NetlinkBackend {
         }
         let opened = open_socket(self.netns.as_deref()).and_then(|mut s| {
             let link = s.link(&iface.dev).map_err(|e| {
-                match netlink_error(Some(&iface.dev), "looking up the interface", e) {
+                match netlink_error(Some(&iface.dev), NetlinkAction::LookUpInterface, e) {
                     ApplyError::NoInterface {
                         dev, config_key, ..
                     } => ApplyError::NoInterface {

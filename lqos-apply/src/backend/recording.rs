@@ -1,11 +1,13 @@
 //! A fake kernel for tests of everything above the socket: records every op
 //! per interface, keeps a simulated tree per interface (so it can also serve
-//! as the [`crate::LiveSource`] for readback), and fails on request.
+//! as the [`crate::live::LiveSource`] for readback), and fails on request.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use lqos_tc::{QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::tree::TcTree;
+use lqos_tc::{TcHandle, TcOp};
 
 use super::{
     as_sent, delete_placement, is_root_delete, Backend, IfaceOps, IfaceReport, LoadReport,
@@ -14,7 +16,7 @@ use super::{
 use crate::error::{ApplyError, ClassifierMissing, QdiscRefusal, Result};
 use crate::live::{KindSupport, LinkSummary, LiveSource};
 use crate::netlink::{ClassSample, Counters, LeafXstats, QdiscSample};
-use crate::stats::{PollRequest, Polled, RawIface};
+use crate::stats::{IfaceSamples, PollRequest, Polled};
 use crate::timing::Timing;
 
 /// A planned failure: the `op_index`-th op sent to `dev` (counting every op
@@ -41,7 +43,7 @@ struct State {
     /// Bytes and packets sent per class (what a poll reports).
     counts: BTreeMap<(String, TcHandle), (u64, u64)>,
     /// The eBPF data path's TCP statistics a poll reports when asked.
-    tcp: Option<lqos_bpf::TcpRead>,
+    tcp: Option<lqos_bpf::tcp::TcpRead>,
 }
 
 /// Records ops instead of sending them. Interfaces must be declared with
@@ -130,7 +132,7 @@ impl Recording {
 
     /// Sets the TCP statistics a poll that asks for them reads (`None`: as
     /// if no data path were loaded, the read fails).
-    pub fn set_tcp(&self, tcp: Option<lqos_bpf::TcpRead>) {
+    pub fn set_tcp(&self, tcp: Option<lqos_bpf::tcp::TcpRead>) {
         self.state.lock().expect("recording lock").tcp = tcp;
     }
 
@@ -305,7 +307,7 @@ impl LiveSource for Recording {
                     config_key: None,
                 });
             };
-            let mut r = RawIface::empty(&t.dev);
+            let mut r = IfaceSamples::empty(&t.dev);
             for &classid in tree.classes.keys() {
                 if !t.htbs.iter().any(|h| h.major() == classid.major()) {
                     continue;
@@ -340,7 +342,7 @@ impl LiveSource for Recording {
         })
         .with_tcp(req, |dir| {
             s.tcp.clone().ok_or_else(|| ApplyError::Bpf {
-                step: "reading the TCP statistics",
+                action: crate::error::BpfAction::ReadTcpStats,
                 source: lqos_bpf::BpfError::Pinned {
                     path: dir.to_path_buf(),
                     message: "no data path (the recording has no TCP statistics)".into(),

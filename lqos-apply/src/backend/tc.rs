@@ -15,9 +15,9 @@ use super::{
     as_sent, root_delete_found_nothing, tc_message_errno, Backend, IfaceOps, IfaceReport,
     LoadReport, Progress, RootDelete,
 };
-use crate::error::{ApplyError, Stopped};
+use crate::error::{ApplyError, IoAction, Stopped};
 use crate::timing::{zombie_cpu, CpuScope, Stopwatch, Timing};
-use lqos_tc::render_line;
+use lqos_tc::render::render_line;
 
 /// How the tc backend groups interfaces into `tc -b` processes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -151,7 +151,7 @@ impl TcBatch {
             .spawn()
         {
             Ok(c) => c,
-            Err(e) => return fail(ApplyError::io(format!("spawning {}", self.tc.display()), e)),
+            Err(e) => return fail(ApplyError::io(IoAction::SpawnTc, Some(&self.tc), e)),
         };
         let stdin = child.stdin.take().expect("piped stdin");
         let _ = nix::fcntl::fcntl(&stdin, nix::fcntl::FcntlArg::F_SETPIPE_SZ(TC_PIPE_BYTES));
@@ -255,7 +255,7 @@ impl TcBatch {
         }
         let status = match child.wait() {
             Ok(s) => s,
-            Err(e) => return fail(ApplyError::io("waiting for tc", e)),
+            Err(e) => return fail(ApplyError::io(IoAction::WaitTc, None, e)),
         };
         let mut timing = sw.stop();
         if let Some((user, sys)) = cpu {
@@ -421,7 +421,7 @@ impl TcBatch {
         let out = c.output();
         let t = sw.stop();
         match out {
-            Err(e) => (t, Some(ApplyError::io("spawning tc qdisc del", e))),
+            Err(e) => (t, Some(ApplyError::io(IoAction::SpawnRootDelete, None, e))),
             Ok(o) if o.status.success() => (t, None),
             Ok(o) => {
                 let msg = String::from_utf8_lossy(&o.stderr).trim().to_string();
@@ -489,7 +489,7 @@ pub(crate) fn parse_tc_errors(stderr: &str) -> Vec<(usize, String)> {
 }
 
 /// The line order of a combined batch, the same as
-/// [`lqos_tc::render_combined`]: the in-batch root deletes, each
+/// [`lqos_tc::render::render_combined`]: the in-batch root deletes, each
 /// interface's setup ops, then the interfaces' entity groups (a class op and
 /// the ops after it up to the next class op) round-robin.
 fn combined_order(streams: &[IfaceOps<'_>]) -> Vec<Line> {
@@ -625,10 +625,10 @@ mod tests {
 
     #[test]
     fn combined_order_matches_render_combined() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 50,
-            seed: 7,
-            ..Default::default()
+        let g = lqos_model::generate(&{
+            let mut p = lqos_model::GenParams::with_circuits(50);
+            p.seed = 7;
+            p
         });
         let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 4);
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
@@ -641,7 +641,7 @@ mod tests {
                 .collect();
             assert_eq!(
                 text,
-                lqos_tc::render_combined(&plan, rd == RootDelete::InBatch)
+                lqos_tc::render::render_combined(&plan, rd == RootDelete::InBatch)
             );
         }
     }

@@ -6,9 +6,10 @@
 use std::time::Duration;
 
 use crate::error::ApplyError;
-use crate::Stopped;
+use crate::error::Stopped;
 
-use super::event::{Applied, Event, LoadPath, StateFile};
+use super::event::{Applied, Event, LoadPath};
+use crate::state::StateFile;
 
 /// How much a line matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -302,9 +303,12 @@ impl Event {
             Event::SaveFailed { what, error } => LogLine::new(
                 Warn,
                 match what {
-                    StateFile::LastGood => "cannot save the last good plan",
-                    StateFile::Status => "cannot write the status file",
+                    StateFile::LastPlan => "cannot save the last good plan",
+                    StateFile::WatchStatus => "cannot write the status file",
                     StateFile::Journal => "cannot write the input journal",
+                    StateFile::Confirm => "cannot write the confirmation",
+                    StateFile::ProbeCache => "cannot write the qdisc kind probe cache",
+                    StateFile::Lock => "cannot write the lock file",
                 },
             )
             .text("error", error),

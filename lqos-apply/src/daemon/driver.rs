@@ -6,17 +6,18 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::core::{Reloader, Request, Response, Settings};
-use super::event::{Event, Record, StateFile};
+use super::event::{Event, Record};
 use super::health::Health;
-use super::ingest::{FileEvent, InputFile};
+use super::ingest::FileEvent;
 use crate::backend::{load_deletes_first, Backend, Cancel};
 use crate::engine::preflight;
 use crate::error::{ApplyError, StateProblem};
+use crate::input_file::InputFile;
 use crate::inputs::Inputs;
 use crate::journal::Journal;
 use crate::live::{read_live, LiveSource};
-use crate::session::{last_good_allocation, save_last_good};
-use crate::state::StateDir;
+use crate::session::{load_saved_allocation, save_last_good};
+use crate::state::{NetnsState, StateFile};
 use crate::stats::Snapshot;
 use crate::watch::{unix_ms, Pending, WatchEvent, WatchStatus};
 
@@ -43,7 +44,7 @@ pub struct Kernel<'a> {
 pub struct Driver<'a> {
     core: Reloader,
     inputs: Inputs,
-    state: &'a StateDir,
+    state: &'a NetnsState,
     kernel: Kernel<'a>,
     status: WatchStatus,
     clock: Box<dyn FnMut() -> Instant + 'a>,
@@ -57,26 +58,25 @@ pub struct Driver<'a> {
 
 impl<'a> Driver<'a> {
     /// A driver of `inputs` on `kernel`, keeping its state (the last good
-    /// plan, whose classids it keeps; the status file) in `state`.
+    /// plan, whose classids it keeps; the status file; the journal) in
+    /// `state`.
     pub fn new(
         settings: Settings,
         inputs: Inputs,
-        state: &'a StateDir,
+        state: &'a NetnsState,
         kernel: Kernel<'a>,
     ) -> Driver<'a> {
-        let netns = settings.netns.clone();
         let mut pending = Vec::new();
-        let previous =
-            last_good_allocation(state.path(), netns.as_deref()).unwrap_or_else(|error| {
-                pending.push(Event::SavedPlanIgnored { error });
-                None
-            });
+        let previous = load_saved_allocation(state).unwrap_or_else(|error| {
+            pending.push(Event::SavedPlanIgnored { error });
+            None
+        });
         Driver {
             core: Reloader::new(settings, inputs.clone(), previous),
             inputs,
             state,
             kernel,
-            status: WatchStatus::new(netns.as_deref(), false),
+            status: WatchStatus::new(state.netns(), false),
             clock: Box::new(Instant::now),
             pending,
             health: Health::default(),
@@ -88,7 +88,7 @@ impl<'a> Driver<'a> {
     /// The same driver whose loads stop at their next safe point once
     /// `cancel` is set (SIGTERM): such a load ends as a failed one (the
     /// kernel read back next time, nothing saved as last good), with
-    /// [`crate::Stopped::Cancelled`] in its error.
+    /// [`crate::error::Stopped::Cancelled`] in its error.
     pub fn with_cancel(mut self, cancel: Cancel) -> Driver<'a> {
         self.cancel = cancel;
         self
@@ -144,7 +144,7 @@ impl<'a> Driver<'a> {
     }
 
     /// An operator confirmed the refused inputs with sha256 `sha`
-    /// (`lqos confirm`): applied once, now.
+    /// ([`crate::watch::Confirmation`]): applied once, now.
     pub fn confirm(&mut self, sha: &str, sink: &mut dyn FnMut(Event)) {
         let now = (self.clock)();
         self.core.confirm(sha, now);
@@ -237,15 +237,14 @@ impl<'a> Driver<'a> {
     fn save_last_good(&mut self, sink: &mut dyn FnMut(Event)) {
         let Some(plan) = self.core.plan() else { return };
         let t = (self.clock)();
-        let netns = self.core.settings().netns.as_deref();
         // The compact record (allocation and inputs, re-planned on read:
         // a fifth of the bytes of the ops at 100,000 circuits); the ops
         // where the inputs cannot be recorded.
-        let saved = match save_last_good(self.state, netns, plan, self.core.network()) {
+        let saved = match save_last_good(self.state, plan, self.core.network()) {
             Err(ApplyError::State {
                 reason: StateProblem::Unrecordable(_),
                 ..
-            }) => save_last_good(self.state, netns, plan, None),
+            }) => save_last_good(self.state, plan, None),
             r => r,
         };
         match saved {
@@ -254,7 +253,7 @@ impl<'a> Driver<'a> {
                 sink(Event::LastGoodSaved { took });
             }
             Err(error) => sink(Event::SaveFailed {
-                what: StateFile::LastGood,
+                what: StateFile::LastPlan,
                 error,
             }),
         }
@@ -268,8 +267,7 @@ impl<'a> Driver<'a> {
         let trigger = self.status.last.as_ref().map(|e| e.trigger);
         let source = trigger.map_or("watch".to_string(), |t| format!("watch {t}"));
         let settings = self.core.settings();
-        let netns = settings.netns.as_deref();
-        let r = Journal::open(self.state, netns)
+        let r = Journal::open(self.state)
             .and_then(|j| j.push(set, &settings.overrides, circuits, &source));
         if let Err(error) = r {
             sink(Event::SaveFailed {
@@ -295,7 +293,7 @@ impl<'a> Driver<'a> {
         self.status.active_leaves = s.active_leaves;
         if let Err(error) = self.status.save(self.state) {
             sink(Event::SaveFailed {
-                what: StateFile::Status,
+                what: StateFile::WatchStatus,
                 error,
             });
         }

@@ -8,6 +8,7 @@ use lqos_tc::DiffSummary;
 
 use crate::error::ApplyError;
 use crate::memory::MemInfo;
+use crate::state::StateFile;
 use crate::watch::{Outcome, Trigger};
 
 /// One thing the daemon did or found, with its numbers. Events state
@@ -73,14 +74,14 @@ pub enum Event {
     /// the known state instead.
     WholeTreeDiff {
         /// Why.
-        reason: lqos_tc::KnownDiffError,
+        reason: lqos_tc::replan::KnownDiffError,
     },
     /// An input file ends in the middle of a record after its writer
     /// closed it: the rest is waited for (at most `wait`, then it is read
     /// as it is).
     PartialWrite {
         /// The file.
-        file: super::InputFile,
+        file: crate::input_file::InputFile,
         /// How long at most.
         wait: Duration,
     },
@@ -120,7 +121,7 @@ pub enum Event {
         /// The interface.
         dev: String,
         /// Why (its layout differs from the plan's).
-        reason: crate::FullReason,
+        reason: crate::engine::FullReason,
         /// Ops sent to it.
         ops: usize,
     },
@@ -129,11 +130,11 @@ pub enum Event {
     /// What the planner squashes changed with the plan just loaded (said
     /// once per change, not on every reload): nodes whose circuits'
     /// minimums are now squashed or squashed differently
-    /// ([`lqos_tc::Squashed`]: asked, what fits, how many circuits), and
+    /// ([`lqos_tc::rates::Squashed`]: asked, what fits, how many circuits), and
     /// nodes whose circuits' minimums are no longer squashed.
     Squashed {
         /// Nodes squashed that were not, or with other numbers.
-        now: Vec<lqos_tc::Squashed>,
+        now: Vec<lqos_tc::rates::Squashed>,
         /// Nodes squashed before and no longer.
         cleared: Vec<String>,
         /// Nodes squashed in the plan, in all.
@@ -237,17 +238,6 @@ pub enum Event {
     },
 }
 
-/// A state file of the daemon.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StateFile {
-    /// The last good plan.
-    LastGood,
-    /// The status file (`lqos status`).
-    Status,
-    /// The input journal.
-    Journal,
-}
-
 /// Why an edit took the full path instead of the incremental one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -260,9 +250,9 @@ pub enum Fallback {
     /// `network.json` or `lqos.conf` changed.
     OtherFileChanged,
     /// The devices file changed in a way the index cannot read alone.
-    Devices(lqos_model::DevicesFallback),
+    Devices(lqos_model::devices_index::DevicesFallback),
     /// The changed circuits cannot be re-planned in place.
-    Replan(lqos_tc::ReplanFallback),
+    Replan(lqos_tc::replan::ReplanFallback),
 }
 
 impl std::fmt::Display for Fallback {
@@ -293,6 +283,7 @@ pub struct Applied {
 
 /// How a load was computed, with the times of its parts.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum LoadPath {
     /// All inputs read and planned (or the current plan, for a verify),
     /// diffed against the known state or the kernel read back.
@@ -315,6 +306,7 @@ pub enum LoadPath {
 
 /// The parts of an incremental edit's time.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
 pub struct Breakdown {
     /// Read the files, find and re-read the changed rows, check them.
     pub parse: Duration,
@@ -333,6 +325,7 @@ pub struct Breakdown {
 /// The outcome of one trigger, for the status file (the driver stamps it
 /// with the wall-clock time and saves it).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Record {
     /// What started it.
     pub trigger: Trigger,

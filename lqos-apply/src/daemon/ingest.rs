@@ -13,33 +13,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::input_file::InputFile;
 use crate::inputs::RawInputs;
-
-/// One of the three input files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum InputFile {
-    /// `network.json`.
-    Network,
-    /// `ShapedDevices.csv`.
-    Devices,
-    /// `lqos.conf`.
-    Config,
-}
-
-impl InputFile {
-    fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The file's usual name.
-    pub fn name(self) -> &'static str {
-        match self {
-            InputFile::Network => "network.json",
-            InputFile::Devices => "ShapedDevices.csv",
-            InputFile::Config => "lqos.conf",
-        }
-    }
-}
 
 /// What the file watcher saw happen to an input file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,16 +74,6 @@ impl Readiness {
             closed: None,
             not_before: None,
         }
-    }
-
-    /// The quiet period.
-    pub fn quiet(&self) -> Duration {
-        self.quiet
-    }
-
-    /// Whether an edit is pending.
-    pub fn pending(&self) -> bool {
-        self.first.is_some()
     }
 
     /// Something happened to `file` at `now`.
@@ -232,7 +197,7 @@ mod tests {
         r.event(InputFile::Devices, FileEvent::Closed, t0 + ms(1000));
         assert_eq!(r.deadline(), Some(t0 + ms(1000)));
         assert_eq!(r.take(t0 + ms(1000)), Some((t0, Ready::Closed)));
-        assert!(!r.pending());
+        assert!(r.first.is_none());
         // By rename: ready at once.
         r.event(InputFile::Devices, FileEvent::Renamed, t0 + ms(2000));
         assert_eq!(r.take(t0 + ms(2000)), Some((t0 + ms(2000), Ready::Closed)));

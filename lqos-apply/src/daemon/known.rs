@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use lqos_tc::TcTree;
+use lqos_tc::tree::TcTree;
 
 use crate::backend::IfaceOps;
 

@@ -1,5 +1,4 @@
-//! The reload daemon as a library: what `lqos watch` runs, for any
-//! program that embeds lqos.
+//! The reload daemon as a library, for any program that embeds lqos.
 //!
 //! - [`Reloader`]: the decisions, without I/O (quinn-proto's style). It
 //!   owns the plan the daemon runs, the model of what the kernel holds
@@ -16,7 +15,7 @@
 //!   same dumps; neither is polled for unless asked. The full path (all inputs planned)
 //!   and the incremental one (a few ShapedDevices.csv rows re-planned in
 //!   place, diffed against the known state) end in the same load step.
-//!   An edit is read only when complete ([`ingest`]: after a close or a
+//!   An edit is read only when complete (after a close or a
 //!   rename, or a quiet period; never while it changes or ends mid-record),
 //!   and the removal guard ([`crate::guard`]) refuses one that would
 //!   remove too many circuits until it is confirmed.
@@ -25,24 +24,27 @@
 //!   watcher, logging) and reads the statistics and the daemon's
 //!   [`Health`] from it.
 //!
-//! A start, an edit and the statistics, against the [`crate::Recording`]
+//! A start, an edit and the statistics, against the [`crate::backend::Recording`]
 //! fake kernel:
 //!
 //! ```
-//! use lqos_apply::daemon::{Driver, Event, FileEvent, InputFile, Kernel, LoadPath, Settings};
-//! use lqos_apply::{Inputs, PlanOverrides, Recording, StateDir};
+//! use lqos_apply::daemon::{Driver, Event, FileEvent, Kernel, LoadPath, Settings};
+//! use lqos_apply::inputs::InputFile;
+//! use lqos_apply::backend::Recording;
+//! use lqos_apply::inputs::{Inputs, PlanOverrides};
+//! use lqos_apply::state::NetnsState;
 //!
 //! let dir = tempfile::tempdir().unwrap();
-//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 30, ..Default::default() });
-//! let csv = lqos_model::write_shaped_devices(&g.network);
-//! std::fs::write(dir.path().join("network.json"), lqos_model::write_network_json(&g.network)).unwrap();
+//! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(30));
+//! let csv = lqos_model::write::write_shaped_devices(&g.network);
+//! std::fs::write(dir.path().join("network.json"), lqos_model::write::write_network_json(&g.network)).unwrap();
 //! std::fs::write(dir.path().join("ShapedDevices.csv"), &csv).unwrap();
-//! std::fs::write(dir.path().join("lqos.conf"), lqos_model::write_config(&g.config)).unwrap();
+//! std::fs::write(dir.path().join("lqos.conf"), lqos_model::write::write_config(&g.config)).unwrap();
 //!
 //! let kernel = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
-//! let state = StateDir::open(dir.path().join("state")).unwrap();
+//! let state = NetnsState::new(dir.path().join("state"), None);
 //! let mut settings = Settings::default();
-//! settings.overrides = PlanOverrides { sqm: Some("pfifo".parse().unwrap()), ..Default::default() };
+//! settings.overrides = PlanOverrides::default().sqm("pfifo".parse().unwrap());
 //! settings.statistics = true; // a poll every `settings.poll`, the first at start
 //! let k = Kernel { live: &kernel, backend: &kernel };
 //! let mut d = Driver::new(settings, Inputs::in_dir(dir.path()), &state, k);
@@ -71,7 +73,7 @@ mod describe;
 mod driver;
 mod event;
 mod health;
-pub mod ingest;
+mod ingest;
 mod known;
 #[cfg(test)]
 mod tests;
@@ -79,7 +81,7 @@ mod tests;
 pub use self::core::{Output, Refused, Reloader, Request, Response, Settings, Status};
 pub use describe::{Level, LogLine, Value, REPAIRS_LOGGED};
 pub use driver::{Driver, Kernel};
-pub use event::{Applied, Breakdown, Event, Fallback, LoadPath, Record, StateFile};
+pub use event::{Applied, Breakdown, Event, Fallback, LoadPath, Record};
 pub use health::Health;
-pub use ingest::{FileEvent, InputFile};
+pub use ingest::FileEvent;
 pub use known::{KnownKernel, OutOfStep};

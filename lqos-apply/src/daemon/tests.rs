@@ -1,6 +1,7 @@
 //! The daemon against the [`Recording`] fake kernel: real files in a
 //! temporary directory, a real state directory, a manual clock.
 
+use crate::input_file::InputFile;
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -13,7 +14,7 @@ use crate::backend::{Backend, IfaceOps, NoProgress, Recording, RootDelete};
 use crate::error::ApplyError;
 use crate::inputs::{plan_files, Inputs, PlanOverrides, QueueCount};
 use crate::memory::MemInfo;
-use crate::state::StateDir;
+use crate::state::{NetnsState, StateFile};
 use crate::watch::{Outcome, Trigger, WatchStatus};
 
 /// Input files of a generated network in a temporary directory.
@@ -24,18 +25,18 @@ struct Files {
 
 impl Files {
     fn new(circuits: usize) -> Files {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(circuits));
         let dir = tempfile::tempdir().unwrap();
         let f = Files {
             dir,
             net: g.network,
         };
-        f.write("network.json", &lqos_model::write_network_json(&f.net));
+        f.write(
+            "network.json",
+            &lqos_model::write::write_network_json(&f.net),
+        );
         f.write_devices();
-        f.write("lqos.conf", &lqos_model::write_config(&g.config));
+        f.write("lqos.conf", &lqos_model::write::write_config(&g.config));
         f
     }
 
@@ -46,7 +47,7 @@ impl Files {
     fn write_devices(&self) {
         self.write(
             "ShapedDevices.csv",
-            &lqos_model::write_shaped_devices(&self.net),
+            &lqos_model::write::write_shaped_devices(&self.net),
         );
     }
 
@@ -132,7 +133,7 @@ fn trees_are(kernel: &Recording, plan: &Plan) {
 fn driver<'a>(
     settings: Settings,
     files: &Files,
-    state: &'a StateDir,
+    state: &'a NetnsState,
     k: Kernel<'a>,
     clock: &Clock,
 ) -> Driver<'a> {
@@ -144,7 +145,7 @@ fn driver<'a>(
 fn start_loads_everything_reads_back_and_records_it() {
     let files = Files::new(40);
     let kernel = kernel();
-    let state = StateDir::open(files.dir.path().join("st")).unwrap();
+    let state = NetnsState::new(files.dir.path().join("st"), None);
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
@@ -172,9 +173,9 @@ fn start_loads_everything_reads_back_and_records_it() {
     trees_are(&kernel, &plan);
     assert!(d.core().known().is_known());
     // The state files: the last good plan, the status.
-    let saved = crate::load_saved_plan(&state, None).unwrap().unwrap();
+    let saved = crate::session::load_saved_plan(&state).unwrap().unwrap();
     assert_eq!(saved.plan, plan);
-    let st = WatchStatus::load(&state, None).unwrap().unwrap();
+    let st = WatchStatus::load(&state).unwrap().unwrap();
     assert_eq!(st.last.as_ref().unwrap().outcome, Outcome::Applied);
     assert_eq!(st.circuits, 40);
     assert_eq!(st.active_leaves, 80);
@@ -186,7 +187,7 @@ fn start_loads_everything_reads_back_and_records_it() {
 fn edits_take_the_incremental_path_or_the_full_one_and_equal_a_full_plan() {
     let mut files = Files::new(60);
     let kernel = kernel();
-    let state = StateDir::open(files.dir.path().join("st")).unwrap();
+    let state = NetnsState::new(files.dir.path().join("st"), None);
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
@@ -221,14 +222,13 @@ fn edits_take_the_incremental_path_or_the_full_one_and_equal_a_full_plan() {
     trees_are(&kernel, &full);
     // The last good state is the compact record (inputs and allocation, no
     // ops) of the edited network, and re-plans to the running plan.
-    let text =
-        String::from_utf8(state.read(&crate::saved_plan_file(None)).unwrap().unwrap()).unwrap();
+    let text = String::from_utf8(state.read(StateFile::LastPlan).unwrap().unwrap()).unwrap();
     assert!(
         text.contains("\"inputs\":") && !text.contains("\"interfaces\":["),
         "{}",
         &text[..text.len().min(400)]
     );
-    let saved = crate::load_saved_plan(&state, None).unwrap().unwrap();
+    let saved = crate::session::load_saved_plan(&state).unwrap().unwrap();
     assert_eq!(saved.plan, full);
 
     // The same bytes again: nothing to do.
@@ -295,7 +295,7 @@ fn edits_take_the_incremental_path_or_the_full_one_and_equal_a_full_plan() {
 fn invalid_inputs_are_rejected_with_the_last_good_plan_kept() {
     let mut files = Files::new(30);
     let kernel = kernel();
-    let state = StateDir::open(files.dir.path().join("st")).unwrap();
+    let state = NetnsState::new(files.dir.path().join("st"), None);
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
@@ -330,7 +330,7 @@ fn invalid_inputs_are_rejected_with_the_last_good_plan_kept() {
     assert_eq!(kernel.sent().len(), sent0, "nothing sent");
     assert_eq!(d.core().plan().unwrap(), &plan0);
     trees_are(&kernel, &plan0);
-    let st = WatchStatus::load(&state, None).unwrap().unwrap();
+    let st = WatchStatus::load(&state).unwrap().unwrap();
     assert_eq!(st.last.unwrap().outcome, Outcome::Rejected);
     // Not retried by timer.
     assert_eq!(d.deadline(), None);
@@ -352,7 +352,7 @@ fn invalid_inputs_are_rejected_with_the_last_good_plan_kept() {
 fn a_kernel_failure_is_retried_reading_back_and_converges() {
     let mut files = Files::new(30);
     let kernel = kernel();
-    let state = StateDir::open(files.dir.path().join("st")).unwrap();
+    let state = NetnsState::new(files.dir.path().join("st"), None);
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
@@ -381,12 +381,15 @@ fn a_kernel_failure_is_retried_reading_back_and_converges() {
         "{err}"
     );
     assert!(!d.core().known().is_known());
-    let st = WatchStatus::load(&state, None).unwrap().unwrap();
+    let st = WatchStatus::load(&state).unwrap().unwrap();
     assert_eq!(st.last.as_ref().unwrap().outcome, Outcome::Failed);
     assert!(st.last.unwrap().error.unwrap().contains("boom"));
     // The saved plan is still the last good one.
     assert_eq!(
-        crate::load_saved_plan(&state, None).unwrap().unwrap().plan,
+        crate::session::load_saved_plan(&state)
+            .unwrap()
+            .unwrap()
+            .plan,
         plan0
     );
 
@@ -407,7 +410,7 @@ fn a_kernel_failure_is_retried_reading_back_and_converges() {
 fn verify_repairs_drift_behind_the_daemons_back() {
     let files = Files::new(30);
     let kernel = kernel();
-    let state = StateDir::open(files.dir.path().join("st")).unwrap();
+    let state = NetnsState::new(files.dir.path().join("st"), None);
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
@@ -468,7 +471,7 @@ fn verify_repairs_drift_behind_the_daemons_back() {
 fn statistics_are_polled_on_the_poll_timer_and_kept_as_snapshots() {
     let mut files = Files::new(20);
     let kernel = kernel();
-    let state = StateDir::open(files.dir.path().join("st")).unwrap();
+    let state = NetnsState::new(files.dir.path().join("st"), None);
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
@@ -498,11 +501,14 @@ fn statistics_are_polled_on_the_poll_timer_and_kept_as_snapshots() {
     // 625,000 bytes through circuit 0's download class in 5 s: 1 Mbit/s.
     let plan = d.core().plan().unwrap().clone();
     let c = &plan.allocation.circuits[0];
-    let class = lqos_tc::TcHandle::new(plan.major(lqos_tc::Direction::Download, c.queue), c.minor);
+    let class = lqos_tc::TcHandle::new(
+        plan.major(lqos_tc::allocation::Direction::Download, c.queue),
+        c.minor,
+    );
     let down = plan
         .interfaces
         .iter()
-        .find(|ip| ip.direction == lqos_tc::Direction::Download)
+        .find(|ip| ip.direction == lqos_tc::allocation::Direction::Download)
         .unwrap();
     kernel.count(&down.dev, class, 625_000);
     clock.advance(s.poll);
@@ -540,7 +546,7 @@ fn statistics_are_polled_on_the_poll_timer_and_kept_as_snapshots() {
 fn lazy_leaves_follow_the_counters() {
     let files = Files::new(20);
     let kernel = kernel();
-    let state = StateDir::open(files.dir.path().join("st")).unwrap();
+    let state = NetnsState::new(files.dir.path().join("st"), None);
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
@@ -556,7 +562,7 @@ fn lazy_leaves_follow_the_counters() {
     let plan = d.core().plan().unwrap().clone();
     let ip = &plan.interfaces[0];
     let dev = ip.dev.as_str();
-    let leaves: Vec<lqos_tc::Qdisc> = crate::lazy::circuit_leaves(ip).cloned().collect();
+    let leaves: Vec<lqos_tc::ops::Qdisc> = lqos_tc::rules::circuit_leaves(ip).cloned().collect();
     let tree = kernel.tree(dev).unwrap();
     assert!(leaves.iter().all(|q| !tree.qdiscs.contains_key(&q.handle)));
     assert!(leaves.iter().all(|q| tree.classes.contains_key(&q.parent)));
@@ -639,7 +645,7 @@ fn a_load_that_does_not_fit_in_memory_is_refused_before_any_op() {
         total: 4 << 30,
         available: 300 << 20,
     });
-    let state = StateDir::open(files.dir.path().join("st")).unwrap();
+    let state = NetnsState::new(files.dir.path().join("st"), None);
     let k = Kernel {
         live: &kernel,
         backend: &kernel,
@@ -667,7 +673,7 @@ fn a_load_that_does_not_fit_in_memory_is_refused_before_any_op() {
 macro_rules! started {
     ($files:ident, $kernel:ident, $state:ident, $d:ident, $clock:ident, $s:ident) => {
         let $kernel = kernel();
-        let $state = StateDir::open($files.dir.path().join("st")).unwrap();
+        let $state = NetnsState::new($files.dir.path().join("st"), None);
         let k = Kernel {
             live: &$kernel,
             backend: &$kernel,
@@ -713,7 +719,7 @@ fn a_cut_short_file_is_refused_until_confirmed_and_then_applied_once() {
     assert!(applied(&ev).is_none());
     assert_eq!(kernel.sent().len(), sent0, "nothing sent");
     trees_are(&kernel, &plan0);
-    let st = WatchStatus::load(&state, None).unwrap().unwrap();
+    let st = WatchStatus::load(&state).unwrap().unwrap();
     assert_eq!(st.last.as_ref().unwrap().outcome, Outcome::Refused);
     assert_eq!(st.pending.as_ref().unwrap().sha256, sha);
     assert_eq!(d.deadline(), None, "not retried");
@@ -731,10 +737,10 @@ fn a_cut_short_file_is_refused_until_confirmed_and_then_applied_once() {
     assert!(a.summary.removed >= 40, "{a:?}");
     assert_eq!(d.core().plan().unwrap().allocation.circuits.len(), 40);
     trees_are(&kernel, d.core().plan().unwrap());
-    let st = WatchStatus::load(&state, None).unwrap().unwrap();
+    let st = WatchStatus::load(&state).unwrap().unwrap();
     assert_eq!(st.pending, None);
     // The journal: both input sets, newest first.
-    let j = crate::journal::Journal::open(&state, None).unwrap();
+    let j = crate::journal::Journal::open(&state).unwrap();
     let e = j.entries().unwrap();
     assert_eq!((e.len(), e[0].circuits, e[1].circuits), (2, 40, 60));
     assert_eq!(e[0].sha256, sha);
@@ -818,7 +824,7 @@ fn fixed_input_clears_failed_status() {
         clock.advance(s.debounce);
         collect(|s| d.run(s))
     };
-    let status = || WatchStatus::load(&state, None).unwrap().unwrap();
+    let status = || WatchStatus::load(&state).unwrap().unwrap();
 
     // A typo in a row: rejected.
     let mut lines: Vec<&str> = good.lines().collect();

@@ -2,7 +2,9 @@
 //! `cake_parse_opt` sends them) encoded and decoded; its statistics
 //! (`TCA_CAKE_STATS_*`, per tin `TCA_CAKE_TIN_STATS_*`) decoded; its goldens.
 
-use lqos_tc::{CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, TcHandle};
+use lqos_tc::ops::CakeParams;
+use lqos_tc::options::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
+use lqos_tc::TcHandle;
 use serde::{Deserialize, Serialize};
 
 use super::attr::{attr_u32, attr_u64, attrs, get_u32, get_u64, nest_begin, nest_end};
@@ -229,7 +231,8 @@ fn decode_tin(v: &[u8]) -> CakeTin {
 mod tests {
     use super::*;
     use lqos_model::Rate;
-    use lqos_tc::{Qdisc, QdiscKind, TcOp};
+    use lqos_tc::ops::{Qdisc, QdiscKind};
+    use lqos_tc::TcOp;
 
     /// Found by the `netlink_request` fuzz target: a cake base rate above
     /// `u64::MAX / 8` bytes/s saturated to `u64::MAX` bits/s, which encodes
@@ -283,7 +286,8 @@ mod tests {
 mod golden {
     use super::super::golden::*;
     use super::*;
-    use lqos_tc::{QdiscKind, TcOp};
+    use lqos_tc::ops::QdiscKind;
+    use lqos_tc::TcOp;
 
     /// tc qdisc add dev ens19 parent 1:3 handle 3: cake diffserv4
     #[test]

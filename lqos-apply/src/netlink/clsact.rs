@@ -36,7 +36,10 @@ mod golden {
     #[test]
     fn clsact_replace() {
         // tc qdisc replace dev ens19 clsact
-        check_exact("clsact_replace", TcOp::ReplaceQdisc(classify::clsact()));
+        check_exact(
+            "clsact_replace",
+            TcOp::ReplaceQdisc(lqos_tc::ops::Qdisc::clsact()),
+        );
     }
 
     #[test]

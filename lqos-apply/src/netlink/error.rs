@@ -1,7 +1,8 @@
 //! The encoder's and decoder's errors: facts about one op or one message,
 //! with typed fields.
 
-use lqos_tc::{FilterKey, FilterProto, TcHandle};
+use lqos_tc::classify::{FilterKey, FilterProto};
+use lqos_tc::TcHandle;
 
 /// Why an op cannot be encoded (checked before anything is sent).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

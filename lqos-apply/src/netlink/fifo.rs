@@ -21,7 +21,8 @@ pub(crate) fn decode(opts: &[u8]) -> Option<u32> {
 #[cfg(test)]
 mod golden {
     use super::super::golden::*;
-    use lqos_tc::{QdiscKind, TcOp};
+    use lqos_tc::ops::QdiscKind;
+    use lqos_tc::TcOp;
 
     /// tc qdisc add dev ens19 parent 1:3 handle 3: pfifo
     #[test]

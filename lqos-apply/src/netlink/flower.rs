@@ -17,7 +17,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnet::IpNet;
 use lqos_tc::classify::{self, PREF_MAX, PREF_MIN};
-use lqos_tc::{FilterKey, FilterProto, FlowerFilter, MatchSide, TcHandle};
+use lqos_tc::classify::{FilterKey, FilterProto, FlowerFilter, MatchSide};
+use lqos_tc::TcHandle;
 
 use super::attr::{attr, attr_str, attrs, cstr, kind_and_options, nest_begin, nest_end, u32_at};
 use super::consts::*;

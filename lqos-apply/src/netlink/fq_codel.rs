@@ -3,7 +3,7 @@
 //! codel time units undone for dumps; its statistics (`struct
 //! tc_fq_codel_xstats`) decoded; its goldens.
 
-use lqos_tc::FqCodelParams;
+use lqos_tc::ops::FqCodelParams;
 use serde::{Deserialize, Serialize};
 
 use super::attr::{attr_u32, attrs, get_u32, nest_begin, nest_end, u32_at};
@@ -146,7 +146,8 @@ pub(crate) fn decode_xstats(
 mod tests {
     use super::*;
     use crate::netlink::op::{decode_qdisc, decode_qdisc_dump, encode_op};
-    use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp};
+    use lqos_tc::ops::{Qdisc, QdiscKind};
+    use lqos_tc::{TcHandle, TcOp};
 
     /// Regression (proptest `qdisc_encode_decode` after the lab merge:
     /// `interval 9453697us` decoded as 9453698): the codel-units
@@ -211,7 +212,8 @@ mod tests {
 mod golden {
     use super::super::golden::*;
     use super::*;
-    use lqos_tc::{QdiscKind, TcOp};
+    use lqos_tc::ops::QdiscKind;
+    use lqos_tc::TcOp;
 
     /// tc qdisc add dev ens19 parent 1:3 handle 3: fq_codel
     #[test]

@@ -1,7 +1,8 @@
 //! Fuzz entry points for the decoders of kernel replies and requests
 //! (used by `crate::fuzzing`): any bytes in, no panic out.
 
-use lqos_tc::{TcOp, TcTree};
+use lqos_tc::tree::TcTree;
+use lqos_tc::TcOp;
 
 use super::consts::NLMSG_ERROR;
 use super::{flower, htb, msg, op, stats, PschedClock};
@@ -24,8 +25,8 @@ pub fn dump(data: &[u8]) {
         if let Ok(Some((_, c))) = htb::decode_class(m.payload, &clock) {
             tree.classes.insert(c.classid, c);
         }
-        if let Ok(Some((_, s))) = stats::decode_class_stats(m.payload) {
-            let _ = s.bytes;
+        if let Ok(Some((_, s))) = stats::decode_class_sample(m.payload) {
+            let _ = s.counters.bytes;
         }
         if let Ok(Some((_, f))) = flower::decode_filter(m.payload) {
             tree.filters.insert(f.key, f);

@@ -19,7 +19,8 @@
 use std::path::PathBuf;
 
 use lqos_model::Rate;
-use lqos_tc::{Class, HtbClass, HtbQdisc, Qdisc, QdiscKind, TcHandle, TcOp};
+use lqos_tc::ops::{Class, HtbClass, HtbQdisc, Qdisc, QdiscKind};
+use lqos_tc::{TcHandle, TcOp};
 
 use super::op::encode_op;
 

@@ -4,7 +4,8 @@
 //! the class statistics (`struct tc_htb_xstats`); their goldens.
 
 use lqos_model::Rate;
-use lqos_tc::{Class, HtbClass, HtbQdisc, TcHandle};
+use lqos_tc::ops::{Class, HtbClass, HtbQdisc};
+use lqos_tc::TcHandle;
 use serde::{Deserialize, Serialize};
 
 use super::attr::{attr, attr_str, attr_u32, attr_u64, attrs, get_u32, get_u64, kind_and_options};
@@ -280,11 +281,11 @@ mod tests {
     /// dumps one: it is a decode error.
     #[test]
     fn an_htb_qdisc_without_a_whole_tca_htb_init_is_a_decode_error() {
-        let q = lqos_tc::Qdisc::htb(TcHandle::new(0x7fff, 1), 1, 2);
+        let q = lqos_tc::ops::Qdisc::htb(TcHandle::new(0x7fff, 1), 1, 2);
         let mut buf = Vec::new();
         encode_op(&TcOp::AddQdisc(q), 3, 1, &mut buf).unwrap();
         let (_, good) = crate::netlink::op::decode_qdisc(&buf[16..]).unwrap();
-        assert!(matches!(good.kind, lqos_tc::QdiscKind::Htb(_)));
+        assert!(matches!(good.kind, lqos_tc::ops::QdiscKind::Htb(_)));
         // TCA_OPTIONS' first attribute (after nlmsghdr, tcmsg and TCA_KIND
         // "htb") is TCA_HTB_INIT: make it claim more than is there.
         let init = 16 + 20 + 8 + 4;
@@ -335,7 +336,8 @@ mod tests {
 mod golden {
     use super::super::golden::*;
     use super::*;
-    use lqos_tc::{QdiscKind, TcOp};
+    use lqos_tc::ops::QdiscKind;
+    use lqos_tc::TcOp;
 
     /// tc qdisc add dev ens19 parent 7fff:1 handle 1: htb default 2
     #[test]

@@ -27,18 +27,18 @@
 //!   (`pipeline.rs`, unit-tested without a socket); the socket only moves
 //!   bytes.
 //! - [`NetlinkSocket::dump`] reads an interface's qdiscs and HTB classes
-//!   back into a [`lqos_tc::TcTree`]; [`NetlinkSocket::class_stats`] reads
-//!   every class's byte/packet counters in one dump ([`ClassStats`]).
+//!   back into a [`lqos_tc::tree::TcTree`]; [`NetlinkSocket::class_samples`]
+//!   reads every HTB class's statistics ([`ClassSample`]).
 //!
 //! # What a dump contains (observed on kernel 6.18, veth in a netns)
 //!
 //! - Before any tc op, a veth's root is `noqueue` with handle `0:` (kind
-//!   [`lqos_tc::QdiscKind::Other`]`("noqueue")`, parent `root`).
+//!   [`lqos_tc::ops::QdiscKind::Other`]`("noqueue")`, parent `root`).
 //! - `mq` creates one default qdisc per TX queue (`net.core.default_qdisc`,
 //!   `pfifo_fast` here) with handle `0:` and parent `7fff:N`. Each one an
 //!   HTB replaces disappears; queues a plan leaves unused keep theirs.
 //!   Handle-0 qdiscs keep `handle == 0` and are kept apart from the
-//!   explicit ones, by parent, in [`lqos_tc::TcTree::kernel_defaults`].
+//!   explicit ones, by parent, in [`lqos_tc::tree::TcTree::kernel_defaults`].
 //! - The `pfifo` HTB attaches to every new leaf class is invisible and not
 //!   dumped; an explicit leaf replaces it.
 //! - Options come back complete: HTB qdiscs always report `r2q` (10 unless
@@ -55,7 +55,8 @@
 //!
 //! ```no_run
 //! use lqos_apply::netlink::{NetlinkSocket, SendOptions};
-//! use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp};
+//! use lqos_tc::{TcHandle, TcOp};
+//! use lqos_tc::ops::{Qdisc, QdiscKind};
 //!
 //! let mut nl = NetlinkSocket::open_in_netns("lqos-test")?;
 //! let link = nl.link("ens19")?;
@@ -104,8 +105,8 @@ pub use htb::HtbXstats;
 pub use op::{decode_request, encode_op, encode_op_with};
 pub use pipeline::{OpFailure, SendOptions, SendStats};
 pub use psched::{PschedClock, PschedParseError};
-pub use socket::{LinkInfo, NetlinkError, NetlinkSocket};
+pub use socket::{DumpOf, LinkInfo, NetlinkError, NetlinkSocket, Request};
 pub use stats::{
-    decode_class_sample_msg, decode_qdisc_sample_msg, ClassSample, ClassStats, Counters,
-    LeafXstats, QdiscSample, TCA_STATS2, TCA_STATS_BASIC,
+    decode_class_sample_msg, decode_qdisc_sample_msg, ClassSample, Counters, LeafXstats,
+    QdiscSample, TCA_STATS2, TCA_STATS_BASIC,
 };

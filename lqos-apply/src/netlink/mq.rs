@@ -7,7 +7,8 @@
 #[cfg(test)]
 mod golden {
     use super::super::golden::*;
-    use lqos_tc::{QdiscKind, TcOp};
+    use lqos_tc::ops::QdiscKind;
+    use lqos_tc::TcOp;
 
     /// tc qdisc replace dev ens19 root handle 7fff: mq
     #[test]

@@ -4,7 +4,8 @@
 //! Pure: no I/O.
 
 use lqos_tc::classify::CLSACT_HANDLE;
-use lqos_tc::{Qdisc, QdiscKind, TcHandle, TcOp};
+use lqos_tc::ops::{Qdisc, QdiscKind};
+use lqos_tc::{TcHandle, TcOp};
 
 use super::attr::{attr_str, kind_and_options};
 use super::consts::*;
@@ -268,9 +269,8 @@ mod tests {
     mod round_trip {
         use super::super::*;
         use lqos_model::Rate;
-        use lqos_tc::{
-            CakeAckFilter, CakeDiffserv, CakeFlowMode, CakeParams, FqCodelParams, HtbQdisc,
-        };
+        use lqos_tc::ops::{CakeParams, FqCodelParams, HtbQdisc};
+        use lqos_tc::options::{CakeAckFilter, CakeDiffserv, CakeFlowMode};
         use proptest::prelude::*;
 
         fn opt<T: std::fmt::Debug + Clone>(

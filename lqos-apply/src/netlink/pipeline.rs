@@ -141,7 +141,7 @@ impl fmt::Display for OpFailure {
             f,
             "op #{} `tc {}` failed: {} (errno {}); {} earlier op(s) applied",
             self.index,
-            lqos_tc::render_line(&dev, &self.op),
+            lqos_tc::render::render_line(&dev, &self.op),
             self.message,
             self.errno,
             self.succeeded
@@ -492,7 +492,8 @@ mod tests {
     use super::*;
     use crate::netlink::consts::{NLMSGERR_ATTR_MSG, NLMSG_HDRLEN, NLM_F_ACK_TLVS, NLM_F_CAPPED};
     use lqos_model::Rate;
-    use lqos_tc::{Class, HtbClass, TcHandle};
+    use lqos_tc::ops::{Class, HtbClass};
+    use lqos_tc::TcHandle;
 
     fn class(minor: u16) -> TcOp {
         TcOp::AddClass(Class {

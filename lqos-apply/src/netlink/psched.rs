@@ -37,6 +37,7 @@ impl Default for PschedClock {
 /// `/proc/net/psched` could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cannot parse /proc/net/psched contents {text:?} (expected four hex words)")]
+#[non_exhaustive]
 pub struct PschedParseError {
     /// What the file held.
     pub text: String,

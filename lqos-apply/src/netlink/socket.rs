@@ -5,7 +5,9 @@ use std::fmt;
 use std::fs::File;
 use std::io;
 
-use lqos_tc::{QdiscKind, TcHandle, TcOp, TcTree};
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::tree::TcTree;
+use lqos_tc::{TcHandle, TcOp};
 use neli::consts::socket::{Msg, NlFamily};
 use neli::socket::NlSocket;
 use neli::utils::Groups;
@@ -19,7 +21,7 @@ use super::pipeline::{
     strerror, OpFailure, RecvMode, SendOptions, SendPipeline, SendStats, MAX_SEND_BYTES,
 };
 use super::psched::{PschedClock, PschedParseError};
-use super::stats::{self as st, ClassSample, ClassStats, QdiscSample};
+use super::stats::{self as st, ClassSample, QdiscSample};
 use super::{flower, htb, op};
 
 /// Errors of the socket layer (everything except a failed op, which is an
@@ -50,8 +52,8 @@ pub enum NetlinkError {
     /// The kernel refused a request.
     #[error("{what}: {message} (errno {errno})")]
     Kernel {
-        /// The request (e.g. `dump qdiscs of ifindex 3`).
-        what: String,
+        /// The request.
+        what: Request,
         /// Positive errno.
         errno: i32,
         /// Extended-ACK text, else strerror.
@@ -61,7 +63,7 @@ pub enum NetlinkError {
     #[error("{what}: {source}")]
     Io {
         /// The request being sent or answered.
-        what: String,
+        what: Request,
         /// The OS error (`ENOBUFS` = replies were lost).
         #[source]
         source: io::Error,
@@ -70,7 +72,7 @@ pub enum NetlinkError {
     #[error("{what}: {source}")]
     Decode {
         /// The request being answered.
-        what: String,
+        what: Request,
         /// Details.
         #[source]
         source: DecodeError,
@@ -81,6 +83,71 @@ pub enum NetlinkError {
     /// `/proc/net/psched` could not be parsed.
     #[error("parsing /proc/net/psched: {0}")]
     PschedParse(#[source] PschedParseError),
+}
+
+/// The request a [`NetlinkError`] is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Request {
+    /// Looking up an interface by name.
+    Link {
+        /// The interface.
+        name: String,
+    },
+    /// A dump of an interface's qdiscs, classes or egress filters.
+    Dump {
+        /// What is dumped.
+        of: DumpOf,
+        /// The interface.
+        ifindex: i32,
+        /// The qdisc whose classes are dumped (`None`: the whole
+        /// interface's).
+        parent: Option<TcHandle>,
+    },
+    /// A dump's replies captured whole.
+    Capture,
+    /// The ACK of an op of a stream.
+    Ack {
+        /// The op's 0-based index in the stream.
+        op: usize,
+    },
+}
+
+/// What a [`Request::Dump`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DumpOf {
+    /// `RTM_GETQDISC`.
+    Qdiscs,
+    /// `RTM_GETTCLASS`.
+    Classes,
+    /// `RTM_GETTFILTER` of the egress hook.
+    Filters,
+}
+
+impl fmt::Display for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Request::Link { name } => write!(f, "looking up interface {name:?}"),
+            Request::Dump {
+                of,
+                ifindex,
+                parent,
+            } => {
+                let of = match of {
+                    DumpOf::Qdiscs => "qdiscs",
+                    DumpOf::Classes => "classes",
+                    DumpOf::Filters => "egress filters",
+                };
+                match parent {
+                    None => write!(f, "dumping {of} of ifindex {ifindex}"),
+                    Some(p) => write!(f, "dumping {of} of qdisc {p} on ifindex {ifindex}"),
+                }
+            }
+            Request::Capture => f.write_str("capturing a dump"),
+            Request::Ack { op } => write!(f, "receiving the ACK of op #{op}"),
+        }
+    }
 }
 
 /// An interface as the kernel reports it.
@@ -127,11 +194,8 @@ impl fmt::Debug for NetlinkSocket {
     }
 }
 
-fn io_what(what: impl Into<String>) -> impl FnOnce(io::Error) -> NetlinkError {
-    move |source| NetlinkError::Io {
-        what: what.into(),
-        source,
-    }
+fn io_what(what: Request) -> impl FnOnce(io::Error) -> NetlinkError {
+    move |source| NetlinkError::Io { what, source }
 }
 
 impl NetlinkSocket {
@@ -265,7 +329,9 @@ impl NetlinkSocket {
                 name: name.to_string(),
             });
         }
-        let what = || format!("looking up interface {name:?}");
+        let what = || Request::Link {
+            name: name.to_string(),
+        };
         let info = self.request(
             &what,
             |buf, seq| msg::getlink_request(buf, name, seq),
@@ -318,7 +384,7 @@ impl NetlinkSocket {
     /// it returns `Some` (or an error). `what` names the request in errors.
     fn request<T>(
         &mut self,
-        what: &dyn Fn() -> String,
+        what: &dyn Fn() -> Request,
         encode: impl FnOnce(&mut Vec<u8>, u32),
         mut on_reply: impl FnMut(&msg::RawMsg<'_>) -> Result<Option<T>, NetlinkError>,
     ) -> Result<T, NetlinkError> {
@@ -463,17 +529,17 @@ impl NetlinkSocket {
             let seq = self.take_seq(1);
             self.sendbuf.clear();
             msg::getlink_request(&mut self.sendbuf, "lo", seq);
-            self.send_buf().map_err(io_what("sending a link lookup"))?;
+            self.send_buf()
+                .map_err(io_what(Request::Link { name: "lo".into() }))?;
         }
         Ok(())
     }
 
-    /// The byte and packet counters of every class of interface `ifindex`
-    /// (one `RTM_GETTCLASS` dump, `TCA_STATS2` basic counters).
-    ///
-    /// One qdisc dump finds the HTB qdiscs, then one class dump per HTB
-    /// (see [`dump`](Self::dump) for why).
-    pub fn class_stats(&mut self, ifindex: i32) -> Result<Vec<ClassStats>, NetlinkError> {
+    /// The statistics of every HTB class of interface `ifindex`: one qdisc
+    /// dump finds the HTB qdiscs, then one class dump per HTB (see
+    /// [`dump`](Self::dump) for why), as
+    /// [`class_samples_of`](Self::class_samples_of).
+    pub fn class_samples(&mut self, ifindex: i32) -> Result<Vec<ClassSample>, NetlinkError> {
         let mut htbs = Vec::new();
         self.dump_kind(RTM_GETQDISC, ifindex, TcHandle::UNSPEC, |payload| {
             let (ifi, q) = op::decode_qdisc_dump(payload)?;
@@ -482,36 +548,17 @@ impl NetlinkSocket {
             }
             Ok(())
         })?;
-        self.class_stats_of(ifindex, &htbs)
-    }
-
-    /// The counters of the classes of the HTB qdiscs `htbs` (handles
-    /// `major:`) of interface `ifindex`, one class dump each, without the
-    /// qdisc dump [`class_stats`](Self::class_stats) makes to find them: for
-    /// a caller that knows them (a plan's HTBs). An HTB that does not exist
-    /// has no classes.
-    pub fn class_stats_of(
-        &mut self,
-        ifindex: i32,
-        htbs: &[TcHandle],
-    ) -> Result<Vec<ClassStats>, NetlinkError> {
         let mut out = Vec::new();
-        for &htb in htbs {
-            self.dump_kind(RTM_GETTCLASS, ifindex, htb, |payload| {
-                if let Some((ifi, s)) = st::decode_class_stats(payload)? {
-                    if ifi == ifindex {
-                        out.push(s);
-                    }
-                }
-                Ok(())
-            })?;
-        }
+        self.class_samples_of(ifindex, &htbs, &mut out)?;
         Ok(out)
     }
 
-    /// The statistics of the classes of the HTB qdiscs `htbs` of interface
-    /// `ifindex` (one class dump each, as [`class_stats_of`](Self::class_stats_of)):
-    /// counters with 64-bit packets and HTB's own statistics.
+    /// The statistics of the classes of the HTB qdiscs `htbs` (handles
+    /// `major:`) of interface `ifindex`, one class dump each, without the
+    /// qdisc dump [`class_samples`](Self::class_samples) makes to find
+    /// them (for a caller that knows them: a plan's HTBs): counters with
+    /// 64-bit packets and HTB's own statistics. An HTB that does not exist
+    /// has no classes.
     pub fn class_samples_of(
         &mut self,
         ifindex: i32,
@@ -566,7 +613,7 @@ impl NetlinkSocket {
         } else {
             RTM_NEWQDISC
         };
-        let what = || "capturing a dump".to_string();
+        let what = || Request::Capture;
         self.request(
             &what,
             |buf, seq| msg::dump_request_parent(buf, ty, ifindex, parent, seq),
@@ -632,7 +679,7 @@ impl NetlinkSocket {
         }
         // The classifier's egress filters (only lqos's: flower in lqos's
         // preference range); without a clsact there is no egress hook.
-        if lqos_tc::classify::has_clsact(&tree) {
+        if tree.has_clsact() {
             let mut filters = lqos_tc::classify::Filters::new();
             self.dump_kind(
                 flower::RTM_GETTFILTER,
@@ -661,17 +708,14 @@ impl NetlinkSocket {
         parent: TcHandle,
         mut each: impl FnMut(&[u8]) -> Result<(), DecodeError>,
     ) -> Result<(), NetlinkError> {
-        let what = || {
-            let of = match ty {
-                RTM_GETQDISC => "qdiscs",
-                RTM_GETTCLASS => "classes",
-                _ => "egress filters",
-            };
-            if parent == TcHandle::UNSPEC {
-                format!("dumping {of} of ifindex {ifindex}")
-            } else {
-                format!("dumping {of} of qdisc {parent} on ifindex {ifindex}")
-            }
+        let what = || Request::Dump {
+            of: match ty {
+                RTM_GETQDISC => DumpOf::Qdiscs,
+                RTM_GETTCLASS => DumpOf::Classes,
+                _ => DumpOf::Filters,
+            },
+            ifindex,
+            parent: (parent != TcHandle::UNSPEC).then_some(parent),
         };
         let reply = match ty {
             RTM_GETQDISC => RTM_NEWQDISC,
@@ -738,7 +782,7 @@ impl NetlinkSocket {
 
 /// The kernel's refusal of a request, with its extended-ACK text (or the
 /// errno's description when it sent none).
-fn kernel_error(what: String, ack: &msg::Ack<'_>) -> NetlinkError {
+fn kernel_error(what: Request, ack: &msg::Ack<'_>) -> NetlinkError {
     NetlinkError::Kernel {
         what,
         errno: ack.errno,

@@ -31,17 +31,6 @@ const GNET_STATS_BASIC_LEN: usize = 12;
 /// `sizeof(struct gnet_stats_queue)`.
 const GNET_STATS_QUEUE_LEN: usize = 20;
 
-/// One class's basic counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClassStats {
-    /// The class.
-    pub classid: TcHandle,
-    /// Bytes sent through it since it was created.
-    pub bytes: u64,
-    /// Packets sent through it since it was created.
-    pub packets: u32,
-}
-
 /// The generic counters of one class or qdisc (`tc -s`: "Sent B bytes P
 /// pkt (dropped D, overlimits O requeues R) backlog Bb Qp").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,18 +74,6 @@ pub struct ClassSample {
     pub counters: Counters,
     /// HTB's own statistics (`None` for other kinds).
     pub htb: Option<htb::HtbXstats>,
-}
-
-impl ClassSample {
-    /// The counters lazy leaves compare (packets saturated to 32 bits, as
-    /// `TCA_STATS_BASIC` carries them).
-    pub fn basic(&self) -> ClassStats {
-        ClassStats {
-            classid: self.classid,
-            bytes: self.counters.bytes,
-            packets: u32::try_from(self.counters.packets).unwrap_or(u32::MAX),
-        }
-    }
 }
 
 /// One qdisc of a qdisc dump with its statistics.
@@ -189,12 +166,6 @@ pub fn decode_qdisc_sample_msg(msg: &[u8]) -> Result<Option<(i32, QdiscSample)>,
         return Ok(None);
     }
     decode_qdisc_sample(m.payload).map(Some)
-}
-
-/// Decodes one `RTM_NEWTCLASS` payload into its interface index and
-/// counters; `Ok(None)` when the class reports no `TCA_STATS2` basic block.
-pub(crate) fn decode_class_stats(payload: &[u8]) -> Result<Option<(i32, ClassStats)>, DecodeError> {
-    Ok(decode_class_sample(payload)?.map(|(i, s)| (i, s.basic())))
 }
 
 /// Decodes one `RTM_NEWTCLASS` payload of a `tc -s class show` dump into
@@ -290,20 +261,23 @@ mod tests {
     #[test]
     fn basic_counters_are_decoded() {
         let m = class_msg(7, 0x0003_0010, 123_456_789_012, 4242);
-        let (ifi, s) = decode_class_stats(&m).unwrap().unwrap();
+        let (ifi, s) = decode_class_sample(&m).unwrap().unwrap();
         assert_eq!(ifi, 7);
         assert_eq!(s.classid, TcHandle::new(3, 0x10));
-        assert_eq!((s.bytes, s.packets), (123_456_789_012, 4242));
+        assert_eq!(
+            (s.counters.bytes, s.counters.packets),
+            (123_456_789_012, 4242)
+        );
     }
 
     #[test]
     fn no_stats_is_none_and_short_stats_are_an_error() {
         let mut p = vec![0u8; 20];
         p.extend(attr(1, b"htb\0"));
-        assert_eq!(decode_class_stats(&p).unwrap(), None);
+        assert_eq!(decode_class_sample(&p).unwrap(), None);
         p.extend(attr(TCA_STATS2, &attr(TCA_STATS_BASIC, &[0; 8])));
-        assert!(decode_class_stats(&p).is_err());
-        assert!(decode_class_stats(&[0; 10]).is_err());
+        assert!(decode_class_sample(&p).is_err());
+        assert!(decode_class_sample(&[0; 10]).is_err());
     }
 
     proptest::proptest! {
@@ -311,8 +285,8 @@ mod tests {
         fn counters_round_trip(ifi in 1i32.., id in proptest::prelude::any::<u32>(),
                                bytes in proptest::prelude::any::<u64>(),
                                pk in proptest::prelude::any::<u32>()) {
-            let (i, s) = decode_class_stats(&class_msg(ifi, id, bytes, pk)).unwrap().unwrap();
-            proptest::prop_assert_eq!((i, s.classid, s.bytes, s.packets), (ifi, TcHandle::from_raw(id), bytes, pk));
+            let (i, s) = decode_class_sample(&class_msg(ifi, id, bytes, pk)).unwrap().unwrap();
+            proptest::prop_assert_eq!((i, s.classid, s.counters.bytes, s.counters.packets), (ifi, TcHandle::from_raw(id), bytes, u64::from(pk)));
         }
     }
 }
@@ -328,7 +302,8 @@ mod golden {
     use super::super::golden::{load_replies, load_text};
     use super::super::msg::msgs;
     use super::*;
-    use lqos_tc::{QdiscKind, TcOp};
+    use lqos_tc::ops::QdiscKind;
+    use lqos_tc::TcOp;
 
     fn payloads(msgs_: &[Vec<u8>]) -> Vec<&[u8]> {
         msgs_
@@ -641,7 +616,10 @@ mod golden {
         let QdiscKind::Cake(cake) = dumped(3) else {
             panic!("cake")
         };
-        assert_eq!(cake.diffserv, Some(lqos_tc::CakeDiffserv::Diffserv4));
+        assert_eq!(
+            cake.diffserv,
+            Some(lqos_tc::options::CakeDiffserv::Diffserv4)
+        );
         let QdiscKind::FqCodel(f) = dumped(4) else {
             panic!("fq_codel")
         };

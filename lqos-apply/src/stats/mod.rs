@@ -5,14 +5,14 @@
 //! - [`StatsIndex::new`] (pure, once per plan): which classid is which
 //!   circuit or node in which direction, which leaf qdisc is whose, and
 //!   every class's planned rate and ceil.
-//! - [`LiveSource::poll`](crate::LiveSource::poll) of a [`PollRequest`]:
+//! - [`LiveSource::poll`](crate::live::LiveSource::poll) of a [`PollRequest`]:
 //!   the I/O, per interface one class dump per planned HTB (counters,
 //!   64-bit packets, HTB's statistics) and, where asked, one qdisc dump
 //!   (the leaves' counters, cake's per-tin and fq_codel's statistics)
 //!   where a planned leaf keeps statistics of its own: an interface whose
 //!   leaves are all pfifo or bfifo, or that has none, is not dumped
-//!   ([`StatsIndex::leaf_dump_needed`]). [`RawIface::class_stats`] gives
-//!   the same class dumps to lazy leaves
+//!   ([`StatsIndex::leaf_dump_needed`]). The same class samples
+//!   ([`IfaceSamples::classes`]) go to lazy leaves
 //!   ([`crate::lazy::LeafTracker::observe`]), so one set of dumps serves
 //!   both; the daemon makes one poll for both.
 //! - [`StatsPoll`]: the index and the tracker of one plan, kept poll after
@@ -26,7 +26,7 @@
 //!
 //! - [`openmetrics::render`]: the [`Stats`] as OpenMetrics text.
 //! - [`tcp`]: per-circuit TCP round-trip times and retransmits from the
-//!   eBPF data path's maps ([`RawStats::tcp`], read by the same poll when
+//!   eBPF data path's maps ([`Samples::tcp`], read by the same poll when
 //!   [`PollRequest::tcp`] names the data path's pin directory), kept
 //!   monotonic, with each interval's percentiles; nodes merge their
 //!   circuits' histograms.
@@ -37,17 +37,17 @@
 //! bfifo leaves only refuse, so their drops are already the class's.
 //!
 //! ```
-//! use lqos_apply::stats::{RawIface, RawStats, StatsIndex, StatsTracker};
+//! use lqos_apply::stats::{IfaceSamples, Samples, StatsIndex, StatsTracker};
 //! use std::time::Duration;
 //!
-//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 5, ..Default::default() });
-//! let cfg = lqos_apply::plan_config(&g.config, None, &Default::default(),
-//!     lqos_apply::QueueCount::Default(2)).unwrap();
+//! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(5));
+//! let cfg = lqos_apply::inputs::plan_config(&g.config, None, &Default::default(),
+//!     lqos_apply::inputs::QueueCount::Default(2)).unwrap();
 //! let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
 //! let index = StatsIndex::new(&plan);
 //! let mut tracker = StatsTracker::new(&index);
 //! // No traffic yet: counters at zero, no rate before a second poll.
-//! let raw = RawStats { interfaces: index.devs().map(|d| RawIface::empty(d)).collect(), tcp: None };
+//! let raw = Samples::from(index.devs().map(|d| IfaceSamples::empty(d)).collect::<Vec<_>>());
 //! let s = tracker.observe(&index, &raw, Duration::from_secs(1));
 //! assert_eq!(s.circuits.len(), 5);
 //! assert_eq!(s.interval_secs, None);
@@ -57,18 +57,21 @@ pub mod openmetrics;
 mod poll;
 pub mod tcp;
 
-pub use poll::{PollRequest, PollTarget, Polled, Snapshot, StatsPoll};
-pub use tcp::{RttStats, RttSummary, TcpDataPath, TcpDir, TcpStats};
+pub use crate::sample::{IfaceSamples, PollRequest, PollTarget, Polled, Samples};
+pub use poll::{Snapshot, StatsPoll};
+use tcp::{TcpDataPath, TcpStats};
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lqos_tc::{Direction, Plan, QdiscKind, TcHandle, TcOp};
+use lqos_tc::allocation::Direction;
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::{Plan, TcHandle, TcOp};
 use serde::Serialize;
 use smol_str::SmolStr;
 
-use crate::netlink::{CakeTin, ClassSample, ClassStats, FqCodelXstats, LeafXstats, QdiscSample};
+use crate::netlink::{CakeTin, FqCodelXstats, LeafXstats};
 
 /// Download or upload (the two halves of every circuit and node).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -165,7 +168,7 @@ pub struct StatsIndex {
     default_ceil_bps: [u64; 2],
     /// The key of each circuit's TCP statistics in the data path (its
     /// download classid and the hash of its ID) -> the circuit.
-    tcp_keys: HashMap<lqos_bpf::TcpKey, u32>,
+    tcp_keys: HashMap<lqos_bpf::layout::TcpKey, u32>,
 }
 
 fn dirs(d: Direction) -> &'static [(Direction, Dir)] {
@@ -285,7 +288,7 @@ impl StatsIndex {
             .enumerate()
             .map(|(i, c)| {
                 let down = TcHandle::new(plan.major(Direction::Download, c.queue), c.minor);
-                let key = lqos_bpf::TcpKey {
+                let key = lqos_bpf::layout::TcpKey {
                     classid: down.raw(),
                     tag: lqos_bpf::layout::circuit_tag(&c.id),
                 };
@@ -332,50 +335,6 @@ impl StatsIndex {
         self.ifaces
             .iter()
             .map(|i| (i.dev.as_str(), i.htbs.as_slice()))
-    }
-}
-
-/// One interface's dumps of one poll.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RawIface {
-    /// The interface.
-    pub dev: String,
-    /// Every class of its planned HTBs.
-    pub classes: Vec<ClassSample>,
-    /// Every qdisc (empty when the poll skipped the qdisc dump).
-    pub qdiscs: Vec<QdiscSample>,
-}
-
-impl RawIface {
-    /// An interface with nothing dumped.
-    pub fn empty(dev: &str) -> RawIface {
-        RawIface {
-            dev: dev.to_string(),
-            ..RawIface::default()
-        }
-    }
-
-    /// The class counters lazy leaves compare
-    /// ([`crate::lazy::LeafTracker::observe`]), from the same dumps.
-    pub fn class_stats(&self) -> Vec<ClassStats> {
-        self.classes.iter().map(ClassSample::basic).collect()
-    }
-}
-
-/// One poll's dumps of every planned interface, and the eBPF data path's
-/// TCP statistics when they were read.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RawStats {
-    /// Per interface, in plan order.
-    pub interfaces: Vec<RawIface>,
-    /// The data path's per-circuit TCP statistics (`None`: not read).
-    pub tcp: Option<lqos_bpf::TcpRead>,
-}
-
-impl RawStats {
-    /// The dumps of `dev`.
-    pub fn interface(&self, dev: &str) -> Option<&RawIface> {
-        self.interfaces.iter().find(|i| i.dev == dev)
     }
 }
 
@@ -434,6 +393,7 @@ impl DirAcc {
 
 /// One direction of a circuit or node in one poll.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct DirStats {
     /// Bytes sent (monotonic: across recreated classes).
     pub bytes: u64,
@@ -493,7 +453,8 @@ impl DirStats {
 }
 
 /// One circuit in one poll.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct CircuitStats {
     /// Circuit ID.
     pub id: SmolStr,
@@ -514,7 +475,8 @@ pub struct CircuitStats {
 
 /// One node in one poll: its class's counters; drops, ECN marks and
 /// backlog summed over the circuits below it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct NodeStats {
     /// Node name.
     pub name: String,
@@ -566,6 +528,7 @@ const DEFAULT_MINOR: u16 = 2;
 /// queue, summed, per direction. Addresses no device has (or that a
 /// classifier does not map) land there, unshaped by any circuit.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Unclassified {
     /// Towards the subscribers.
     pub download: DirStats,
@@ -574,7 +537,8 @@ pub struct Unclassified {
 }
 
 /// The statistics of one poll.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Stats {
     /// Seconds since the previous poll (`None`: the first; rates are 0).
     pub interval_secs: Option<f64>,
@@ -673,7 +637,7 @@ impl StatsTracker {
 
     /// The statistics of the dumps `raw` taken at `now` (any monotonic
     /// clock: `Instant` minus a start).
-    pub fn observe(&mut self, index: &StatsIndex, raw: &RawStats, now: Duration) -> Stats {
+    pub fn observe(&mut self, index: &StatsIndex, raw: &Samples, now: Duration) -> Stats {
         let dt = self
             .last
             .map(|l| now.saturating_sub(l).as_secs_f64())
@@ -906,7 +870,7 @@ impl StatsTracker {
     fn observe_tcp(
         &mut self,
         index: &StatsIndex,
-        tcp: Option<&lqos_bpf::TcpRead>,
+        tcp: Option<&lqos_bpf::tcp::TcpRead>,
         dt: Option<f64>,
         circuits: &mut [CircuitStats],
         nodes: &mut [NodeStats],
@@ -989,7 +953,7 @@ impl DirStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::netlink::{CakeXstats, Counters};
+    use crate::netlink::{CakeXstats, ClassSample, Counters, QdiscSample};
 
     fn setup(circuits: usize) -> (Plan, StatsIndex) {
         let (_, plan) = crate::test_fixtures::bridge_plan(circuits, 2, "cake diffserv4");
@@ -1015,15 +979,11 @@ mod tests {
         TcHandle::new(plan.major(d, c.queue), c.minor)
     }
 
-    pub(super) fn raw(
-        plan: &Plan,
-        per_circuit: &[(u64, u32)],
-        leaf_drops: Option<u32>,
-    ) -> RawStats {
-        let mut out = RawStats::default();
+    pub(super) fn raw(plan: &Plan, per_circuit: &[(u64, u32)], leaf_drops: Option<u32>) -> Samples {
+        let mut out = Samples::default();
         for ip in &plan.interfaces {
             let d = ip.direction;
-            let mut r = RawIface::empty(&ip.dev);
+            let mut r = IfaceSamples::empty(&ip.dev);
             for (i, &(b, dr)) in per_circuit.iter().enumerate() {
                 r.classes.push(class(circuit_classid(plan, i, d), b, dr));
                 if let Some(ld) = leaf_drops {
@@ -1201,10 +1161,7 @@ mod tests {
     /// replace`), whose classes the poll must dump too.
     #[test]
     fn an_htb_root_is_polled() {
-        let g = lqos_model::generate(&lqos_model::GenParams {
-            circuits: 4,
-            ..Default::default()
-        });
+        let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(4));
         let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 1);
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
         let index = StatsIndex::new(&plan);
@@ -1233,9 +1190,9 @@ mod tests {
         assert_eq!(s.circuits[0].download.rate_bps, 400.0);
     }
 
-    fn tcp_key(plan: &Plan, i: usize) -> lqos_bpf::TcpKey {
+    fn tcp_key(plan: &Plan, i: usize) -> lqos_bpf::layout::TcpKey {
         let c = &plan.allocation.circuits[i];
-        lqos_bpf::TcpKey {
+        lqos_bpf::layout::TcpKey {
             classid: circuit_classid(plan, i, Direction::Download).raw(),
             tag: lqos_bpf::layout::circuit_tag(&c.id),
         }
@@ -1243,8 +1200,8 @@ mod tests {
 
     /// A kernel entry with `n` download subscriber-side samples of `ms`
     /// milliseconds and `rtx` download retransmits.
-    fn tcp_entry(n: u32, ms: u64, rtx: u64) -> lqos_bpf::TcpCircuit {
-        let mut c = lqos_bpf::TcpCircuit::default();
+    fn tcp_entry(n: u32, ms: u64, rtx: u64) -> lqos_bpf::layout::TcpCircuit {
+        let mut c = lqos_bpf::layout::TcpCircuit::default();
         let h = &mut c.rtt[0][0];
         h.count = u64::from(n);
         h.sum_ns = u64::from(n) * ms * 1_000_000;
@@ -1256,19 +1213,15 @@ mod tests {
     }
 
     fn with_tcp(
-        mut raw: RawStats,
-        entries: Vec<(lqos_bpf::TcpKey, lqos_bpf::TcpCircuit)>,
-    ) -> RawStats {
-        raw.tcp = Some(lqos_bpf::TcpRead {
-            circuits: entries,
-            health: lqos_bpf::TcpHealth {
-                flow_table_size: 1024,
-                flows_new: 10,
-                samples: 7,
-                circuits: 2,
-                ..Default::default()
-            },
-        });
+        mut raw: Samples,
+        entries: Vec<(lqos_bpf::layout::TcpKey, lqos_bpf::layout::TcpCircuit)>,
+    ) -> Samples {
+        let mut health = lqos_bpf::tcp::TcpHealth::default();
+        health.flow_table_size = 1024;
+        health.flows_new = 10;
+        health.samples = 7;
+        health.circuits = 2;
+        raw.tcp = Some(lqos_bpf::tcp::TcpRead::new(entries, health));
         raw
     }
 
@@ -1277,7 +1230,7 @@ mod tests {
         let (plan, index) = setup(4);
         let mut t = StatsTracker::new(&index);
         let base = || raw(&plan, &[(0, 0)], None);
-        let unknown = lqos_bpf::TcpKey { classid: 1, tag: 2 };
+        let unknown = lqos_bpf::layout::TcpKey { classid: 1, tag: 2 };
         let s = t.observe(
             &index,
             &with_tcp(
@@ -1402,7 +1355,7 @@ mod tests {
     #[test]
     fn a_poll_reads_the_tcp_statistics_when_asked_and_says_when_it_cannot() {
         use crate::backend::{NoProgress, Recording};
-        use crate::LiveSource;
+        use crate::live::LiveSource;
         let (plan, _) = setup(3);
         let kernel = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
         crate::apply_plan(&plan, &kernel, &kernel, Default::default(), &NoProgress).unwrap();
@@ -1417,7 +1370,7 @@ mod tests {
         assert!(e.to_string().contains("reading the TCP statistics"), "{e}");
         kernel.set_tcp(
             with_tcp(
-                RawStats::default(),
+                Samples::default(),
                 vec![(tcp_key(&plan, 2), tcp_entry(3, 5, 1))],
             )
             .tcp,
@@ -1426,14 +1379,5 @@ mod tests {
         let c = s.stats.circuits[2].tcp.as_deref().unwrap();
         assert_eq!(c.download.subscriber.samples, 3);
         assert_eq!(s.stats.tcp.unwrap().samples, 7);
-    }
-
-    #[test]
-    fn the_lazy_leaf_poll_reads_the_same_class_dumps() {
-        let (plan, _) = setup(2);
-        let r = raw(&plan, &[(7, 0), (9, 0)], None);
-        let cs = r.interfaces[0].class_stats();
-        assert_eq!(cs.len(), 2);
-        assert_eq!(cs[1].bytes, 9);
     }
 }

@@ -1,5 +1,5 @@
-//! The statistics of one poll as Prometheus text (what `lqos watch
-//! --metrics` serves at `/metrics`), in either text format
+//! The statistics of one poll as Prometheus text (what a `/metrics`
+//! endpoint serves), in either text format
 //! ([`Format`]): the Prometheus text format 0.0.4 or OpenMetrics 1.0.0,
 //! the same families and samples from one renderer. Per circuit and node
 //! and direction, counters in base units and gauges.
@@ -54,15 +54,15 @@
 //!
 //! ```
 //! use lqos_apply::stats::openmetrics::{render, CircuitSeries, Format, Labels};
-//! use lqos_apply::stats::{RawIface, RawStats, StatsIndex, StatsTracker};
+//! use lqos_apply::stats::{IfaceSamples, Samples, StatsIndex, StatsTracker};
 //! use std::time::Duration;
 //!
-//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 3, ..Default::default() });
+//! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(3));
 //! let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 2);
 //! let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
 //! let index = StatsIndex::new(&plan);
 //! let labels = Labels::new(&index);
-//! let raw = RawStats { interfaces: index.devs().map(RawIface::empty).collect(), tcp: None };
+//! let raw = Samples::from(index.devs().map(IfaceSamples::empty).collect::<Vec<_>>());
 //! let stats = StatsTracker::new(&index).observe(&index, &raw, Duration::ZERO);
 //! let mut out = Vec::new();
 //! render(&mut out, Some((&stats, &labels)), &[], CircuitSeries::All, Format::Prometheus).unwrap();
@@ -941,15 +941,12 @@ pub const EOF: &str = "# EOF\n";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{RawIface, RawStats, StatsTracker};
+    use crate::stats::{IfaceSamples, Samples, StatsTracker};
 
     fn fixture() -> (Stats, Labels, Vec<Family>) {
         let (_, plan) = crate::test_fixtures::bridge_plan(7, 2, "cake diffserv4");
         let index = StatsIndex::new(&plan);
-        let raw = RawStats {
-            interfaces: index.devs().map(RawIface::empty).collect(),
-            tcp: None,
-        };
+        let raw = Samples::from(index.devs().map(IfaceSamples::empty).collect::<Vec<_>>());
         let stats = StatsTracker::new(&index).observe(&index, &raw, Default::default());
         let families = vec![
             Family::new("x_events", "Events \\ with \"quotes\"", Kind::Counter)

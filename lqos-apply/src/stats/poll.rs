@@ -1,26 +1,24 @@
-//! One statistics poll, as values: what to read ([`PollRequest`]), what was
-//! read ([`Polled`]), and the state that turns poll after poll into
-//! statistics ([`StatsPoll`], pure). The reading itself is a
-//! [`LiveSource::poll`](crate::LiveSource::poll) (the kernel over netlink,
+//! The state that turns poll after poll into statistics ([`StatsPoll`],
+//! pure): what to read ([`PollRequest`]) in, what was read ([`Polled`])
+//! and a time in, a [`Snapshot`] out. The reading itself is a
+//! [`LiveSource::poll`](crate::live::LiveSource::poll) (the kernel over netlink,
 //! or the fake kernel); the daemon asks for it through its request table
-//! ([`crate::daemon::Request::Poll`]) and `lqos stats` calls it directly.
-//!
-//! A request and its result are structs with named fields, so a poll can
-//! gain sources (another dump, a BPF map) without changing its callers:
-//! a new source is a field of both, read by the same call.
+//! ([`crate::daemon::Request::Poll`]); a one-off reader calls
+//! [`StatsPoll::poll`].
 //!
 //! ```
 //! use lqos_apply::stats::StatsPoll;
-//! use lqos_apply::{LiveSource, Recording};
+//! use lqos_apply::backend::Recording;
+//! use lqos_apply::live::LiveSource;
 //! use std::time::Duration;
 //!
-//! let g = lqos_model::generate(&lqos_model::GenParams { circuits: 4, ..Default::default() });
+//! let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(4));
 //! let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 2);
 //! let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
 //! let kernel = Recording::new().with_link("ens19", 2).with_link("ens20", 2);
-//! lqos_apply::apply_plan(&plan, &kernel, &kernel, Default::default(), &lqos_apply::NoProgress).unwrap();
+//! lqos_apply::apply_plan(&plan, &kernel, &kernel, Default::default(), &lqos_apply::backend::NoProgress).unwrap();
 //! let c = &plan.allocation.circuits[0];
-//! let class = lqos_tc::TcHandle::new(plan.major(lqos_tc::Direction::Download, c.queue), c.minor);
+//! let class = lqos_tc::TcHandle::new(plan.major(lqos_tc::allocation::Direction::Download, c.queue), c.minor);
 //!
 //! let mut poll = StatsPoll::new(&plan);
 //! let first = poll.observe(&kernel.poll(&poll.request(true)), Duration::ZERO);
@@ -34,135 +32,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use lqos_tc::{Plan, TcHandle};
+use lqos_tc::Plan;
 
 use super::openmetrics::Labels;
-use super::{RawIface, RawStats, Stats, StatsIndex, StatsTracker};
-use crate::error::ApplyError;
-
-/// One interface of a poll: the class dumps of its HTB qdiscs, and its
-/// qdisc dump when `qdiscs` (the leaves' own statistics).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PollTarget {
-    /// The interface.
-    pub dev: String,
-    /// The HTB qdiscs whose classes are dumped (one dump each).
-    pub htbs: Vec<TcHandle>,
-    /// Whether the interface's qdiscs are dumped too.
-    pub qdiscs: bool,
-}
-
-/// What one poll reads, per interface, and from the eBPF data path.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct PollRequest {
-    /// The interfaces, in plan order.
-    pub interfaces: Vec<PollTarget>,
-    /// The pin directory of the eBPF data path whose per-circuit TCP
-    /// statistics to read too (`None`: none).
-    pub tcp: Option<PathBuf>,
-}
-
-impl PollRequest {
-    /// The class dumps of every HTB `plan` sets up, without qdisc dumps
-    /// (what lazy leaves need).
-    pub fn classes_of(plan: &Plan) -> PollRequest {
-        PollRequest {
-            interfaces: plan
-                .interfaces
-                .iter()
-                .map(|ip| PollTarget {
-                    dev: ip.dev.clone(),
-                    htbs: ip
-                        .htb_majors()
-                        .into_iter()
-                        .map(|m| TcHandle::new(m, 0))
-                        .collect(),
-                    qdiscs: false,
-                })
-                .collect(),
-            tcp: None,
-        }
-    }
-}
-
-/// What one poll read: the dumps of every interface that answered and the
-/// error of every one that did not; the data path's TCP statistics when
-/// asked for ([`RawStats::tcp`]), or why they could not be read.
-#[derive(Debug, Default)]
-#[non_exhaustive]
-pub struct Polled {
-    /// The dumps, in the request's order.
-    pub raw: RawStats,
-    /// The interfaces that could not be read, and why.
-    pub failed: Vec<(String, ApplyError)>,
-    /// The TCP statistics were asked for and could not be read.
-    pub tcp_failed: Option<ApplyError>,
-}
-
-impl Polled {
-    /// A result of the dumps `raw` and the failures `failed`.
-    pub fn new(raw: RawStats, failed: Vec<(String, ApplyError)>) -> Polled {
-        Polled {
-            raw,
-            failed,
-            tcp_failed: None,
-        }
-    }
-
-    /// Reads the TCP statistics with `read` when `req` asks for them.
-    pub fn with_tcp(
-        mut self,
-        req: &PollRequest,
-        read: impl FnOnce(&std::path::Path) -> crate::Result<lqos_bpf::TcpRead>,
-    ) -> Polled {
-        if let Some(dir) = &req.tcp {
-            match read(dir) {
-                Ok(t) => self.raw.tcp = Some(t),
-                Err(e) => self.tcp_failed = Some(e),
-            }
-        }
-        self
-    }
-
-    /// The TCP statistics of the eBPF data path pinned at `pin_dir`, read
-    /// with one batched lookup per 1,024 circuits.
-    pub fn read_tcp(pin_dir: &std::path::Path) -> crate::Result<lqos_bpf::TcpRead> {
-        lqos_bpf::TcpMaps::open(pin_dir)
-            .and_then(|m| m.read())
-            .map_err(|source| ApplyError::Bpf {
-                step: "reading the TCP statistics",
-                source,
-            })
-    }
-
-    /// Takes each interface's result of `read` in the request's order.
-    pub fn collect(
-        req: &PollRequest,
-        mut read: impl FnMut(&PollTarget) -> crate::Result<RawIface>,
-    ) -> Polled {
-        let mut out = Polled::default();
-        for t in &req.interfaces {
-            match read(t) {
-                Ok(r) => out.raw.interfaces.push(r),
-                Err(e) => out.failed.push((t.dev.clone(), e)),
-            }
-        }
-        out
-    }
-
-    /// The dumps, or the first failure (an interface's, else the TCP
-    /// statistics').
-    pub fn into_result(self) -> crate::Result<RawStats> {
-        match self.failed.into_iter().next() {
-            Some((_, e)) => Err(e),
-            None => match self.tcp_failed {
-                Some(e) => Err(e),
-                None => Ok(self.raw),
-            },
-        }
-    }
-}
+use super::{Stats, StatsIndex, StatsTracker};
+use crate::sample::{PollRequest, PollTarget, Polled};
 
 /// The statistics of one poll with what they need to be served: their
 /// plan's index and label sets (built on first use, once per plan, by
@@ -199,7 +73,7 @@ impl Snapshot {
 
 /// The statistics of one plan, poll after poll (pure: dumps and a
 /// monotonic time in, a [`Snapshot`] out). What the daemon keeps between
-/// its polls and what `lqos stats` and `lqos top` poll with.
+/// its polls and what a one-off reader polls with.
 #[derive(Debug)]
 pub struct StatsPoll {
     index: Arc<StatsIndex>,
@@ -260,15 +134,15 @@ impl StatsPoll {
     }
 
     /// Polls `live` ([`StatsPoll::request`] with `leaves`) and observes the
-    /// result at `now`: what `lqos stats` and `lqos top` do. Fails on the
-    /// first interface that cannot be read, or on TCP statistics asked for
-    /// and not read (nothing is observed then).
+    /// result at `now` (a one-off reader's poll). Fails on the first
+    /// interface that cannot be read, or on TCP statistics asked for and
+    /// not read (nothing is observed then).
     pub fn poll(
         &mut self,
-        live: &dyn crate::LiveSource,
+        live: &dyn crate::live::LiveSource,
         leaves: bool,
         now: Duration,
-    ) -> crate::Result<Snapshot> {
+    ) -> crate::error::Result<Snapshot> {
         let mut polled = live.poll(&self.request(leaves));
         if let Some((_, e)) = polled.failed.drain(..).next() {
             return Err(e);
@@ -283,7 +157,7 @@ impl StatsPoll {
     /// clock); an interface that failed keeps its counters.
     pub fn observe(&mut self, polled: &Polled, now: Duration) -> Snapshot {
         Snapshot {
-            stats: self.tracker.observe(&self.index, &polled.raw, now),
+            stats: self.tracker.observe(&self.index, &polled.samples, now),
             index: self.index.clone(),
             labels: self.labels.clone(),
         }

@@ -1,5 +1,5 @@
 //! TCP round-trip times and retransmits per circuit and node, from the
-//! eBPF data path's per-circuit aggregates (`lqos_bpf::TcpMaps`): kept
+//! eBPF data path's per-circuit aggregates (`lqos_bpf::tcp::TcpMaps`): kept
 //! monotonic across entries that are made anew (a circuit that moved to
 //! another classid, an entry pruned and made again, 32-bit bucket counts
 //! that wrap), with percentiles of each poll's interval from the
@@ -13,14 +13,15 @@
 //! of the exact one.
 
 use lqos_bpf::layout::{rtt_bucket_lower, rtt_bucket_upper, RttHist, TcpCircuit, RTT_BUCKETS};
-use lqos_bpf::TcpHealth;
+use lqos_bpf::tcp::TcpHealth;
 use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
 
-pub use lqos_bpf::layout::{Side, RTT_BUCKETS as BUCKETS};
+use lqos_bpf::layout::Side;
 
 /// Percentiles and mean of a set of RTT samples, milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct RttSummary {
     /// Samples.
     pub samples: u64,
@@ -37,6 +38,7 @@ pub struct RttSummary {
 /// The round trips of one side of one data direction. Serialized with
 /// [`RttStats::all`] as `all`.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct RttStats {
     /// Samples (monotonic).
     pub samples: u64,
@@ -124,6 +126,7 @@ fn histogram<S: Serializer>(b: &[(u8, u64)], s: S) -> Result<S::Ok, S::Error> {
 
 /// One data direction of a circuit's or node's TCP flows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TcpDir {
     /// Round trips from the shaper to the subscriber and back (the last
     /// mile and the shaper's own queue).
@@ -149,6 +152,7 @@ impl TcpDir {
 /// A circuit's or node's TCP statistics, by the direction the flows'
 /// data goes (a flow's way with more bytes).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TcpStats {
     /// Flows carrying data towards the subscribers.
     pub download: TcpDir,
@@ -187,6 +191,7 @@ impl TcpStats {
 
 /// The eBPF data path's TCP tracking: its flow table and circuit map.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TcpDataPath {
     /// Entries of the flow table.
     pub flow_table_size: u32,
@@ -465,7 +470,7 @@ impl Totals {
 #[derive(Debug, Clone, Default)]
 pub(super) struct TcpAcc {
     /// The entry `last` is of (`None`: no entry now).
-    key: Option<lqos_bpf::TcpKey>,
+    key: Option<lqos_bpf::layout::TcpKey>,
     /// Its values at the last poll (zero with no entry).
     last: TcpCircuit,
     /// What earlier entries counted, and 2^32 per wrap of a bucket.
@@ -534,7 +539,7 @@ impl TcpAcc {
     /// anything, and then what in `delta` (left as it was otherwise).
     pub(super) fn update(
         &mut self,
-        key: lqos_bpf::TcpKey,
+        key: lqos_bpf::layout::TcpKey,
         now: &TcpCircuit,
         delta: &mut Delta,
     ) -> bool {
@@ -719,8 +724,8 @@ mod tests {
 
     #[test]
     fn totals_stay_monotonic_across_new_entries_and_wraps() {
-        let k1 = lqos_bpf::TcpKey { classid: 1, tag: 1 };
-        let k2 = lqos_bpf::TcpKey { classid: 2, tag: 1 };
+        let k1 = lqos_bpf::layout::TcpKey { classid: 1, tag: 1 };
+        let k2 = lqos_bpf::layout::TcpKey { classid: 2, tag: 1 };
         let mut a = TcpAcc::default();
         let mut d = Delta::default();
         assert!(a.update(k1, &kernel(10, 5, 10), &mut d));

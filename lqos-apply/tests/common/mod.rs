@@ -2,10 +2,11 @@
 //! ens19/ens20 (16 TX queues) and hand-built trees.
 #![allow(dead_code)]
 
+use lqos_apply::backend::IfaceOps;
 use lqos_apply::netns::{require_netns, unique_name, ScratchNetns};
-use lqos_apply::IfaceOps;
 use lqos_model::Rate;
-use lqos_tc::{Class, Qdisc, QdiscKind, TcHandle, TcOp};
+use lqos_tc::ops::{Class, Qdisc, QdiscKind};
+use lqos_tc::{TcHandle, TcOp};
 
 /// Interfaces of the fixture.
 pub const DEVS: [&str; 2] = ["ens19", "ens20"];
@@ -143,10 +144,10 @@ pub fn tc_qdiscs(ns: &ScratchNetns, dev: &str) -> Vec<serde_json::Value> {
 
 /// A generated network of `circuits` circuits (bridge ens19/ens20).
 pub fn generated(circuits: usize, seed: u64) -> lqos_model::Generated {
-    lqos_model::generate(&lqos_model::GenParams {
-        circuits,
-        seed,
-        ..Default::default()
+    lqos_model::generate(&{
+        let mut p = lqos_model::GenParams::with_circuits(circuits);
+        p.seed = seed;
+        p
     })
 }
 

@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 
+use lqos_bpf::loader::DataPath;
+use lqos_bpf::maps::Maps;
 use lqos_bpf::sys::{enter_netns, PrivateBpffs};
-use lqos_bpf::{DataPath, Maps};
 
 /// True when the test can load BPF programs (root). Otherwise prints why
 /// it skips, or panics under `LQOS_REQUIRE_NETNS=1` (CI).

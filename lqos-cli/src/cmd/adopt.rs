@@ -6,11 +6,11 @@ use std::path::Path;
 
 use anyhow::Context;
 use lqos_apply::adopt::LibreQosDir;
-use lqos_apply::LiveSource;
+use lqos_apply::live::LiveSource;
 use lqos_tc::{Allocation, Plan, TcHandle};
 
 use super::inputs::InputArgs;
-use super::plan::PlanOptions;
+use super::inputs::PlanOptions;
 
 /// LibreQoS's state, read, and the allocation to plan from.
 pub struct Adoption {

@@ -4,21 +4,29 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use lqos_apply::journal::Journal;
-use lqos_apply::{
-    apply_plan, guard, last_good_allocation, plan_raw, resolve_state_dir, ApplyError, ApplyOptions,
-    ApplyReport, Backend, Cancel, Change, IfaceOps, LiveSource, NetlinkBackend, NetlinkLive,
-    NoProgress, Parallelism, PlanOverrides, Prefetched, Progress, QueueCount, RawInputs, SavedPlan,
-    Session, StateDir, Stopped, TcBatch, TcMode,
+use lqos_apply::backend::{
+    Backend, Cancel, IfaceOps, NetlinkBackend, NoProgress, Parallelism, Progress, TcBatch, TcMode,
 };
-use lqos_model::{LqosConfig, Network};
-use lqos_tc::{render_line, Plan};
+use lqos_apply::error::{ApplyError, Stopped};
+use lqos_apply::inputs::{plan_raw, PlanOverrides, QueueCount, RawInputs};
+use lqos_apply::journal::Journal;
+use lqos_apply::live::{LiveSource, NetlinkLive};
+use lqos_apply::load::{Change, Prefetched};
+use lqos_apply::saved::{load_saved_allocation, SavedPlan};
+use lqos_apply::state::StateFile;
+use lqos_apply::state::{resolve_state_dir, NetnsState};
+use lqos_apply::{apply_plan, guard, ApplyOptions, ApplyReport, Session};
+use lqos_model::config::LqosConfig;
+use lqos_model::Network;
+use lqos_tc::render::render_line;
+use lqos_tc::Plan;
 
 use super::adopt::adopt;
 use super::inputs::print_report as print_problems;
 use super::inputs::InputArgs;
-use super::plan::PlanOptions;
+use super::inputs::PlanOptions;
 use super::{Done, Interrupted, Outcome};
+use crate::hints::{LoadStopped, Refused};
 use crate::out::{note, outln, with_stdout};
 use crate::EXIT_INTERRUPTED;
 
@@ -110,7 +118,7 @@ pub struct Args {
     /// such as `5%`; `0`: no limit) [default: lqos.conf's `[lqos]
     /// max_removals`, else more than 10% and more than 10 circuits].
     #[arg(long, value_name = "N|P%")]
-    pub max_removals: Option<lqos_model::RemovalLimit>,
+    pub max_removals: Option<lqos_model::config::RemovalLimit>,
     /// Read the trees back after loading and verify them.
     #[arg(long)]
     pub verify: bool,
@@ -122,24 +130,22 @@ pub struct Args {
     pub skip_memory_check: bool,
 }
 
-/// Probe cache file in the state directory (qdisc kinds this boot supports).
-pub const PROBE_CACHE_FILE: &str = "qdisc-kinds.json";
-
-/// The state directory path (not created).
-pub fn state_path(target: &TargetArgs) -> PathBuf {
-    resolve_state_dir(target.state_dir.as_deref())
+impl TargetArgs {
+    /// The state of the target's namespace in its state directory
+    /// (nothing is created until written).
+    pub fn state(&self) -> NetnsState {
+        NetnsState::new(
+            resolve_state_dir(self.state_dir.as_deref()),
+            self.netns.as_deref(),
+        )
+    }
 }
 
 /// The plan last applied in `target` (the state directory's record of it:
 /// the inputs and the options it was applied with, re-planned), if one
 /// was; a state directory that does not exist is not created.
 pub fn applied_plan(target: &TargetArgs) -> anyhow::Result<Option<SavedPlan>> {
-    let path = state_path(target);
-    let netns = target.netns.as_deref();
-    if !path.join(lqos_apply::saved_plan_file(netns)).exists() {
-        return Ok(None);
-    }
-    Ok(lqos_apply::load_saved_plan(&StateDir::open(&path)?, netns)?)
+    Ok(lqos_apply::saved::load_saved_plan(&target.state())?)
 }
 
 /// `the plan applied at TIME (STATE_DIR/last-plan.json)`: what a command
@@ -149,9 +155,7 @@ pub fn applied_from(target: &TargetArgs, saved: &SavedPlan) -> String {
     format!(
         "the plan applied at {} ({})",
         humantime::format_rfc3339_seconds(at),
-        state_path(target)
-            .join(lqos_apply::saved_plan_file(target.netns.as_deref()))
-            .display()
+        target.state().file(StateFile::LastPlan).display()
     )
 }
 
@@ -164,10 +168,9 @@ impl PlanArgs {
     pub fn resolve_with_network(
         &self,
         live: &dyn LiveSource,
-        state: &Path,
-        netns: Option<&str>,
+        state: &NetnsState,
     ) -> anyhow::Result<Resolved> {
-        self.resolve_from(live, state, netns, None)
+        self.resolve_from(live, state, None)
     }
 
     /// [`PlanArgs::resolve_with_network`], planning `from` (a journal
@@ -176,8 +179,7 @@ impl PlanArgs {
     pub fn resolve_from(
         &self,
         live: &dyn LiveSource,
-        state: &Path,
-        netns: Option<&str>,
+        state: &NetnsState,
         from: Option<(PlanOverrides, RawInputs)>,
     ) -> anyhow::Result<Resolved> {
         let (applied_with, raw) = match from {
@@ -193,13 +195,13 @@ impl PlanArgs {
         };
         let prev = match &adoption {
             Some(a) => Some(a.seed.clone()),
-            None => last_good_allocation(state, netns).unwrap_or_else(|e| {
+            None => load_saved_allocation(state).unwrap_or_else(|e| {
                 note!("lqos: warning: ignoring the saved plan ({e}); classids may change");
                 None
             }),
         };
         if let (Some(p), None) = (&self.plan, &raw) {
-            let (plan, network) = lqos_apply::read_plan_record(p)?;
+            let (plan, network) = lqos_apply::inputs::read_plan_record(p)?;
             return Ok(Resolved {
                 plan,
                 network,
@@ -245,29 +247,6 @@ impl PlanArgs {
             raw: Some(raw),
             overrides,
         })
-    }
-}
-
-/// The removal guard refused a plan: nothing was changed.
-#[derive(Debug)]
-pub struct Refused(pub guard::Refusal);
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "refused: {}; nothing was changed", self.0)
-    }
-}
-
-impl std::error::Error for Refused {}
-
-/// A load that failed part way (the context of its error): the interface
-/// holds what was applied until then.
-#[derive(Debug, Clone, Copy)]
-pub struct LoadStopped;
-
-impl std::fmt::Display for LoadStopped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the load stopped")
     }
 }
 
@@ -321,10 +300,10 @@ impl Resolved {
     }
 
     /// Records the inputs as applied (the journal).
-    fn journal(&self, state: &StateDir, netns: Option<&str>, source: &str) {
+    fn journal(&self, state: &NetnsState, source: &str) {
         let Some(raw) = &self.raw else { return };
         let circuits = self.plan.allocation.circuits.len();
-        let r = Journal::open(state, netns)
+        let r = Journal::open(state)
             .and_then(|j| j.push(raw.into(), &self.overrides, circuits, source));
         if let Err(e) = r {
             note!("lqos: warning: cannot write the input journal: {e}");
@@ -450,19 +429,21 @@ pub fn run(args: Args) -> Outcome {
         anyhow::bail!("--combined needs --backend tc");
     }
     let netns = args.target.netns.clone();
-    let state_path = state_path(&args.target);
-    let live = NetlinkLive::new(netns.clone()).with_probe_cache(state_path.join(PROBE_CACHE_FILE));
+    let state = args.target.state();
+    let live = NetlinkLive::new(netns.clone()).with_probe_cache(state.file(StateFile::ProbeCache));
     let backend = backend(&args, netns.clone());
-    let opts = ApplyOptions {
-        full: args.full,
-        dry_run: args.dry_run,
-        verify_after: args.verify,
-        skip_memory_check: args.skip_memory_check,
+    let opts = {
+        let mut p = ApplyOptions::default();
+        p.full = args.full;
+        p.dry_run = args.dry_run;
+        p.verify_after = args.verify;
+        p.skip_memory_check = args.skip_memory_check;
+        p
     };
     // Rollback re-applies the saved plan through the session; it needs the
     // state directory to exist.
-    if args.rollback && !state_path.exists() {
-        return Err(no_state(&state_path));
+    if args.rollback && !state.path().exists() {
+        return Err(no_state(state.path()));
     }
     // The usual reload (planned from the inputs, not a dry run): take the
     // lock first, then read the live trees on a second thread while this
@@ -480,11 +461,10 @@ pub fn run(args: Args) -> Outcome {
         && args.source.plan.is_none()
         && args.source.adopt_libreqos.is_none()
     {
-        let state = StateDir::open(&state_path)?;
         let lock = state.lock()?;
         let from_journal = match args.to {
             Some(n) => {
-                let (entry, raw) = Journal::open(&state, netns.as_deref())?.inputs(n)?;
+                let (entry, raw) = Journal::open(&state)?.inputs(n)?;
                 Some((entry.overrides, raw))
             }
             None => None,
@@ -492,14 +472,12 @@ pub fn run(args: Args) -> Outcome {
         let devs = args.source.inputs.inputs_quiet().interface_hint();
         let reader = NetlinkLive::new(netns.clone());
         let (resolved, prefetched) = Prefetched::overlap(&live, &reader, &devs, || {
-            args.source
-                .resolve_from(&live, &state_path, netns.as_deref(), from_journal)
+            args.source.resolve_from(&live, &state, from_journal)
         })?;
         resolved.guard(&args)?;
         let (plan, network) = (&resolved.plan, resolved.network.as_ref());
         let session = Session {
             state: &state,
-            netns: netns.as_deref(),
             live: &prefetched,
             backend: backend.as_ref(),
         };
@@ -520,7 +498,7 @@ pub fn run(args: Args) -> Outcome {
                 Some(n) => format!("apply --rollback --to {n}"),
                 None => "apply".to_string(),
             };
-            resolved.journal(&state, netns.as_deref(), &source);
+            resolved.journal(&state, &source);
         }
         let code = finish(report, Some(prefetched.timing()));
         // The process ends here: the plan, the network and the allocation
@@ -534,9 +512,7 @@ pub fn run(args: Args) -> Outcome {
     let (plan, network) = if args.rollback {
         (None, None)
     } else {
-        let r = args
-            .source
-            .resolve_with_network(&live, &state_path, netns.as_deref())?;
+        let r = args.source.resolve_with_network(&live, &state)?;
         if !args.dry_run {
             r.guard(&args)?;
         }
@@ -547,16 +523,12 @@ pub fn run(args: Args) -> Outcome {
         // No lock, nothing saved, the state dir is not even created.
         let result = match &plan {
             Some(p) => apply_plan(p, &live, backend.as_ref(), opts, &NoProgress),
-            None => {
-                let state = StateDir::open(&state_path)?;
-                Session {
-                    state: &state,
-                    netns: netns.as_deref(),
-                    live: &live,
-                    backend: backend.as_ref(),
-                }
-                .rollback(opts, &NoProgress)
+            None => Session {
+                state: &state,
+                live: &live,
+                backend: backend.as_ref(),
             }
+            .rollback(opts, &NoProgress),
         };
         match (result, &plan) {
             (Ok(r), _) => {
@@ -578,10 +550,8 @@ pub fn run(args: Args) -> Outcome {
         return Ok(Done::Ok);
     }
 
-    let state = StateDir::open(&state_path)?;
     let session = Session {
         state: &state,
-        netns: netns.as_deref(),
         live: &live,
         backend: backend.as_ref(),
     };
@@ -625,7 +595,7 @@ fn progress_bar(plan: &Plan) -> Option<Bar> {
 /// Prints the report (with `readback`, the time of the trees read ahead
 /// during planning, when they were) and turns a failed or interrupted
 /// load, or a verify that found drift, into the error `main` maps.
-fn finish(mut report: ApplyReport<'_>, readback: Option<lqos_apply::Timing>) -> Outcome {
+fn finish(mut report: ApplyReport<'_>, readback: Option<lqos_apply::timing::Timing>) -> Outcome {
     if let Some(t) = readback {
         // The read-ahead's own time (apply_plan only took those trees,
         // and dumped any interface the read-ahead did not know).

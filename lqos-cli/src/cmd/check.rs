@@ -1,8 +1,7 @@
 //! `lqos check`: validate the inputs and print every problem.
 
-use lqos_apply::{
-    config_key, interface_names, plan_config, LiveSource, NetlinkLive, PlanOverrides, QueueCount,
-};
+use lqos_apply::inputs::{config_key, interface_names, plan_config, PlanOverrides, QueueCount};
+use lqos_apply::live::{LiveSource, NetlinkLive};
 
 use super::inputs::{InputArgs, Loaded};
 use super::{Done, Outcome};
@@ -55,7 +54,7 @@ pub fn run(args: Args) -> Outcome {
         s.devices
     )?;
     outln!("config: {config}")?;
-    out!("{}", loaded.report)?;
+    out!("{}", crate::hints::report(&loaded.report))?;
     let (mut errors, mut warnings) = (loaded.report.error_count(), loaded.report.warning_count());
     // What the planner squashes, as `lqos plan` plans it.
     if errors == 0 {
@@ -119,10 +118,10 @@ fn missing_interfaces(loaded: &Loaded, netns: Option<&str>, config: &str) -> Vec
 /// The nodes the planner squashes, planned as `lqos plan` plans the
 /// inputs (a config that names no interface is planned as a bridge of two:
 /// which interfaces does not change what is squashed).
-fn squashed(loaded: &Loaded) -> anyhow::Result<Vec<lqos_tc::Squashed>> {
+fn squashed(loaded: &Loaded) -> anyhow::Result<Vec<lqos_tc::rates::Squashed>> {
     let mut config = loaded.config.clone();
     if config.bridge.is_none() && config.single_interface.is_none() {
-        config.bridge = Some(lqos_model::BridgeConfig {
+        config.bridge = Some(lqos_model::config::BridgeConfig {
             to_internet: "upload".into(),
             to_network: "download".into(),
         });

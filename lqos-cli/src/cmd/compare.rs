@@ -4,11 +4,12 @@
 use std::path::PathBuf;
 
 use lqos_apply::adopt::LibreQosDir;
-use lqos_apply::QueueCount;
+use lqos_apply::inputs::QueueCount;
 use lqos_tc::libreqos::compare;
 
 use super::inputs::InputArgs;
-use super::plan::{plan_with_network, PlanOptions};
+use super::inputs::PlanOptions;
+use super::plan::plan_with_network;
 use super::{Done, Outcome};
 use crate::out::{out, outln};
 

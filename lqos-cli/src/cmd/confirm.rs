@@ -5,10 +5,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use lqos_apply::watch::{confirm_file, Confirmation, Outcome as Ended, Trigger, WatchStatus};
-use lqos_apply::StateDir;
+use lqos_apply::watch::{Confirmation, Outcome as Ended, Trigger, WatchStatus};
 
-use super::apply::{state_path, TargetArgs};
+use super::apply::TargetArgs;
 use super::{Done, Outcome};
 use crate::out::{note, outln};
 
@@ -26,11 +25,12 @@ pub struct Args {
 /// Runs `lqos confirm`: 0 applied, 1 not applied (it failed, or the files
 /// changed since and were refused again), 2 nothing to confirm.
 pub fn run(args: Args) -> Outcome {
-    let path = state_path(&args.target);
-    let netns = args.target.netns.as_deref();
-    let state = StateDir::open(&path)?;
-    let Some(status) = WatchStatus::load(&state, netns)? else {
-        anyhow::bail!("no status in {} (is `lqos watch` running?)", path.display());
+    let state = args.target.state();
+    let Some(status) = WatchStatus::load(&state)? else {
+        anyhow::bail!(
+            "no status in {} (is `lqos watch` running?)",
+            state.path().display()
+        );
     };
     let Some(pending) = status.pending.clone() else {
         anyhow::bail!("nothing to confirm: the daemon has no refused inputs pending");
@@ -42,17 +42,14 @@ pub fn run(args: Args) -> Outcome {
     }
     outln!("confirming: {}", pending.refusal)?;
     let since = status.last.as_ref().map_or(0, |e| e.at_ms);
-    state
-        .save_json(
-            &confirm_file(netns),
-            &Confirmation {
-                sha256: pending.sha256.clone(),
-            },
-        )
-        .context("writing the confirmation")?;
+    Confirmation {
+        sha256: pending.sha256.clone(),
+    }
+    .save(&state)
+    .context("writing the confirmation")?;
     let end = Instant::now() + Duration::try_from_secs_f64(args.wait).unwrap_or_default();
     loop {
-        if let Some(s) = WatchStatus::load(&state, netns)? {
+        if let Some(s) = WatchStatus::load(&state)? {
             if let Some(e) = s
                 .last
                 .filter(|e| e.trigger == Trigger::Confirm && e.at_ms >= since)
@@ -69,7 +66,7 @@ pub fn run(args: Args) -> Outcome {
             note!(
                 "lqos: the daemon did not answer within {} s (the confirmation stays in {})",
                 args.wait,
-                path.display()
+                state.path().display()
             );
             return Ok(Done::Findings);
         }

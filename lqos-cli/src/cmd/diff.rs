@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use lqos_tc::{DiffSummary, Plan};
 
 use super::inputs::InputArgs;
-use super::plan::{plan_inputs, read_plan, PlanOptions};
+use super::inputs::PlanOptions;
+use super::plan::{plan_inputs, read_plan};
 use super::{Done, Outcome};
 use crate::out::{note, outln, with_stdout};
 
@@ -60,13 +61,13 @@ pub fn run(args: Args) -> Outcome {
         None => plan_inputs(&args.inputs, &args.options, Some(&old))?,
     };
     let mut total = DiffSummary::default();
-    for (dev, ops) in lqos_tc::diff::diff_plans(&old, &new) {
+    for (dev, ops) in lqos_tc::diff_plans(&old, &new) {
         let s = DiffSummary::of(&ops);
         total.add(&ops);
         if !args.summary {
             with_stdout(|w| {
                 for op in &ops {
-                    writeln!(w, "{}", lqos_tc::render_line(&dev, op))?;
+                    writeln!(w, "{}", lqos_tc::render::render_line(&dev, op))?;
                 }
                 Ok(())
             })?;

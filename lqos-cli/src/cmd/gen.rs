@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use lqos_model::{generate, write_config, write_network_json, write_shaped_devices, GenParams};
+use lqos_model::write::{write_config, write_network_json, write_shaped_devices};
+use lqos_model::{generate, GenParams};
 
 use super::{Done, Outcome};
 use crate::out::outln;
@@ -52,16 +53,16 @@ const FILES: [&str; 3] = ["network.json", "ShapedDevices.csv", "lqos.conf"];
 
 /// Runs `lqos gen`.
 pub fn run(args: Args) -> Outcome {
-    let params = GenParams {
-        circuits: args.circuits,
-        seed: args.seed,
-        sites: args.sites,
-        site_fanout: args.site_fanout,
-        fanout: args.fanout,
-        depth: args.depth,
-        multi_device_fraction: args.multi_device_fraction,
-        oversubscribed: args.oversubscribed,
-        ..GenParams::default()
+    let params = {
+        let mut p = GenParams::with_circuits(args.circuits);
+        p.seed = args.seed;
+        p.sites = args.sites;
+        p.site_fanout = args.site_fanout;
+        p.fanout = args.fanout;
+        p.depth = args.depth;
+        p.multi_device_fraction = args.multi_device_fraction;
+        p.oversubscribed = args.oversubscribed;
+        p
     };
     if !args.force {
         if let Some(f) = FILES.iter().map(|f| args.out.join(f)).find(|p| p.exists()) {
@@ -82,7 +83,7 @@ pub fn run(args: Args) -> Outcome {
         let path = args.out.join(name);
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    let s = lqos_model::summarize(&g.network);
+    let s = lqos_model::Summary::of(&g.network);
     outln!(
         "wrote network.json ({} nodes, depth {}), ShapedDevices.csv ({} circuits, {} devices), lqos.conf to {}",
         s.nodes,

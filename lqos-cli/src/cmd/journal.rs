@@ -1,10 +1,10 @@
 //! `lqos journal`: the last input sets that were applied (newest first),
 //! kept in the state directory; `lqos apply --rollback --to N` applies one.
 
+use lqos_apply::inputs::PlanOverrides;
 use lqos_apply::journal::Journal;
-use lqos_apply::{PlanOverrides, StateDir};
 
-use super::apply::{state_path, TargetArgs};
+use super::apply::TargetArgs;
 use super::{Done, Outcome};
 use crate::out::outln;
 
@@ -33,7 +33,7 @@ pub fn flags(o: &PlanOverrides) -> String {
         });
     }
     if let Some(s) = o.strategy {
-        v.push(format!("--strategy {}", super::plan::strategy_name(s)));
+        v.push(format!("--strategy {}", super::inputs::strategy_name(s)));
     }
     if let Some(c) = o.classifier {
         v.push(format!("--classifier {c}"));
@@ -44,8 +44,7 @@ pub fn flags(o: &PlanOverrides) -> String {
 /// Runs `lqos journal`: each entry, then which stored file is which of
 /// its inputs.
 pub fn run(args: Args) -> Outcome {
-    let state = StateDir::open(state_path(&args.target))?;
-    let j = Journal::open(&state, args.target.netns.as_deref())?;
+    let j = Journal::open(&args.target.state())?;
     let entries = j.entries()?;
     if entries.is_empty() {
         outln!("no input set applied yet")?;

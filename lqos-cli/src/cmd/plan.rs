@@ -6,75 +6,18 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use lqos_apply::{plan_files, ApplyError, PlanOverrides, Planned, QueueCount};
+use lqos_apply::error::ApplyError;
+use lqos_apply::inputs::{plan_files, Planned, QueueCount};
 use lqos_model::Network;
-use lqos_tc::{Allocation, Classifier, LeafSpec, Plan, PlanRecordRef, QueueStrategy};
+use lqos_tc::record::PlanRecordRef;
+use lqos_tc::{Allocation, Plan};
 
-use super::inputs::{print_report, print_squashed, InputArgs};
+use super::inputs::{print_report, print_squashed, InputArgs, PlanOptions};
 use super::{Done, Outcome};
 use crate::out::outln;
 
 /// Queues used when neither `--queues` nor `override_available_queues` says.
 pub const DEFAULT_QUEUES: u32 = 16;
-
-/// Planner options shared by `plan`, `show` and `diff`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct PlanOptions {
-    /// TX queues per interface [default: lqos.conf override_available_queues,
-    /// else 16 for plan/show/diff, the interfaces' TX queues for apply/verify].
-    #[arg(long, value_name = "N")]
-    pub queues: Option<u32>,
-    /// Leaf qdisc for circuits, overriding lqos.conf default_sqm
-    /// (e.g. "cake diffserv4", "fq_codel", "pfifo limit 1000", "none").
-    #[arg(long, value_name = "SPEC")]
-    pub sqm: Option<String>,
-    /// How top-level subtrees are spread over the queues [default:
-    /// balanced].
-    #[arg(long, value_enum)]
-    pub strategy: Option<Strategy>,
-    /// Classifier: `tc` plans clsact + flower + skbedit filters with the
-    /// tree; `none` leaves classification to an external program (feed it
-    /// ip_map.csv) [default: lqos.conf [lqos] classifier, else none].
-    // The doc comment is the help text: `[lqos]` is a TOML section, not a link.
-    #[allow(rustdoc::broken_intra_doc_links)]
-    #[arg(long, value_enum, value_name = "tc|none")]
-    pub classifier: Option<ClassifierArg>,
-}
-
-/// `--classifier` values.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClassifierArg {
-    /// clsact + flower + skbedit filters (needs cls_flower, act_skbedit, Linux >= 6.0).
-    Tc,
-    /// No classifier ops (LibreQoS's XDP or another program classifies).
-    None,
-}
-
-impl From<ClassifierArg> for Classifier {
-    fn from(c: ClassifierArg) -> Classifier {
-        match c {
-            ClassifierArg::Tc => Classifier::Tc,
-            ClassifierArg::None => Classifier::None,
-        }
-    }
-}
-
-/// `--strategy` values.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Strategy {
-    /// Largest subtree first into the least-loaded queue (default).
-    Balanced,
-    /// LibreQoS's round robin over top-level nodes.
-    RoundRobin,
-}
-
-/// A strategy as `--strategy` names it.
-pub fn strategy_name(s: QueueStrategy) -> &'static str {
-    match s {
-        QueueStrategy::Balanced => "balanced",
-        QueueStrategy::RoundRobin => "round-robin",
-    }
-}
 
 /// Arguments of `lqos plan`.
 #[derive(clap::Args, Debug)]
@@ -108,38 +51,7 @@ pub struct Args {
     pub with_ops: bool,
 }
 
-impl PlanOptions {
-    /// Whether any planner option is given (a command that describes the
-    /// plan last applied then plans the input files instead).
-    pub fn given(&self) -> bool {
-        self.queues.is_some()
-            || self.sqm.is_some()
-            || self.strategy.is_some()
-            || self.classifier.is_some()
-    }
-
-    /// The overrides these options give on top of lqos.conf.
-    pub fn overrides(&self) -> anyhow::Result<PlanOverrides> {
-        let sqm = match &self.sqm {
-            Some(s) => Some(
-                s.parse::<LeafSpec>()
-                    .with_context(|| format!("--sqm {s:?}"))?,
-            ),
-            None => None,
-        };
-        Ok(PlanOverrides {
-            queues: self.queues,
-            sqm,
-            strategy: self.strategy.map(|s| match s {
-                Strategy::Balanced => QueueStrategy::Balanced,
-                Strategy::RoundRobin => QueueStrategy::RoundRobin,
-            }),
-            classifier: self.classifier.map(Classifier::from),
-        })
-    }
-}
-
-/// Plans `inputs` with `options` ([`lqos_apply::plan_files`]), printing
+/// Plans `inputs` with `options` ([`lqos_apply::inputs::plan_files`]), printing
 /// the inputs' problems to stderr; `queues` is the fallback queue count.
 pub fn plan_with(
     inputs: &InputArgs,
@@ -187,9 +99,9 @@ pub fn plan_inputs(
     )
 }
 
-/// Reads a plan.json ([`lqos_apply::read_plan`]).
+/// Reads a plan.json ([`lqos_apply::inputs::read_plan`]).
 pub fn read_plan(path: &Path) -> anyhow::Result<Plan> {
-    Ok(lqos_apply::read_plan(path)?)
+    Ok(lqos_apply::inputs::read_plan(path)?)
 }
 
 /// Creates `path` and hands it to `body` (the renderers write in 64 KiB
@@ -252,7 +164,7 @@ pub fn run(args: Args) -> Outcome {
     let (out, rd) = (&args.out, args.root_delete);
     let tc_file = |ip: &lqos_tc::InterfacePlan| {
         let path = out.join(format!("tc_{}.txt", ip.dev));
-        write_with(&path, |w| lqos_tc::render_interface_to(ip, rd, w))
+        write_with(&path, |w| lqos_tc::render::render_interface_to(ip, rd, w))
     };
     // Balanced by measured cost: plan.json and the first interface's file
     // on one thread, the rest on this one.
@@ -270,7 +182,7 @@ pub fn run(args: Args) -> Outcome {
                 tc_file(ip)?;
             }
             write_with(&out.join("linux_tc.txt"), |w| {
-                lqos_tc::render_combined_to(&plan, rd, w)
+                lqos_tc::render::render_combined_to(&plan, rd, w)
             })?;
             write_with(&out.join("ip_map.csv"), |w| plan.ip_map.write_csv_to(w))
         })();

@@ -6,12 +6,15 @@ use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::path::PathBuf;
 
+use lqos_tc::allocation::Direction;
 use lqos_tc::render::rate_to_tc;
-use lqos_tc::{Direction, Plan, TcHandle, TcTree};
+use lqos_tc::tree::TcTree;
+use lqos_tc::{Plan, TcHandle};
 
 use super::apply::{applied_from, applied_plan, TargetArgs};
 use super::inputs::InputArgs;
-use super::plan::{plan_inputs, read_plan, PlanOptions};
+use super::inputs::PlanOptions;
+use super::plan::{plan_inputs, read_plan};
 use super::{Done, Outcome};
 use crate::out::{note, out};
 
@@ -143,8 +146,9 @@ pub fn render_ip(plan: &Plan, addr: IpAddr) -> String {
         out,
         "  classifier: {}",
         match plan.config.classifier {
-            lqos_tc::Classifier::Tc => format!("tc (flower filter handle {})", e.filter_handle),
-            lqos_tc::Classifier::None =>
+            lqos_model::config::Classifier::Tc =>
+                format!("tc (flower filter handle {})", e.filter_handle),
+            lqos_model::config::Classifier::None =>
                 "none (an external classifier must map it; see ip_map.csv)".to_string(),
         }
     );

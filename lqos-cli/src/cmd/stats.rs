@@ -5,14 +5,12 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use lqos_apply::stats::{
-    CircuitStats, Dir, DirStats, NodeStats, RttStats, Stats, StatsPoll, TcpDataPath, TcpStats,
-    Unclassified,
-};
-use lqos_apply::NetlinkLive;
+use lqos_apply::live::NetlinkLive;
+use lqos_apply::stats::tcp::{RttStats, TcpDataPath, TcpStats};
+use lqos_apply::stats::{CircuitStats, Dir, DirStats, NodeStats, Stats, StatsPoll, Unclassified};
 use serde::Serialize;
 
-use super::apply::{applied_plan, state_path, TargetArgs};
+use super::apply::{applied_plan, TargetArgs};
 use super::{Done, Outcome};
 use crate::out::{out, outln};
 
@@ -234,7 +232,7 @@ pub fn rate_of_ceil(d: &DirStats) -> String {
 
 /// The p95 of side `side` (the worse direction's; the interval's, else all
 /// samples'), ms.
-pub fn p95_ms(t: &TcpStats, side: lqos_apply::stats::tcp::Side) -> Option<f64> {
+pub fn p95_ms(t: &TcpStats, side: lqos_bpf::layout::Side) -> Option<f64> {
     Dir::BOTH
         .iter()
         .filter_map(|&d| t.dir(d).side(side).summary().map(|s| s.p95_ms))
@@ -244,7 +242,7 @@ pub fn p95_ms(t: &TcpStats, side: lqos_apply::stats::tcp::Side) -> Option<f64> {
 /// `subscriber/internet` TCP round trip p95 in ms (`41.2/20.3`), `-` for
 /// a side without samples or a circuit without TCP.
 pub fn rtt(t: Option<&TcpStats>) -> String {
-    use lqos_apply::stats::tcp::Side;
+    use lqos_bpf::layout::Side;
     let Some(t) = t else { return "-".into() };
     let f = |side| p95_ms(t, side).map_or("-".to_string(), |v| format!("{v:.1}"));
     format!("{}/{}", f(Side::Subscriber), f(Side::Internet))
@@ -273,7 +271,7 @@ pub fn delay(c: &CircuitStats) -> String {
 /// The eBPF data path whose TCP statistics `lqos stats` and `lqos top`
 /// read: the one pinned for `target`'s namespace, when it has them.
 pub fn tcp_source(target: &TargetArgs) -> Option<std::path::PathBuf> {
-    let dir = lqos_apply::state::bpf_pin_dir(target.netns.as_deref());
+    let dir = target.state().bpf_pin_dir();
     dir.join(lqos_bpf::layout::names::TCP)
         .exists()
         .then_some(dir)
@@ -301,7 +299,7 @@ pub fn last_plan(target: &TargetArgs) -> anyhow::Result<lqos_tc::Plan> {
         .with_context(|| {
             format!(
                 "no plan was applied successfully yet (state dir {}): nothing to read statistics of",
-                state_path(target).display()
+                target.state().path().display()
             )
         })?
         .plan)
@@ -529,18 +527,20 @@ mod tests {
     use super::*;
 
     fn circuit(id: &str, rate: f64, drop_rate: f64) -> CircuitStats {
-        let d = DirStats {
-            rate_bps: rate,
-            drop_rate,
-            ..DirStats::default()
+        let d = {
+            let mut p = DirStats::default();
+            p.rate_bps = rate;
+            p.drop_rate = drop_rate;
+            p
         };
-        CircuitStats {
-            id: id.into(),
-            name: id.into(),
-            parent: "AP".into(),
-            download: d.clone(),
-            upload: DirStats::default(),
-            tcp: None,
+        {
+            let mut p = CircuitStats::default();
+            p.id = id.into();
+            p.name = id.into();
+            p.parent = "AP".into();
+            p.download = d.clone();
+            p.upload = DirStats::default();
+            p
         }
     }
 
@@ -548,16 +548,17 @@ mod tests {
     /// by ID, hiding the busy ones; ties now go busiest first.
     #[test]
     fn sorting_by_drops_without_drops_puts_the_busiest_first() {
-        let stats = Stats {
-            interval_secs: Some(1.0),
-            circuits: vec![
+        let stats = {
+            let mut p = Stats::default();
+            p.interval_secs = Some(1.0);
+            p.circuits = vec![
                 circuit("a", 1e3, 0.0),
                 circuit("b", 9e6, 0.0),
                 circuit("c", 5e6, 0.0),
-            ],
-            nodes: Vec::new(),
-            unclassified: Unclassified::default(),
-            tcp: None,
+            ];
+            p.nodes = Vec::new();
+            p.unclassified = Unclassified::default();
+            p
         };
         let ids = |k: SortKey| -> Vec<String> {
             select(&stats, &Filter::default(), k, None)
@@ -577,13 +578,12 @@ mod tests {
 
     fn tcp(p95_sub: f64, retransmit_rate: f64) -> TcpStats {
         let mut t = TcpStats::default();
-        let summary = lqos_apply::stats::RttSummary {
-            samples: 10,
-            p50_ms: p95_sub / 2.0,
-            p95_ms: p95_sub,
-            p99_ms: p95_sub * 1.5,
-            mean_ms: p95_sub / 2.0,
-        };
+        let mut summary = lqos_apply::stats::tcp::RttSummary::default();
+        summary.samples = 10;
+        summary.p50_ms = p95_sub / 2.0;
+        summary.p95_ms = p95_sub;
+        summary.p99_ms = p95_sub * 1.5;
+        summary.mean_ms = p95_sub / 2.0;
         t.download.subscriber.samples = 10;
         t.download.subscriber.recent = Some(summary);
         t.download.retransmit_rate = retransmit_rate;
@@ -594,17 +594,13 @@ mod tests {
 
     #[test]
     fn circuits_sort_by_round_trip_and_retransmits_and_show_both_sides() {
-        let mut stats = Stats {
-            interval_secs: Some(1.0),
-            circuits: vec![
-                circuit("a", 9e6, 0.0),
-                circuit("b", 1e3, 0.0),
-                circuit("c", 5e6, 0.0),
-            ],
-            nodes: Vec::new(),
-            unclassified: Unclassified::default(),
-            tcp: None,
-        };
+        let mut stats = Stats::default();
+        stats.interval_secs = Some(1.0);
+        stats.circuits = vec![
+            circuit("a", 9e6, 0.0),
+            circuit("b", 1e3, 0.0),
+            circuit("c", 5e6, 0.0),
+        ];
         stats.circuits[1].tcp = Some(std::sync::Arc::new(tcp(80.0, 0.5)));
         stats.circuits[2].tcp = Some(std::sync::Arc::new(tcp(20.0, 7.0)));
         let ids = |k: SortKey| -> Vec<String> {

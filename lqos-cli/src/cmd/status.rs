@@ -1,10 +1,9 @@
 //! `lqos status`: what `lqos watch` last did, from its status file in the
 //! state directory.
 
-use lqos_apply::watch::{status_file, WatchStatus};
-use lqos_apply::StateDir;
+use lqos_apply::watch::WatchStatus;
 
-use super::apply::{state_path, TargetArgs};
+use super::apply::TargetArgs;
 use super::{Done, Outcome};
 use crate::out::{out, outln};
 
@@ -22,22 +21,18 @@ pub struct Args {
 /// Runs `lqos status`: exit 0 when the last event succeeded, 1 when it
 /// failed or was rejected, 2 when there is no status (the daemon never ran).
 pub fn run(args: Args) -> Outcome {
-    let path = state_path(&args.target);
-    let netns = args.target.netns.as_deref();
+    let state = args.target.state();
     let missing = || {
         anyhow::anyhow!(
             "no status in {} (has `lqos watch` run{}?)",
-            path.display(),
-            netns
+            state.path().display(),
+            state
+                .netns()
                 .map(|n| format!(" with --netns {n}"))
                 .unwrap_or_default()
         )
     };
-    if !path.join(status_file(netns)).exists() {
-        return Err(missing());
-    }
-    let state = StateDir::open(&path)?;
-    let Some(status) = WatchStatus::load(&state, netns)? else {
+    let Some(status) = WatchStatus::load(&state)? else {
         return Err(missing());
     };
     if args.json {

@@ -5,8 +5,8 @@
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
+use lqos_apply::live::NetlinkLive;
 use lqos_apply::stats::{Stats, StatsPoll};
-use lqos_apply::NetlinkLive;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Modifier, Style};
@@ -378,13 +378,14 @@ mod tests {
     #[test]
     fn names_fill_their_column_and_unclassified_traffic_is_shown() {
         let name = "4710 Maple Avenue, Jamestown, New York, apartment 12B";
-        let c = CircuitStats {
-            id: "10001".into(),
-            name: name.into(),
-            parent: "AP_1".into(),
-            download: DirStats::default(),
-            upload: DirStats::default(),
-            tcp: None,
+        let c = {
+            let mut p = CircuitStats::default();
+            p.id = "10001".into();
+            p.name = name.into();
+            p.parent = "AP_1".into();
+            p.download = DirStats::default();
+            p.upload = DirStats::default();
+            p
         };
         let mut unclassified = Unclassified::default();
         unclassified.download.rate_bps = 12.3e6;
@@ -394,12 +395,13 @@ mod tests {
             filter: None,
             editing: None,
             scroll: 0,
-            stats: Some(Stats {
-                interval_secs: Some(1.0),
-                circuits: vec![c],
-                nodes: Vec::new(),
-                unclassified,
-                tcp: None,
+            stats: Some({
+                let mut p = Stats::default();
+                p.interval_secs = Some(1.0);
+                p.circuits = vec![c];
+                p.nodes = Vec::new();
+                p.unclassified = unclassified;
+                p
             }),
             error: None,
         };

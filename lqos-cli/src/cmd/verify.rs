@@ -1,9 +1,11 @@
 //! `lqos verify`: compare the live kernel trees with a plan.
 
 use anyhow::Context;
-use lqos_apply::{lazy, read_live, verify_plan, NetlinkLive};
+use lqos_apply::live::{read_live, NetlinkLive};
+use lqos_apply::verify_plan;
+use lqos_tc::rules::{lazy_plan, present_leaves};
 
-use super::apply::{applied_from, applied_plan, state_path, PlanArgs, TargetArgs};
+use super::apply::{applied_from, applied_plan, PlanArgs, TargetArgs};
 use super::{Done, Outcome};
 use crate::out::{note, out, outln};
 
@@ -43,7 +45,7 @@ pub struct Args {
 pub fn run(args: Args) -> Outcome {
     super::privilege::require("`lqos verify`", false, args.target.netns.is_some())?;
     let netns = args.target.netns.clone();
-    let state_path = state_path(&args.target);
+    let state = args.target.state();
     let live = NetlinkLive::new(netns.clone());
     let planned = args.source.plan.is_some() || args.from_inputs || args.source.options.given();
     let applied = if planned {
@@ -54,7 +56,7 @@ pub fn run(args: Args) -> Outcome {
     if args.last && applied.is_none() {
         anyhow::bail!(
             "no plan was applied successfully yet (state dir {})",
-            state_path.display()
+            state.path().display()
         );
     }
     let (plan, lazy_conf) = if let Some(saved) = applied {
@@ -68,7 +70,7 @@ pub fn run(args: Args) -> Outcome {
             Some(p) => {
                 let text = std::fs::read_to_string(&p)
                     .with_context(|| format!("cannot read config file {}", p.display()))?;
-                lqos_model::parse_config(&p.display().to_string(), &text)?
+                lqos_model::config::parse_config(&p.display().to_string(), &text)?
                     .lqos
                     .lazy_leaves
             }
@@ -76,16 +78,14 @@ pub fn run(args: Args) -> Outcome {
         };
         (saved.plan, lazy)
     } else {
-        let r = args
-            .source
-            .resolve_with_network(&live, &state_path, netns.as_deref())?;
+        let r = args.source.resolve_with_network(&live, &state)?;
         let lazy = r.config.is_some_and(|c| c.lqos.lazy_leaves);
         (r.plan, lazy)
     };
     let plan = if args.lazy_leaves || lazy_conf {
         let devs: Vec<&str> = plan.interfaces.iter().map(|i| i.dev.as_str()).collect();
-        let present = lazy::present_leaves(&plan, &read_live(&live, &devs)?);
-        lazy::lazy_plan(&plan, &present)
+        let present = present_leaves(&plan, &read_live(&live, &devs)?);
+        lazy_plan(&plan, &present)
     } else {
         plan
     };

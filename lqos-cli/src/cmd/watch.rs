@@ -13,14 +13,18 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use lqos_apply::daemon::{Driver, Event, FileEvent, InputFile, Kernel, Settings};
-use lqos_apply::watch::{confirm_file, Confirmation};
-use lqos_apply::{Cancel, NetlinkBackend, NetlinkLive, Parallelism, StateDir};
+use lqos_apply::backend::{Cancel, NetlinkBackend, Parallelism};
+use lqos_apply::daemon::{Driver, Event, FileEvent, Kernel, Settings};
+use lqos_apply::inputs::InputFile;
+use lqos_apply::live::NetlinkLive;
+use lqos_apply::state::NetnsState;
+use lqos_apply::state::{Holder, StateFile};
+use lqos_apply::watch::Confirmation;
 use tracing::{debug, info, warn};
 
-use super::apply::{state_path, TargetArgs, PROBE_CACHE_FILE};
+use super::apply::TargetArgs;
 use super::inputs::InputArgs;
-use super::plan::PlanOptions;
+use super::inputs::PlanOptions;
 use super::{Done, Outcome};
 
 mod log;
@@ -78,7 +82,7 @@ pub struct Args {
     /// [default: lqos.conf's `[lqos] max_removals`, else more than 10% and
     /// more than 10 circuits].
     #[arg(long, value_name = "N|P%")]
-    pub max_removals: Option<lqos_model::RemovalLimit>,
+    pub max_removals: Option<lqos_model::config::RemovalLimit>,
     /// Always re-read and re-plan all input on an edit (no incremental
     /// path for edited ShapedDevices.csv rows).
     #[arg(long)]
@@ -186,13 +190,11 @@ fn is_written(kind: &notify::EventKind) -> bool {
 
 /// The sha256 `lqos confirm` wrote (the file is removed: a confirmation
 /// is used once).
-fn take_confirmation(path: &Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
-    let _ = std::fs::remove_file(path);
-    match serde_json::from_slice::<Confirmation>(&bytes) {
-        Ok(c) => Some(c.sha256),
+fn take_confirmation(state: &NetnsState) -> Option<String> {
+    match Confirmation::take(state) {
+        Ok(c) => c.map(|c| c.sha256),
         Err(e) => {
-            warn!(path = %path.display(), error = %e, "unreadable confirmation");
+            warn!(error = %e, "unreadable confirmation");
             None
         }
     }
@@ -208,7 +210,6 @@ pub fn run(args: Args) -> Outcome {
     inputs.config = inputs.config.as_deref().map(absolute).transpose()?;
     let mut settings = Settings::default();
     settings.overrides = args.options.overrides()?;
-    settings.netns = args.target.netns.clone();
     settings.lazy_leaves = args.lazy_leaves;
     settings.statistics = args.metrics.is_some();
     settings.poll = secs(args.poll, "--poll")?.max(Duration::from_millis(100));
@@ -223,11 +224,10 @@ pub fn run(args: Args) -> Outcome {
     settings.memory_check = !args.skip_memory_check;
 
     let netns = args.target.netns.clone();
-    let state_path = state_path(&args.target);
-    let state = StateDir::open(&state_path)?;
+    let state = args.target.state();
     // The daemon owns the tree: no `lqos apply` runs beside it.
-    let _lock = state.lock_for(lqos_apply::state::Holder::Daemon)?;
-    let live = NetlinkLive::new(netns.clone()).with_probe_cache(state_path.join(PROBE_CACHE_FILE));
+    let _lock = state.lock_for(Holder::Daemon)?;
+    let live = NetlinkLive::new(netns.clone()).with_probe_cache(state.file(StateFile::ProbeCache));
     let backend = NetlinkBackend::new(netns.clone(), Parallelism::Serial);
 
     // Signals and file events feed one channel; SIGTERM/SIGINT also stop
@@ -268,7 +268,7 @@ pub fn run(args: Args) -> Outcome {
         let _ = fs_tx.send(Loop::Fs(r));
     })
     .context("starting the file watcher")?;
-    let confirm_path = absolute(&state_path)?.join(confirm_file(netns.as_deref()));
+    let confirm_path = absolute(&state.file(StateFile::Confirm))?;
     let mut dirs: Vec<PathBuf> = files
         .iter()
         .map(|f| f.parent().unwrap_or(Path::new("/")).to_path_buf())
@@ -296,7 +296,7 @@ pub fn run(args: Args) -> Outcome {
     let start = StartInfo {
         netns: netns.clone(),
         files: files.clone(),
-        state_dir: state_path.clone(),
+        state_dir: state.path().to_path_buf(),
     };
     let sink = &mut |e: Event| log(e, &start);
     let kernel = Kernel {
@@ -321,7 +321,7 @@ pub fn run(args: Args) -> Outcome {
         match rx.recv_timeout(deadline.saturating_duration_since(now)) {
             Ok(Loop::Fs(Ok(ev))) => {
                 if ev.paths.contains(&confirm_path) && is_written(&ev.kind) {
-                    if let Some(sha) = take_confirmation(&confirm_path) {
+                    if let Some(sha) = take_confirmation(&state) {
                         info!(sha256 = %sha, "confirmation received: applying the refused inputs");
                         d.confirm(&sha, sink);
                     }

@@ -77,7 +77,7 @@ pub fn ok(o: &Output) -> String {
 /// The legacy 13-column `ShapedDevices.csv` header, as lqos-model defines
 /// it, without a newline.
 pub fn legacy_header() -> String {
-    lqos_model::LEGACY_HEADER.join(",")
+    lqos_model::shaped_devices::LEGACY_HEADER.join(",")
 }
 
 /// A one-device circuit as a `ShapedDevices.csv` row in the columns `lqos

@@ -3,7 +3,8 @@
 
 use ipnet::{Ipv4Net, Ipv6Net};
 
-use crate::{RateError, SqmOverride};
+use crate::rate::RateError;
+use crate::types::SqmOverride;
 
 /// Leaf qdisc names accepted in the `sqm` column (first word).
 pub const KNOWN_SQM: [&str; 5] = ["cake", "fq_codel", "none", "pfifo", "bfifo"];

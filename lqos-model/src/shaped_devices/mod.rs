@@ -2,11 +2,11 @@
 //! one circuit.
 //!
 //! See [`parse_shaped_devices`] for how rows are read. The work is split
-//! by job: the schema (header names, columns; [`schema`]), the record
-//! splitter ([`records`]), the row validator with one check per column
-//! ([`parser`]), the cell parsers ([`cells`]), and the hooks the
-//! incremental re-read of [`DevicesIndex`](crate::DevicesIndex) uses
-//! ([`spans`]).
+//! by job: the schema (header names, columns; `schema`), the record
+//! splitter (`records`), the row validator with one check per column
+//! (`parser`), the cell parsers (`cells`), and the hooks the incremental
+//! re-read of [`DevicesIndex`](crate::devices_index::DevicesIndex) uses
+//! (`spans`).
 
 mod cells;
 mod parser;
@@ -22,14 +22,16 @@ pub(crate) use schema::Col;
 pub use schema::{CURRENT_HEADER, LEGACY_HEADER};
 pub(crate) use spans::{field_count, header_cols, parse_rows, record_spans, RecordSpan};
 
+use crate::error::ModelError;
 use crate::report::{Problem, Report};
-use crate::{Circuit, ModelError};
+use crate::types::Circuit;
 use parser::Parser;
 use records::Records;
 
 /// What [`parse_shaped_devices`] read: the circuits (devices grouped) and
 /// every row-level problem.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ShapedDevices {
     /// Circuits in order of first appearance, each with its devices in file
     /// order.
@@ -118,7 +120,7 @@ impl ShapedDevices {
 /// let csv = "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,\
 /// Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment\n\
 /// 1,\"Main St, 5\",d1,Router,AP_A,,\"100.64.0.1, 100.64.1.0/24\",,2.5,1,100.5,20,\n";
-/// let sd = lqos_model::parse_shaped_devices("ShapedDevices.csv", csv.as_bytes()).unwrap();
+/// let sd = lqos_model::shaped_devices::parse_shaped_devices("ShapedDevices.csv", csv.as_bytes()).unwrap();
 /// assert!(sd.report.is_clean());
 /// assert_eq!(sd.circuits[0].name, "Main St, 5");
 /// assert_eq!(sd.circuits[0].devices[0].ipv4.len(), 2);

@@ -12,8 +12,10 @@ use super::cells::{has_control, is_mac, parse_ip_list, parse_sqm, rate_error_mes
 use super::records::StrFields;
 use super::schema::{Col, Row, ALL_COLS, LEGACY_COLS};
 use super::{ShapedDevices, KNOWN_SQM};
+use crate::error::ModelError;
+use crate::rate::Rate;
 use crate::report::{Problem, Report};
-use crate::{Circuit, Device, ModelError, Rate, SqmOverride};
+use crate::types::{Circuit, Device, SqmOverride};
 
 pub(crate) struct Parser<'f> {
     pub(super) file: &'f str,

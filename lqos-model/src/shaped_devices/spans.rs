@@ -1,4 +1,4 @@
-//! Hooks for [`DevicesIndex`](crate::DevicesIndex): where each record of
+//! Hooks for [`DevicesIndex`](crate::devices_index::DevicesIndex): where each record of
 //! a file is, the header's columns, and rows read on their own the way a
 //! full read reads them.
 
@@ -6,8 +6,8 @@ use super::parser::Parser;
 use super::records::Records;
 use super::schema::Col;
 use super::ShapedDevices;
+use crate::error::ModelError;
 use crate::report::Problem;
-use crate::ModelError;
 
 /// A record's place in a file: `[start, end)` in bytes (`end` after its
 /// line terminator, CRLF whole) and its first line.

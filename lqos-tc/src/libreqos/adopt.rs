@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 
 use super::state::LibreQosState;
-use crate::{Allocation, CircuitSlot, NodeSlot, TcHandle, TcTree};
+use crate::handle::TcHandle;
+use crate::plan::{Allocation, CircuitSlot, NodeSlot};
+use crate::tree::TcTree;
 
 impl LibreQosState {
     /// The allocation that keeps LibreQoS's numbering: every node and
@@ -13,7 +15,7 @@ impl LibreQosState {
     /// generated parent nodes marked generated. Fed to [`crate::plan`] as the
     /// previous allocation (made for [`LibreQosState::queues`] queues per
     /// direction), a node or circuit that still exists keeps its classid;
-    /// new ones get free minors, as after any lqos plan.
+    /// new ones get free minors, as after any plan.
     ///
     /// Circuits get no leaf handles here (LibreQoS's state does not record
     /// them): [`LibreQosState::adopt_leaves`] takes them from the live tree.

@@ -19,9 +19,14 @@ use std::fmt;
 use lqos_model::Rate;
 
 use super::state::LibreQosState;
+use crate::config::{Interfaces, QueueStrategy};
+use crate::handle::TcHandle;
+use crate::op::TcOp;
+use crate::ops::{Class, QdiscKind};
 use crate::parse::{parse_batch, ParseError};
+use crate::plan::Plan;
 use crate::rules::kind_drift;
-use crate::{Class, Interfaces, Plan, QdiscKind, QueueStrategy, TcHandle, TcOp, TcTree, TreeError};
+use crate::tree::{TcTree, TreeError};
 
 /// Why LibreQoS's tc text cannot be read as a tree.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -121,6 +126,7 @@ impl fmt::Display for Entity {
 /// Why a difference is expected: what LibreQoS does that lqos does not
 /// copy (docs/libreqos.md lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Note {
     /// LibreQoS prints rates with one decimal (`100.2mbit` for 100.25);
     /// lqos keeps them exact.
@@ -128,7 +134,7 @@ pub enum Note {
     /// LibreQoS truncates node rates to whole Mbps; lqos keeps them exact.
     WholeMbps,
     /// lqos's balanced strategy puts top-level nodes in other queues than
-    /// LibreQoS's round robin (`--strategy round-robin` is LibreQoS's).
+    /// LibreQoS's round robin (the round-robin strategy is LibreQoS's).
     Balanced,
     /// LibreQoS creates every generated parent node (one per queue), used
     /// or not; lqos only when a circuit needs one.
@@ -464,8 +470,8 @@ pub fn compare(trees: &BTreeMap<String, TcTree>, state: &LibreQosState, plan: &P
     let mut lqos_names: BTreeMap<TcHandle, Entity> = BTreeMap::new();
     for d in [Dir::Download, Dir::Upload] {
         let pd = match d {
-            Dir::Download => crate::Direction::Download,
-            Dir::Upload => crate::Direction::Upload,
+            Dir::Download => crate::plan::Direction::Download,
+            Dir::Upload => crate::plan::Direction::Upload,
         };
         for n in &plan.allocation.nodes {
             lqos_names.insert(
@@ -497,20 +503,20 @@ pub fn compare(trees: &BTreeMap<String, TcTree>, state: &LibreQosState, plan: &P
         .collect();
     let balanced = plan.config.strategy == QueueStrategy::Balanced;
     let (cap_d, cap_u) = (plan.config.download_capacity, plan.config.upload_capacity);
-    let r2q_d = crate::r2q_for(cap_d);
-    let r2q_max = crate::r2q_for(cap_d.max(cap_u));
+    let r2q_d = crate::plan::r2q_for(cap_d);
+    let r2q_max = crate::plan::r2q_for(cap_d.max(cap_u));
     // A download class as LibreQoS builds it when it reads the uplink
     // setting as the download capacity: (rate, ceil) by entity.
     let with_uplink = |e: &Entity, lqos_ceil: Rate| -> (Rate, Rate) {
         match e {
             Entity::Link(_) => (cap_u, cap_u),
             Entity::Default(_) => (
-                crate::default_class_rate(cap_u),
+                crate::plan::default_class_rate(cap_u),
                 cap_u.saturating_sub(Rate::from_mbps(1)),
             ),
             _ => {
                 let c = lqos_ceil.min(cap_u);
-                (crate::just_below(c), c)
+                (crate::plan::just_below(c), c)
             }
         }
     };
@@ -626,10 +632,12 @@ pub fn compare(trees: &BTreeMap<String, TcTree>, state: &LibreQosState, plan: &P
             };
             let note = if *dir == Dir::Download
                 && cap_d != cap_u
-                && ah.quantum == crate::quantum_for(uplink_ceil, r2q)
+                && ah.quantum == crate::plan::quantum_for(uplink_ceil, r2q)
             {
                 Some(Note::UplinkAsDownlink)
-            } else if ah.quantum == crate::quantum_for(ceil_or_link, crate::r2q_for(cap_u)) {
+            } else if ah.quantum
+                == crate::plan::quantum_for(ceil_or_link, crate::plan::r2q_for(cap_u))
+            {
                 Some(Note::PyR2q)
             } else {
                 None

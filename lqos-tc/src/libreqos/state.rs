@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use crate::TcHandle;
+use crate::handle::TcHandle;
 
 /// Why LibreQoS's state files cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

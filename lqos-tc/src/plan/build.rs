@@ -6,8 +6,12 @@ use super::layout::{devices, layout_ops, single_queue};
 use super::leaf::NO_LEAF;
 use super::rates::{htb_class, just_below, r2q_for};
 use super::{Allocation, Direction, InterfacePlan, NodeSlot, Plan, MQ_HANDLE};
+use crate::config::Interfaces;
+use crate::handle::TcHandle;
 use crate::ipmap::IpMap;
-use crate::{Interfaces, PlanConfig, Qdisc, QdiscKind, TcHandle, TcOp};
+use crate::op::TcOp;
+use crate::ops::{Qdisc, QdiscKind};
+use crate::plan_config::PlanConfig;
 
 /// Stage 4: the ops per interface (the queue layout, then every node
 /// parents first, top-level nodes at their HTB's root beside `:1` as in

@@ -1,18 +1,20 @@
-//! Stage 5: the IP map with stable filter handles and, with
-//! `--classifier tc`, the classifier's ops.
+//! Stage 5: the IP map with stable filter handles and, with the tc
+//! classifier, the classifier's ops.
 
 use lqos_model::Circuit;
 
 use super::ip_map::{filter_slots, ip_map};
 use super::layout::devices;
 use super::{Allocation, Plan};
-use crate::classify::{self, Classifier, FilterKey, FlowerFilter, MatchSide};
+use crate::config::Interfaces;
+use crate::filter::{FilterKey, FlowerFilter, MatchSide};
 use crate::ipmap::IpMap;
-use crate::{Interfaces, TcOp};
+use crate::op::TcOp;
 use hashbrown::HashSet;
+use lqos_model::config::Classifier;
 
 /// Stage 5: the IP map with stable filter handles (from `previous`, which
-/// need not have the same number of queues) and, with `--classifier tc`,
+/// need not have the same number of queues) and, with the tc classifier,
 /// the classifier's ops appended after the tree (locality order is for
 /// the HTB subtrees; filters come last so a packet is never steered to a
 /// class that is not there yet).
@@ -51,7 +53,7 @@ pub(super) fn classify_stage(plan: &mut Plan, circuits: &[Circuit], previous: Op
 /// `(side, upload)`: `dst_ip` filters steer to the download classids,
 /// `src_ip` ones to the upload classids.
 fn push_filters(ops: &mut Vec<TcOp>, map: &IpMap, sides: &[(MatchSide, bool)]) {
-    ops.push(TcOp::ReplaceQdisc(classify::clsact()));
+    ops.push(TcOp::ReplaceQdisc(crate::ops::Qdisc::clsact()));
     let mut seen: HashSet<FilterKey> = HashSet::default();
     for &(side, upload) in sides {
         for e in map.entries() {

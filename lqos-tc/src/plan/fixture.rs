@@ -2,7 +2,8 @@
 
 use lqos_model::{Circuit, Network, Node, Rate, SmolStr};
 
-use crate::{PlanConfig, QueueStrategy};
+use crate::config::QueueStrategy;
+use crate::plan_config::PlanConfig;
 
 pub(super) use super::hierarchy::hierarchy;
 pub(super) use super::ids::ids;

@@ -7,10 +7,16 @@ use std::hash::BuildHasher;
 use lqos_model::{Circuit, Network, Rate};
 
 use super::leaf::{kind_index, LeafChooser};
-use super::queues::argmin;
 use super::rates::{circuit_rates, just_below, squashed_min, squashed_rate, squashes};
-use super::{CircuitSlot, PlanError, Previous, Squashed, HTB_LEVELS};
-use crate::{PlanConfig, QdiscKind, QueueStrategy};
+use super::{CircuitSlot, PlanError, Previous, Squashed};
+use crate::error::ConfigError;
+use crate::ops::HTB_MAX_DEPTH;
+
+/// [`HTB_MAX_DEPTH`] as a class level.
+const HTB_LEVELS: u32 = HTB_MAX_DEPTH as u32;
+use crate::config::QueueStrategy;
+use crate::ops::QdiscKind;
+use crate::plan_config::PlanConfig;
 use hashbrown::{DefaultHashBuilder, HashMap, HashSet};
 
 /// A planned HTB class level node (real or generated).
@@ -203,9 +209,7 @@ pub(super) fn hierarchy<'n>(
         for i in 0..q {
             let name = format!("Generated_PN_{}", i + 1);
             if net.node_by_name(&name).is_some() {
-                return Err(PlanError::Config(format!(
-                    "network.json has a node named {name:?}, which lqos needs for circuits without a parent node"
-                )));
+                return Err(ConfigError::ReservedNodeName(name).into());
             }
             ents.push(Ent {
                 name: Cow::Owned(name),
@@ -342,6 +346,17 @@ fn check_unique_ids(circuits: &[Circuit]) -> Result<(), PlanError> {
         }
     }
     Ok(())
+}
+
+/// The index of the first least element of `v`.
+pub(super) fn argmin(v: &[impl Ord + Copy]) -> usize {
+    let mut best = 0;
+    for (i, x) in v.iter().enumerate() {
+        if *x < v[best] {
+            best = i;
+        }
+    }
+    best
 }
 
 #[cfg(test)]

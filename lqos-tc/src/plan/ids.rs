@@ -5,7 +5,8 @@ use super::hierarchy::Hierarchy;
 use super::layout::{default_leaf_major, devices, htbs_per_dev};
 use super::leaf::NO_LEAF;
 use super::{PlanError, Previous};
-use crate::{Interfaces, PlanConfig};
+use crate::config::Interfaces;
+use crate::plan_config::PlanConfig;
 
 /// A circuit's ids (stage 3), in input order.
 #[derive(Clone, Copy, Default)]

@@ -5,8 +5,8 @@ use ipnet::IpNet;
 use lqos_model::{Circuit, SmolStr};
 
 use super::{Allocation, CircuitSlot, FilterSlot};
+use crate::handle::TcHandle;
 use crate::ipmap::{IpMap, IpMapEntry, Steer};
-use crate::TcHandle;
 use hashbrown::{HashMap, HashSet};
 
 /// Filter slots sorted by prefix, one per prefix (the allocation's

@@ -5,7 +5,11 @@
 use lqos_model::Rate;
 
 use super::rates::{default_class_rate, htb_class, quantum_for};
-use crate::{Class, Interfaces, LeafSpec, PlanConfig, Qdisc, TcHandle, TcOp};
+use crate::config::{Interfaces, LeafSpec};
+use crate::handle::TcHandle;
+use crate::op::TcOp;
+use crate::ops::{Class, Qdisc};
+use crate::plan_config::PlanConfig;
 
 /// The leaf qdisc handle of HTB `major:`'s default class `:2`: LibreQoS's
 /// bakery's (`0x2000 + 2 major + 1`), so a tree LibreQoS built keeps it.

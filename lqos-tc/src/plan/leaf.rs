@@ -6,7 +6,9 @@ use hashbrown::HashMap;
 use lqos_model::{Circuit, Rate};
 
 use super::PlanError;
-use crate::{CircuitSqm, FqCodelParams, LeafSpec, PlanConfig, QdiscKind, SqmChoice};
+use crate::config::{CircuitSqm, LeafSpec, SqmChoice};
+use crate::ops::{FqCodelParams, QdiscKind};
+use crate::plan_config::PlanConfig;
 
 /// cake's rtt raise for slow circuits (LibreQoS `sqmFixupRate`, which meant
 /// milliseconds): at most 1/2/3/4 Mbit -> 300/180/140/120 ms.

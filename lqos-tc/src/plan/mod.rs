@@ -15,7 +15,6 @@
 mod bits;
 mod build;
 mod classifier;
-mod error;
 #[cfg(test)]
 mod fixture;
 mod hierarchy;
@@ -29,7 +28,7 @@ mod rates;
 pub mod replan;
 mod types;
 
-pub use error::{PlanError, SqmError};
+pub use crate::error::PlanError;
 pub(crate) use ip_map::filter_slots;
 pub use layout::default_leaf_major;
 pub use rates::{
@@ -40,7 +39,8 @@ pub use types::{
     Allocation, CircuitSlot, Direction, FilterSlot, InterfacePlan, NodeSlot, Plan, Squashed,
 };
 
-use crate::{PlanConfig, TcHandle};
+use crate::handle::TcHandle;
+use crate::plan_config::PlanConfig;
 use lqos_model::Network;
 
 use build::build;
@@ -53,10 +53,6 @@ use queues::queues;
 /// Handle of the mq root on every interface.
 pub const MQ_HANDLE: TcHandle = TcHandle::new(0x7fff, 0);
 
-/// Class levels HTB allows (top-level nodes, at an HTB's root, are level
-/// 1; their circuits at most level 8).
-pub const HTB_LEVELS: u32 = 8;
-
 /// Plans the trees for `net`.
 ///
 /// With `previous` (the allocation of the last plan, made for the same
@@ -68,7 +64,7 @@ pub const HTB_LEVELS: u32 = 8;
 /// `hierarchy` (nodes, parents, rates, leaf kinds), `queues` (a queue per
 /// top-level subtree), `ids` (class minors and leaf majors), `build`
 /// (the ops and the allocation) and `classify_stage` (the IP map with its
-/// stable filter handles, and the classifier's ops with `--classifier tc`).
+/// stable filter handles, and the classifier's ops with the tc classifier).
 ///
 /// ```
 /// use lqos_model::{Circuit, Network, Node, Rate};
@@ -111,7 +107,7 @@ fn observe_only(plan: &mut Plan) {
     for ip in &mut plan.interfaces {
         ip.ops.truncate(1);
         ip.ops.retain(
-            |op| matches!(op, crate::TcOp::ReplaceQdisc(q) if q.kind == crate::QdiscKind::Mq),
+            |op| matches!(op, crate::op::TcOp::ReplaceQdisc(q) if q.kind == crate::ops::QdiscKind::Mq),
         );
         ip.setup_ops = ip.ops.len();
         ip.queue_class_counts.clear();

@@ -1,8 +1,9 @@
 //! Stage 2: a queue for every top-level subtree.
 
-use super::hierarchy::Hierarchy;
+use super::hierarchy::{argmin, Hierarchy};
 use super::Previous;
-use crate::{PlanConfig, QueueStrategy};
+use crate::config::QueueStrategy;
+use crate::plan_config::PlanConfig;
 
 /// Stage 2: the 0-based queue of every node. Each top-level subtree lives
 /// in one queue (HTB limits cannot cross HTB qdiscs): a surviving
@@ -79,16 +80,6 @@ pub(super) fn queues(h: &Hierarchy, cfg: &PlanConfig, prev: &Previous) -> Vec<u3
         }
     }
     queue
-}
-
-pub(super) fn argmin(v: &[impl Ord + Copy]) -> usize {
-    let mut best = 0;
-    for (i, x) in v.iter().enumerate() {
-        if *x < v[best] {
-            best = i;
-        }
-    }
-    best
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 
 use lqos_model::Rate;
 
-use crate::{Class, TcHandle, TcOp};
+use crate::handle::TcHandle;
+use crate::op::TcOp;
+use crate::ops::Class;
 
 /// Smallest quantum lqos sends (LibreQoS's `MIN_QUANTUM`, one MTU frame).
 pub const QUANTUM_MIN: u32 = 1522;

@@ -1,15 +1,5 @@
-//! Re-planning a few circuits in place, for edits that change circuits'
-//! attributes but not the tree's shape (a CRM changing a plan's rates, a
-//! name, a device's addresses).
-//!
-//! [`replan_circuits`] patches a [`Plan`] so that it equals what
-//! [`plan`](crate::plan) gives for the edited network with the old plan's
-//! allocation as `previous`: same classids, leaf handles and filter
-//! handles, same op order. It handles circuits that keep their Circuit ID,
-//! parent node and leaf qdiscs (present or not, per direction); anything
-//! else is refused with the reason ([`Replan::Full`]) and the caller plans
-//! the whole network. [`known_diff`] then gives the ops that take a model
-//! of the kernel to the patched objects, as [`diff`](crate::diff()) would.
+//! Re-planning a few circuits in place (the public face is
+//! [`crate::replan`]).
 
 use hashbrown::{HashMap, HashSet};
 
@@ -21,9 +11,13 @@ use super::layout::devices;
 use super::leaf::LeafChooser;
 use super::rates::{circuit_rates, htb_class, r2q_for, squashed_min, squashed_rate, squashes};
 use super::PlanError;
-pub use crate::diff::{known_diff, KnownDiffError};
+use crate::config::Interfaces;
+use crate::handle::TcHandle;
 use crate::ipmap::{sort_key, IpMap, IpMapEntry};
-use crate::{Classifier, FilterSlot, Interfaces, Plan, Qdisc, TcHandle, TcOp};
+use crate::op::TcOp;
+use crate::ops::Qdisc;
+use crate::plan::{FilterSlot, Plan};
+use lqos_model::config::Classifier;
 
 /// Where the classes and leaf qdiscs are in a plan's op lists (per
 /// interface: the op index of every `AddClass` by classid, of every leaf
@@ -89,7 +83,6 @@ pub enum Replan {
 /// Why [`replan_circuits`] refused an edit (the caller plans the whole
 /// network). The daemon counts and logs these.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ReplanFallback {
     /// The changed circuits were not given by ascending index.
     #[error("the changed circuits are not in order")]
@@ -214,7 +207,7 @@ fn try_replan(
         cache: HashMap::default(),
     };
     let find_class =
-        |iface: usize, id: TcHandle| -> Result<(usize, &crate::Class), ReplanFallback> {
+        |iface: usize, id: TcHandle| -> Result<(usize, &crate::ops::Class), ReplanFallback> {
             let at = *index.classes[iface]
                 .get(&id)
                 .ok_or(ReplanFallback::ClassNotInPlan(id))?;

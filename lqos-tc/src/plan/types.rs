@@ -7,8 +7,14 @@ use ipnet::IpNet;
 use lqos_model::{Rate, SmolStr};
 use serde::{Deserialize, Serialize};
 
-use crate::ipmap::IpMap;
-use crate::{Interfaces, PlanConfig, Qdisc, QdiscKind, TcHandle, TcOp, TcTree};
+use crate::config::Interfaces;
+use crate::handle::TcHandle;
+use crate::ipmap::{IpDetails, IpMap, Steer, SteerDetails};
+use crate::op::TcOp;
+use crate::ops::{Qdisc, QdiscKind};
+use crate::plan_config::PlanConfig;
+use crate::tree::TcTree;
+use core::net::IpAddr;
 
 /// Which traffic an interface plan shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -31,7 +37,7 @@ pub struct InterfacePlan {
     /// The full build, in order: `qdisc replace` of the mq root (an HTB
     /// root `1:` with one queue per direction), per queue the HTB qdisc, top
     /// class `:1`, default class `:2` and its leaf; then per HTB the class
-    /// tree depth-first ([`crate::locality_order`]): a node's class, its
+    /// tree depth-first ([`crate::order::locality_order`]): a node's class, its
     /// circuits (each class followed by its leaf qdisc), then its child
     /// nodes. No root delete.
     pub ops: Vec<TcOp>,
@@ -64,7 +70,7 @@ impl InterfacePlan {
     }
 
     /// The tree, checking every op against the kernel's rules.
-    pub fn try_tree(&self) -> Result<TcTree, (usize, crate::TreeError)> {
+    pub fn try_tree(&self) -> Result<TcTree, (usize, crate::tree::TreeError)> {
         TcTree::from_ops(&self.ops)
     }
 
@@ -165,7 +171,7 @@ pub struct Allocation {
     /// Circuit slots, in input order.
     pub circuits: Vec<CircuitSlot>,
     /// Filter handle of every device prefix (the `tc` classifier's filters
-    /// keep them across reloads; kept even with `--classifier none`).
+    /// keep them across reloads; kept even without a classifier).
     #[serde(default)]
     pub filters: Vec<FilterSlot>,
 }
@@ -182,10 +188,11 @@ pub struct FilterSlot {
 /// A node whose circuits' guaranteed minimums add up to more than it
 /// guarantees itself (its rate, just below its ceil), in either
 /// direction: as in LibreQoS, each of those circuits gets a squashed
-/// minimum instead of its own ([`crate::squashed_min`]), so what the
+/// minimum instead of its own ([`crate::rates::squashed_min`]), so what the
 /// input files promise is not what the tree guarantees. The planner
 /// reports every such node ([`Plan::squashed`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Squashed {
     /// The node (`Generated_PN_N` for circuits without a parent node).
     pub node: String,
@@ -234,7 +241,7 @@ pub struct Plan {
     /// The stable allocation.
     pub allocation: Allocation,
     /// Every device address/prefix -> circuit, queue and classid per
-    /// direction (`ip_map.csv`, `lqos show --ip`, the classifier's source).
+    /// direction (`ip_map.csv`, [`Plan::explain_ip`], the classifier's source).
     #[serde(default)]
     pub ip_map: IpMap,
     /// The nodes whose circuits' minimums are squashed, in plan order
@@ -293,5 +300,57 @@ impl Plan {
             }
         }
         m
+    }
+}
+
+impl Plan {
+    /// Longest-prefix lookup of `addr` with the circuit's node path, rates
+    /// and leaves; `None` when the address is not shaped (its traffic goes
+    /// to the default class `:2` of whatever queue it leaves on).
+    /// Scans the interface's ops (O(ops)), meant for one-off questions.
+    pub fn explain_ip(&self, addr: IpAddr) -> Option<IpDetails> {
+        let e = self.ip_map.lookup(addr)?;
+        let mut node_path = Vec::new();
+        let mut n = self
+            .allocation
+            .circuits
+            .get(e.circuit as usize)
+            .map(|c| c.parent);
+        while let Some(i) = n {
+            let Some(node) = self.allocation.nodes.get(i as usize) else {
+                break;
+            };
+            node_path.push(node.name.clone());
+            n = node.parent;
+        }
+        node_path.reverse();
+        let details = |s: &Steer| {
+            let ops = self
+                .interface(&s.dev)
+                .map(|i| i.ops.as_slice())
+                .unwrap_or(&[]);
+            let class = ops.iter().find_map(|op| match op {
+                TcOp::AddClass(c) if c.classid == s.classid => Some(c),
+                _ => None,
+            });
+            let leaf = ops.iter().find_map(|op| match op {
+                TcOp::AddQdisc(q) | TcOp::ReplaceQdisc(q) if q.parent == s.classid => {
+                    Some(q.clone())
+                }
+                _ => None,
+            });
+            SteerDetails {
+                steer: s.clone(),
+                rate: class.map(|c| c.htb.rate),
+                ceil: class.map(|c| c.htb.ceil),
+                leaf,
+            }
+        };
+        Some(IpDetails {
+            entry: e.clone(),
+            node_path,
+            download: details(&e.download),
+            upload: details(&e.upload),
+        })
     }
 }

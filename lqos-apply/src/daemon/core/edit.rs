@@ -7,13 +7,14 @@ impl Reloader {
     pub(super) fn replan(
         &mut self,
         raw: RawInputs,
-        patch: lqos_model::DevicesPatch,
+        patch: lqos_model::devices_index::DevicesPatch,
         b: Breakdown,
         now: Instant,
     ) {
         let mut cur = self.current.take().expect("checked by try_incremental");
         let idx = cur.index.as_mut().expect("checked by try_incremental");
-        match lqos_tc::replan_circuits(&mut cur.plan, &idx.plan, &idx.net, &patch.circuits) {
+        match lqos_tc::replan::replan_circuits(&mut cur.plan, &idx.plan, &idx.net, &patch.circuits)
+        {
             Replan::Patched(at) => {
                 let old = idx.devices.commit(&mut idx.net, patch, raw.devices);
                 self.spare = Some(old);

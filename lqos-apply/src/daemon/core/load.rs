@@ -24,7 +24,7 @@ impl Reloader {
         now: Instant,
     ) {
         let eff = match &self.leaves {
-            Some(Leaves::Lazy(Some(t))) => Some(lazy::lazy_plan(&cand.plan, t.active())),
+            Some(Leaves::Lazy(Some(t))) => Some(lqos_tc::rules::lazy_plan(&cand.plan, t.active())),
             _ => None,
         };
         let readback = readback || !self.known.is_known();
@@ -264,7 +264,7 @@ impl Reloader {
                     .iter()
                     .flat_map(|s| {
                         s.sent()
-                            .map(|op| lqos_tc::render_line(&s.dev, &op))
+                            .map(|op| lqos_tc::render::render_line(&s.dev, &op))
                             .collect::<Vec<_>>()
                     })
                     .collect()
@@ -283,11 +283,11 @@ impl Reloader {
 
     /// Reports what the planner squashes when it differs from what was
     /// reported last (once per change).
-    fn squashed_changed(&mut self, squashed: &[lqos_tc::Squashed]) {
+    fn squashed_changed(&mut self, squashed: &[lqos_tc::rates::Squashed]) {
         if squashed == self.squashed.as_slice() {
             return;
         }
-        let now: Vec<lqos_tc::Squashed> = squashed
+        let now: Vec<lqos_tc::rates::Squashed> = squashed
             .iter()
             .filter(|s| !self.squashed.contains(s))
             .cloned()
@@ -315,7 +315,7 @@ impl Reloader {
                 .plan
                 .interfaces
                 .iter()
-                .map(|ip| lazy::circuit_leaves(ip).count())
+                .map(|ip| lqos_tc::rules::circuit_leaves(ip).count())
                 .sum(),
             _ => 0,
         }
@@ -342,7 +342,7 @@ impl Reloader {
         match trees {
             Ok(trees) => {
                 if let (Some(Leaves::Lazy(Some(t))), Some(c)) = (&mut self.leaves, &self.current) {
-                    t.resync(lazy::present_leaves(&c.plan, &trees), now);
+                    t.resync(lqos_tc::rules::present_leaves(&c.plan, &trees), now);
                 }
             }
             Err(error) => self.emit(Event::LeavesUnreadable { error }),

@@ -9,17 +9,19 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lqos_model::{DevicesEdit, DevicesIndex, Network};
-use lqos_tc::{
-    known_diff, Allocation, DiffSummary, Plan, PlanConfig, PlanIndex, Replan, TcOp, TcTree,
-};
+use lqos_model::devices_index::{DevicesEdit, DevicesIndex};
+use lqos_model::Network;
+use lqos_tc::replan::{known_diff, PlanIndex, Replan};
+use lqos_tc::tree::TcTree;
+use lqos_tc::{Allocation, DiffSummary, Plan, PlanConfig, TcOp};
 
 use super::event::{Applied, Breakdown, Event, Fallback, LoadPath, Record};
-use super::ingest::{partial_file, FileEvent, InputFile, Readiness, Ready};
+use super::ingest::{partial_file, FileEvent, Readiness, Ready};
 use super::known::KnownKernel;
 use crate::backend::{IfaceOps, LoadReport};
 use crate::engine::{plan_change, plan_changes, LoadKind};
 use crate::error::{ApplyError, Result};
+use crate::input_file::InputFile;
 use crate::inputs::{given_queues, interface_names, Inputs, PlanOverrides, QueueCount, RawInputs};
 use crate::journal::InputSet;
 use crate::lazy::{self, LeafTracker};
@@ -35,8 +37,6 @@ use load::summarize;
 pub struct Settings {
     /// Planner settings on top of lqos.conf.
     pub overrides: PlanOverrides,
-    /// The network namespace worked in (for messages).
-    pub netns: Option<String>,
     /// Lazy leaves on whatever lqos.conf says (`[lqos] lazy_leaves` can
     /// also turn them on, read at start).
     pub lazy_leaves: bool,
@@ -60,7 +60,7 @@ pub struct Settings {
     pub stable_retry: Duration,
     /// The removal guard's limit instead of lqos.conf's `[lqos]
     /// max_removals`.
-    pub max_removals: Option<lqos_model::RemovalLimit>,
+    pub max_removals: Option<lqos_model::config::RemovalLimit>,
     /// Edits of a few ShapedDevices.csv rows take the incremental path.
     pub incremental: bool,
     /// Refuse loads whose new leaves would not fit in memory.
@@ -72,7 +72,6 @@ impl Default for Settings {
     fn default() -> Settings {
         Settings {
             overrides: PlanOverrides::default(),
-            netns: None,
             lazy_leaves: false,
             statistics: false,
             poll: Duration::from_secs(5),
@@ -94,21 +93,22 @@ impl Default for Settings {
 /// [`Response::Continue`]: it only lets the driver read its clock between
 /// two computations, so their times can be reported).
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Request<'a> {
     /// Read the input files ([`Inputs::read`]).
     ReadInputs,
     /// Look up these interfaces (their TX queue count plans the queues).
     Links(&'a [String]),
     /// Check the plan against the kernel before changing anything
-    /// ([`crate::preflight`]).
+    /// ([`crate::load::preflight`]).
     Preflight(&'a Plan),
     /// Read these interfaces' trees back.
     ReadTrees(&'a [String]),
     /// Read the machine's memory ([`MemInfo::read`]).
     MemInfo,
-    /// Load these streams ([`crate::load_deletes_first`]).
+    /// Load these streams ([`crate::backend::load_deletes_first`]).
     Send(&'a [IfaceOps<'static>]),
-    /// Poll the counters ([`crate::LiveSource::poll`]).
+    /// Poll the counters ([`crate::live::LiveSource::poll`]).
     Poll(&'a PollRequest),
     /// Nothing: answer with [`Response::Continue`].
     Continue,
@@ -116,6 +116,7 @@ pub enum Request<'a> {
 
 /// The answer to a [`Request`].
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Response {
     /// To [`Request::ReadInputs`].
     Inputs(Result<RawInputs>),
@@ -141,6 +142,7 @@ pub enum Response {
 
 /// What the reloader reports, in order.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Output {
     /// Something to log.
     Event(Event),
@@ -168,6 +170,7 @@ pub struct Refused {
 
 /// The status numbers of the daemon (for the status file).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Status {
     /// Whether leaves are lazy.
     pub lazy_leaves: bool,
@@ -283,7 +286,7 @@ enum Step {
     /// Incremental edit: the changed rows read; the next call re-plans.
     Patch {
         raw: RawInputs,
-        patch: Box<lqos_model::DevicesPatch>,
+        patch: Box<lqos_model::devices_index::DevicesPatch>,
         b: Breakdown,
     },
     /// Incremental edit: re-planned; the next call diffs.
@@ -427,7 +430,7 @@ pub struct Reloader {
     /// the health say).
     reported: Option<Outcome>,
     /// The squashed nodes last reported ([`Event::Squashed`]).
-    squashed: Vec<lqos_tc::Squashed>,
+    squashed: Vec<lqos_tc::rates::Squashed>,
     /// A confirmation of `refused` (its sha256), and when it came.
     confirmed: Option<(String, Instant)>,
     /// The sha256 the guard lets through once (during a confirm's job).
@@ -536,8 +539,8 @@ impl Reloader {
         self.hup_at = Some(now);
     }
 
-    /// Something happened to an input file at `now` ([`super::ingest`]
-    /// says when the edit is complete).
+    /// Something happened to an input file at `now` (the edit is read
+    /// once complete: after a close or a rename, or a quiet period).
     pub fn file_event(&mut self, file: InputFile, e: FileEvent, now: Instant) {
         self.ready.event(file, e, now);
     }
@@ -767,7 +770,7 @@ impl Reloader {
             (Step::LeafTrees { readback, cand }, Response::Trees(trees)) => {
                 let active = trees
                     .as_ref()
-                    .map(|t| lazy::present_leaves(&cand.plan, t))
+                    .map(|t| lqos_tc::rules::present_leaves(&cand.plan, t))
                     .unwrap_or_default();
                 let since = self.job.as_ref().map_or(now, |j| j.since);
                 self.leaves = Some(Leaves::Lazy(Some(LeafTracker::new(

@@ -58,7 +58,7 @@ impl Reloader {
         }
         self.emit(Event::CountersRead {
             took: now.saturating_duration_since(asked),
-            interfaces: polled.raw.interfaces.len(),
+            interfaces: polled.samples.interfaces.len(),
             failed: n_failed,
         });
         let (Some(Leaves::Lazy(Some(tracker))), Some(cur)) = (&mut self.leaves, &self.current)
@@ -69,10 +69,10 @@ impl Reloader {
         };
         let mut changes = Vec::new();
         for ip in &cur.plan.interfaces {
-            let Some(raw) = polled.raw.interface(&ip.dev) else {
+            let Some(s) = polled.samples.interface(&ip.dev) else {
                 continue;
             };
-            let ch = tracker.observe(ip, &raw.class_stats(), now);
+            let ch = tracker.observe(ip, &s.classes, now);
             changes.push((ip.dev.clone(), ch));
         }
         let poll = Box::new(Poll {
@@ -208,7 +208,8 @@ fn leaves_that_fit(add: &[TcOp], usable: u64) -> (usize, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lqos_tc::{Qdisc, QdiscKind, TcHandle};
+    use lqos_tc::ops::{Qdisc, QdiscKind};
+    use lqos_tc::TcHandle;
 
     #[test]
     pub(super) fn leaves_that_fit_counts_in_order_by_kind() {

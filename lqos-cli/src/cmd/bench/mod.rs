@@ -7,15 +7,19 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
+use lqos_apply::backend::{Cancel, NoProgress, Progress};
+use lqos_apply::live::KindProbe;
 use lqos_apply::netns::{cleanup_stale, netns_available, ScratchNetns};
-use lqos_apply::{Cancel, KindProbe, NoProgress, Progress};
 use lqos_bench::{ApplyCommand, BenchTree, Method, Runner, Sample, Summary};
-use lqos_model::{BridgeConfig, GenParams, LqosConfig, Network, QueuesConfig};
-use lqos_tc::{LeafSpec, PlanConfig, QdiscKind, QueueStrategy};
+use lqos_model::config::{BridgeConfig, LqosConfig};
+use lqos_model::{GenParams, Network};
+use lqos_tc::config::{LeafSpec, QueueStrategy};
+use lqos_tc::ops::QdiscKind;
+use lqos_tc::PlanConfig;
 
 mod report;
 
-use super::plan::strategy_name;
+use super::inputs::strategy_name;
 
 use super::{Done, Interrupted, Outcome};
 use crate::out::{note, out, outln};
@@ -63,7 +67,7 @@ pub struct Args {
     /// skbedit filter per device address per interface; needs cls_flower,
     /// act_skbedit, Linux >= 6.0).
     #[arg(long, value_enum, default_value = "none", value_name = "tc|none")]
-    classifier: super::plan::ClassifierArg,
+    classifier: super::inputs::ClassifierArg,
     /// Generator seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -146,8 +150,8 @@ pub fn run(args: Args) -> Outcome {
     };
     let [down, up] = [devs[0].as_str(), devs[1].as_str()];
     let sqm = choose_sqm(args.sqm.as_deref())?;
-    let classifier: lqos_tc::Classifier = args.classifier.into();
-    if classifier == lqos_tc::Classifier::Tc {
+    let classifier: lqos_model::config::Classifier = args.classifier.into();
+    if classifier == lqos_model::config::Classifier::Tc {
         if let Err(why) = KindProbe::new().probe_classifier()? {
             anyhow::bail!("--classifier tc: {why}; bench with --classifier none (or in the lab VM: cargo xtask lab run --nics -- lqos bench --classifier tc)");
         }
@@ -183,7 +187,7 @@ pub fn run(args: Args) -> Outcome {
         .context("creating the bench's work directory")?;
     let conf = bench_config(&sqm, down, up);
     let conf_path = work.path().join("lqos.conf");
-    std::fs::write(&conf_path, lqos_model::write_config(&conf))
+    std::fs::write(&conf_path, lqos_model::write::write_config(&conf))
         .with_context(|| format!("writing {}", conf_path.display()))?;
     let state_dir = work.path().join("state");
     let exe = std::env::current_exe().context("finding the lqos executable")?;
@@ -204,9 +208,9 @@ pub fn run(args: Args) -> Outcome {
                     work.path().join("network.json"),
                     work.path().join("ShapedDevices.csv"),
                 );
-                std::fs::write(&n, lqos_model::write_network_json(&net))
+                std::fs::write(&n, lqos_model::write::write_network_json(&net))
                     .with_context(|| format!("writing {}", n.display()))?;
-                std::fs::write(&d, lqos_model::write_shaped_devices(&net))
+                std::fs::write(&d, lqos_model::write::write_shaped_devices(&net))
                     .with_context(|| format!("writing {}", d.display()))?;
                 (n, d)
             }
@@ -222,8 +226,9 @@ pub fn run(args: Args) -> Outcome {
             let tree = BenchTree::plan(&net, &cfg)?;
             if !args.skip_memory_check {
                 // Every method loads at most one full tree at a time.
-                let empty = lqos_tc::TcTree::default();
-                let live: Vec<&lqos_tc::TcTree> = tree.base_ops.iter().map(|_| &empty).collect();
+                let empty = lqos_tc::tree::TcTree::default();
+                let live: Vec<&lqos_tc::tree::TcTree> =
+                    tree.base_ops.iter().map(|_| &empty).collect();
                 lqos_apply::memory::check_memory(
                     &tree.base_ops,
                     &live,
@@ -242,7 +247,9 @@ pub fn run(args: Args) -> Outcome {
             let runner =
                 Runner::in_netns(ns.as_ref().map(|n| n.name())).with_apply_command(ApplyCommand {
                     program: exe.clone(),
+                    full: vec!["--full".into()],
                     args: [
+                        "apply".into(),
                         "--network".into(),
                         net_path.clone().into_os_string(),
                         "--devices".into(),
@@ -371,12 +378,12 @@ fn parse_methods(ids: &[String]) -> anyhow::Result<Vec<Method>> {
 /// A generated network; `uneven` gives top-level sites very different
 /// sizes (site k gets about 1/k of the circuits).
 fn generated(circuits: usize, seed: u64, uneven: bool) -> Network {
-    let params = GenParams {
-        circuits,
-        seed,
-        sites: 48,
-        site_skew: if uneven { 1.0 } else { 0.0 },
-        ..GenParams::default()
+    let params = {
+        let mut p = GenParams::with_circuits(circuits);
+        p.seed = seed;
+        p.sites = 48;
+        p.site_skew = if uneven { 1.0 } else { 0.0 };
+        p
     };
     lqos_model::generate(&params).network
 }
@@ -423,9 +430,9 @@ fn existing_interfaces(list: &[String], queues: u32, replace: bool) -> anyhow::R
         );
     };
     anyhow::ensure!(down != up, "--interfaces: {down} given twice");
-    let live = lqos_apply::NetlinkLive::new(None);
+    let live = lqos_apply::live::NetlinkLive::new(None);
     for dev in [down, up] {
-        use lqos_apply::LiveSource;
+        use lqos_apply::live::LiveSource;
         let link = live
             .link(dev)?
             .ok_or_else(|| anyhow::anyhow!("--interfaces: no interface {dev} here"))?;
@@ -449,10 +456,10 @@ fn existing_interfaces(list: &[String], queues: u32, replace: bool) -> anyhow::R
 
 /// The root qdisc of `tree` if it is not one the kernel made itself
 /// (`noqueue 0:`, `pfifo_fast 0:`, a default `mq 0:`): `"htb 1:"`.
-fn foreign_root(tree: &lqos_tc::TcTree) -> Option<String> {
+fn foreign_root(tree: &lqos_tc::tree::TcTree) -> Option<String> {
     tree.qdiscs
         .values()
-        .find(|q| q.parent == lqos_tc::TcHandle::ROOT && !lqos_tc::rules::is_kernel_default(q))
+        .find(|q| q.parent == lqos_tc::TcHandle::ROOT && !q.is_kernel_default())
         .map(|q| format!("{} {}", q.kind.name(), q.handle))
 }
 
@@ -526,18 +533,14 @@ fn install_interrupt_cleanup(cleanup: Cleanup, cancel: &Cancel) -> anyhow::Resul
 /// The `lqos.conf` of a bench: the scratch interfaces as a bridge, the
 /// default capacities, and the leaf qdisc.
 fn bench_config(sqm: &LeafSpec, down: &str, up: &str) -> LqosConfig {
-    LqosConfig {
-        bridge: Some(BridgeConfig {
-            to_internet: up.to_string(),
-            to_network: down.to_string(),
-        }),
-        single_interface: None,
-        queues: QueuesConfig {
-            default_sqm: sqm.to_string().into(),
-            ..QueuesConfig::default()
-        },
-        ..LqosConfig::default()
-    }
+    let mut c = LqosConfig::default();
+    c.bridge = Some(BridgeConfig {
+        to_internet: up.to_string(),
+        to_network: down.to_string(),
+    });
+    c.single_interface = None;
+    c.queues.default_sqm = sqm.to_string().into();
+    c
 }
 
 /// Progress: a bar on a terminal, else one line per finished run.
@@ -594,7 +597,9 @@ impl Reporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lqos_tc::{Qdisc, TcHandle, TcTree};
+    use lqos_tc::ops::Qdisc;
+    use lqos_tc::tree::TcTree;
+    use lqos_tc::TcHandle;
 
     fn tree(root: Qdisc) -> TcTree {
         let mut t = TcTree::default();

@@ -39,6 +39,9 @@ pub(super) fn log(e: Event, start: &StartInfo) {
         Event::LeavesDeferred { .. } => {
             lines[0].message += " (--sqm fq_codel or more memory)";
         }
+        Event::InputWarning(p) => {
+            lines[0].set("problem", Value::Text(crate::hints::problem(p)));
+        }
         Event::LoadFailed { error, .. } => {
             lines[0].set("error", Value::Text(crate::hints::with_hint(error)));
         }
@@ -181,19 +184,16 @@ mod tests {
             files: Vec::new(),
             state_dir: PathBuf::from("/var/lib/lqos"),
         };
-        let r = lqos_model::Rate::from_mbps;
+        // A planner's report, as it serializes (rates in bit/s).
+        let squashed: lqos_tc::rates::Squashed = serde_json::from_str(
+            r#"{"node": "AP 1", "circuits": 40, "asked_down": 1500000000, "asked_up": 250000000,
+                "fits_down": 999000000, "fits_up": 999000000, "each": 1000000}"#,
+        )
+        .unwrap();
         let (text, json) = logged(|| {
             log(
                 Event::Squashed {
-                    now: vec![lqos_tc::Squashed {
-                        node: "AP 1".into(),
-                        circuits: 40,
-                        asked_down: r(1500),
-                        asked_up: r(250),
-                        fits_down: r(999),
-                        fits_up: r(999),
-                        each: r(1),
-                    }],
+                    now: vec![squashed.clone()],
                     cleared: vec!["AP 2".into()],
                     total: 1,
                 },
