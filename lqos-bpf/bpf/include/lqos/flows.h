@@ -21,7 +21,8 @@
  * - Retransmits: a segment carrying data (or SYN/FIN) that starts below
  *   the highest sequence number already seen in its direction, unless its
  *   TSval is older than the newest one seen (an original overtaken on
- *   the way: reordering, not a retransmission).
+ *   the way: reordering, not a retransmission); counted in segments (a
+ *   GSO/GRO packet as the MSS-sized segments of it sent before).
  *
  * Per circuit (lqos1_tcp, keyed by the circuit's download classid and
  * tag, allocated on the circuit's first TCP flow): per direction of the
@@ -363,6 +364,31 @@ static __always_inline void lqos_flow_key_of(const struct lqos_pkt *p,
 }
 
 /*
+ * Segments sent again in a packet starting at seq, span long, below
+ * seq_end, the highest sequence seen that way: 1 for a plain segment;
+ * for a GSO or GRO packet (several MSS-sized segments in one skb) those
+ * of its segments below seq_end, so a retransmission counts as many
+ * segments as the sender's own count (tcpi_total_retrans), however the
+ * stack batched them.
+ */
+static __always_inline __u32 lqos_resent_segs(struct __sk_buff *skb,
+					      __u32 seq, __u32 span,
+					      __u32 seq_end)
+{
+	__u32 segs = skb->gso_segs, mss = skb->gso_size, old, n;
+
+	if (segs <= 1 || !mss)
+		return 1;
+	old = seq_end - seq;
+	if (old > span)
+		old = span;
+	n = (old + mss - 1) / mss;
+	if (n > segs)
+		n = segs;
+	return n ? n : 1;
+}
+
+/*
  * Tracks one TCP segment of a circuit (download classid `classid`, tag
  * `tag`) leaving in direction `dir`; `p` is lqos_parse's result for the
  * skb's data. Called by the tc egress program after classification.
@@ -461,7 +487,10 @@ __attribute__((noinline)) int lqos_tcp(struct __sk_buff *skb,
 				a = lqos_tcp_circuit(c, st);
 				if (a)
 					__sync_fetch_and_add(
-						&a->retransmits[dir & 1], 1);
+						&a->retransmits[dir & 1],
+						lqos_resent_segs(skb, s.seq,
+								 span,
+								 me->seq_end));
 			}
 			if ((__s32)(end - me->seq_end) > 0)
 				me->seq_end = end;
