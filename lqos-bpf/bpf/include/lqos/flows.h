@@ -275,6 +275,13 @@ static __always_inline int lqos_tcp_read(void *data, void *data_end,
 
 	if (l4 > LQOS_L4_MAX || l3 > l4)
 		return 0;
+	/* Bound l3 on its own too: older verifiers (Linux 6.1) learn no
+	 * bound from l3 <= l4, and refuse ip + 6 <= data_end with an l3 of
+	 * up to 65,535 (past MAX_PACKET_OFF with the 6). The barrier keeps
+	 * the compiler from dropping the check as implied. */
+	asm volatile("" : "+r"(l3));
+	if (l3 > LQOS_L4_MAX)
+		return 0;
 	th = (__u8 *)data + l4;
 	if (th + 20 > (__u8 *)data_end)
 		return 0;
