@@ -1288,6 +1288,15 @@ mod tests {
             assert_eq!(n.download.subscriber.samples, 210);
         }
         assert_eq!(n.download.subscriber.recent.unwrap().samples, 100);
+        let sub_samples = |s: &Stats, i: usize| {
+            s.circuits[i]
+                .tcp
+                .as_deref()
+                .unwrap()
+                .download
+                .subscriber
+                .samples
+        };
         // Circuit 1's entry is gone (pruned): its totals stay; a new one
         // is counted whole.
         let s = t.observe(
@@ -1295,16 +1304,7 @@ mod tests {
             &with_tcp(base(), vec![(tcp_key(&plan, 0), e0.clone())]),
             Duration::from_secs(3),
         );
-        assert_eq!(
-            s.circuits[1]
-                .tcp
-                .as_deref()
-                .unwrap()
-                .download
-                .subscriber
-                .samples,
-            10
-        );
+        assert_eq!(sub_samples(&s, 1), 10);
         let s = t.observe(
             &index,
             &with_tcp(
@@ -1316,28 +1316,10 @@ mod tests {
             ),
             Duration::from_secs(4),
         );
-        assert_eq!(
-            s.circuits[1]
-                .tcp
-                .as_deref()
-                .unwrap()
-                .download
-                .subscriber
-                .samples,
-            14
-        );
+        assert_eq!(sub_samples(&s, 1), 14);
         // A poll without TCP statistics keeps the totals.
         let s = t.observe(&index, &base(), Duration::from_secs(5));
-        assert_eq!(
-            s.circuits[0]
-                .tcp
-                .as_deref()
-                .unwrap()
-                .download
-                .subscriber
-                .samples,
-            200
-        );
+        assert_eq!(sub_samples(&s, 0), 200);
         assert!(s.tcp.is_none());
         // A reload keeps them by circuit ID.
         let (plan2, index2) = setup(6);

@@ -14,7 +14,7 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -238,32 +238,12 @@ impl Shaper {
         stop: Arc<AtomicBool>,
     ) -> (u16, JoinHandle<(u64, TcpStream)>) {
         let local = addr(id);
+        let IpAddr::V4(local) = local else {
+            panic!("{id}: not IPv4")
+        };
+        let server = format!("{SERVER}:{PORT}").parse().unwrap();
         let mut s = in_netns(self.sub.name(), move || {
-            use nix::sys::socket::{
-                bind, connect, setsockopt, socket, sockopt, AddressFamily, SockFlag, SockType,
-                SockaddrIn,
-            };
-            let fd = socket(
-                AddressFamily::Inet,
-                SockType::Stream,
-                SockFlag::empty(),
-                None,
-            )
-            .unwrap();
-            setsockopt(&fd, sockopt::RcvBuf, &rcvbuf).unwrap();
-            let IpAddr::V4(v4) = local else { panic!() };
-            bind(
-                std::os::fd::AsRawFd::as_raw_fd(&fd),
-                &SockaddrIn::from(std::net::SocketAddrV4::new(v4, 0)),
-            )
-            .unwrap();
-            let server: std::net::SocketAddrV4 = format!("{SERVER}:{PORT}").parse().unwrap();
-            connect(
-                std::os::fd::AsRawFd::as_raw_fd(&fd),
-                &SockaddrIn::from(server),
-            )
-            .unwrap();
-            TcpStream::from(fd)
+            crate::common::tcp_connect(Some(SocketAddrV4::new(local, 0)), server, rcvbuf)
         });
         let port = s.local_addr().unwrap().port();
         s.set_read_timeout(Some(Duration::from_millis(200)))
