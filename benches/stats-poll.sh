@@ -14,6 +14,8 @@
 # after this one has stopped) on the same tree: EDITS edits by rename,
 # then EDITS in place, 2 s apart (docs/benchmarks.md, "lqos watch"; build
 # it with `--example watch_latency`). SITES=N: `lqos gen --sites N`.
+# TCP=1: the poll also with every circuit's TCP statistics from lqos's
+# eBPF data path (loaded into a private bpffs by stats_poll --tcp).
 # The namespace (and its tree) is deleted at exit, timed.
 set -euo pipefail
 n=${1:-10000}
@@ -32,7 +34,7 @@ echo "loading $n circuits (--sqm $sqm)..."
 t0=$(date +%s)
 "$bin/lqos" apply --netns "$ns" --state-dir st --queues 16 --sqm "$sqm" | tail -n 1
 echo "loaded in $(( $(date +%s) - t0 )) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-RUNS=$runs "${STATS_POLL:-$bin/examples/stats_poll}" --netns "$ns" --state-dir st --runs "$runs"
+RUNS=$runs "${STATS_POLL:-$bin/examples/stats_poll}" --netns "$ns" --state-dir st --runs "$runs" ${TCP:+--tcp}
 if [ -n "${PERF:-}" ]; then
     # Where the poll's time goes (kernel dump vs decode vs map): a
     # cpu-clock profile of 20 polls alone, flat, into $PERF.

@@ -8,7 +8,10 @@
 //! statistics), and rendering that poll as `/metrics`
 //! ([`openmetrics::render`]: 10,000 circuits with four busy cake tins per
 //! direction, 381,000 samples, the worst case; and with the Best Effort tin
-//! busy only).
+//! busy only). Then the same map with every circuit's TCP statistics
+//! from the eBPF data path (every circuit with new samples in its four
+//! histograms in every interval: the worst case), and `/metrics` with the
+//! TCP histograms.
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
@@ -203,6 +206,90 @@ fn bench(c: &mut Criterion) {
     });
     group.finish();
     println!("/metrics lines: every tin busy {lines}, Best Effort busy {lines_be}");
+
+    // TCP: every circuit's entry as of poll `round` (16 buckets per
+    // histogram, all growing).
+    let tcp_read = |round: u32| {
+        let circuits = plan
+            .allocation
+            .circuits
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let down = TcHandle::new(
+                    plan.major(lqos_tc::allocation::Direction::Download, c.queue),
+                    c.minor,
+                );
+                let key = lqos_bpf::layout::TcpKey {
+                    classid: down.raw(),
+                    tag: lqos_bpf::layout::circuit_tag(&c.id),
+                };
+                let mut v = lqos_bpf::layout::TcpCircuit::default();
+                for h in v.rtt.iter_mut().flatten() {
+                    for b in 20..36 {
+                        h.buckets[b] = (round + 1) * (i % 7 + b) as u32;
+                        h.count += u64::from(h.buckets[b]);
+                    }
+                    h.sum_ns = h.count * 30_000_000;
+                }
+                v.retransmits = [u64::from(round), 0];
+                v.flows = u64::from(round) + 1;
+                (key, v)
+            })
+            .collect();
+        lqos_bpf::tcp::TcpRead::new(circuits, Default::default())
+    };
+    let mut group = c.benchmark_group("stats 10000 circuits with TCP");
+    group.sample_size(10);
+    let mut tracker = StatsTracker::new(&index);
+    let mut round = 0u32;
+    let with = |round: u32| {
+        let mut s = raw.clone();
+        s.tcp = Some(tcp_read(round));
+        s
+    };
+    tracker.observe(&index, &with(0), Duration::from_secs(1));
+    group.bench_function(
+        "map, rates and percentiles, every circuit with new samples",
+        |b| {
+            b.iter_batched(
+                || {
+                    round += 1;
+                    (with(round), Duration::from_secs(u64::from(round) + 1))
+                },
+                |(r, now)| tracker.observe(&index, &r, now),
+                criterion::BatchSize::PerIteration,
+            )
+        },
+    );
+    let same = with(round);
+    group.bench_function("map, rates and percentiles, no new samples", |b| {
+        b.iter(|| {
+            t += 1;
+            tracker.observe(&index, &same, Duration::from_secs(u64::from(round) + t))
+        })
+    });
+    let stats = tracker.observe(
+        &index,
+        &with(round + 1),
+        Duration::from_secs(u64::from(round) + t + 1),
+    );
+    group.bench_function("/metrics render with the TCP histograms", |b| {
+        b.iter(|| {
+            out.clear();
+            openmetrics::render(
+                &mut out,
+                Some((&stats, &labels)),
+                &[],
+                CircuitSeries::All,
+                Format::Prometheus,
+            )
+            .unwrap();
+        })
+    });
+    group.finish();
+    let lines_tcp = out.iter().filter(|&&b| b == b'\n').count();
+    println!("/metrics lines with the TCP histograms: {lines_tcp}");
 }
 
 criterion_group!(benches, bench);

@@ -577,6 +577,8 @@ pub enum BpfStep {
     ReadCounters,
     /// Detaching and unpinning everything.
     Remove,
+    /// Reading the per-circuit TCP statistics.
+    ReadTcpStats,
 }
 
 impl std::fmt::Display for BpfStep {
@@ -594,6 +596,7 @@ impl std::fmt::Display for BpfStep {
             BpfStep::ReadAttachments => "reading the interfaces' attachments",
             BpfStep::ReadCounters => "reading the counters",
             BpfStep::Remove => "removing",
+            BpfStep::ReadTcpStats => "reading the TCP statistics",
         })
     }
 }

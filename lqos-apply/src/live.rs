@@ -413,9 +413,12 @@ impl LiveSource for NetlinkLive {
     /// Per interface one class dump per HTB (`tcm_parent` = the HTB:
     /// counters, 64-bit packets, HTB's statistics) and, where asked, one
     /// qdisc dump (the leaves' counters, cake's per-tin and fq_codel's
-    /// statistics), on the one socket.
+    /// statistics), on the one socket,
+    /// and, where asked, the eBPF data path's TCP statistics (its pinned
+    /// maps, read in batches).
     fn poll(&self, req: &PollRequest) -> Polled {
         Polled::collect(req, |t| self.poll_iface(&t.dev, &t.htbs, t.qdiscs))
+            .with_tcp(req, Polled::read_tcp)
     }
 }
 

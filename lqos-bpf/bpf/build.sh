@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rebuilds the BPF objects with Debian 12's clang 14 (apt-get install clang
-# llvm libbpf-dev): lqos.bpf.o (the data path) and test/vlan_push.bpf.o (a
-# fixture of the namespace tests). The objects are committed, so
+# llvm libbpf-dev): lqos.bpf.o (the data path), test/vlan_push.bpf.o and
+# test/tcp_drop.bpf.o (fixtures of the namespace tests). The objects are committed, so
 # `cargo build` needs no clang; CI rebuilds them and fails when they differ.
 #
 # Deterministic: built from a copy in a scratch directory whose path is
@@ -9,7 +9,7 @@
 # .BTF and .BTF.ext (which the loader and verifier use) stay.
 #
 #   lqos-bpf/bpf/build.sh           writes the objects beside their sources
-#   lqos-bpf/bpf/build.sh DIR       writes DIR/lqos.bpf.o, DIR/test/vlan_push.bpf.o
+#   lqos-bpf/bpf/build.sh DIR       writes DIR/lqos.bpf.o, DIR/test/*.bpf.o
 #   LQOS_BPF_DEFINES=-DLQOS_HOSTS_PREALLOC lqos-bpf/bpf/build.sh DIR
 #                                   a variant (benchmarks; never committed)
 set -euo pipefail
@@ -31,7 +31,7 @@ mkdir -p "$scratch/src"
 cp -r "$here/lqos.bpf.c" "$here/include" "$here/test" "$scratch/src/"
 rm -f "$scratch/src/test/"*.o
 cd "$scratch/src"
-for src in lqos.bpf.c test/vlan_push.bpf.c; do
+for src in lqos.bpf.c test/vlan_push.bpf.c test/tcp_drop.bpf.c; do
     obj="${src%.c}.o"
     "$CLANG" -O2 -g -target bpf -mcpu=v3 -std=gnu11 \
         -Wall -Werror -Wno-unused-function \

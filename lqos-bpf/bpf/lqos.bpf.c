@@ -13,6 +13,8 @@
  *           stack's skb_tx_hash takes a non-zero mapping as "recorded RX
  *           queue + 1" and transmits on that queue). A packet of no circuit
  *           goes to the default class (:2) of a queue picked by flow hash.
+ *           A circuit's TCP segments also feed its round-trip times and
+ *           retransmits (lqos/flows.h).
  *
  * Build: lqos-bpf/bpf/build.sh (clang -target bpf); the object it writes
  * is committed and embedded in the Rust crate.
@@ -25,9 +27,11 @@
 #include "lqos/maps.h"
 #include "lqos/parse.h"
 #include "lqos/classify.h"
+#include "lqos/flows.h"
 
-/* Bytes the tc program wants in the linear part of the skb. */
-#define LQOS_TC_PULL 128
+/* Bytes the tc program wants in the linear part of the skb: the headers
+ * lqos_parse walks and a TCP header with options (60 bytes). */
+#define LQOS_TC_PULL 160
 
 SEC("xdp")
 int lqos_xdp(struct xdp_md *ctx)
@@ -129,6 +133,8 @@ int lqos_tc(struct __sk_buff *skb)
 		const struct lqos_steer *s = lqos_steer_of(c, dir);
 		lqos_set_queue(skb, dir, s->queue, s->classid);
 		lqos_count(&st->tc_classified);
+		if (!(cfg->flags & LQOS_IF_NO_TCP))
+			lqos_tcp(skb, &p, dir, c->down.classid, c->tag);
 		return TC_ACT_OK;
 	}
 	if (parsed == LQOS_IP)

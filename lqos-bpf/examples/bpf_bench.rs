@@ -9,11 +9,19 @@
 //! - the maps' kernel memory at N (`memlock` of each map's fdinfo);
 //! - loading a generated network of `--circuits` circuits (lqos-tc plan ->
 //!   entries -> maps by difference, cold) and one edit (one entry moved to
-//!   another circuit: the write alone, and a diff of the whole set).
+//!   another circuit: the write alone, and a diff of the whole set);
+//! - the TCP tracking's cost at `--tcp-flows` active flows over 10,000
+//!   circuits: ns per packet of the tc program with tracking off (the
+//!   classifier alone) and on, on the same frames in one run, for an ACK
+//!   and a data segment of an established flow, a data segment with a new
+//!   TSval and the ACK that echoes it (a sample), and a new flow's SYN;
+//!   then the read of every circuit's statistics (the statistics poll's
+//!   part) and the maps' memory.
 //!
 //! ```text
 //! cargo run --release -p lqos-bpf --example bpf_bench -- \
-//!     [--sizes 1000,100000,1000000] [--repeat 1000000] [--circuits 100000] [--object FILE.o]
+//!     [--sizes 1000,100000,1000000] [--repeat 1000000] [--circuits 100000] \
+//!     [--tcp-flows 100000] [--object FILE.o]
 //! ```
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -36,6 +44,7 @@ struct Args {
     sizes: Vec<usize>,
     repeat: u32,
     circuits: usize,
+    tcp_flows: u32,
     object: Option<Vec<u8>>,
 }
 
@@ -44,6 +53,7 @@ fn args() -> Args {
         sizes: vec![1_000, 100_000, 1_000_000],
         repeat: 1_000_000,
         circuits: 100_000,
+        tcp_flows: 100_000,
         object: None,
     };
     let mut it = std::env::args().skip(1);
@@ -53,6 +63,7 @@ fn args() -> Args {
             "--sizes" => a.sizes = v.split(',').map(|s| s.parse().expect("size")).collect(),
             "--repeat" => a.repeat = v.parse().expect("repeat"),
             "--circuits" => a.circuits = v.parse().expect("circuits"),
+            "--tcp-flows" => a.tcp_flows = v.parse().expect("tcp-flows"),
             "--object" => a.object = Some(std::fs::read(&v).expect("object")),
             _ => panic!("unknown option {k}"),
         }
@@ -71,6 +82,7 @@ fn value(i: u32) -> CircuitValue {
         down: s,
         up: s,
         circuit: i,
+        tag: i,
     }
 }
 
@@ -330,4 +342,200 @@ fn main() {
         drop(dp);
         lqos_bpf::attach::remove_all(&dir).unwrap();
     }
+
+    if a.tcp_flows > 0 {
+        tcp_cost(&bpffs.path().join("tcp"), &a);
+    }
+}
+
+/// Circuits of the TCP section.
+const TCP_CIRCUITS: u32 = 10_000;
+
+/// ns per packet over `frames` (each run `per` times), leaving interface
+/// 1 as `cfg`.
+fn tc_ns(dp: &DataPath, maps: &mut Maps, cfg: &IfaceConfig, frames: &[Vec<u8>], per: u32) -> f64 {
+    maps.set_iface(1, cfg).unwrap();
+    let total: Duration = frames
+        .iter()
+        .map(|f| run_tc(dp.tc(), f, 1, per).unwrap().per_run)
+        .sum();
+    total.as_nanos() as f64 / frames.len() as f64
+}
+
+fn tcp_cost(dir: &std::path::Path, a: &Args) {
+    use lqos_bpf::packet::tcp_flags as F;
+    let dp = match &a.object {
+        Some(o) => DataPath::load_with(dir, o, a.tcp_flows.next_power_of_two() * 2),
+        None => DataPath::load_with(
+            dir,
+            lqos_bpf::loader::OBJECT,
+            a.tcp_flows.next_power_of_two() * 2,
+        ),
+    }
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut maps = dp.maps().unwrap();
+    let mut want = Entries::with_capacity(TCP_CIRCUITS as usize);
+    for i in 0..TCP_CIRCUITS {
+        want.insert(MapKey::Host(addr_bytes(IpAddr::V4(v4(i)))), value(i));
+    }
+    maps.sync(&want).unwrap();
+    let on_down = IfaceConfig::bridge(Role::Subscriber, 4);
+    let on_up = IfaceConfig::bridge(Role::Internet, 4);
+    let off = |c: IfaceConfig| IfaceConfig {
+        track_tcp: false,
+        ..c
+    };
+    let peer: IpAddr = "198.51.100.1".parse().unwrap();
+    // Flow i: subscriber v4(i % circuits), port 10000 + i / circuits.
+    let flow = |i: u32| {
+        let sub = IpAddr::V4(v4(i % TCP_CIRCUITS));
+        let port = 10_000 + (i / TCP_CIRCUITS) as u16;
+        (
+            Frame::tcp(peer, 443, sub, port),
+            Frame::tcp(sub, port, peer, 443),
+        )
+    };
+    // Enter every flow: one data segment each, towards the subscriber.
+    let t = Instant::now();
+    maps.set_iface(1, &on_down).unwrap();
+    for i in 0..a.tcp_flows {
+        let f = flow(i).0.seq(1).ts(1000, 1).payload(1000).build();
+        run_tc(dp.tc(), &f, 1, 1).unwrap();
+    }
+    let tcp = lqos_bpf::tcp::TcpMaps::open(dir).unwrap();
+    let h = tcp.read().unwrap().health;
+    println!(
+        "\n== TCP tracking: {} flows over {TCP_CIRCUITS} circuits (flow table {} entries), entered in {:.1?}",
+        h.flows_tracked(),
+        h.flow_table_size,
+        t.elapsed()
+    );
+    // Frames of 4,096 flows spread over the table (cold in the caches).
+    let pick: Vec<u32> = (0..4096u32)
+        .map(|k| k.wrapping_mul(2_654_435_761) % a.tcp_flows.max(1))
+        .collect();
+    let per = (a.repeat / 4096).clamp(1, 64);
+    let acks: Vec<Vec<u8>> = pick
+        .iter()
+        .map(|&i| flow(i).1.seq(1).ack(1001).ts(7, 999).build())
+        .collect();
+    let data: Vec<Vec<u8>> = pick
+        .iter()
+        .map(|&i| flow(i).0.seq(1001).ts(1000, 1).payload(1000).build())
+        .collect();
+    let new_ts: Vec<Vec<u8>> = pick
+        .iter()
+        .map(|&i| flow(i).0.seq(2001).ts(1001, 1).payload(1000).build())
+        .collect();
+    let echo: Vec<Vec<u8>> = pick
+        .iter()
+        .map(|&i| flow(i).1.seq(1).ack(3001).ts(8, 1000).build())
+        .collect();
+    // Bursts: 8 segments in a row of each flow (after the first, its
+    // entry is in the caches).
+    let burst: Vec<Vec<u8>> = pick
+        .iter()
+        .flat_map(|&i| {
+            (0..8u32).map(move |j| {
+                flow(i)
+                    .0
+                    .seq(3001 + 1000 * j)
+                    .ts(1001, 1)
+                    .payload(1000)
+                    .build()
+            })
+        })
+        .collect();
+    let syn: Vec<Vec<u8>> = (0..4096u32)
+        .map(|k| {
+            let sub = IpAddr::V4(v4(k % TCP_CIRCUITS));
+            Frame::tcp(sub, 60_000 + (k / TCP_CIRCUITS) as u16, peer, 80)
+                .flags(F::SYN)
+                .seq(1)
+                .ts(5, 0)
+                .syn_options()
+                .build()
+        })
+        .collect();
+    println!(
+        "{:<46} {:>11} {:>11} {:>8}",
+        "tc program, ns/packet", "classifier", "+tracking", "added"
+    );
+    let row = |what: &str, off_ns: f64, on_ns: f64| {
+        println!(
+            "{what:<46} {off_ns:>11.1} {on_ns:>11.1} {:>8.1}",
+            on_ns - off_ns
+        );
+    };
+    // Repeated frames leave the state as it is: pure ACKs (no new TSval,
+    // an echo of nothing waiting).
+    let x = tc_ns(&dp, &mut maps, &off(on_up), &acks, per);
+    let y = tc_ns(&dp, &mut maps, &on_up, &acks, per);
+    row(&format!("ACK, established flow (x{per})"), x, y);
+    // Run once each: the next data segment, then one with a new TSval and
+    // its echo (one sample per pair).
+    let x = tc_ns(&dp, &mut maps, &off(on_down), &data, 1);
+    let y = tc_ns(&dp, &mut maps, &on_down, &data, 1);
+    row("data segment, established flow", x, y);
+    let x1 = tc_ns(&dp, &mut maps, &off(on_down), &new_ts, 1);
+    let x2 = tc_ns(&dp, &mut maps, &off(on_up), &echo, 1);
+    let y1 = tc_ns(&dp, &mut maps, &on_down, &new_ts, 1);
+    let y2 = tc_ns(&dp, &mut maps, &on_up, &echo, 1);
+    row(
+        "new TSval + an echo (a sample), per packet",
+        (x1 + x2) / 2.0,
+        (y1 + y2) / 2.0,
+    );
+    let x = tc_ns(&dp, &mut maps, &off(on_down), &burst, 1);
+    let y = tc_ns(&dp, &mut maps, &on_down, &burst, 1);
+    row("data, bursts of 8 segments per flow", x, y);
+    // One flow's consecutive segments, once each (as the data row, with
+    // the flow's entry in the caches).
+    let one: Vec<Vec<u8>> = (0..4096u32)
+        .map(|j| {
+            flow(pick[0])
+                .0
+                .seq(100_001 + 1000 * j)
+                .ts(1001, 1)
+                .payload(1000)
+                .build()
+        })
+        .collect();
+    let x = tc_ns(&dp, &mut maps, &off(on_down), &one, 1);
+    let y = tc_ns(&dp, &mut maps, &on_down, &one, 1);
+    row("data, one flow's consecutive segments", x, y);
+    let x = tc_ns(&dp, &mut maps, &off(on_up), &syn, 1);
+    let y = tc_ns(&dp, &mut maps, &on_up, &syn, 1);
+    row("SYN of a new flow", x, y);
+    let mut reads = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let r = tcp.read().unwrap();
+        reads.push((t.elapsed(), r.circuits.len()));
+    }
+    reads.sort();
+    println!(
+        "read of every circuit's TCP statistics ({} circuits, batched): median {:.1?}",
+        reads[2].1, reads[2].0
+    );
+    let r = tcp.read().unwrap();
+    println!(
+        "samples {}, flows entered {}, in the table {} (evicted {})",
+        r.health.samples,
+        r.health.flows_new,
+        r.health.flows_tracked(),
+        r.health.evictions()
+    );
+    let mem = maps.memlock().unwrap();
+    println!(
+        "memlock: {}",
+        mem.iter()
+            .filter(|(k, _)| k.ends_with("flows") || k.ends_with("tcp"))
+            .map(|(k, b)| format!("{k} {:.1} MiB", *b as f64 / 1048576.0))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    drop(maps);
+    drop(dp);
+    lqos_bpf::attach::remove_all(dir).unwrap();
 }

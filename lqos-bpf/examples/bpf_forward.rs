@@ -203,6 +203,7 @@ fn main() {
                 down: s,
                 up: s,
                 circuit: i as u32,
+                tag: i as u32,
             },
         );
     }

@@ -12,7 +12,7 @@ use lqos_tc::Plan;
 use crate::attach::{self, AttachOptions, IfaceReport, XdpChoice};
 use crate::error::Result;
 use crate::index::Indexed;
-use crate::layout::{addr_bytes, CircuitValue};
+use crate::layout::{addr_bytes, CircuitValue, DEFAULT_FLOW_TABLE};
 use crate::loader::{DataPath, DEFAULT_PIN_DIR};
 use crate::maps::{ApplyCounts, Maps};
 use crate::model::{diff, exact, value_of, Entries, MapDiff};
@@ -32,6 +32,8 @@ pub struct InstallOptions {
     pub xdp: XdpChoice,
     /// Which CPU owns which TX queue (None: the online CPUs in order).
     pub cpus: Option<CpuPolicy>,
+    /// Entries of the TCP flow table (default [`DEFAULT_FLOW_TABLE`]).
+    pub flow_table_size: u32,
 }
 
 impl Default for InstallOptions {
@@ -41,6 +43,7 @@ impl Default for InstallOptions {
             netns: None,
             xdp: XdpChoice::Auto,
             cpus: None,
+            flow_table_size: DEFAULT_FLOW_TABLE,
         }
     }
 }
@@ -66,7 +69,7 @@ pub struct Installed {
 /// pinned maps), bring the maps to the plan's addresses by difference,
 /// attach to the plan's interfaces (replacing running programs
 /// atomically), detach interfaces the plan dropped, unpin maps of older
-/// layouts. Packets of known circuits stay classified throughout.
+/// layouts, forget the TCP statistics of circuits the plan dropped. Packets of known circuits stay classified throughout.
 pub fn install(plan: &Plan, opts: &InstallOptions) -> Result<Installed> {
     let ifs = interfaces(&plan.config)?;
     let names: Vec<&str> = ifs.iter().map(|i| i.name.as_str()).collect();
@@ -89,7 +92,8 @@ pub fn install_checked(
         None => CpuPolicy::online()?,
     };
     let want = entries(plan, &cpus)?;
-    let mut dp = DataPath::load(&opts.pin_dir)?;
+    let mut dp = DataPath::load_with(&opts.pin_dir, crate::loader::OBJECT, opts.flow_table_size)?;
+    // MapSync::sync also forgets the TCP statistics of circuits not in `want`.
     let mut sync = MapSync::open(&opts.pin_dir)?;
     let counts = sync.sync(&want)?;
     let attach_opts = AttachOptions {
@@ -141,9 +145,13 @@ pub fn installed(pin_dir: &Path) -> bool {
 }
 
 /// Brings the maps of a running data path to `plan`'s addresses by
-/// difference (for a reload that keeps the interfaces).
+/// difference (for a reload that keeps the interfaces), and forgets the
+/// TCP statistics of circuits the plan no longer has.
 pub fn update(pin_dir: &Path, plan: &Plan, cpus: &CpuPolicy) -> Result<ApplyCounts> {
-    Maps::open(pin_dir)?.sync(&entries(plan, cpus)?)
+    let want = entries(plan, cpus)?;
+    let n = Maps::open(pin_dir)?.sync(&want)?;
+    crate::tcp::prune_for(pin_dir, &want)?;
+    Ok(n)
 }
 
 /// The changes that would bring the live maps to `plan` (empty: in sync).
@@ -191,10 +199,13 @@ impl MapSync {
 
     /// Brings the maps to `desired` (placed, as [`Entries::from_ip_map`]
     /// makes it): a diff of the whole set in memory, then only the
-    /// difference written.
+    /// difference written; the TCP statistics of circuits not in
+    /// `desired` are forgotten.
     pub fn sync(&mut self, desired: &Entries) -> Result<ApplyCounts> {
         let d = diff(self.current.entries(), desired);
-        self.apply(&d)
+        let n = self.apply(&d)?;
+        crate::tcp::prune_for(self.maps.pin_dir(), desired)?;
+        Ok(n)
     }
 
     /// The ordered changes from the entries held to `desired` (nothing is

@@ -32,9 +32,15 @@ pub mod names {
     pub const QUEUES: &str = "lqos1_queues";
     /// Per-CPU packets redirected per target CPU.
     pub const REDIRECTS: &str = "lqos1_redirects";
+    /// LRU hash: TCP flow -> timestamp and sequence state per direction
+    /// ([`super::FLOW_KEY_SIZE`] bytes).
+    pub const FLOWS: &str = "lqos1_flows";
+    /// Hash, allocated on use: circuit ([`super::TcpKey`]) -> its TCP
+    /// round-trip times and retransmits ([`super::TcpCircuit`]).
+    pub const TCP: &str = "lqos1_tcp";
     /// Every map, in load order.
-    pub const ALL: [&str; 9] = [
-        HOSTS, NETS, FAST, GLOBAL, IFACES, CPUS, STATS, QUEUES, REDIRECTS,
+    pub const ALL: [&str; 11] = [
+        HOSTS, NETS, FAST, GLOBAL, IFACES, CPUS, STATS, QUEUES, REDIRECTS, FLOWS, TCP,
     ];
 }
 
@@ -157,6 +163,9 @@ pub struct CircuitValue {
     pub up: Steer,
     /// Index of the circuit in the plan.
     pub circuit: u32,
+    /// [`circuit_tag`] of the circuit's ID: with `down.classid`, the key
+    /// of its TCP statistics ([`TcpKey`]).
+    pub tag: u32,
 }
 
 impl CircuitValue {
@@ -169,17 +178,36 @@ impl CircuitValue {
         put_steer(&mut b[0..8], &self.down);
         put_steer(&mut b[8..16], &self.up);
         b[16..20].copy_from_slice(&self.circuit.to_ne_bytes());
+        b[20..24].copy_from_slice(&self.tag.to_ne_bytes());
         b
     }
 
-    /// Parses the map's bytes (the reserved flags are ignored).
+    /// Parses the map's bytes.
     pub fn decode(b: &[u8; 24]) -> CircuitValue {
         CircuitValue {
             down: get_steer(&b[0..8]),
             up: get_steer(&b[8..16]),
             circuit: u32_at(b, 16),
+            tag: u32_at(b, 20),
         }
     }
+
+    /// The key of this circuit's TCP statistics.
+    pub fn tcp_key(&self) -> TcpKey {
+        TcpKey {
+            classid: self.down.classid,
+            tag: self.tag,
+        }
+    }
+}
+
+/// A circuit's tag: the 32-bit FNV-1a hash of its ID. Written with every
+/// address of the circuit, it keeps apart the TCP statistics of two
+/// circuits that hold one classid one after the other.
+pub fn circuit_tag(id: &str) -> u32 {
+    id.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
 }
 
 fn put_steer(b: &mut [u8], s: &Steer) {
@@ -242,11 +270,17 @@ pub struct IfaceConfig {
     pub xdp_redirect: bool,
     /// Minor of every HTB's default class (2 in lqos and LibreQoS).
     pub default_minor: u16,
+    /// The tc program tracks TCP round trips and retransmits of the
+    /// circuits' packets leaving here (`lqos1_flows`, `lqos1_tcp`).
+    pub track_tcp: bool,
     /// Download default queues.
     pub down: DefaultQueues,
     /// Upload default queues.
     pub up: DefaultQueues,
 }
+
+/// `LQOS_IF_NO_TCP`: the tc program leaves TCP alone on this interface.
+const IF_NO_TCP: u8 = 2;
 
 impl IfaceConfig {
     /// Size in bytes.
@@ -254,7 +288,7 @@ impl IfaceConfig {
 
     /// An interface of role `role` with `queues` TX queues for each
     /// direction (both from queue 0, as on a bridge), XDP redirection on,
-    /// default classes `:2`.
+    /// default classes `:2`, TCP tracking on.
     pub fn bridge(role: Role, queues: u16) -> IfaceConfig {
         let all = DefaultQueues {
             queue_base: 0,
@@ -264,6 +298,7 @@ impl IfaceConfig {
             role,
             xdp_redirect: true,
             default_minor: 2,
+            track_tcp: true,
             down: all,
             up: all,
         }
@@ -281,7 +316,7 @@ impl IfaceConfig {
             } => (3, internet_vlan, network_vlan),
         };
         b[0] = role;
-        b[1] = u8::from(self.xdp_redirect);
+        b[1] = u8::from(self.xdp_redirect) | if self.track_tcp { 0 } else { IF_NO_TCP };
         b[2..4].copy_from_slice(&inet.to_ne_bytes());
         b[4..6].copy_from_slice(&net.to_ne_bytes());
         b[6..8].copy_from_slice(&self.default_minor.to_ne_bytes());
@@ -307,6 +342,7 @@ impl IfaceConfig {
             role,
             xdp_redirect: b[1] & 1 != 0,
             default_minor: u16_at(b, 6),
+            track_tcp: b[1] & IF_NO_TCP == 0,
             down: DefaultQueues {
                 queue_base: u16_at(b, 8),
                 queue_count: u16_at(b, 10),
@@ -342,6 +378,17 @@ pub struct Stats {
     pub xdp_unconfigured: u64,
     /// XDP: the circuit's CPU is not in the cpumap: passed.
     pub xdp_nocpu: u64,
+    /// TCP flows entered in the flow table.
+    pub tcp_flows_new: u64,
+    /// TCP flows taken out of it on a RST or a FIN both ways (the rest
+    /// leave it when the LRU evicts them).
+    pub tcp_flows_closed: u64,
+    /// TCP flows that could not be entered.
+    pub tcp_flows_failed: u64,
+    /// RTT samples taken.
+    pub tcp_samples: u64,
+    /// Circuits whose TCP statistics found `lqos1_tcp` full.
+    pub tcp_circuits_full: u64,
 }
 
 impl Stats {
@@ -361,6 +408,11 @@ impl Stats {
             xdp_unparsed: w[7],
             xdp_unconfigured: w[8],
             xdp_nocpu: w[9],
+            tcp_flows_new: w[10],
+            tcp_flows_closed: w[11],
+            tcp_flows_failed: w[12],
+            tcp_samples: w[13],
+            tcp_circuits_full: w[14],
         }
     }
 
@@ -376,7 +428,234 @@ impl Stats {
         self.xdp_unparsed += o.xdp_unparsed;
         self.xdp_unconfigured += o.xdp_unconfigured;
         self.xdp_nocpu += o.xdp_nocpu;
+        self.tcp_flows_new += o.tcp_flows_new;
+        self.tcp_flows_closed += o.tcp_flows_closed;
+        self.tcp_flows_failed += o.tcp_flows_failed;
+        self.tcp_samples += o.tcp_samples;
+        self.tcp_circuits_full += o.tcp_circuits_full;
     }
+}
+
+/// Buckets of an RTT histogram (`LQOS_RTT_BUCKETS`): bucket 0 holds
+/// samples below [`RTT_BASE_SECS`], bucket `k` (1..=67) those from
+/// `RTT_BASE_SECS * 2^((k-1)/4)` up to `RTT_BASE_SECS * 2^(k/4)`, bucket 68
+/// those from 11.02 s.
+pub const RTT_BUCKETS: usize = 69;
+/// The lowest bucket bound, seconds (100 µs).
+pub const RTT_BASE_SECS: f64 = 1e-4;
+
+/// The upper bound of RTT bucket `k` in seconds (`+inf` for the last):
+/// `100 µs * 2^(k/4)`.
+pub fn rtt_bucket_upper(k: usize) -> f64 {
+    static UPPER: std::sync::LazyLock<[f64; RTT_BUCKETS]> = std::sync::LazyLock::new(|| {
+        let mut u = [f64::INFINITY; RTT_BUCKETS];
+        for (k, v) in u.iter_mut().enumerate().take(RTT_BUCKETS - 1) {
+            *v = RTT_BASE_SECS * (k as f64 / 4.0).exp2();
+        }
+        u
+    });
+    UPPER.get(k).copied().unwrap_or(f64::INFINITY)
+}
+
+/// The lower bound of RTT bucket `k` in seconds (0 for the first).
+pub fn rtt_bucket_lower(k: usize) -> f64 {
+    if k == 0 {
+        0.0
+    } else {
+        rtt_bucket_upper(k - 1)
+    }
+}
+
+/// The bucket of an RTT of `ns` nanoseconds, as the programs compute it
+/// (`lqos_rtt_bucket`: 16.16 fixed point, thresholds rounded up, so a
+/// sample within 1/65536 of a bound may fall on either side of it).
+pub fn rtt_bucket_of(ns: u64) -> usize {
+    const BASE_NS: u64 = 100_000;
+    if ns < BASE_NS {
+        return 0;
+    }
+    if ns >= 1 << 40 {
+        return RTT_BUCKETS - 1;
+    }
+    let y = (ns << 16) / BASE_NS;
+    let n = 63 - y.leading_zeros();
+    let m = y >> (n - 16);
+    let j = usize::from(m >= 77936) + usize::from(m >= 92682) + usize::from(m >= 110_218);
+    (1 + 4 * (n as usize - 16) + j).min(RTT_BUCKETS - 1)
+}
+
+/// Which end of the shaper a round trip covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Side {
+    /// From the shaper to the subscriber and back: the last mile and the
+    /// shaper's own queue (a TSval leaving towards the subscriber, echoed
+    /// by the subscriber).
+    Subscriber,
+    /// From the shaper to the far end and back (a TSval leaving towards
+    /// the internet, echoed from there).
+    Internet,
+}
+
+impl Side {
+    /// Both, the subscriber's first.
+    pub const BOTH: [Side; 2] = [Side::Subscriber, Side::Internet];
+
+    /// `subscriber` or `internet`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Subscriber => "subscriber",
+            Side::Internet => "internet",
+        }
+    }
+}
+
+/// The key of a circuit's TCP statistics (`struct lqos_tcp_key`): its
+/// download classid and [`circuit_tag`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct TcpKey {
+    /// The circuit's download classid (`major << 16 | minor`).
+    pub classid: u32,
+    /// [`circuit_tag`] of its ID.
+    pub tag: u32,
+}
+
+impl TcpKey {
+    /// Size in bytes.
+    pub const SIZE: usize = 8;
+
+    /// The map's bytes.
+    pub fn encode(&self) -> [u8; 8] {
+        let mut b = [0u8; 8];
+        b[0..4].copy_from_slice(&self.classid.to_ne_bytes());
+        b[4..8].copy_from_slice(&self.tag.to_ne_bytes());
+        b
+    }
+
+    /// Parses the map's bytes.
+    pub fn decode(b: &[u8; 8]) -> TcpKey {
+        TcpKey {
+            classid: u32_at(b, 0),
+            tag: u32_at(b, 4),
+        }
+    }
+}
+
+/// One RTT histogram (`struct lqos_rtt_hist`, 296 bytes): samples, their
+/// sum and per-bucket counts (32-bit in the kernel: they wrap, so compare
+/// polls with wrapping differences).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RttHist {
+    /// Samples.
+    pub count: u64,
+    /// Sum of the samples, ns.
+    pub sum_ns: u64,
+    /// Samples per bucket ([`RTT_BUCKETS`]).
+    pub buckets: [u32; RTT_BUCKETS],
+}
+
+impl Default for RttHist {
+    fn default() -> Self {
+        RttHist {
+            count: 0,
+            sum_ns: 0,
+            buckets: [0; RTT_BUCKETS],
+        }
+    }
+}
+
+impl RttHist {
+    /// Size in bytes.
+    pub const SIZE: usize = 16 + 4 * RTT_BUCKETS + 4;
+
+    fn decode(b: &[u8]) -> RttHist {
+        let mut h = RttHist {
+            count: u64_at(b, 0),
+            sum_ns: u64_at(b, 8),
+            ..RttHist::default()
+        };
+        for (k, v) in h.buckets.iter_mut().enumerate() {
+            *v = u32_at(b, 16 + 4 * k);
+        }
+        h
+    }
+
+    fn encode(&self, b: &mut [u8]) {
+        b[0..8].copy_from_slice(&self.count.to_ne_bytes());
+        b[8..16].copy_from_slice(&self.sum_ns.to_ne_bytes());
+        for (k, v) in self.buckets.iter().enumerate() {
+            b[16 + 4 * k..20 + 4 * k].copy_from_slice(&v.to_ne_bytes());
+        }
+    }
+}
+
+/// A circuit's TCP statistics (`struct lqos_tcp_circuit`, 1,248 bytes),
+/// counted since the entry was made (on the circuit's first TCP flow).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TcpCircuit {
+    /// RTT histograms: `[data direction][side]` (download 0, upload 1;
+    /// subscriber 0, internet 1). A flow's data direction is the way it
+    /// carried more bytes so far.
+    pub rtt: [[RttHist; 2]; 2],
+    /// Segments sent again, `[download, upload]` (by the segment's
+    /// direction).
+    pub retransmits: [u64; 2],
+    /// TCP flows seen (flow table entries made for the circuit).
+    pub flows: u64,
+    /// Of those, flows without TCP timestamps (not measured).
+    pub unmeasured: u64,
+}
+
+impl TcpCircuit {
+    /// Size in bytes.
+    pub const SIZE: usize = 4 * RttHist::SIZE + 8 * 8;
+
+    /// Histogram of direction `upload` (false: download) and `side`.
+    pub fn hist(&self, upload: bool, side: Side) -> &RttHist {
+        &self.rtt[usize::from(upload)][side as usize]
+    }
+
+    /// Parses the map's bytes.
+    pub fn decode(b: &[u8; Self::SIZE]) -> TcpCircuit {
+        let h = |i: usize| RttHist::decode(&b[i * RttHist::SIZE..(i + 1) * RttHist::SIZE]);
+        let tail = 4 * RttHist::SIZE;
+        TcpCircuit {
+            rtt: [[h(0), h(1)], [h(2), h(3)]],
+            retransmits: [u64_at(b, tail), u64_at(b, tail + 8)],
+            flows: u64_at(b, tail + 16),
+            unmeasured: u64_at(b, tail + 24),
+        }
+    }
+
+    /// The map's bytes (for tests and fakes).
+    pub fn encode(&self) -> [u8; Self::SIZE] {
+        let mut b = [0u8; Self::SIZE];
+        for (i, h) in self.rtt.iter().flatten().enumerate() {
+            h.encode(&mut b[i * RttHist::SIZE..(i + 1) * RttHist::SIZE]);
+        }
+        let tail = 4 * RttHist::SIZE;
+        b[tail..tail + 8].copy_from_slice(&self.retransmits[0].to_ne_bytes());
+        b[tail + 8..tail + 16].copy_from_slice(&self.retransmits[1].to_ne_bytes());
+        b[tail + 16..tail + 24].copy_from_slice(&self.flows.to_ne_bytes());
+        b[tail + 24..tail + 32].copy_from_slice(&self.unmeasured.to_ne_bytes());
+        b
+    }
+}
+
+/// A flow table key (`struct lqos_flow_key`, 36 bytes): the subscriber's
+/// address and port, then the far end's (ports in network order).
+pub const FLOW_KEY_SIZE: usize = 36;
+/// A flow table value (`struct lqos_flow`): 40 bytes.
+pub const FLOW_VALUE_SIZE: usize = 40;
+/// Flow table entries unless configured (`LQOS_FLOWS_DEFAULT`; the
+/// loader's `flow_table_size`).
+pub const DEFAULT_FLOW_TABLE: u32 = 1 << 18;
+/// Capacity of `lqos1_tcp` (`LQOS_MAX_TCP_CIRCUITS`).
+pub const MAX_TCP_CIRCUITS: u32 = 1 << 18;
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_ne_bytes(a)
 }
 
 #[cfg(test)]
@@ -397,14 +676,15 @@ mod tests {
                 cpu: 3,
             },
             circuit: 77,
+            tag: 0x0102_0304,
         };
         let b = v.encode();
         // struct lqos_steer { u32 classid; u16 queue; u16 cpu; } twice,
-        // then u32 circuit, u32 flags (x86: little-endian).
+        // then u32 circuit, u32 tag (x86: little-endian).
         #[cfg(target_endian = "little")]
         assert_eq!(
             b,
-            [0x10, 0, 3, 0, 2, 0, 1, 0, 0x10, 0, 5, 0, 4, 0, 3, 0, 77, 0, 0, 0, 0, 0, 0, 0]
+            [0x10, 0, 3, 0, 2, 0, 1, 0, 0x10, 0, 5, 0, 4, 0, 3, 0, 77, 0, 0, 0, 4, 3, 2, 1]
         );
         assert_eq!(CircuitValue::decode(&b), v);
     }
@@ -418,6 +698,7 @@ mod tests {
             },
             xdp_redirect: true,
             default_minor: 2,
+            track_tcp: false,
             down: DefaultQueues {
                 queue_base: 0,
                 queue_count: 4,
@@ -429,6 +710,64 @@ mod tests {
         };
         assert_eq!(IfaceConfig::decode(&c.encode()), Some(c));
         assert_eq!(IfaceConfig::decode(&[0; 16]), None);
+    }
+
+    #[test]
+    fn rtt_buckets_are_quarter_octaves_from_100_us() {
+        assert_eq!(rtt_bucket_of(0), 0);
+        assert_eq!(rtt_bucket_of(99_999), 0);
+        assert_eq!(rtt_bucket_of(100_000), 1);
+        // 2^(1/4) * 100 µs = 118.92 µs.
+        assert_eq!(rtt_bucket_of(118_920), 1);
+        assert_eq!(rtt_bucket_of(118_930), 2);
+        assert_eq!(rtt_bucket_of(200_000), 5);
+        assert_eq!(rtt_bucket_of(40_000_000), 35);
+        assert_eq!(rtt_bucket_of(11_000_000_000), 67);
+        assert_eq!(rtt_bucket_of(11_100_000_000), 68);
+        assert_eq!(rtt_bucket_of(u64::MAX), 68);
+        // Every bucket's bounds hold what the programs put there (to 16
+        // bits of the mantissa: within 1/65536 of a bound either may do).
+        for k in 1..RTT_BUCKETS - 1 {
+            let lo = (rtt_bucket_lower(k) * 1e9 * (1.0 + 1e-4)) as u64;
+            let hi = (rtt_bucket_upper(k) * 1e9 * (1.0 - 1e-4)) as u64;
+            assert_eq!((rtt_bucket_of(lo), rtt_bucket_of(hi)), (k, k), "{k}");
+        }
+        assert!((rtt_bucket_upper(67) - 11.0218).abs() < 1e-3);
+        assert!(rtt_bucket_upper(68).is_infinite());
+    }
+
+    #[test]
+    fn tcp_circuit_round_trips_in_the_c_layout() {
+        assert_eq!(TcpCircuit::SIZE, 1248);
+        let mut c = TcpCircuit {
+            retransmits: [3, 4],
+            flows: 9,
+            unmeasured: 2,
+            ..TcpCircuit::default()
+        };
+        c.rtt[1][0].count = 5;
+        c.rtt[1][0].sum_ns = 77;
+        c.rtt[1][0].buckets[68] = 5;
+        let b = c.encode();
+        // rtt[2] (upload, subscriber) starts at 2 * 296.
+        assert_eq!(b[592], 5);
+        assert_eq!(b[592 + 16 + 4 * 68], 5);
+        assert_eq!(b[1184], 3);
+        assert_eq!(TcpCircuit::decode(&b), c);
+        assert_eq!(c.hist(true, Side::Subscriber).count, 5);
+        let k = TcpKey {
+            classid: 0x0003_0010,
+            tag: circuit_tag("c1"),
+        };
+        assert_eq!(TcpKey::decode(&k.encode()), k);
+    }
+
+    #[test]
+    fn circuit_tags_are_fnv1a() {
+        // FNV-1a 32 test vectors.
+        assert_eq!(circuit_tag(""), 0x811c_9dc5);
+        assert_eq!(circuit_tag("a"), 0xe40c_292c);
+        assert_eq!(circuit_tag("foobar"), 0xbf9c_f968);
     }
 
     #[test]

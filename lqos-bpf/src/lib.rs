@@ -17,6 +17,7 @@ pub mod packet;
 pub mod plan;
 pub mod preflight;
 pub mod sys;
+pub mod tcp;
 #[cfg(feature = "test-util")]
 #[doc(hidden)]
 pub mod testrun;

@@ -3,16 +3,21 @@
 
 use std::path::{Path, PathBuf};
 
+use aya::maps::MapData;
 use aya::programs::{SchedClassifier, Xdp};
 use aya::{Ebpf, EbpfLoader};
 
 use crate::error::{BpfError, Result};
-use crate::layout::{names, programs};
+use crate::layout::{names, programs, DEFAULT_FLOW_TABLE};
 use crate::maps::Maps;
 use crate::sys;
 
 /// The compiled programs (`bpf/lqos.bpf.o`, rebuilt by `bpf/build.sh`).
 pub static OBJECT: &[u8] = aya::include_bytes_aligned!("../bpf/lqos.bpf.o");
+
+/// The smallest TCP flow table [`DataPath::load_with`] makes (a smaller
+/// size is raised to it).
+pub const MIN_FLOW_TABLE: u32 = 1024;
 
 /// Where lqos pins its maps and links unless told otherwise.
 pub const DEFAULT_PIN_DIR: &str = "/sys/fs/bpf/lqos";
@@ -47,11 +52,29 @@ impl DataPath {
     /// built by `bpf/build.sh` with other defines, for benchmarks). It must
     /// have the same maps and programs.
     pub fn load_object(pin_dir: &Path, object: &[u8]) -> Result<DataPath> {
+        DataPath::load_with(pin_dir, object, DEFAULT_FLOW_TABLE)
+    }
+
+    /// [`DataPath::load_object`] with a TCP flow table of `flow_table_size`
+    /// entries. A pinned flow table of another
+    /// size is unpinned first and made anew (the flows it held are
+    /// forgotten: their next segments start them again); the programs
+    /// running until the new ones replace them keep the old one.
+    pub fn load_with(pin_dir: &Path, object: &[u8], flow_table_size: u32) -> Result<DataPath> {
         sys::ensure_bpffs(pin_dir)?;
         let cpus = sys::possible_cpus()?;
+        let flows = flow_table_size.max(MIN_FLOW_TABLE);
+        let pinned = pin_dir.join(names::FLOWS);
+        if let Ok(old) = MapData::from_pin(&pinned) {
+            let size = old.info().map(|i| i.max_entries()).unwrap_or(0);
+            if size != flows {
+                std::fs::remove_file(&pinned).map_err(BpfError::io(&pinned, "unpinning"))?;
+            }
+        }
         let mut ebpf = EbpfLoader::new()
             .default_map_pin_directory(pin_dir)
             .map_max_entries(names::CPUS, cpus)
+            .map_max_entries(names::FLOWS, flows)
             .load(object)
             .map_err(|e| BpfError::Load {
                 pin_dir: pin_dir.to_path_buf(),

@@ -405,6 +405,7 @@ pub fn value_of(
         down: steer(&e.download)?,
         up: steer(&e.upload)?,
         circuit: e.circuit,
+        tag: crate::layout::circuit_tag(&e.circuit_id),
     })
 }
 

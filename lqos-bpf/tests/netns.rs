@@ -29,6 +29,7 @@ fn circuit(n: u32, q: u16, minor: u32) -> CircuitValue {
         down: steer,
         up: steer,
         circuit: n,
+        tag: n,
     }
 }
 
@@ -436,6 +437,7 @@ fn a_stick_classifies_by_the_vlan_tag_outside_the_frame() {
             cpu: 0,
         },
         circuit: 1,
+        tag: 1,
     };
     l.maps
         .write(&MapKey::from_net("100.64.0.7/32".parse().unwrap()), &c)

@@ -53,6 +53,7 @@ fn arb_value() -> impl Strategy<Value = CircuitValue> {
             cpu: qu % 2,
         },
         circuit: c,
+        tag: c,
     })
 }
 
@@ -475,6 +476,7 @@ fn batched_writes_read_back_as_written() {
             cpu: 1,
         },
         circuit: c,
+        tag: c.wrapping_mul(0x9e37_79b9),
     };
     let set = |n: u32, shift: u32| {
         let mut e = Entries::default();

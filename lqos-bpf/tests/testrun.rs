@@ -30,6 +30,7 @@ fn circuit(n: u32, down_q: u16, up_q: u16) -> CircuitValue {
             cpu: up_q % 2,
         },
         circuit: n,
+        tag: n,
     }
 }
 
@@ -289,6 +290,7 @@ fn a_stick_tells_the_direction_by_the_outermost_vlan() {
         },
         xdp_redirect: true,
         default_minor: 2,
+        track_tcp: true,
         down: DefaultQueues {
             queue_base: 0,
             queue_count: 2,

@@ -21,6 +21,13 @@
 //!   (every circuit's series).
 //!
 //! Prints the median and spread of each and the ratio of the medians.
+//! `stats_poll --tcp ...` (root) also loads lqos's eBPF data path into a
+//! private bpffs and gives every circuit TCP statistics (histograms on
+//! every side, written into `lqos1_tcp` as the tc program would keep them,
+//! with new samples for every circuit before every run: the worst case),
+//! and times the poll with them beside the poll without, in the same
+//! runs: the TCP maps' batched read and their mapping and percentiles,
+//! and `/metrics` with the histograms.
 //! `stats_poll --poll-only ...` makes the polls alone (for a profiler).
 //! `stats_poll --synthetic N --runs R` times `/metrics` alone for a
 //! generated plan of N circuits with cake leaves (every circuit with
@@ -177,6 +184,40 @@ fn synthetic(n: usize, runs: usize) {
     );
 }
 
+/// Writes every circuit of `plan` an entry in the TCP statistics map as
+/// the tc program would have counted by poll `round`: every histogram with
+/// samples in 16 buckets (more each round, so every circuit has new
+/// samples in every interval), retransmits, flows.
+fn write_tcp(
+    tcp: &lqos_bpf::tcp::TcpMaps,
+    plan: &lqos_tc::Plan,
+    round: u32,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use lqos_bpf::layout::{circuit_tag, TcpCircuit, TcpKey};
+    for (i, c) in plan.allocation.circuits.iter().enumerate() {
+        let down = lqos_tc::TcHandle::new(
+            plan.major(lqos_tc::allocation::Direction::Download, c.queue),
+            c.minor,
+        );
+        let key = TcpKey {
+            classid: down.raw(),
+            tag: circuit_tag(&c.id),
+        };
+        let mut v = TcpCircuit::default();
+        for h in v.rtt.iter_mut().flatten() {
+            for b in 20..36 {
+                h.buckets[b] = (round + 1) * (i % 7 + b) as u32;
+                h.count += u64::from(h.buckets[b]);
+            }
+            h.sum_ns = h.count * 30_000_000;
+        }
+        v.retransmits = [u64::from(round) * (i as u64 % 5), u64::from(round)];
+        v.flows = 20 * u64::from(round + 1);
+        tcp.insert(&key, &v)?;
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let opt = |name: &str| {
@@ -199,6 +240,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let live = NetlinkLive::new(netns.clone());
     let mut poll = StatsPoll::new(&plan);
     let req = poll.request(true);
+    // With --tcp: a data path of its own with every circuit's TCP
+    // statistics, and a second poll that reads them too.
+    let bpffs = args
+        .iter()
+        .any(|a| a == "--tcp")
+        .then(|| lqos_bpf::sys::PrivateBpffs::new("stats-poll"))
+        .transpose()?;
+    let _dp = bpffs
+        .as_ref()
+        .map(|b| lqos_bpf::loader::DataPath::load(b.path()))
+        .transpose()?;
+    let tcp_maps = bpffs
+        .as_ref()
+        .map(|b| lqos_bpf::tcp::TcpMaps::open(b.path()))
+        .transpose()?;
+    let mut tcp_poll = bpffs
+        .as_ref()
+        .map(|b| StatsPoll::new(&plan).with_tcp(Some(b.path().to_path_buf())));
     let start = Instant::now();
     if args.iter().any(|a| a == "--poll-only") {
         // For a profiler: the polls alone.
@@ -212,9 +271,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let devs: Vec<String> = poll.index().devs().map(str::to_string).collect();
     let (mut ours, mut theirs, mut render) = (Vec::new(), Vec::new(), Vec::new());
     let (mut dumps, mut maps) = (Vec::new(), Vec::new());
-    let mut lines = 0;
+    let (mut with_tcp, mut tcp_read, mut tcp_map, mut tcp_render) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut lines, mut tcp_lines) = (0, 0);
     let mut out = Vec::new();
-    for _ in 0..runs {
+    for run in 0..runs {
+        if let (Some(tp), Some(maps)) = (&mut tcp_poll, &tcp_maps) {
+            write_tcp(maps, &plan, run as u32)?;
+            let treq = tp.request(true);
+            let (polled, td) = time(|| live.poll(&treq));
+            assert!(polled.failed.is_empty() && polled.tcp_failed.is_none());
+            let dir = treq.tcp.as_deref().unwrap();
+            let (_, tr) = time(|| lqos_apply::stats::Polled::read_tcp(dir).unwrap());
+            let (snapshot, tm) = time(|| tp.observe(&polled, start.elapsed()));
+            with_tcp.push((td.0 + tm.0, td.1 + tm.1, td.2 + tm.2));
+            tcp_read.push(tr);
+            tcp_map.push(tm);
+            snapshot.labels();
+            out.clear();
+            let ((), t) = time(|| exposition(&mut out, &snapshot));
+            tcp_lines = out.iter().filter(|&&b| b == b'\n').count();
+            tcp_render.push(t);
+        }
         let (polled, td) = time(|| live.poll(&req));
         assert!(polled.failed.is_empty(), "{:?}", polled.failed);
         let (snapshot, tm) = time(|| poll.observe(&polled, start.elapsed()));
@@ -266,6 +344,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("ratio lqos / tc: {:.3}", med(&mut ours) / med(&mut theirs));
     println!("/metrics render ({lines} lines): {}", summary(&mut render));
+    if !with_tcp.is_empty() {
+        println!(
+            "lqos poll with every circuit's TCP statistics (dumps, TCP maps, decode, map, rates, percentiles): {}",
+            summary(&mut with_tcp)
+        );
+        println!(
+            "  the TCP maps alone (batched read of {} circuits): {}",
+            plan.allocation.circuits.len(),
+            summary(&mut tcp_read)
+        );
+        println!(
+            "  map, rates and percentiles with TCP: {}",
+            summary(&mut tcp_map)
+        );
+        println!(
+            "/metrics render with the TCP histograms ({tcp_lines} lines): {}",
+            summary(&mut tcp_render)
+        );
+    }
     let status = std::fs::read_to_string("/proc/self/status")?;
     for l in status
         .lines()

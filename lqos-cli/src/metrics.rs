@@ -434,8 +434,10 @@ mod tests {
         CakeTin, CakeXstats, ClassSample, Counters, LeafXstats, QdiscSample,
     };
     use lqos_apply::stats::openmetrics::{
-        tin_delays, Labels, COUNTERS, DELAY, DELAY_KINDS, GAUGES, INFO,
+        tcp_families, tin_delays, Labels, COUNTERS, DELAY, DELAY_KINDS, GAUGES, INFO, TCP_RTT,
     };
+    use lqos_apply::stats::tcp::EXPOSED_BUCKETS;
+    use lqos_apply::stats::tcp::{RttStats, TcpStats};
     use lqos_apply::stats::{
         Dir, DirStats, IfaceSamples, Samples, Stats, StatsIndex, StatsTracker,
     };
@@ -465,17 +467,61 @@ mod tests {
         openmetrics::render(out, series, &health, circuits, format)
     }
 
+    /// The eBPF data path's TCP statistics of `plan`'s circuits at poll
+    /// `k` (1 or 2): every circuit but the last has flows; circuit 0 has
+    /// samples on every side, the others download subscriber-side only.
+    fn tcp_read(plan: &lqos_tc::Plan, k: u32) -> lqos_bpf::tcp::TcpRead {
+        let n = plan.allocation.circuits.len();
+        let circuits = plan.allocation.circuits[..n.saturating_sub(1)]
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let key = lqos_bpf::layout::TcpKey {
+                    classid: TcHandle::new(plan.major(Direction::Download, c.queue), c.minor).raw(),
+                    tag: lqos_bpf::layout::circuit_tag(&c.id),
+                };
+                let mut t = lqos_bpf::layout::TcpCircuit::default();
+                let sides: &[(usize, usize)] = if i == 0 {
+                    &[(0, 0), (0, 1), (1, 0), (1, 1)]
+                } else {
+                    &[(0, 0)]
+                };
+                for &(d, side) in sides {
+                    let h = &mut t.rtt[d][side];
+                    for (b, ms) in [(0u64, 0.05f64), (3, 40.0), (40, 900.0), (68, 20_000.0)] {
+                        let n = k * (b as u32 + 1) * (i as u32 + 1);
+                        h.buckets[lqos_bpf::layout::rtt_bucket_of((ms * 1e6) as u64)] += n;
+                        h.count += u64::from(n);
+                        h.sum_ns += u64::from(n) * (ms * 1e6) as u64;
+                    }
+                }
+                t.retransmits = [u64::from(k) * 3, i as u64];
+                t.flows = 10 * u64::from(k);
+                t.unmeasured = u64::from(k);
+                (key, t)
+            })
+            .collect();
+        let mut health = lqos_bpf::tcp::TcpHealth::default();
+        health.flow_table_size = 262_144;
+        health.flows_new = 1000 * u64::from(k);
+        health.flows_closed = 400;
+        health.samples = 5000 * u64::from(k);
+        health.circuits = n as u32 - 1;
+        health.circuit_capacity = 262_144;
+        lqos_bpf::tcp::TcpRead::new(circuits, health)
+    }
+
     /// A plan of `n` circuits with cake leaves (diffserv4), and statistics
     /// from two polls in which every circuit sent bytes, all of them in
-    /// the Best Effort tin.
+    /// the Best Effort tin, and all but the last had TCP round trips.
     fn polled(n: usize) -> (StatsIndex, Stats) {
         let g = lqos_model::generate(&lqos_model::GenParams::with_circuits(n));
         let cfg = lqos_tc::PlanConfig::bridge("ens19", "ens20", 2);
         let plan = lqos_tc::plan(&g.network, &cfg, None).unwrap();
         let index = StatsIndex::new(&plan);
         let mut t = StatsTracker::new(&index);
-        let raw = |bytes: u64| {
-            Samples::from(
+        let raw = |bytes: u64, k: u32| {
+            let mut s = Samples::from(
                 plan.interfaces
                     .iter()
                     .map(|ip| {
@@ -519,11 +565,21 @@ mod tests {
                         r
                     })
                     .collect::<Vec<_>>(),
-            )
+            );
+            s.tcp = Some(tcp_read(&plan, k));
+            s
         };
-        t.observe(&index, &raw(100), Duration::ZERO);
-        let stats = t.observe(&index, &raw(1100), Duration::from_secs(1));
+        t.observe(&index, &raw(100, 1), Duration::ZERO);
+        let stats = t.observe(&index, &raw(1100, 2), Duration::from_secs(1));
         (index, stats)
+    }
+
+    /// The samples prometheus-parse makes of an exposition: one per line,
+    /// but one per histogram series for all its `_bucket` lines.
+    fn parsed_samples(text: &str) -> usize {
+        let lines = text.lines().filter(|l| !l.starts_with('#'));
+        let buckets = lines.clone().filter(|l| l.contains("_bucket{")).count();
+        lines.count() - buckets + buckets / EXPOSED_BUCKETS.len()
     }
 
     /// Health numbers with every series.
@@ -587,10 +643,30 @@ mod tests {
         );
         assert!(all.contains("lqos_reloads_total{trigger=\"start\",outcome=\"applied\"} 1"));
         // Every sample line is one the parser takes.
-        let samples = all.lines().filter(|l| !l.starts_with('#')).count();
         let lines = all.lines().map(|l| Ok(l.to_string()));
         let parsed = prometheus_parse::Scrape::parse(lines).unwrap();
-        assert_eq!(parsed.samples.len(), samples);
+        assert_eq!(parsed.samples.len(), parsed_samples(&all));
+        // TCP round trips: a histogram per circuit with flows, direction
+        // and side with samples (circuit 0 all four, 1-3 one each), in
+        // octave buckets; circuit 4 had no TCP flows.
+        assert_eq!(
+            all.matches("\nlqos_circuit_tcp_rtt_seconds_count{").count(),
+            4 + 3
+        );
+        assert!(all.contains("\n# TYPE lqos_circuit_tcp_rtt_seconds histogram\n"));
+        assert!(all.contains(
+            "\nlqos_circuit_tcp_rtt_seconds_bucket{le=\"+Inf\",circuit_id=\"10001\",direction=\"download\",side=\"subscriber\"} 230\n"
+        ), "{all}");
+        assert!(all.contains(
+            "\nlqos_circuit_tcp_rtt_seconds_bucket{le=\"0.0001\",circuit_id=\"10001\",direction=\"download\",side=\"subscriber\"} 2\n"
+        ));
+        assert!(!all.contains("lqos_circuit_tcp_flows_total{circuit_id=\"10005\"}"));
+        assert!(all.contains(
+            "\nlqos_circuit_tcp_retransmits_total{circuit_id=\"10001\",direction=\"download\"} 6\n"
+        ));
+        assert!(all.contains("\nlqos_node_tcp_rtt_seconds_count{node="));
+        assert!(all.contains("\nlqos_bpf_tcp_flows 1600\n"));
+        assert!(all.contains("\nlqos_bpf_tcp_rtt_samples_total 10000\n"));
         let top = text(&sh, CircuitSeries::Top(2));
         assert_eq!(top.matches("\nlqos_circuit_info{").count(), 2);
         let none = text(&sh, CircuitSeries::None);
@@ -661,14 +737,13 @@ mod tests {
             assert_eq!(name.ends_with("_total"), kind == "counter", "{l}");
         }
         // The parser reads every sample of the text format.
-        let n = samples(&text).len();
         let lines = text.lines().map(|l| Ok(l.to_string()));
         assert_eq!(
             prometheus_parse::Scrape::parse(lines)
                 .unwrap()
                 .samples
                 .len(),
-            n
+            parsed_samples(&text)
         );
     }
 
@@ -807,8 +882,158 @@ mod tests {
                 ];
                 ConstGauge::new(1i64).encode(m.encode_family(&labels)?)?;
             }
+            encode_tcp(&mut e, index, stats)?;
+            if let Some(t) = &stats.tcp {
+                for f in tcp_families(t) {
+                    let ty = match f.kind {
+                        openmetrics::Kind::Counter => MetricType::Counter,
+                        openmetrics::Kind::Gauge => MetricType::Gauge,
+                    };
+                    let mut m = e.encode_descriptor(&f.name, &f.help, None, ty)?;
+                    for (_, v) in &f.samples {
+                        let none: [(&str, &str); 0] = [];
+                        let enc = m.encode_family(&none)?;
+                        match ty {
+                            MetricType::Counter => ConstCounter::new(*v as u64).encode(enc)?,
+                            _ => ConstGauge::new(*v).encode(enc)?,
+                        }
+                    }
+                }
+            }
             Ok(())
         }
+    }
+
+    /// A histogram of fixed values, as prometheus-client encodes one.
+    struct ConstHistogram {
+        sum: f64,
+        count: u64,
+        /// Upper bound, count in the bucket (not cumulative).
+        buckets: Vec<(f64, u64)>,
+    }
+
+    impl EncodeMetric for ConstHistogram {
+        fn encode(
+            &self,
+            mut e: prometheus_client::encoding::MetricEncoder,
+        ) -> Result<(), std::fmt::Error> {
+            e.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                self.sum,
+                self.count,
+                &self.buckets,
+                None,
+            )
+        }
+
+        fn metric_type(&self) -> prometheus_client::metrics::MetricType {
+            prometheus_client::metrics::MetricType::Histogram
+        }
+    }
+
+    impl ConstHistogram {
+        /// The exposed (octave) buckets of `r`, from its own per bucket.
+        fn of(r: &RttStats) -> ConstHistogram {
+            let mut buckets: Vec<(f64, u64)> = EXPOSED_BUCKETS
+                .iter()
+                .map(|(_, le)| {
+                    (
+                        if *le == "+Inf" {
+                            f64::INFINITY
+                        } else {
+                            le.parse().unwrap()
+                        },
+                        0,
+                    )
+                })
+                .collect();
+            for &(k, n) in &r.buckets {
+                let i = EXPOSED_BUCKETS
+                    .iter()
+                    .position(|(b, _)| usize::from(k) <= *b)
+                    .unwrap();
+                buckets[i].1 += n;
+            }
+            ConstHistogram {
+                sum: r.sum_ms / 1e3,
+                count: buckets.iter().map(|b| b.1).sum(),
+                buckets,
+            }
+        }
+    }
+
+    /// The TCP families of circuits and nodes, in the exposition's order.
+    fn encode_tcp(
+        e: &mut DescriptorEncoder,
+        index: &StatsIndex,
+        stats: &Stats,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::metrics::MetricType;
+        let circuits: Vec<(&str, &str, Option<&TcpStats>)> = index
+            .circuits
+            .iter()
+            .zip(&stats.circuits)
+            .map(|(c, s)| ("circuit_id", c.id.as_str(), s.tcp.as_deref()))
+            .collect();
+        let nodes: Vec<(&str, &str, Option<&TcpStats>)> = index
+            .nodes
+            .iter()
+            .zip(&stats.nodes)
+            .map(|(n, s)| ("node", n.name.as_str(), s.tcp.as_deref()))
+            .collect();
+        for (who, rows) in [("circuit", &circuits), ("node", &nodes)] {
+            let family = format!("lqos_{who}_{}", TCP_RTT.0);
+            let mut m = e.encode_descriptor(&family, TCP_RTT.1, None, MetricType::Histogram)?;
+            for &(key, id, tcp) in rows.iter() {
+                let Some(t) = tcp else { continue };
+                for d in Dir::BOTH {
+                    for (side, r) in [
+                        ("subscriber", &t.dir(d).subscriber),
+                        ("internet", &t.dir(d).internet),
+                    ] {
+                        if r.samples == 0 && r.buckets.is_empty() {
+                            continue;
+                        }
+                        let labels = [(key, id), ("direction", d.name()), ("side", side)];
+                        ConstHistogram::of(r).encode(m.encode_family(&labels)?)?;
+                    }
+                }
+            }
+        }
+        type Value = fn(&TcpStats, Option<Dir>) -> u64;
+        let counters: [(&str, &str, bool, Value); 3] = [
+            (
+                "tcp_retransmits",
+                "TCP segments sent again (by the segments' direction)",
+                true,
+                |t, d| t.dir(d.unwrap()).retransmits,
+            ),
+            ("tcp_flows", "TCP flows seen", false, |t, _| t.flows),
+            (
+                "tcp_unmeasured_flows",
+                "TCP flows without timestamps (no round-trip times)",
+                false,
+                |t, _| t.unmeasured_flows,
+            ),
+        ];
+        for (name, help, per_dir, value) in counters {
+            for (who, rows) in [("circuit", &circuits), ("node", &nodes)] {
+                let family = format!("lqos_{who}_{name}");
+                let mut m = e.encode_descriptor(&family, help, None, MetricType::Counter)?;
+                for &(key, id, tcp) in rows.iter() {
+                    let Some(t) = tcp else { continue };
+                    if per_dir {
+                        for d in Dir::BOTH {
+                            let labels = [(key, id), ("direction", d.name())];
+                            ConstCounter::new(value(t, Some(d)))
+                                .encode(m.encode_family(&labels)?)?;
+                        }
+                    } else {
+                        ConstCounter::new(value(t, None)).encode(m.encode_family(&[(key, id)])?)?;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Lines equal, values equal as numbers (`0.5` and `5e-1` are one value).

@@ -325,20 +325,11 @@ fn metrics_are_valid_grow_with_traffic_and_bad_requests_get_errors() {
 /// A connection whose receive buffer is 4 KiB, so a server writing to it
 /// fills its own buffers at once and has to wait for the reader.
 fn small_window_connection(port: u16) -> TcpStream {
-    use nix::sys::socket::{
-        connect, setsockopt, socket, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn,
-    };
-    let fd = socket(
-        AddressFamily::Inet,
-        SockType::Stream,
-        SockFlag::empty(),
+    common::tcp_connect(
         None,
+        std::net::SocketAddrV4::new([127, 0, 0, 1].into(), port),
+        4096,
     )
-    .unwrap();
-    setsockopt(&fd, sockopt::RcvBuf, &4096).unwrap();
-    let addr = SockaddrIn::new(127, 0, 0, 1, port);
-    connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &addr).unwrap();
-    TcpStream::from(fd)
 }
 
 /// The daemon's resident memory, kB.

@@ -197,6 +197,33 @@ pub struct LqosSection {
         skip_serializing_if = "is_default"
     )]
     pub max_removals: RemovalLimit,
+    /// `flow_table_size = 262144`: flows the eBPF data path's TCP
+    /// round-trip tracking holds at once (1,024 to 16,777,216, about 136
+    /// bytes each; absent: 262,144).
+    #[serde(
+        deserialize_with = "flow_table_value",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub flow_table_size: Option<u32>,
+}
+
+/// The smallest and largest `[lqos] flow_table_size`.
+pub const FLOW_TABLE_RANGE: std::ops::RangeInclusive<u32> = 1024..=(1 << 24);
+
+/// `[lqos] flow_table_size`: an integer in [`FLOW_TABLE_RANGE`].
+fn flow_table_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let n = i64::deserialize(d)?;
+    u32::try_from(n)
+        .ok()
+        .filter(|n| FLOW_TABLE_RANGE.contains(n))
+        .map(Some)
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "[lqos] flow_table_size: {n} flows; give {} to {}",
+                FLOW_TABLE_RANGE.start(),
+                FLOW_TABLE_RANGE.end()
+            ))
+        })
 }
 
 /// How many circuits a reload may remove before it is refused.
@@ -649,7 +676,20 @@ mod tests {
                 .starts_with("lqos.conf:2: invalid config: [lqos] max_removals: "),
             "{e}"
         );
+        let c = parse_config("lqos.conf", "[lqos]\nflow_table_size = 1048576\n").unwrap();
+        assert_eq!(c.lqos.flow_table_size, Some(1 << 20));
+        for bad in ["100", "-1", "99999999999"] {
+            let text = format!("[lqos]\nflow_table_size = {bad}\n");
+            let e = parse_config("lqos.conf", &text).unwrap_err();
+            assert!(
+                e.to_string().starts_with(&format!(
+                    "lqos.conf:2: invalid config: [lqos] flow_table_size: {bad} flows; give 1024 to 16777216"
+                )),
+                "{e}"
+            );
+        }
         let d = parse_config("lqos.conf", "").unwrap();
+        assert_eq!(d.lqos.flow_table_size, None);
         assert_eq!(d.lqos.max_removals, RemovalLimit::Default);
         assert!(!d.lqos.lazy_leaves);
         assert_eq!(d.lqos.classifier, Classifier::None);

@@ -992,7 +992,7 @@ _lqos() {
                     return 0
                     ;;
                 --sort)
-                    COMPREPLY=($(compgen -W "rate drops delay" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "rate drops delay rtt retransmits" -- "${cur}"))
                     return 0
                     ;;
                 --interval)
@@ -1048,7 +1048,7 @@ _lqos() {
                     return 0
                     ;;
                 --sort)
-                    COMPREPLY=($(compgen -W "rate drops delay" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "rate drops delay rtt retransmits" -- "${cur}"))
                     return 0
                     ;;
                 --filter)

@@ -241,16 +241,20 @@ complete -c lqos -n "__fish_lqos_using_subcommand stats" -l node -d 'Only the ci
 complete -c lqos -n "__fish_lqos_using_subcommand stats" -l top -d 'Only the first N circuits after sorting' -r
 complete -c lqos -n "__fish_lqos_using_subcommand stats" -l sort -d 'Sort circuits by this (highest first)' -r -f -a "rate\t'Download rate (then upload)'
 drops\t'Drops per second (total drops without an interval)'
-delay\t'The worst cake tin delay'"
+delay\t'The worst cake tin delay'
+rtt\t'The worst TCP round trip (p95 of any direction and side)'
+retransmits\t'TCP retransmits per second (total retransmits without an interval)'"
 complete -c lqos -n "__fish_lqos_using_subcommand stats" -l interval -d 'Seconds between the two polls the rates come from (0: one poll, counters only)' -r
-complete -c lqos -n "__fish_lqos_using_subcommand stats" -l json -d 'Print JSON (every counter, cake\'s tins, fq_codel\'s statistics)'
+complete -c lqos -n "__fish_lqos_using_subcommand stats" -l json -d 'Print JSON (every counter, cake\'s tins, fq_codel\'s statistics, TCP round trips with their histograms)'
 complete -c lqos -n "__fish_lqos_using_subcommand stats" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lqos -n "__fish_lqos_using_subcommand top" -l netns -d 'Work inside this network namespace (`ip netns` name)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand top" -l state-dir -d 'State directory (last good plan, lock) [default: $LQOS_STATE_DIR, else /var/lib/lqos]' -r -F
 complete -c lqos -n "__fish_lqos_using_subcommand top" -l interval -d 'Seconds between refreshes' -r
 complete -c lqos -n "__fish_lqos_using_subcommand top" -l sort -d 'Sort circuits by this at start (`s` changes it)' -r -f -a "rate\t'Download rate (then upload)'
 drops\t'Drops per second (total drops without an interval)'
-delay\t'The worst cake tin delay'"
+delay\t'The worst cake tin delay'
+rtt\t'The worst TCP round trip (p95 of any direction and side)'
+retransmits\t'TCP retransmits per second (total retransmits without an interval)'"
 complete -c lqos -n "__fish_lqos_using_subcommand top" -l filter -d 'Show only circuits and nodes whose ID, name or parent contains this (`/` changes it)' -r
 complete -c lqos -n "__fish_lqos_using_subcommand top" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c lqos -n "__fish_lqos_using_subcommand man" -l out -d 'Write `lqos.1` and one `lqos-SUBCOMMAND.1` per subcommand into this directory instead of printing `lqos.1` to stdout' -r -F

@@ -42,6 +42,8 @@ struct State {
     meminfo: Option<crate::meminfo::MemInfo>,
     /// Bytes and packets sent per class (what a poll reports).
     counts: BTreeMap<(String, TcHandle), (u64, u64)>,
+    /// The eBPF data path's TCP statistics a poll reports when asked.
+    tcp: Option<lqos_bpf::tcp::TcpRead>,
 }
 
 /// Records ops instead of sending them. Interfaces must be declared with
@@ -126,6 +128,12 @@ impl Recording {
         let c = s.counts.entry((dev.to_string(), class)).or_default();
         c.0 += bytes;
         c.1 += bytes.div_ceil(1500);
+    }
+
+    /// Sets the TCP statistics a poll that asks for them reads (`None`: as
+    /// if no data path were loaded, the read fails).
+    pub fn set_tcp(&self, tcp: Option<lqos_bpf::tcp::TcpRead>) {
+        self.state.lock().expect("recording lock").tcp = tcp;
     }
 
     /// The simulated tree of `dev`.
@@ -286,7 +294,8 @@ impl Backend for Recording {
 impl LiveSource for Recording {
     /// The classes of the simulated trees' HTBs with what
     /// [`Recording::count`] counted, and their qdiscs (kinds, no
-    /// statistics of their own).
+    /// statistics of their own); the TCP statistics of
+    /// [`Recording::set_tcp`] when asked.
     fn poll(&self, req: &PollRequest) -> Polled {
         let s = self.state.lock().expect("recording lock");
         Polled::collect(req, |t| {
@@ -330,6 +339,15 @@ impl LiveSource for Recording {
                 }
             }
             Ok(r)
+        })
+        .with_tcp(req, |dir| {
+            s.tcp.clone().ok_or_else(|| ApplyError::Bpf {
+                step: crate::error::BpfStep::ReadTcpStats,
+                source: lqos_bpf::BpfError::Pinned {
+                    path: dir.to_path_buf(),
+                    message: "no data path (the recording has no TCP statistics)".into(),
+                },
+            })
         })
     }
 

@@ -25,6 +25,11 @@
 //!   counted. Rates are the deltas over the time since the previous poll.
 //!
 //! - [`openmetrics::render`]: the [`Stats`] as OpenMetrics text.
+//! - [`tcp`]: per-circuit TCP round-trip times and retransmits from the
+//!   eBPF data path's maps ([`Samples::tcp`], read by the same poll when
+//!   [`PollRequest::tcp`] names the data path's pin directory), kept
+//!   monotonic, with each interval's percentiles; nodes merge their
+//!   circuits' histograms.
 //!
 //! Drops of a circuit: its class's (a packet its leaf refused, and, with no
 //! explicit leaf, HTB's own fifo) plus those cake and fq_codel count inside
@@ -50,11 +55,14 @@
 
 pub mod openmetrics;
 mod poll;
+pub mod tcp;
 
 pub use crate::sample::{IfaceSamples, PollRequest, PollTarget, Polled, Samples};
 pub use poll::{Snapshot, StatsPoll};
+use tcp::{TcpDataPath, TcpStats};
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use lqos_tc::allocation::Direction;
@@ -158,6 +166,9 @@ pub struct StatsIndex {
     queues: u32,
     /// The default classes' planned ceil per direction, bits/s.
     default_ceil_bps: [u64; 2],
+    /// The key of each circuit's TCP statistics in the data path (its
+    /// download classid and the hash of its ID) -> the circuit.
+    tcp_keys: HashMap<lqos_bpf::layout::TcpKey, u32>,
 }
 
 fn dirs(d: Direction) -> &'static [(Direction, Dir)] {
@@ -271,12 +282,26 @@ impl StatsIndex {
                 fifo_leaves,
             });
         }
+        let tcp_keys = a
+            .circuits
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let down = TcHandle::new(plan.major(Direction::Download, c.queue), c.minor);
+                let key = lqos_bpf::layout::TcpKey {
+                    classid: down.raw(),
+                    tag: lqos_bpf::layout::circuit_tag(&c.id),
+                };
+                (key, i as u32)
+            })
+            .collect();
         StatsIndex {
             ifaces,
             circuits,
             nodes,
             queues: a.queues,
             default_ceil_bps,
+            tcp_keys,
         }
     }
 
@@ -441,6 +466,11 @@ pub struct CircuitStats {
     pub download: DirStats,
     /// Towards the internet.
     pub upload: DirStats,
+    /// TCP round trips and retransmits (with lqos's eBPF data path; `None`
+    /// before the circuit's first TCP flow). Shared with the next poll's
+    /// when nothing changed.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
+    pub tcp: Option<Arc<TcpStats>>,
 }
 
 /// One node in one poll: its class's counters; drops, ECN marks and
@@ -456,6 +486,14 @@ pub struct NodeStats {
     pub download: DirStats,
     /// Towards the internet.
     pub upload: DirStats,
+    /// TCP round trips and retransmits of the circuits below it, their
+    /// histograms merged.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
+    pub tcp: Option<Arc<TcpStats>>,
+}
+
+fn shared<S: serde::Serializer>(t: &Option<Arc<TcpStats>>, s: S) -> Result<S::Ok, S::Error> {
+    t.as_deref().serialize(s)
 }
 
 /// `dir` and `dir_mut` of the types with a `download` and an `upload`
@@ -510,6 +548,9 @@ pub struct Stats {
     pub nodes: Vec<NodeStats>,
     /// Traffic in the default classes (no circuit's).
     pub unclassified: Unclassified,
+    /// The eBPF data path's TCP tracking (`None`: not read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpDataPath>,
 }
 
 /// Keeps counters monotonic and turns deltas into rates, poll after poll
@@ -520,6 +561,13 @@ pub struct StatsTracker {
     nodes: Vec<[DirAcc; 2]>,
     /// Per queue: its default class.
     defaults: Vec<[DirAcc; 2]>,
+    /// Per circuit: its TCP statistics' entry (`None`: never seen).
+    tcp: Vec<Option<Box<tcp::TcpAcc>>>,
+    /// Per node: its circuits' TCP totals, added up poll by poll (so they
+    /// stay monotonic when a circuit leaves).
+    tcp_nodes: Vec<Option<Box<tcp::Totals>>>,
+    /// The data path's RTT samples (for their rate).
+    tcp_samples: Mono,
     last: Option<Duration>,
 }
 
@@ -530,6 +578,9 @@ impl StatsTracker {
             circuits: vec![Default::default(); index.circuits.len()],
             nodes: vec![Default::default(); index.nodes.len()],
             defaults: vec![Default::default(); index.queues as usize],
+            tcp: vec![None; index.circuits.len()],
+            tcp_nodes: vec![None; index.nodes.len()],
+            tcp_samples: Mono::default(),
             last: None,
         }
     }
@@ -538,37 +589,42 @@ impl StatsTracker {
     /// one counted for the circuits and nodes both plans have (by circuit
     /// ID and node name), so counters stay monotonic across reloads.
     pub fn rebase(&self, old: &StatsIndex, new: &StatsIndex) -> StatsTracker {
-        let circuits: HashMap<&str, &[DirAcc; 2]> = old
+        let circuits: HashMap<&str, usize> = old
             .circuits
             .iter()
-            .zip(&self.circuits)
-            .map(|(c, a)| (c.id.as_str(), a))
+            .enumerate()
+            .map(|(i, c)| (c.id.as_str(), i))
             .collect();
-        let nodes: HashMap<&str, &[DirAcc; 2]> = old
+        let nodes: HashMap<&str, usize> = old
             .nodes
             .iter()
-            .zip(&self.nodes)
-            .map(|(n, a)| (n.name.as_str(), a))
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
             .collect();
+        let circuit = |id: &str| circuits.get(id).copied();
+        let node = |name: &str| nodes.get(name).copied();
         StatsTracker {
             circuits: new
                 .circuits
                 .iter()
-                .map(|c| {
-                    circuits
-                        .get(c.id.as_str())
-                        .map_or_else(Default::default, |a| **a)
-                })
+                .map(|c| circuit(&c.id).map_or_else(Default::default, |i| self.circuits[i]))
                 .collect(),
             nodes: new
                 .nodes
                 .iter()
-                .map(|n| {
-                    nodes
-                        .get(n.name.as_str())
-                        .map_or_else(Default::default, |a| **a)
-                })
+                .map(|n| node(&n.name).map_or_else(Default::default, |i| self.nodes[i]))
                 .collect(),
+            tcp: new
+                .circuits
+                .iter()
+                .map(|c| circuit(&c.id).and_then(|i| self.tcp[i].clone()))
+                .collect(),
+            tcp_nodes: new
+                .nodes
+                .iter()
+                .map(|n| node(&n.name).and_then(|i| self.tcp_nodes[i].clone()))
+                .collect(),
+            tcp_samples: self.tcp_samples,
             // The queues' default classes stay when the queues do.
             defaults: if old.queues == new.queues {
                 self.defaults.clone()
@@ -603,6 +659,7 @@ impl StatsTracker {
                     parent: index.nodes[c.parent as usize].name.clone(),
                     download: mk(Dir::Download),
                     upload: mk(Dir::Upload),
+                    tcp: None,
                 }
             })
             .collect();
@@ -619,6 +676,7 @@ impl StatsTracker {
                     parent: n.parent.map(|p| index.nodes[p as usize].name.clone()),
                     download: mk(Dir::Download),
                     upload: mk(Dir::Upload),
+                    tcp: None,
                 }
             })
             .collect();
@@ -796,12 +854,85 @@ impl StatsTracker {
                 n = index.nodes[p].parent;
             }
         }
+        let tcp = self.observe_tcp(index, raw.tcp.as_ref(), dt, &mut circuits, &mut nodes);
         Stats {
             interval_secs: dt,
             circuits,
             nodes,
             unclassified,
+            tcp,
         }
+    }
+
+    /// The TCP part of [`StatsTracker::observe`]: each circuit's entry
+    /// (by key) taken, its interval's difference added to its nodes', the
+    /// outputs filled. Without a read (`tcp` `None`), the totals stand.
+    fn observe_tcp(
+        &mut self,
+        index: &StatsIndex,
+        tcp: Option<&lqos_bpf::tcp::TcpRead>,
+        dt: Option<f64>,
+        circuits: &mut [CircuitStats],
+        nodes: &mut [NodeStats],
+    ) -> Option<TcpDataPath> {
+        // The first poll has no interval: no percentiles or rates of one.
+        let mut node_recent: Vec<Option<Box<tcp::Totals>>> = vec![None; index.nodes.len()];
+        let mut delta = tcp::Delta::default();
+        let health = tcp.map(|t| {
+            let mut seen = vec![false; index.circuits.len()];
+            for (key, c) in &t.circuits {
+                let Some(&i) = index.tcp_keys.get(key) else {
+                    continue;
+                };
+                let i = i as usize;
+                seen[i] = true;
+                let acc = self.tcp[i].get_or_insert_with(Default::default);
+                let any = acc.update(*key, c, &mut delta);
+                if any {
+                    let mut n = Some(index.circuits[i].parent);
+                    while let Some(p) = n {
+                        let p = p as usize;
+                        self.tcp_nodes[p]
+                            .get_or_insert_with(Default::default)
+                            .add_delta(&delta);
+                        node_recent[p]
+                            .get_or_insert_with(Default::default)
+                            .add_delta(&delta);
+                        n = index.nodes[p].parent;
+                    }
+                }
+                let recent = dt.is_some().then_some(&delta);
+                circuits[i].tcp = Some(acc.output(any, recent, dt));
+            }
+            // Entries gone (pruned, the map made anew): what they counted
+            // stays; a next one is counted whole.
+            for (i, (acc, seen)) in self.tcp.iter_mut().zip(seen).enumerate() {
+                if let (Some(a), false) = (acc, seen) {
+                    let was = a.present();
+                    a.retire();
+                    if a.seen() {
+                        circuits[i].tcp = Some(a.output(was, None, dt));
+                    }
+                }
+            }
+            let d_samples = self.tcp_samples.update(t.health.samples);
+            TcpDataPath::of(&t.health, dt.map_or(0.0, |d| d_samples as f64 / d))
+        });
+        if tcp.is_none() {
+            // Not read: the totals stand.
+            for (i, acc) in self.tcp.iter_mut().enumerate() {
+                if let Some(a) = acc.as_deref_mut().filter(|a| a.seen()) {
+                    circuits[i].tcp = Some(a.output(false, None, dt));
+                }
+            }
+        }
+        for (i, t) in self.tcp_nodes.iter().enumerate() {
+            if let Some(t) = t {
+                let r = node_recent[i].take().filter(|_| dt.is_some());
+                nodes[i].tcp = Some(Arc::new(t.stats(r.as_deref(), dt)));
+            }
+        }
+        health
     }
 }
 
@@ -848,7 +979,7 @@ mod tests {
         TcHandle::new(plan.major(d, c.queue), c.minor)
     }
 
-    fn raw(plan: &Plan, per_circuit: &[(u64, u32)], leaf_drops: Option<u32>) -> Samples {
+    pub(super) fn raw(plan: &Plan, per_circuit: &[(u64, u32)], leaf_drops: Option<u32>) -> Samples {
         let mut out = Samples::default();
         for ip in &plan.interfaces {
             let d = ip.direction;
@@ -1057,5 +1188,178 @@ mod tests {
         );
         assert_eq!(s.circuits[0].download.bytes, 150);
         assert_eq!(s.circuits[0].download.rate_bps, 400.0);
+    }
+
+    fn tcp_key(plan: &Plan, i: usize) -> lqos_bpf::layout::TcpKey {
+        let c = &plan.allocation.circuits[i];
+        lqos_bpf::layout::TcpKey {
+            classid: circuit_classid(plan, i, Direction::Download).raw(),
+            tag: lqos_bpf::layout::circuit_tag(&c.id),
+        }
+    }
+
+    /// A kernel entry with `n` download subscriber-side samples of `ms`
+    /// milliseconds and `rtx` download retransmits.
+    fn tcp_entry(n: u32, ms: u64, rtx: u64) -> lqos_bpf::layout::TcpCircuit {
+        let mut c = lqos_bpf::layout::TcpCircuit::default();
+        let h = &mut c.rtt[0][0];
+        h.count = u64::from(n);
+        h.sum_ns = u64::from(n) * ms * 1_000_000;
+        h.buckets[lqos_bpf::layout::rtt_bucket_of(ms * 1_000_000)] = n;
+        c.retransmits = [rtx, 0];
+        c.flows = 2;
+        c.unmeasured = 1;
+        c
+    }
+
+    fn with_tcp(
+        mut raw: Samples,
+        entries: Vec<(lqos_bpf::layout::TcpKey, lqos_bpf::layout::TcpCircuit)>,
+    ) -> Samples {
+        let mut health = lqos_bpf::tcp::TcpHealth::default();
+        health.flow_table_size = 1024;
+        health.flows_new = 10;
+        health.samples = 7;
+        health.circuits = 2;
+        raw.tcp = Some(lqos_bpf::tcp::TcpRead::new(entries, health));
+        raw
+    }
+
+    #[test]
+    fn tcp_round_trips_per_circuit_with_interval_percentiles_and_node_rollups() {
+        let (plan, index) = setup(4);
+        let mut t = StatsTracker::new(&index);
+        let base = || raw(&plan, &[(0, 0)], None);
+        let unknown = lqos_bpf::layout::TcpKey { classid: 1, tag: 2 };
+        let s = t.observe(
+            &index,
+            &with_tcp(
+                base(),
+                vec![
+                    (tcp_key(&plan, 0), tcp_entry(100, 40, 3)),
+                    (tcp_key(&plan, 1), tcp_entry(10, 2, 0)),
+                    (unknown, tcp_entry(5, 1, 0)),
+                ],
+            ),
+            Duration::ZERO,
+        );
+        let c0 = s.circuits[0].tcp.as_deref().unwrap();
+        let sub = &c0.download.subscriber;
+        assert_eq!((sub.samples, c0.download.retransmits), (100, 3));
+        assert_eq!((c0.flows, c0.unmeasured_flows), (2, 1));
+        // The first poll has no interval: percentiles of all samples only.
+        assert!(sub.recent.is_none());
+        let all = sub.all().unwrap();
+        assert!((all.mean_ms - 40.0).abs() < 1e-9);
+        assert!((all.p50_ms - 40.0).abs() / 40.0 < 0.1, "{all:?}");
+        assert!(s.circuits[2].tcp.is_none());
+        let dp = s.tcp.unwrap();
+        assert_eq!(
+            (dp.flow_table_size, dp.flows_tracked, dp.circuits),
+            (1024, 10, 2)
+        );
+        // A second: 100 more samples of 80 ms on circuit 0, 6 retransmits.
+        let mut e0 = tcp_entry(100, 40, 9);
+        e0.rtt[0][0].count += 100;
+        e0.rtt[0][0].sum_ns += 100 * 80_000_000;
+        e0.rtt[0][0].buckets[lqos_bpf::layout::rtt_bucket_of(80_000_000)] = 100;
+        let s = t.observe(
+            &index,
+            &with_tcp(
+                base(),
+                vec![
+                    (tcp_key(&plan, 0), e0.clone()),
+                    (tcp_key(&plan, 1), tcp_entry(10, 2, 0)),
+                ],
+            ),
+            Duration::from_secs(2),
+        );
+        let c0 = s.circuits[0].tcp.as_deref().unwrap();
+        let recent = c0.download.subscriber.recent.unwrap();
+        assert_eq!(recent.samples, 100);
+        assert!((recent.mean_ms - 80.0).abs() < 1e-9);
+        assert_eq!(c0.download.retransmit_rate, 3.0);
+        assert_eq!(c0.download.subscriber.samples, 200);
+        // The parent node merged both circuits' samples: 200 + 10 in all,
+        // 100 in the interval (circuit 1 took none).
+        let parent = |i: usize| plan.allocation.circuits[i].parent as usize;
+        let n = s.nodes[parent(0)].tcp.as_deref().unwrap();
+        if parent(0) == parent(1) {
+            assert_eq!(n.download.subscriber.samples, 210);
+        }
+        assert_eq!(n.download.subscriber.recent.unwrap().samples, 100);
+        let sub_samples = |s: &Stats, i: usize| {
+            s.circuits[i]
+                .tcp
+                .as_deref()
+                .unwrap()
+                .download
+                .subscriber
+                .samples
+        };
+        // Circuit 1's entry is gone (pruned): its totals stay; a new one
+        // is counted whole.
+        let s = t.observe(
+            &index,
+            &with_tcp(base(), vec![(tcp_key(&plan, 0), e0.clone())]),
+            Duration::from_secs(3),
+        );
+        assert_eq!(sub_samples(&s, 1), 10);
+        let s = t.observe(
+            &index,
+            &with_tcp(
+                base(),
+                vec![
+                    (tcp_key(&plan, 0), e0.clone()),
+                    (tcp_key(&plan, 1), tcp_entry(4, 2, 0)),
+                ],
+            ),
+            Duration::from_secs(4),
+        );
+        assert_eq!(sub_samples(&s, 1), 14);
+        // A poll without TCP statistics keeps the totals.
+        let s = t.observe(&index, &base(), Duration::from_secs(5));
+        assert_eq!(sub_samples(&s, 0), 200);
+        assert!(s.tcp.is_none());
+        // A reload keeps them by circuit ID.
+        let (plan2, index2) = setup(6);
+        let mut t2 = t.rebase(&index, &index2);
+        let s = t2.observe(
+            &index2,
+            &with_tcp(raw(&plan2, &[(0, 0)], None), vec![(tcp_key(&plan2, 0), e0)]),
+            Duration::from_secs(6),
+        );
+        let c0 = s.circuits[0].tcp.as_deref().unwrap();
+        assert_eq!(c0.download.subscriber.samples, 200);
+        assert_eq!(c0.download.subscriber.recent, None);
+    }
+
+    #[test]
+    fn a_poll_reads_the_tcp_statistics_when_asked_and_says_when_it_cannot() {
+        use crate::backend::{NoProgress, Recording};
+        use crate::live::LiveSource;
+        let (plan, _) = setup(3);
+        let kernel = Recording::new().with_link("ens19", 4).with_link("ens20", 4);
+        crate::apply_plan(&plan, &kernel, &kernel, Default::default(), &NoProgress).unwrap();
+        let mut poll = StatsPoll::new(&plan);
+        assert_eq!(poll.request(true).tcp, None);
+        let s = poll.poll(&kernel, true, Duration::ZERO).unwrap();
+        assert!(s.stats.tcp.is_none());
+        let mut poll = StatsPoll::new(&plan).with_tcp(Some("/sys/fs/bpf/lqos".into()));
+        let polled = kernel.poll(&poll.request(true));
+        assert!(polled.tcp_failed.is_some());
+        let e = poll.poll(&kernel, true, Duration::ZERO).unwrap_err();
+        assert!(e.to_string().contains("reading the TCP statistics"), "{e}");
+        kernel.set_tcp(
+            with_tcp(
+                Samples::default(),
+                vec![(tcp_key(&plan, 2), tcp_entry(3, 5, 1))],
+            )
+            .tcp,
+        );
+        let s = poll.poll(&kernel, true, Duration::ZERO).unwrap();
+        let c = s.stats.circuits[2].tcp.as_deref().unwrap();
+        assert_eq!(c.download.subscriber.samples, 3);
+        assert_eq!(s.stats.tcp.unwrap().samples, 7);
     }
 }

@@ -22,6 +22,19 @@
 //! - traffic no circuit's class took, the default classes `:2` of every
 //!   queue summed (label `direction`): `lqos_unclassified_*`, the same
 //!   counters and gauges;
+//! - with lqos's eBPF data path, per circuit with TCP flows (labels
+//!   `circuit_id`, `direction`: the way the flows' data goes, `side`:
+//!   `subscriber` or `internet`): `lqos_circuit_tcp_rtt_seconds`, a
+//!   histogram of round-trip times in octave buckets from 100 µs to
+//!   6.55 s (the kernel's quarter-octave buckets added up), for each
+//!   direction and side with samples;
+//!   `lqos_circuit_tcp_retransmits_total` (labels `circuit_id`,
+//!   `direction`), `lqos_circuit_tcp_flows_total` and
+//!   `lqos_circuit_tcp_unmeasured_flows_total` (flows without TCP
+//!   timestamps); the same per node (`lqos_node_tcp_*`, label `node`, the
+//!   histograms of the circuits below it merged); and the tracking's own
+//!   health (`lqos_bpf_tcp_*`: flows in the table, its size and fill,
+//!   evictions, samples, circuits measured and the map's capacity);
 //! - any [`Family`] of the caller's own (the daemon's health), after them.
 //!
 //! The formats differ only in their descriptors: OpenMetrics names a
@@ -61,6 +74,7 @@
 
 use std::io;
 
+use super::tcp::{TcpDataPath, TcpStats, EXPOSED_BUCKETS};
 use super::{CircuitStats, Dir, DirStats, Stats, StatsIndex};
 
 /// Which circuits get series.
@@ -101,6 +115,103 @@ pub const DELAY: (&str, &str) = (
 
 /// The info family's name and help (a gauge of value 1 per circuit).
 pub const INFO: (&str, &str) = ("lqos_circuit_info", "A circuit's name and parent node");
+
+/// The TCP round-trip histogram's name (after `lqos_circuit_` /
+/// `lqos_node_`) and help.
+pub const TCP_RTT: (&str, &str) = (
+    "tcp_rtt_seconds",
+    "TCP round-trip time by the way the flows' data goes and the side of the shaper (subscriber: to the subscriber and back, with the shaper's queue; internet: to the far end and back)",
+);
+
+/// A counter of a circuit's or node's TCP statistics: name (after
+/// `lqos_circuit_` / `lqos_node_`, without `_total`), help, value per
+/// direction (`None`: one series without a direction label).
+type TcpField = (&'static str, &'static str, fn(&TcpStats) -> TcpValue);
+
+enum TcpValue {
+    PerDir([u64; 2]),
+    One(u64),
+}
+
+/// The TCP counters, in exposition order.
+const TCP_COUNTERS: [TcpField; 3] = [
+    (
+        "tcp_retransmits",
+        "TCP segments sent again (by the segments' direction)",
+        |t| TcpValue::PerDir([t.download.retransmits, t.upload.retransmits]),
+    ),
+    ("tcp_flows", "TCP flows seen", |t| TcpValue::One(t.flows)),
+    (
+        "tcp_unmeasured_flows",
+        "TCP flows without timestamps (no round-trip times)",
+        |t| TcpValue::One(t.unmeasured_flows),
+    ),
+];
+
+/// The `side` label values.
+const SIDE: [&str; 2] = [",side=\"subscriber\"", ",side=\"internet\""];
+
+/// The data path's TCP tracking as families (`lqos_bpf_tcp_*`).
+pub fn tcp_families(t: &TcpDataPath) -> Vec<Family> {
+    let gauge =
+        |name: &str, help: &str, v: f64| Family::new(name, help, Kind::Gauge).sample(&[], v);
+    let counter = |name: &str, help: &str, v: u64| {
+        Family::new(name, help, Kind::Counter).sample(&[], v as f64)
+    };
+    vec![
+        gauge(
+            "lqos_bpf_tcp_flows",
+            "TCP flows in the flow table (estimated: entered and not closed, at most its size)",
+            t.flows_tracked as f64,
+        ),
+        gauge(
+            "lqos_bpf_tcp_flow_table_size",
+            "Entries of the TCP flow table",
+            f64::from(t.flow_table_size),
+        ),
+        gauge(
+            "lqos_bpf_tcp_flow_table_fill",
+            "Fill of the TCP flow table (0 to 1)",
+            t.flow_table_fill,
+        ),
+        counter(
+            "lqos_bpf_tcp_flows_entered",
+            "TCP flows entered in the flow table",
+            t.flows_entered,
+        ),
+        counter(
+            "lqos_bpf_tcp_flows_closed",
+            "TCP flows taken out on a RST or FINs both ways",
+            t.flows_closed,
+        ),
+        counter(
+            "lqos_bpf_tcp_flow_evictions",
+            "TCP flows the flow table's LRU evicted for new ones (estimated)",
+            t.flows_evicted,
+        ),
+        counter(
+            "lqos_bpf_tcp_flows_failed",
+            "TCP flows that could not be entered",
+            t.flows_failed,
+        ),
+        counter("lqos_bpf_tcp_rtt_samples", "RTT samples taken", t.samples),
+        gauge(
+            "lqos_bpf_tcp_circuits",
+            "Circuits with TCP statistics in the kernel",
+            f64::from(t.circuits),
+        ),
+        gauge(
+            "lqos_bpf_tcp_circuits_capacity",
+            "Capacity of the kernel's map of circuits' TCP statistics",
+            f64::from(t.circuit_capacity),
+        ),
+        counter(
+            "lqos_bpf_tcp_circuits_full",
+            "Circuits that found the map of TCP statistics full",
+            t.circuits_full,
+        ),
+    ]
+}
 
 /// The `direction` label of each [`Dir`], after a circuit's or node's own.
 const DIRECTION: [&str; 2] = [",direction=\"download\"", ",direction=\"upload\""];
@@ -377,6 +488,18 @@ impl Out<'_> {
         }
     }
 
+    /// `# HELP` and `# TYPE` of histogram family `name` (the same in both
+    /// formats; `help` has no character to escape).
+    fn histogram_descriptor(&mut self, name: &str, help: &str) {
+        self.put("# HELP ");
+        self.put(name);
+        self.put(" ");
+        self.put(help);
+        self.put("\n# TYPE ");
+        self.put(name);
+        self.put(" histogram\n");
+    }
+
     /// `# HELP` and `# TYPE` of family `name` in `format`.
     fn descriptor(&mut self, format: Format, name: &str, help: &str, kind: Kind) {
         let suffix = match (format, kind) {
@@ -464,12 +587,17 @@ fn fields() -> impl Iterator<Item = (&'static Field, Kind)> {
 const WHO: [&str; 3] = ["circuit", "node", "unclassified"];
 
 /// Sections of an exposition: per field a circuit, a node and an
-/// unclassified section, then the delays, the circuits' info, the
+/// unclassified section, then the delays, the circuits' info, the TCP
+/// histograms and counters of circuits and nodes, the data path's and the
 /// caller's families, the end.
 const FIELD_SECTIONS: usize = WHO.len() * (COUNTERS.len() + GAUGES.len());
 const DELAY_SECTION: usize = FIELD_SECTIONS;
 const INFO_SECTION: usize = FIELD_SECTIONS + 1;
-const FAMILY_SECTIONS: usize = FIELD_SECTIONS + 2;
+/// Per TCP family (the histogram, then the counters), a circuit and a
+/// node section.
+const TCP_SECTIONS: usize = FIELD_SECTIONS + 2;
+const TCP_FAMILIES: usize = 1 + TCP_COUNTERS.len();
+const FAMILY_SECTIONS: usize = TCP_SECTIONS + 2 * TCP_FAMILIES;
 
 /// An exposition being written, resumable: [`Exposition::fill`] writes
 /// the next part of it, so a server sends a large answer a chunk at a time
@@ -481,6 +609,8 @@ pub struct Exposition {
     format: Format,
     circuits: Selected,
     nodes: usize,
+    /// The data path's families (before the caller's).
+    own: Vec<Family>,
     /// Per field section, `lqos_circuit_NAME_total{` and the like.
     prefixes: Vec<String>,
     section: usize,
@@ -507,10 +637,15 @@ impl Exposition {
                 WHO.map(|who| format!("lqos_{who}_{name}{open}"))
             })
             .collect();
+        let own = series
+            .and_then(|(stats, _)| stats.tcp.as_ref())
+            .map(tcp_families)
+            .unwrap_or_default();
         Exposition {
             format,
             circuits,
             nodes,
+            own,
             prefixes,
             // No statistics (no poll yet): no descriptors of theirs.
             section: if series.is_some() { 0 } else { FAMILY_SECTIONS },
@@ -528,7 +663,7 @@ impl Exposition {
         out: &mut Vec<u8>,
         limit: usize,
     ) -> bool {
-        let eof_section = FAMILY_SECTIONS + families.len();
+        let eof_section = FAMILY_SECTIONS + self.own.len() + families.len();
         let mut o = Out(out);
         while o.0.len() < limit {
             if self.section > eof_section {
@@ -539,7 +674,9 @@ impl Exposition {
                 s if s < FIELD_SECTIONS && s % WHO.len() == 1 => self.nodes,
                 s if s < FIELD_SECTIONS => usize::from(series.is_some()),
                 DELAY_SECTION | INFO_SECTION => self.circuits.len(),
-                s if s < eof_section => families[s - FAMILY_SECTIONS].samples.len(),
+                s if s < FAMILY_SECTIONS && (s - TCP_SECTIONS) % 2 == 0 => self.circuits.len(),
+                s if s < FAMILY_SECTIONS => self.nodes,
+                s if s < eof_section => self.family(families, s).map_or(0, |f| f.samples.len()),
                 _ => 0,
             };
             if self.row > rows {
@@ -551,6 +688,116 @@ impl Exposition {
             self.row += 1;
         }
         self.section <= eof_section
+    }
+
+    /// The family of section `s` (the data path's, then the caller's).
+    fn family<'a>(&'a self, families: &'a [Family], s: usize) -> Option<&'a Family> {
+        let i = s.checked_sub(FAMILY_SECTIONS)?;
+        match i.checked_sub(self.own.len()) {
+            None => self.own.get(i),
+            Some(j) => families.get(j),
+        }
+    }
+
+    /// Row `self.row` of TCP section `s` (0: the descriptor).
+    fn write_tcp(&self, series: Option<Series<'_>>, s: usize, o: &mut Out<'_>) {
+        let (family, node) = ((s - TCP_SECTIONS) / 2, (s - TCP_SECTIONS) % 2 == 1);
+        let who = if node { "lqos_node_" } else { "lqos_circuit_" };
+        let format = self.format;
+        if self.row == 0 {
+            return match family {
+                0 => o.histogram_descriptor(&format!("{who}{}", TCP_RTT.0), TCP_RTT.1),
+                f => {
+                    let (name, help, _) = TCP_COUNTERS[f - 1];
+                    o.descriptor(format, &format!("{who}{name}"), help, Kind::Counter)
+                }
+            };
+        }
+        let Some((stats, labels)) = series else {
+            return;
+        };
+        let (tcp, label) = if node {
+            let i = self.row - 1;
+            (stats.nodes[i].tcp.as_deref(), labels.node.get(i))
+        } else {
+            let i = self.circuits.get(self.row - 1);
+            (stats.circuits[i].tcp.as_deref(), labels.circuit.get(i))
+        };
+        let Some(tcp) = tcp else { return };
+        if family == 0 {
+            for d in Dir::BOTH {
+                for (side, side_label) in SIDE.iter().enumerate() {
+                    let t = tcp.dir(d);
+                    let r = if side == 0 {
+                        &t.subscriber
+                    } else {
+                        &t.internet
+                    };
+                    // A side without samples has no series (yet).
+                    if r.samples == 0 && r.buckets.is_empty() {
+                        continue;
+                    }
+                    let rest = |o: &mut Out<'_>| {
+                        o.put(label);
+                        o.put(DIRECTION[d as usize]);
+                        o.put(side_label);
+                    };
+                    // Cumulative counts at the exposed bounds; the
+                    // count is the +Inf bucket's (the kernel adds to the
+                    // count and to a bucket one after the other).
+                    let mut cum = r.cumulative();
+                    let counts = EXPOSED_BUCKETS
+                        .map(|(k, _)| cum.find(|&(b, _)| b == k).map_or(0, |(_, n)| n));
+                    // prometheus-client's order: sum, count, buckets.
+                    for (suffix, v) in [("_sum{", None), ("_count{", Some(counts[17]))] {
+                        o.put(who);
+                        o.put(TCP_RTT.0);
+                        o.put(suffix);
+                        rest(o);
+                        o.put("} ");
+                        match v {
+                            None => o.float(r.sum_ms / 1e3),
+                            Some(n) => o.uint(n),
+                        }
+                        o.put("\n");
+                    }
+                    for (&(_, le), n) in EXPOSED_BUCKETS.iter().zip(counts) {
+                        o.put(who);
+                        o.put(TCP_RTT.0);
+                        // `le` first, as prometheus-client writes it.
+                        o.put("_bucket{le=\"");
+                        o.put(le);
+                        o.put("\",");
+                        rest(o);
+                        o.put("} ");
+                        o.uint(n);
+                        o.put("\n");
+                    }
+                }
+            }
+            return;
+        }
+        let (name, _, value) = TCP_COUNTERS[family - 1];
+        let mut line = |dir: Option<Dir>, v: u64| {
+            o.put(who);
+            o.put(name);
+            o.put("_total{");
+            o.put(label);
+            if let Some(d) = dir {
+                o.put(DIRECTION[d as usize]);
+            }
+            o.put("} ");
+            o.uint(v);
+            o.put("\n");
+        };
+        match value(tcp) {
+            TcpValue::PerDir(v) => {
+                for d in Dir::BOTH {
+                    line(Some(d), v[d as usize]);
+                }
+            }
+            TcpValue::One(v) => line(None, v),
+        }
     }
 
     /// Row `self.row` of section `self.section` (0: the descriptor).
@@ -629,7 +876,9 @@ impl Exposition {
             o.put("{");
             o.put(labels.info.get(self.circuits.get(row - 1)));
             o.put("} 1\n");
-        } else if let Some(f) = families.get(s - FAMILY_SECTIONS) {
+        } else if (TCP_SECTIONS..FAMILY_SECTIONS).contains(&s) {
+            self.write_tcp(series, s, o);
+        } else if let Some(f) = self.family(families, s) {
             if row == 0 {
                 return o.descriptor(format, &f.name, &f.help, f.kind);
             }

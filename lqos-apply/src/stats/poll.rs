@@ -28,6 +28,7 @@
 //! assert_eq!(second.stats.circuits[0].download.rate_bps, 1e6);
 //! ```
 
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -78,6 +79,7 @@ pub struct StatsPoll {
     index: Arc<StatsIndex>,
     tracker: StatsTracker,
     labels: Arc<OnceLock<Labels>>,
+    tcp: Option<PathBuf>,
 }
 
 impl StatsPoll {
@@ -88,7 +90,15 @@ impl StatsPoll {
             tracker: StatsTracker::new(&index),
             index: Arc::new(index),
             labels: Arc::default(),
+            tcp: None,
         }
+    }
+
+    /// Reads the TCP statistics of the eBPF data path pinned at `pin_dir`
+    /// with every poll (`None`: none).
+    pub fn with_tcp(mut self, pin_dir: Option<PathBuf>) -> StatsPoll {
+        self.tcp = pin_dir;
+        self
     }
 
     /// Follows a reload to `plan`: the counters of the circuits and nodes
@@ -119,12 +129,14 @@ impl StatsPoll {
                     qdiscs: leaves && self.index.leaf_dump_needed(dev),
                 })
                 .collect(),
+            tcp: self.tcp.clone(),
         }
     }
 
     /// Polls `live` ([`StatsPoll::request`] with `leaves`) and observes the
-    /// result at `now` (a one-off reader's poll). Fails on the
-    /// first interface that cannot be read (nothing is observed then).
+    /// result at `now` (a one-off reader's poll). Fails on the first
+    /// interface that cannot be read, or on TCP statistics asked for and
+    /// not read (nothing is observed then).
     pub fn poll(
         &mut self,
         live: &dyn crate::live::LiveSource,
@@ -133,6 +145,9 @@ impl StatsPoll {
     ) -> crate::error::Result<Snapshot> {
         let mut polled = live.poll(&self.request(leaves));
         if let Some((_, e)) = polled.failed.drain(..).next() {
+            return Err(e);
+        }
+        if let Some(e) = polled.tcp_failed.take() {
             return Err(e);
         }
         Ok(self.observe(&polled, now))

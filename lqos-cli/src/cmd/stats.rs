@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use lqos_apply::live::NetlinkLive;
+use lqos_apply::stats::tcp::{RttStats, TcpDataPath, TcpStats};
 use lqos_apply::stats::{CircuitStats, Dir, DirStats, NodeStats, Stats, StatsPoll, Unclassified};
 use serde::Serialize;
 
@@ -23,6 +24,10 @@ pub enum SortKey {
     Drops,
     /// The worst cake tin delay.
     Delay,
+    /// The worst TCP round trip (p95 of any direction and side).
+    Rtt,
+    /// TCP retransmits per second (total retransmits without an interval).
+    Retransmits,
 }
 
 impl SortKey {
@@ -31,7 +36,9 @@ impl SortKey {
         match self {
             SortKey::Rate => SortKey::Drops,
             SortKey::Drops => SortKey::Delay,
-            SortKey::Delay => SortKey::Rate,
+            SortKey::Delay => SortKey::Rtt,
+            SortKey::Rtt => SortKey::Retransmits,
+            SortKey::Retransmits => SortKey::Rate,
         }
     }
 
@@ -41,6 +48,8 @@ impl SortKey {
             SortKey::Rate => "rate",
             SortKey::Drops => "drops",
             SortKey::Delay => "delay",
+            SortKey::Rtt => "rtt",
+            SortKey::Retransmits => "retransmits",
         }
     }
 }
@@ -51,7 +60,8 @@ pub struct Args {
     /// Namespace and state directory (the plan is the last one applied).
     #[command(flatten)]
     pub target: TargetArgs,
-    /// Print JSON (every counter, cake's tins, fq_codel's statistics).
+    /// Print JSON (every counter, cake's tins, fq_codel's statistics, TCP
+    /// round trips with their histograms).
     #[arg(long)]
     pub json: bool,
     /// Only this circuit (by Circuit ID).
@@ -119,6 +129,18 @@ fn key(c: &CircuitStats, k: SortKey, have_rates: bool) -> f64 {
                 .max(c.upload.worst_delay_us())
                 .unwrap_or(0),
         ),
+        SortKey::Rtt => c
+            .tcp
+            .as_deref()
+            .and_then(TcpStats::worst_p95_ms)
+            .unwrap_or(0.0),
+        SortKey::Retransmits => c.tcp.as_deref().map_or(0.0, |t| {
+            if have_rates {
+                t.retransmit_rate()
+            } else {
+                (t.download.retransmits + t.upload.retransmits) as f64
+            }
+        }),
     }
 }
 
@@ -145,7 +167,8 @@ pub fn select<'a>(
         })
         .collect();
     let rates = stats.interval_secs.is_some();
-    // Ties (no drops, no cake delay at all) go busiest first, then by ID.
+    // Ties (no drops, no cake delay, no TCP at all) go busiest first, then
+    // by ID.
     v.sort_by(|a, b| {
         key(b, sort, rates)
             .total_cmp(&key(a, sort, rates))
@@ -207,12 +230,51 @@ pub fn rate_of_ceil(d: &DirStats) -> String {
     )
 }
 
+/// The p95 of side `side` (the worse direction's; the interval's, else all
+/// samples'), ms.
+pub fn p95_ms(t: &TcpStats, side: lqos_bpf::layout::Side) -> Option<f64> {
+    Dir::BOTH
+        .iter()
+        .filter_map(|&d| t.dir(d).side(side).summary().map(|s| s.p95_ms))
+        .max_by(f64::total_cmp)
+}
+
+/// `subscriber/internet` TCP round trip p95 in ms (`41.2/20.3`), `-` for
+/// a side without samples or a circuit without TCP.
+pub fn rtt(t: Option<&TcpStats>) -> String {
+    use lqos_bpf::layout::Side;
+    let Some(t) = t else { return "-".into() };
+    let f = |side| p95_ms(t, side).map_or("-".to_string(), |v| format!("{v:.1}"));
+    format!("{}/{}", f(Side::Subscriber), f(Side::Internet))
+}
+
+/// TCP retransmits per second, both directions, or `-` without TCP.
+pub fn retransmits(t: Option<&TcpStats>) -> String {
+    t.map_or("-".into(), |t| format!("{:.1}", t.retransmit_rate()))
+}
+
+/// `p50/p95/p99` of `r` in ms, or `-`.
+fn percentiles(r: &RttStats) -> String {
+    r.summary().map_or("-".into(), |s| {
+        format!("{:.1}/{:.1}/{:.1}", s.p50_ms, s.p95_ms, s.p99_ms)
+    })
+}
+
 /// The worst tin delay of both directions, in ms, or `-`.
 pub fn delay(c: &CircuitStats) -> String {
     match c.download.worst_delay_us().max(c.upload.worst_delay_us()) {
         Some(us) => format!("{:.1}", f64::from(us) / 1e3),
         None => "-".into(),
     }
+}
+
+/// The eBPF data path whose TCP statistics `lqos stats` and `lqos top`
+/// read: the one pinned for `target`'s namespace, when it has them.
+pub fn tcp_source(target: &TargetArgs) -> Option<std::path::PathBuf> {
+    let dir = target.state().bpf_pin_dir();
+    dir.join(lqos_bpf::layout::names::TCP)
+        .exists()
+        .then_some(dir)
 }
 
 /// Polls twice `interval` apart (once for 0) and returns the last stats.
@@ -252,6 +314,8 @@ struct JsonOut<'a> {
     /// lqos's eBPF classifier's per-CPU counters, when it runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     datapath: Option<lqos_apply::datapath::Counters>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tcp: Option<&'a TcpDataPath>,
 }
 
 /// The eBPF classifier's counters, when the plan has it and it is
@@ -278,7 +342,7 @@ pub fn run(args: Args) -> Outcome {
     }
     let plan = last_plan(&args.target)?;
     let live = NetlinkLive::new(args.target.netns.clone());
-    let mut poll = StatsPoll::new(&plan);
+    let mut poll = StatsPoll::new(&plan).with_tcp(tcp_source(&args.target));
     let stats = snapshot(
         &live,
         &mut poll,
@@ -314,6 +378,7 @@ pub fn run(args: Args) -> Outcome {
             nodes,
             unclassified: &stats.unclassified,
             datapath,
+            tcp: stats.tcp.as_ref(),
         };
         outln!("{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(Done::Ok);
@@ -326,13 +391,91 @@ pub fn run(args: Args) -> Outcome {
             args.top.is_none() && args.circuit.is_none()
         )
     )?;
+    if circuits.iter().any(|c| c.tcp.is_some()) {
+        out!("\n{}", tcp_table(&circuits))?;
+    }
     if args.circuit.is_none() && args.node.is_none() {
         outln!("\n{}", unclassified_line(&stats.unclassified))?;
+        if let Some(t) = &stats.tcp {
+            outln!("{}", tcp_line(t))?;
+        }
         if let Some(c) = &datapath {
             outln!("{c}")?;
         }
     }
     Ok(Done::Ok)
+}
+
+/// The data path's TCP tracking in one line.
+pub fn tcp_line(t: &TcpDataPath) -> String {
+    format!(
+        "TCP tracking: {} flows in a table of {} ({:.0}% full, {} evicted), {:.0} RTT samples/s, {} circuits measured{}",
+        t.flows_tracked,
+        t.flow_table_size,
+        100.0 * t.flow_table_fill,
+        t.flows_evicted,
+        t.sample_rate,
+        t.circuits,
+        if t.circuits_full > 0 {
+            format!(" ({} found the map full)", t.circuits_full)
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// Per circuit with TCP flows and direction with samples or retransmits:
+/// the round trips' p50/p95/p99 on each side, retransmits, flows.
+fn tcp_table(circuits: &[&CircuitStats]) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "TCP round trips, ms (subscriber side: shaper to subscriber and back; internet side: shaper to far end and back)"
+    );
+    let _ = writeln!(
+        o,
+        "{:<16} {:<8} {:>22} {:>22} {:>9} {:>16}",
+        "CIRCUIT", "DATA", "SUBSCRIBER p50/95/99", "INTERNET p50/95/99", "RETX/s", "FLOWS (no TS)"
+    );
+    for c in circuits {
+        let Some(t) = c.tcp.as_deref() else { continue };
+        let mut first = true;
+        for d in Dir::BOTH {
+            let td = t.dir(d);
+            if td.subscriber.samples == 0 && td.internet.samples == 0 && td.retransmits == 0 {
+                continue;
+            }
+            let _ = writeln!(
+                o,
+                "{:<16} {:<8} {:>22} {:>22} {:>9.1} {:>16}",
+                clean(&c.id, 16),
+                d.name(),
+                percentiles(&td.subscriber),
+                percentiles(&td.internet),
+                td.retransmit_rate,
+                if first {
+                    format!("{} ({})", t.flows, t.unmeasured_flows)
+                } else {
+                    String::new()
+                }
+            );
+            first = false;
+        }
+        if first {
+            let _ = writeln!(
+                o,
+                "{:<16} {:<8} {:>22} {:>22} {:>9} {:>16}",
+                clean(&c.id, 16),
+                "-",
+                "-",
+                "-",
+                "-",
+                format!("{} ({})", t.flows, t.unmeasured_flows)
+            );
+        }
+    }
+    o
 }
 
 /// The plain table: circuits, then (unless `nodes` is empty) nodes.
@@ -341,7 +484,7 @@ fn table(circuits: &[&CircuitStats], nodes: &[&NodeStats], all_nodes: bool) -> S
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{:<16} {:<20} {:<16} {:>24} {:>24} {:>8} {:>7} {:>8}",
+        "{:<16} {:<20} {:<16} {:>24} {:>24} {:>8} {:>7} {:>8} {:>15} {:>7}",
         "CIRCUIT",
         "NAME",
         "PARENT",
@@ -349,12 +492,14 @@ fn table(circuits: &[&CircuitStats], nodes: &[&NodeStats], all_nodes: bool) -> S
         "UP Mbit/s (of ceil)",
         "DROPS/s",
         "ECN/s",
-        "DELAY ms"
+        "DELAY ms",
+        "p95 ms sub/inet",
+        "RETX/s"
     );
     for c in circuits {
         let _ = writeln!(
             o,
-            "{:<16} {:<20} {:<16} {:>24} {:>24} {:>8.1} {:>7.1} {:>8}",
+            "{:<16} {:<20} {:<16} {:>24} {:>24} {:>8.1} {:>7.1} {:>8} {:>15} {:>7}",
             clean(&c.id, 16),
             clean(&c.name, 20),
             clean(&c.parent, 16),
@@ -362,7 +507,9 @@ fn table(circuits: &[&CircuitStats], nodes: &[&NodeStats], all_nodes: bool) -> S
             rate_of_ceil(&c.upload),
             c.download.drop_rate + c.upload.drop_rate,
             c.download.ecn_rate + c.upload.ecn_rate,
-            delay(c)
+            delay(c),
+            rtt(c.tcp.as_deref()),
+            retransmits(c.tcp.as_deref())
         );
     }
     if nodes.is_empty() {
@@ -371,8 +518,13 @@ fn table(circuits: &[&CircuitStats], nodes: &[&NodeStats], all_nodes: bool) -> S
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "{:<24} {:>24} {:>24} {:>8}",
-        "NODE", "DOWN Mbit/s (of ceil)", "UP Mbit/s (of ceil)", "DROPS/s"
+        "{:<24} {:>24} {:>24} {:>8} {:>15} {:>7}",
+        "NODE",
+        "DOWN Mbit/s (of ceil)",
+        "UP Mbit/s (of ceil)",
+        "DROPS/s",
+        "p95 ms sub/inet",
+        "RETX/s"
     );
     let shown = if all_nodes {
         nodes.len()
@@ -382,11 +534,13 @@ fn table(circuits: &[&CircuitStats], nodes: &[&NodeStats], all_nodes: bool) -> S
     for n in &nodes[..shown] {
         let _ = writeln!(
             o,
-            "{:<24} {:>24} {:>24} {:>8.1}",
+            "{:<24} {:>24} {:>24} {:>8.1} {:>15} {:>7}",
             clean(&n.name, 24),
             rate_of_ceil(n.dir(Dir::Download)),
             rate_of_ceil(n.dir(Dir::Upload)),
-            n.download.drop_rate + n.upload.drop_rate
+            n.download.drop_rate + n.upload.drop_rate,
+            rtt(n.tcp.as_deref()),
+            retransmits(n.tcp.as_deref())
         );
     }
     o
@@ -444,5 +598,58 @@ mod tests {
         stats.circuits[0].download.drop_rate = 2.0;
         let first = select(&stats, &Filter::default(), SortKey::Drops, Some(1));
         assert_eq!(first[0].id, "a");
+    }
+
+    fn tcp(p95_sub: f64, retransmit_rate: f64) -> TcpStats {
+        let mut t = TcpStats::default();
+        let mut summary = lqos_apply::stats::tcp::RttSummary::default();
+        summary.samples = 10;
+        summary.p50_ms = p95_sub / 2.0;
+        summary.p95_ms = p95_sub;
+        summary.p99_ms = p95_sub * 1.5;
+        summary.mean_ms = p95_sub / 2.0;
+        t.download.subscriber.samples = 10;
+        t.download.subscriber.recent = Some(summary);
+        t.download.retransmit_rate = retransmit_rate;
+        t.flows = 3;
+        t.unmeasured_flows = 1;
+        t
+    }
+
+    #[test]
+    fn circuits_sort_by_round_trip_and_retransmits_and_show_both_sides() {
+        let mut stats = Stats::default();
+        stats.interval_secs = Some(1.0);
+        stats.circuits = vec![
+            circuit("a", 9e6, 0.0),
+            circuit("b", 1e3, 0.0),
+            circuit("c", 5e6, 0.0),
+        ];
+        stats.circuits[1].tcp = Some(std::sync::Arc::new(tcp(80.0, 0.5)));
+        stats.circuits[2].tcp = Some(std::sync::Arc::new(tcp(20.0, 7.0)));
+        let ids = |k: SortKey| -> Vec<String> {
+            select(&stats, &Filter::default(), k, None)
+                .iter()
+                .map(|c| c.id.to_string())
+                .collect()
+        };
+        assert_eq!(ids(SortKey::Rtt), ["b", "c", "a"]);
+        assert_eq!(ids(SortKey::Retransmits), ["c", "b", "a"]);
+        assert_eq!(rtt(stats.circuits[1].tcp.as_deref()), "80.0/-");
+        assert_eq!(rtt(None), "-");
+        let sel = select(&stats, &Filter::default(), SortKey::Rtt, None);
+        let t = tcp_table(&sel);
+        assert!(t.contains("40.0/80.0/120.0"), "{t}");
+        assert!(t.contains("3 (1)"), "{t}");
+        // A circuit without TCP is not in the TCP table.
+        assert!(!t.lines().any(|l| l.starts_with("a ")), "{t}");
+        let main = table(&sel, &[], true);
+        assert!(main.contains("p95 ms sub/inet"), "{main}");
+        // The sort keys cycle through all of them.
+        let mut k = SortKey::Rate;
+        for _ in 0..5 {
+            k = k.next();
+        }
+        assert_eq!(k, SortKey::Rate);
     }
 }

@@ -15,7 +15,10 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui::Frame;
 
 use super::apply::TargetArgs;
-use super::stats::{clean, delay, last_plan, mbit, select, select_nodes, Filter, SortKey};
+use super::stats::{
+    clean, delay, last_plan, mbit, retransmits, rtt, select, select_nodes, tcp_source, Filter,
+    SortKey,
+};
 use super::{Done, Outcome};
 
 /// Arguments of `lqos top`.
@@ -66,7 +69,7 @@ pub fn run(args: Args) -> Outcome {
     }
     let plan = last_plan(&args.target)?;
     let live = NetlinkLive::new(args.target.netns.clone());
-    let mut poll = StatsPoll::new(&plan);
+    let mut poll = StatsPoll::new(&plan).with_tcp(tcp_source(&args.target));
     let start = Instant::now();
     let every = Duration::from_secs_f64(args.interval);
     let mut app = App {
@@ -224,7 +227,7 @@ fn draw(f: &mut Frame, app: &App) {
     };
     match app.view {
         View::Circuits => {
-            let fixed = [16, 16, 10, 7, 10, 7, 8, 7, 9];
+            let fixed = [16, 16, 10, 7, 10, 7, 8, 7, 9, 15, 7];
             let name_w = rest(&fixed);
             let all = select(stats, &sel, app.sort, None);
             let start = app.scroll.min(all.len().saturating_sub(1));
@@ -255,6 +258,8 @@ fn draw(f: &mut Frame, app: &App) {
                                 .right_aligned(),
                         ),
                         Cell::from(Line::from(delay(c)).right_aligned()),
+                        Cell::from(Line::from(rtt(c.tcp.as_deref())).right_aligned()),
+                        Cell::from(Line::from(retransmits(c.tcp.as_deref())).right_aligned()),
                     ])
                 })
                 .collect();
@@ -269,6 +274,8 @@ fn draw(f: &mut Frame, app: &App) {
                 "DROPS/s",
                 "ECN/s",
                 "DELAY ms",
+                "p95 ms sub/inet",
+                "RETX/s",
             ])
             .style(bold);
             let widths = [
@@ -282,11 +289,13 @@ fn draw(f: &mut Frame, app: &App) {
                 Constraint::Length(fixed[6]),
                 Constraint::Length(fixed[7]),
                 Constraint::Length(fixed[8]),
+                Constraint::Length(fixed[9]),
+                Constraint::Length(fixed[10]),
             ];
             f.render_widget(Table::new(rows, widths).header(header), body);
         }
         View::Nodes => {
-            let fixed = [24, 10, 7, 10, 7, 8];
+            let fixed = [24, 10, 7, 10, 7, 8, 15, 7];
             let name_w = rest(&fixed);
             let all = select_nodes(stats, &sel);
             let start = app.scroll.min(all.len().saturating_sub(1));
@@ -311,6 +320,8 @@ fn draw(f: &mut Frame, app: &App) {
                             Line::from(format!("{:.1}", n.download.drop_rate + n.upload.drop_rate))
                                 .right_aligned(),
                         ),
+                        Cell::from(Line::from(rtt(n.tcp.as_deref())).right_aligned()),
+                        Cell::from(Line::from(retransmits(n.tcp.as_deref())).right_aligned()),
                     ])
                 })
                 .collect();
@@ -322,6 +333,8 @@ fn draw(f: &mut Frame, app: &App) {
                 "UP Mb/s",
                 "of ceil",
                 "DROPS/s",
+                "p95 ms sub/inet",
+                "RETX/s",
             ])
             .style(bold);
             let widths = [
@@ -332,6 +345,8 @@ fn draw(f: &mut Frame, app: &App) {
                 Constraint::Length(fixed[3]),
                 Constraint::Length(fixed[4]),
                 Constraint::Length(fixed[5]),
+                Constraint::Length(fixed[6]),
+                Constraint::Length(fixed[7]),
             ];
             f.render_widget(Table::new(rows, widths).header(header), body);
         }
@@ -390,12 +405,12 @@ mod tests {
             }),
             error: None,
         };
-        let wide = screen(&app, 160);
+        let wide = screen(&app, 180);
         assert!(wide[2].contains(name), "{wide:#?}");
         // Narrow: cut where the column ends, the next column intact.
-        let narrow = screen(&app, 110);
+        let narrow = screen(&app, 134);
         let row = &narrow[2];
-        let kept = name.chars().take(110 - 99).collect::<String>();
+        let kept = name.chars().take(134 - 123).collect::<String>();
         assert!(row.contains(&format!("{kept} AP_1")), "{narrow:#?}");
         assert!(
             narrow[7].contains("unclassified Mb/s: down 12.3 up 0.0"),

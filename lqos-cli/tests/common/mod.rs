@@ -384,3 +384,30 @@ pub fn msg(v: &Value) -> &str {
 pub fn applied(trigger: &'static str) -> impl Fn(&Value) -> bool {
     move |v| msg(v) == "applied" && v["trigger"] == trigger
 }
+
+/// A TCP connection to `remote` whose receive buffer is `rcvbuf` bytes
+/// (set before the handshake, so it caps the window the peer sees), from
+/// `local` when given.
+pub fn tcp_connect(
+    local: Option<std::net::SocketAddrV4>,
+    remote: std::net::SocketAddrV4,
+    rcvbuf: usize,
+) -> std::net::TcpStream {
+    use nix::sys::socket::{
+        bind, connect, setsockopt, socket, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn,
+    };
+    use std::os::fd::AsRawFd;
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::empty(),
+        None,
+    )
+    .unwrap();
+    setsockopt(&fd, sockopt::RcvBuf, &rcvbuf).unwrap();
+    if let Some(l) = local {
+        bind(fd.as_raw_fd(), &SockaddrIn::from(l)).unwrap();
+    }
+    connect(fd.as_raw_fd(), &SockaddrIn::from(remote)).unwrap();
+    std::net::TcpStream::from(fd)
+}

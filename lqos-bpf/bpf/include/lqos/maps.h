@@ -62,7 +62,10 @@ struct lqos_circuit {
 	struct lqos_steer down;
 	struct lqos_steer up;
 	__u32 circuit; /* index of the circuit in the plan */
-	__u32 flags;   /* reserved, 0 */
+	/* A hash of the circuit's ID: with down.classid, the key of its TCP
+	 * statistics (a classid taken over by another circuit starts new
+	 * ones). Was a reserved 0 before; 0 is a valid tag. */
+	__u32 tag;
 };
 
 /* Which traffic an interface carries. */
@@ -87,6 +90,7 @@ struct lqos_dflt {
 };
 
 #define LQOS_IF_XDP_REDIRECT 1 /* XDP redirects to the circuit's CPU */
+#define LQOS_IF_NO_TCP 2       /* tc tracks no TCP round trips here */
 
 /* Per-interface configuration, keyed by ifindex. 16 bytes. */
 struct lqos_iface {
@@ -111,7 +115,12 @@ struct lqos_stats {
 	__u64 xdp_unparsed;	/* not IP, truncated: passed */
 	__u64 xdp_unconfigured; /* interface not in lqos1_ifaces: passed */
 	__u64 xdp_nocpu;	/* the circuit's CPU is not in lqos1_cpus: passed */
-	__u64 reserved[6];
+	__u64 tcp_flows_new;	 /* TCP flows entered in lqos1_flows */
+	__u64 tcp_flows_closed;	 /* ... and removed on RST or both FINs */
+	__u64 tcp_flows_failed;	 /* a flow could not be entered */
+	__u64 tcp_samples;	 /* RTT samples taken */
+	__u64 tcp_circuits_full; /* lqos1_tcp full: a circuit unmeasured */
+	__u64 reserved[1];
 };
 
 /* Built with -DLQOS_HOSTS_PREALLOC (benchmarks only), the exact-match map
