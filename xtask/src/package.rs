@@ -149,6 +149,38 @@ fn show(cmd: &Command) -> String {
     s
 }
 
+/// Removes the copies of `members` that an earlier `cargo package`
+/// unpacked under `$CARGO_HOME/registry/src/` for its temporary local
+/// registry. Cargo unpacks a `.crate` there only once per name and
+/// version (it keeps a `.cargo-ok` marker), so without this a second run
+/// in the same directory verifies against the sources of the first.
+/// Copies from crates.io's index (`index.*` directories) are left alone.
+fn forget_unpacked(members: &[Member]) -> Result<()> {
+    let home = match std::env::var_os("CARGO_HOME") {
+        Some(h) => std::path::PathBuf::from(h),
+        None => match std::env::var_os("HOME") {
+            Some(h) => std::path::PathBuf::from(h).join(".cargo"),
+            None => return Ok(()),
+        },
+    };
+    let Ok(sources) = std::fs::read_dir(home.join("registry").join("src")) else {
+        return Ok(());
+    };
+    for source in sources.flatten() {
+        if source.file_name().to_string_lossy().starts_with("index.") {
+            continue;
+        }
+        for m in members {
+            let dir = source.path().join(format!("{}-{}", m.name, m.version));
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir)
+                    .with_context(|| format!("removing {}", dir.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Runs `cargo xtask package`; 0 when every check passed.
 pub fn package(lab: &super::Lab, a: &PackageArgs) -> Result<i32> {
     let start = Instant::now();
@@ -165,6 +197,8 @@ pub fn package(lab: &super::Lab, a: &PackageArgs) -> Result<i32> {
     ensure!(!members.is_empty(), "no published workspace member");
     let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
     eprintln!("package: {}", names.join(", "));
+
+    forget_unpacked(&members)?;
 
     // 1. Package and verify (each crate built from its .crate on its own).
     let mut cmd = super::cargo();
