@@ -4,6 +4,9 @@
 pub mod attach;
 mod batch;
 mod error;
+#[cfg(feature = "test-util")]
+#[doc(hidden)]
+pub mod fixtures;
 pub mod index;
 pub mod inspect;
 mod install;

@@ -169,10 +169,7 @@ fn dropped_segments_show_as_retransmits_in_their_circuit_only() {
         return;
     }
     let sh = Shaper::new("rtx");
-    let mut fixture = aya::Ebpf::load(aya::include_bytes_aligned!(
-        "../../lqos-bpf/bpf/test/tcp_drop.bpf.o"
-    ))
-    .unwrap();
+    let mut fixture = aya::Ebpf::load(lqos_bpf::fixtures::TCP_DROP).unwrap();
     let prog: &mut aya::programs::SchedClassifier = fixture
         .program_mut("lqos_test_tcp_drop")
         .unwrap()
