@@ -86,28 +86,8 @@ pub fn three_namespaces(tag: &str) -> Topo {
     };
     let (s, i, u) = (&t.shaper, &t.internet, &t.subscriber);
     for (dev, peer, other) in [("ens20", "inet0", i.name()), ("ens19", "sub0", u.name())] {
-        s.ip(&[
-            "link",
-            "add",
-            dev,
-            "numtxqueues",
-            "16",
-            "numrxqueues",
-            "16",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            peer,
-            "numtxqueues",
-            "16",
-            "numrxqueues",
-            "16",
-            "netns",
-            other,
-        ])
-        .unwrap();
-        s.ip(&["link", "set", dev, "up"]).unwrap();
+        s.add_veth(dev, peer, 16).unwrap();
+        s.ip(&["link", "set", peer, "netns", other]).unwrap();
     }
     t
 }
