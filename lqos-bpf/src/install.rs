@@ -203,7 +203,16 @@ impl MapSync {
     /// `desired` are forgotten.
     pub fn sync(&mut self, desired: &Entries) -> Result<ApplyCounts> {
         let d = diff(self.current.entries(), desired);
-        let n = self.apply(&d)?;
+        // A diff of a large part of the set (a cold load): the maps now
+        // hold `desired`, and indexing it anew costs less than recording
+        // each change.
+        let n = if d.len() > self.current.entries().len() / 2 {
+            let n = self.apply_maps(&d)?;
+            self.current = Indexed::new(desired.clone());
+            n
+        } else {
+            self.apply(&d)?
+        };
         crate::tcp::prune_for(self.maps.pin_dir(), desired)?;
         Ok(n)
     }
@@ -256,18 +265,19 @@ impl MapSync {
     /// copy is read again from the kernel, so the next call starts from
     /// the truth.
     pub fn apply(&mut self, d: &MapDiff) -> Result<ApplyCounts> {
-        match self.maps.apply(d) {
-            Ok(n) => {
-                self.current.apply(d);
-                Ok(n)
+        let n = self.apply_maps(d)?;
+        self.current.apply(d);
+        Ok(n)
+    }
+
+    /// Applies `d` to the maps only; on an error the in-memory copy is
+    /// read again from the kernel.
+    fn apply_maps(&mut self, d: &MapDiff) -> Result<ApplyCounts> {
+        self.maps.apply(d).inspect_err(|_| {
+            if let Ok(now) = self.maps.read() {
+                self.current = Indexed::new(now);
             }
-            Err(e) => {
-                if let Ok(now) = self.maps.read() {
-                    self.current = Indexed::new(now);
-                }
-                Err(e)
-            }
-        }
+        })
     }
 
     /// The maps.

@@ -43,7 +43,7 @@ pub const FAST_PER_FAMILY: usize = 2;
 /// shorter prefix to the LPM trie, or (placed there by
 /// [`Entries::place`]) to the fast map of common prefix lengths. Keyed as
 /// IPv6; IPv4 as `::ffff:a.b.c.d` with prefix length + 96.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum MapKey {
     /// `/32` or `/128`: `lqos1_hosts`.
     Host([u8; 16]),
@@ -166,6 +166,20 @@ impl MapKey {
     }
 }
 
+// Hashed as two words (the address, then the map and length) rather than
+// field by field: hashing is most of the cost of building a large set.
+impl std::hash::Hash for MapKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let (map, len, addr) = match *self {
+            MapKey::Host(a) => (0u16, 128u16, a),
+            MapKey::Net { prefix_len, addr } => (1, u16::from(prefix_len), addr),
+            MapKey::Fast { prefix_len, addr } => (2, u16::from(prefix_len), addr),
+        };
+        state.write_u128(u128::from_ne_bytes(addr));
+        state.write_u16(map << 8 | len);
+    }
+}
+
 impl fmt::Display for MapKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.net())
@@ -269,33 +283,9 @@ impl Entries {
         p.sort_unstable();
         // Mid-update a prefix can sit in both maps: count it once.
         p.dedup_by_key(|e| (e.0, e.1));
-        let last = |a: u128, len: u8| a | u128::MAX.checked_shr(u32::from(len)).unwrap_or(0);
-        let nested: Vec<bool> = (0..p.len())
-            .map(|i| p.get(i + 1).is_some_and(|n| n.0 <= last(p[i].0, p[i].1)))
-            .collect();
-        let mut count: HashMap<(bool, u8), usize> = HashMap::new();
-        for (i, &(_, len, v4)) in p.iter().enumerate() {
-            if !nested[i] {
-                *count.entry((v4, len)).or_default() += 1;
-            }
-        }
-        let top = |fam: bool| -> Vec<u8> {
-            let mut v: Vec<(usize, u8)> = count
-                .iter()
-                .filter(|((f, _), n)| *f == fam && **n >= FAST_MIN)
-                .map(|((_, len), n)| (*n, *len))
-                .collect();
-            v.sort_unstable_by(|a, b| b.cmp(a));
-            v.into_iter()
-                .take(FAST_PER_FAMILY)
-                .map(|(_, len)| len)
-                .collect()
-        };
-        let (fast4, fast6) = (top(true), top(false));
+        let fast = fast_placement(&p);
         let mut moves = Vec::new();
-        for (i, &(a, len, v4)) in p.iter().enumerate() {
-            let lens = if v4 { &fast4 } else { &fast6 };
-            let fast = !nested[i] && lens.contains(&len);
+        for (&(a, len, _), fast) in p.iter().zip(fast) {
             let addr = a.to_be_bytes();
             let net = MapKey::Net {
                 prefix_len: len,
@@ -369,17 +359,82 @@ impl Entries {
         ip_map: &lqos_tc::ipmap::IpMap,
         cpu_of_queue: impl Fn(u32) -> u16,
     ) -> Result<Entries> {
-        let mut out = Entries::with_capacity(ip_map.len());
-        for e in ip_map.entries() {
-            let key = MapKey::from_net(e.net);
-            if out.map.contains_key(&key) {
-                continue;
+        let list = ip_map.entries();
+        // Placed before anything is inserted (as `place` would move them):
+        // every prefix as (address, length, IPv4, index in the list),
+        // sorted, so the first entry of a prefix listed twice leads its run.
+        let mut p: Vec<(u128, u8, bool, u32)> = list
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| match MapKey::from_net(e.net) {
+                MapKey::Host(_) => None,
+                k => {
+                    let (len, a) = k.lpm();
+                    Some((u128::from_be_bytes(a), len as u8, k.is_ipv4(), i as u32))
+                }
+            })
+            .collect();
+        p.sort_unstable();
+        let mut unique: Vec<(u128, u8, bool)> = p.iter().map(|e| (e.0, e.1, e.2)).collect();
+        unique.dedup_by_key(|e| (e.0, e.1));
+        let fast = fast_placement(&unique);
+        let mut in_fast = vec![false; list.len()];
+        let mut u = 0;
+        for e in &p {
+            while (unique[u].0, unique[u].1) != (e.0, e.1) {
+                u += 1;
             }
-            out.map.insert(key, value_of(e, &cpu_of_queue)?);
+            in_fast[e.3 as usize] = fast[u];
         }
-        out.place();
+        let mut out = Entries::with_capacity(list.len());
+        for (e, fast) in list.iter().zip(in_fast) {
+            let key = match MapKey::from_net(e.net) {
+                MapKey::Net { prefix_len, addr } if fast => MapKey::Fast { prefix_len, addr },
+                k => k,
+            };
+            // A prefix listed twice keeps its first entry.
+            if let hashbrown::hash_map::Entry::Vacant(slot) = out.map.entry(key) {
+                slot.insert(value_of(e, &cpu_of_queue)?);
+            }
+        }
         Ok(out)
     }
+}
+
+/// Which prefixes go to the fast map ([`Entries::place`]'s rule): `p` is
+/// every prefix as (address, length, IPv4), sorted by address then length
+/// and without duplicates; true for those that go there.
+fn fast_placement(p: &[(u128, u8, bool)]) -> Vec<bool> {
+    let last = |a: u128, len: u8| a | u128::MAX.checked_shr(u32::from(len)).unwrap_or(0);
+    let nested: Vec<bool> = (0..p.len())
+        .map(|i| p.get(i + 1).is_some_and(|n| n.0 <= last(p[i].0, p[i].1)))
+        .collect();
+    let mut count: HashMap<(bool, u8), usize> = HashMap::new();
+    for (i, &(_, len, v4)) in p.iter().enumerate() {
+        if !nested[i] {
+            *count.entry((v4, len)).or_default() += 1;
+        }
+    }
+    let top = |fam: bool| -> Vec<u8> {
+        let mut v: Vec<(usize, u8)> = count
+            .iter()
+            .filter(|((f, _), n)| *f == fam && **n >= FAST_MIN)
+            .map(|((_, len), n)| (*n, *len))
+            .collect();
+        v.sort_unstable_by(|a, b| b.cmp(a));
+        v.into_iter()
+            .take(FAST_PER_FAMILY)
+            .map(|(_, len)| len)
+            .collect()
+    };
+    let (fast4, fast6) = (top(true), top(false));
+    p.iter()
+        .zip(nested)
+        .map(|(&(_, len, v4), nested)| {
+            let lens = if v4 { &fast4 } else { &fast6 };
+            !nested && lens.contains(&len)
+        })
+        .collect()
 }
 
 /// The map value of one IP map entry: both directions' classid, queue and
@@ -568,8 +623,16 @@ pub fn diff(current: &Entries, desired: &Entries) -> MapDiff {
         .filter(|k| !desired.map.contains_key(*k))
         .copied()
         .collect();
-    writes.sort_unstable_by_key(|(k, _)| (std::cmp::Reverse(k.prefix_len()), k.lpm().1));
-    removes.sort_unstable_by_key(|k| (k.prefix_len(), k.lpm().1));
+    // The address as one integer: compares as the bytes do, in one step.
+    let order = |k: &MapKey| {
+        let (len, a) = k.lpm();
+        (len, u128::from_be_bytes(a))
+    };
+    writes.sort_unstable_by_key(|(k, _)| {
+        let (len, a) = order(k);
+        (std::cmp::Reverse(len), a)
+    });
+    removes.sort_unstable_by_key(order);
     let fast_after = desired.fast_lens();
     MapDiff {
         fast_before: fast_after.union(&current.fast_lens()),

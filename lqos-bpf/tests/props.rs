@@ -269,6 +269,27 @@ proptest! {
     }
 }
 
+proptest! {
+    /// `from_ip_map` places each prefix before it enters the set; the
+    /// result is the set of its entries (a prefix listed twice: the first)
+    /// placed afterwards.
+    #[test]
+    fn from_ip_map_places_as_place_does(v in arb_skewed()) {
+        let ip_map = ip_map_of(&v);
+        let cpu = |q: u32| (q % 2) as u16;
+        let got = Entries::from_ip_map(&ip_map, cpu).unwrap();
+        let mut want = Entries::default();
+        for e in ip_map.entries() {
+            let k = MapKey::from_net(e.net);
+            if want.get(&k).is_none() {
+                want.insert(k, lqos_bpf::model::value_of(e, cpu).unwrap());
+            }
+        }
+        want.place();
+        prop_assert_eq!(got, want);
+    }
+}
+
 #[test]
 fn the_kernels_fast_path_agrees_with_ip_map_lookup() {
     if !common::require_root("the_kernels_fast_path_agrees_with_ip_map_lookup") {
