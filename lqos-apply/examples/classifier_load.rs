@@ -13,11 +13,16 @@
 //!   back; the eBPF maps through the daemon's `MapSync::sync_prefixes` (the
 //!   moved prefix only), flower through one filter replaced per interface.
 //!
+//! `--object FILE.o` loads the cold load's maps from another build of the
+//! programs (`LQOS_BPF_DEFINES=-DLQOS_MAPS_ON_USE lqos-bpf/bpf/build.sh
+//! DIR`: hash maps allocated on use) for an A/B in one run; the install
+//! rows use the committed object.
+//!
 //! Flower needs cls_flower and act_skbedit (the lab's kernel has them; the
 //! host's does not: its rows are skipped).
 //!
 //! ```text
-//! cargo run --release -p lqos-apply --example classifier_load -- [--circuits 100000] [--edits 200]
+//! cargo run --release -p lqos-apply --example classifier_load -- [--circuits 100000] [--edits 200] [--object FILE.o]
 //! ```
 
 use std::time::{Duration, Instant};
@@ -66,12 +71,14 @@ fn filter_ops(plan: &Plan) -> Vec<IfaceOps<'static>> {
 fn main() {
     let mut circuits = 100_000usize;
     let mut edits = 200usize;
+    let mut object: Option<Vec<u8>> = None;
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
         let v = it.next().expect("a value");
         match k.as_str() {
             "--circuits" => circuits = v.parse().unwrap(),
             "--edits" => edits = v.parse().unwrap(),
+            "--object" => object = Some(std::fs::read(&v).expect("the object")),
             _ => panic!("unknown option {k}"),
         }
     }
@@ -112,7 +119,21 @@ fn main() {
     let cold;
     {
         let pins = bpffs.path().join("maps-only");
-        let _dp = lqos_bpf::loader::DataPath::load(&pins).unwrap();
+        let t = Instant::now();
+        let _dp = match &object {
+            Some(o) => lqos_bpf::loader::DataPath::load_object(&pins, o),
+            None => lqos_bpf::loader::DataPath::load(&pins),
+        }
+        .unwrap();
+        println!(
+            "bpf: programs loaded and maps created ({}) in {:.0} ms",
+            if object.is_some() {
+                "--object"
+            } else {
+                "committed object"
+            },
+            t.elapsed().as_secs_f64() * 1e3
+        );
         let t = Instant::now();
         let want = entries(&bpf_plan, &cpus).unwrap();
         let placed = t.elapsed();
@@ -127,6 +148,17 @@ fn main() {
             placed.as_secs_f64() * 1e3,
             wrote.as_secs_f64() * 1e3,
             (placed + wrote).as_secs_f64() * 1e3
+        );
+        let mem = sync.maps().memlock().unwrap();
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        println!(
+            "bpf: kernel memory after the cold load {:.1} MiB ({})",
+            mib(mem.iter().map(|(_, b)| b).sum()),
+            mem.iter()
+                .filter(|(_, b)| *b >= 1 << 20)
+                .map(|(n, b)| format!("{n} {:.1}", mib(*b)))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     let dp = PinnedDataPath::at(bpffs.path().join("lqos"), Some(ns.name()));

@@ -10,7 +10,7 @@
 #
 #   lqos-bpf/bpf/build.sh           writes the objects beside their sources
 #   lqos-bpf/bpf/build.sh DIR       writes DIR/lqos.bpf.o, DIR/test/*.bpf.o
-#   LQOS_BPF_DEFINES=-DLQOS_HOSTS_PREALLOC lqos-bpf/bpf/build.sh DIR
+#   LQOS_BPF_DEFINES=-DLQOS_MAPS_ON_USE lqos-bpf/bpf/build.sh DIR
 #                                   a variant (benchmarks; never committed)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -61,6 +61,23 @@ impl DataPath {
     /// forgotten: their next segments start them again); the programs
     /// running until the new ones replace them keep the old one.
     pub fn load_with(pin_dir: &Path, object: &[u8], flow_table_size: u32) -> Result<DataPath> {
+        DataPath::load_sized(pin_dir, object, flow_table_size, None)
+    }
+
+    /// [`DataPath::load`] with the address maps (exact-match, fast prefix,
+    /// LPM trie) made with `capacity` entries each instead of theirs: a
+    /// trial of what the kernel accepts (the preflight's), which then costs
+    /// no preallocated memory. Never for a data path that carries traffic.
+    pub(crate) fn load_trial(pin_dir: &Path) -> Result<DataPath> {
+        DataPath::load_sized(pin_dir, OBJECT, DEFAULT_FLOW_TABLE, Some(1024))
+    }
+
+    fn load_sized(
+        pin_dir: &Path,
+        object: &[u8],
+        flow_table_size: u32,
+        capacity: Option<u32>,
+    ) -> Result<DataPath> {
         sys::ensure_bpffs(pin_dir)?;
         let cpus = sys::possible_cpus()?;
         let flows = flow_table_size.max(MIN_FLOW_TABLE);
@@ -71,15 +88,20 @@ impl DataPath {
                 std::fs::remove_file(&pinned).map_err(BpfError::io(&pinned, "unpinning"))?;
             }
         }
-        let mut ebpf = EbpfLoader::new()
+        let mut loader = EbpfLoader::new();
+        loader
             .default_map_pin_directory(pin_dir)
             .map_max_entries(names::CPUS, cpus)
-            .map_max_entries(names::FLOWS, flows)
-            .load(object)
-            .map_err(|e| BpfError::Load {
-                pin_dir: pin_dir.to_path_buf(),
-                source: Box::new(e),
-            })?;
+            .map_max_entries(names::FLOWS, flows);
+        if let Some(n) = capacity {
+            for name in [names::HOSTS, names::FAST, names::NETS] {
+                loader.map_max_entries(name, n);
+            }
+        }
+        let mut ebpf = loader.load(object).map_err(|e| BpfError::Load {
+            pin_dir: pin_dir.to_path_buf(),
+            source: Box::new(e),
+        })?;
         {
             let p: &mut Xdp = program_mut(&mut ebpf, programs::XDP)?;
             p.load()

@@ -117,7 +117,7 @@ fn trial() -> Result<(bool, Vec<String>)> {
             nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
                 .map_err(|e| fail("namespaces", format!("cannot create a scratch network namespace: {e}")))?;
             let bpffs = sys::PrivateBpffs::new("preflight").map_err(|e| fail("bpffs", e.to_string()))?;
-            let mut dp = DataPath::load(bpffs.path()).map_err(|e| match e {
+            let mut dp = DataPath::load_trial(bpffs.path()).map_err(|e| match e {
                 e @ BpfError::Load { .. } | e @ BpfError::Program { .. } => fail(
                     "BPF",
                     format!("the kernel refused lqos's programs or maps (BPF syscall, LPM trie, cpumap, verifier): {e}"),
