@@ -139,7 +139,7 @@ fn main() {
         let placed = t.elapsed();
         let mut sync = MapSync::open(&pins).unwrap();
         let t = Instant::now();
-        let n = sync.sync(&want).unwrap();
+        let n = sync.sync_owned(want).unwrap();
         let wrote = t.elapsed();
         cold = placed + wrote;
         println!(

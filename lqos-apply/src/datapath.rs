@@ -459,7 +459,7 @@ impl DataPath for PinnedDataPath {
             (MapChange::Prefixes { ip_map, nets }, _) => sync
                 .sync_prefixes(ip_map, nets, &cpus)
                 .map_err(bpf(BpfStep::UpdateMaps)),
-            (_, Some(want)) => sync.sync(&want).map_err(bpf(BpfStep::UpdateMaps)),
+            (_, Some(want)) => sync.sync_owned(want).map_err(bpf(BpfStep::UpdateMaps)),
             (MapChange::Plan(_), None) => unreachable!("computed above"),
         }
     }

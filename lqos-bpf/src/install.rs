@@ -95,7 +95,7 @@ pub fn install_checked(
     let mut dp = DataPath::load_with(&opts.pin_dir, crate::loader::OBJECT, opts.flow_table_size)?;
     // MapSync::sync also forgets the TCP statistics of circuits not in `want`.
     let mut sync = MapSync::open(&opts.pin_dir)?;
-    let counts = sync.sync(&want)?;
+    let counts = sync.sync_owned(want)?;
     let attach_opts = AttachOptions {
         xdp: if pre.xdp { opts.xdp } else { XdpChoice::Off },
         disable_xps: true,
@@ -150,7 +150,7 @@ pub fn installed(pin_dir: &Path) -> bool {
 pub fn update(pin_dir: &Path, plan: &Plan, cpus: &CpuPolicy) -> Result<ApplyCounts> {
     let want = entries(plan, cpus)?;
     let n = Maps::open(pin_dir)?.sync(&want)?;
-    crate::tcp::prune_for(pin_dir, &want)?;
+    prune_tcp(pin_dir, &want)?;
     Ok(n)
 }
 
@@ -202,18 +202,30 @@ impl MapSync {
     /// difference written; the TCP statistics of circuits not in
     /// `desired` are forgotten.
     pub fn sync(&mut self, desired: &Entries) -> Result<ApplyCounts> {
-        let d = diff(self.current.entries(), desired);
+        self.sync_cow(std::borrow::Cow::Borrowed(desired))
+    }
+
+    /// [`MapSync::sync`] keeping `desired` as the entries held (a cold load
+    /// then copies nothing).
+    pub fn sync_owned(&mut self, desired: Entries) -> Result<ApplyCounts> {
+        self.sync_cow(std::borrow::Cow::Owned(desired))
+    }
+
+    fn sync_cow(&mut self, desired: std::borrow::Cow<'_, Entries>) -> Result<ApplyCounts> {
+        let d = diff(self.current.entries(), &desired);
         // A diff of a large part of the set (a cold load): the maps now
         // hold `desired`, and indexing it anew costs less than recording
         // each change.
         let n = if d.len() > self.current.entries().len() / 2 {
             let n = self.apply_maps(&d)?;
-            self.current = Indexed::new(desired.clone());
+            prune_tcp(self.maps.pin_dir(), &desired)?;
+            self.current = Indexed::new(desired.into_owned());
             n
         } else {
-            self.apply(&d)?
+            let n = self.apply(&d)?;
+            prune_tcp(self.maps.pin_dir(), &desired)?;
+            n
         };
-        crate::tcp::prune_for(self.maps.pin_dir(), desired)?;
         Ok(n)
     }
 
@@ -284,6 +296,25 @@ impl MapSync {
     pub fn maps(&mut self) -> &mut Maps {
         &mut self.maps
     }
+}
+
+/// Forgets the TCP statistics of every circuit not in `entries`, as
+/// [`crate::tcp::prune_for`] does, building the set of circuits to keep
+/// only when the TCP map holds any (after a cold load it holds none).
+fn prune_tcp(pin_dir: &Path, entries: &Entries) -> Result<usize> {
+    if !pin_dir.join(crate::layout::names::TCP).exists() {
+        return Ok(0);
+    }
+    let keep = std::cell::OnceCell::new();
+    crate::tcp::TcpMaps::open(pin_dir)?.prune(|k| {
+        keep.get_or_init(|| {
+            entries
+                .iter()
+                .map(|(_, v)| v.tcp_key())
+                .collect::<hashbrown::HashSet<_>>()
+        })
+        .contains(k)
+    })
 }
 
 /// Each listed prefix with the value `ip_map` gives exactly that prefix

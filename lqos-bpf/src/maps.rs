@@ -1,6 +1,7 @@
 //! The pinned maps, opened by path: read back, update by difference,
 //! interface configuration, cpumap, counters.
 
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 
 use aya::maps::lpm_trie::{Key as LpmKey, LpmTrie};
@@ -46,6 +47,67 @@ pub struct ApplyCounts {
     pub written: usize,
     /// Entries removed.
     pub removed: usize,
+}
+
+/// Entries of a group at least this large are written by several threads.
+const PARALLEL_MIN: usize = 8 * crate::batch::BATCH;
+/// At most this many threads write one group.
+const PARALLEL_MAX: usize = 4;
+
+/// Writes `run` (entries of the hash map `fd`, of one group) in batches:
+/// split into equal chunks, one thread each, when it is large. Returns the
+/// chunk size and, per chunk, how many entries from its start were
+/// written, with the error that stopped the rest.
+fn write_parallel(
+    fd: BorrowedFd<'_>,
+    run: &[(MapKey, CircuitValue)],
+) -> (usize, Vec<(usize, std::io::Result<()>)>) {
+    let threads = if run.len() >= PARALLEL_MIN {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(PARALLEL_MAX))
+    } else {
+        1
+    };
+    let chunk = run.len().div_ceil(threads).max(1);
+    if threads == 1 {
+        return (chunk, vec![write_run(fd, run)]);
+    }
+    let done = std::thread::scope(|s| {
+        let handles: Vec<_> = run
+            .chunks(chunk)
+            .map(|c| s.spawn(move || write_run(fd, c)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    (chunk, done)
+}
+
+/// Writes `run` (entries of the hash map `fd`: hosts or fast) with
+/// `BPF_MAP_UPDATE_BATCH`, `batch::BATCH` per call. Returns how many it
+/// wrote from the start, with the error that stopped it.
+fn write_run(fd: BorrowedFd<'_>, run: &[(MapKey, CircuitValue)]) -> (usize, std::io::Result<()>) {
+    let mut done = 0;
+    for b in run.chunks(crate::batch::BATCH) {
+        let values: Vec<[u8; 24]> = b.iter().map(|(_, v)| v.encode()).collect();
+        let (n, r) = match b[0].0 {
+            MapKey::Host(_) => {
+                let keys: Vec<[u8; 16]> = b.iter().map(|(k, _)| k.lpm().1).collect();
+                crate::batch::update(fd, &keys, &values)
+            }
+            MapKey::Fast { .. } => {
+                let keys: Vec<[u8; 20]> = b.iter().map(|(k, _)| fast_key(k)).collect();
+                crate::batch::update(fd, &keys, &values)
+            }
+            MapKey::Net { .. } => return (done, Ok(())),
+        };
+        done += n;
+        if r.is_err() {
+            return (done, r);
+        }
+    }
+    (done, Ok(()))
 }
 
 /// The fast map's key (`struct lqos_net_key`): length, then address.
@@ -238,41 +300,6 @@ impl Maps {
         })
     }
 
-    /// Writes a run of entries of one hash map (hosts or fast) in one
-    /// `BPF_MAP_UPDATE_BATCH`; returns how many it wrote. A kernel without
-    /// batches writes none (and later runs go one by one); the rest of a
-    /// run the batch stopped in is for the caller to write one by one,
-    /// which names the entry when it fails again.
-    fn write_batch(&mut self, run: &[(MapKey, CircuitValue)]) -> Result<usize> {
-        use std::os::fd::AsFd;
-        let values: Vec<[u8; 24]> = run.iter().map(|(_, v)| v.encode()).collect();
-        let (done, r) = match run.first() {
-            Some((MapKey::Host(_), _)) => {
-                let keys: Vec<[u8; 16]> = run
-                    .iter()
-                    .map(|(k, _)| match k {
-                        MapKey::Host(a) => *a,
-                        _ => unreachable!("a run of one map"),
-                    })
-                    .collect();
-                let fd = self.hosts.map().fd().as_fd();
-                crate::batch::update(fd, &keys, &values)
-            }
-            Some((MapKey::Fast { .. }, _)) => {
-                let keys: Vec<[u8; 20]> = run.iter().map(|(k, _)| fast_key(k)).collect();
-                let fd = self.fast.map().fd().as_fd();
-                crate::batch::update(fd, &keys, &values)
-            }
-            _ => return Ok(0),
-        };
-        if let Err(e) = r {
-            if done == 0 && crate::batch::unsupported(&e) {
-                self.batches = false;
-            }
-        }
-        Ok(done)
-    }
-
     /// Removes one entry (absent: nothing to do).
     pub fn remove(&mut self, key: &MapKey) -> Result<()> {
         let r = match key {
@@ -306,28 +333,44 @@ impl Maps {
             return Ok(n);
         }
         self.set_fast_lens(&diff.fast_before)?;
-        // Runs of writes to one hash map go in batches (one system call per
-        // `batch::BATCH` entries), in the diff's order.
+        // Groups of writes of one map and prefix length: their entries are
+        // disjoint, so they may land in any order. A hash map's group goes
+        // in batches (one system call per `batch::BATCH` entries), a large
+        // one split over threads; the groups go in the diff's order.
         let mut i = 0;
         while i < diff.writes.len() {
-            let k = &diff.writes[i].0;
-            let same = |w: &(MapKey, CircuitValue)| {
-                std::mem::discriminant(&w.0) == std::mem::discriminant(k)
-            };
+            let k = diff.writes[i].0;
             let end = diff.writes[i..]
                 .iter()
-                .take(crate::batch::BATCH)
-                .position(|w| !same(w))
-                .map_or((i + crate::batch::BATCH).min(diff.writes.len()), |p| i + p);
-            let done = match k {
-                MapKey::Net { .. } => 0,
-                _ if !self.batches => 0,
-                _ => self.write_batch(&diff.writes[i..end])?,
+                .position(|(w, _)| {
+                    std::mem::discriminant(w) != std::mem::discriminant(&k)
+                        || w.prefix_len() != k.prefix_len()
+                })
+                .map_or(diff.writes.len(), |p| i + p);
+            let group = &diff.writes[i..end];
+            let fd = match k {
+                _ if !self.batches => None,
+                MapKey::Host(_) => Some(self.hosts.map().fd().as_fd()),
+                MapKey::Fast { .. } => Some(self.fast.map().fd().as_fd()),
+                MapKey::Net { .. } => None,
             };
-            for (k, v) in &diff.writes[i + done..end] {
-                self.write(k, v)?;
+            let (chunk, done) = match fd {
+                Some(fd) => write_parallel(fd, group),
+                None => (group.len().max(1), vec![(0, Ok(()))]),
+            };
+            for (c, (done, r)) in group.chunks(chunk).zip(done) {
+                if let Err(e) = r {
+                    if done == 0 && crate::batch::unsupported(&e) {
+                        self.batches = false;
+                    }
+                }
+                // What a batch did not write goes one by one, which names
+                // the entry when it fails again.
+                for (k, v) in &c[done..] {
+                    self.write(k, v)?;
+                }
             }
-            n.written += end - i;
+            n.written += group.len();
             i = end;
         }
         self.set_fast_lens(&diff.fast_after)?;

@@ -511,7 +511,9 @@ fn batched_writes_read_back_as_written() {
         e.place();
         e
     };
-    for (n, shift) in [(2_500, 0), (2_500, 7), (1_100, 7)] {
+    // 20,000 of a kind: written by several threads (a group of 8,192 or
+    // more); 1,100: by one.
+    for (n, shift) in [(20_000, 0), (20_000, 7), (1_100, 7)] {
         let want = set(n, shift);
         l.maps.sync(&want).unwrap();
         let got = l.maps.read().unwrap();
