@@ -68,11 +68,8 @@ pub enum MapKey {
 impl MapKey {
     /// The key of an address or prefix (host bits cleared).
     pub fn from_net(net: IpNet) -> MapKey {
-        let net = net.trunc();
-        let (len, addr) = match net {
-            IpNet::V4(n) => (n.prefix_len() + 96, addr_bytes(IpAddr::V4(n.network()))),
-            IpNet::V6(n) => (n.prefix_len(), addr_bytes(IpAddr::V6(n.network()))),
-        };
+        let (len, a) = lpm_of(&net.trunc());
+        let addr = a.to_be_bytes();
         if len == 128 {
             MapKey::Host(addr)
         } else {
@@ -164,6 +161,26 @@ impl MapKey {
         };
         a & mask == n
     }
+}
+
+/// `(prefix length in IPv6 bits, first address)` of a prefix whose host
+/// bits are clear, on integers: a key built from it leaves in one store (a
+/// key built byte by byte, then hashed, stalls each insert into a large
+/// set on the set's pending writes).
+fn lpm_of(net: &IpNet) -> (u8, u128) {
+    match net {
+        IpNet::V4(n) => (
+            n.prefix_len() + 96,
+            0xffff_0000_0000 | u128::from(u32::from(n.network())),
+        ),
+        IpNet::V6(n) => (n.prefix_len(), u128::from(n.network())),
+    }
+}
+
+/// Whether `(len, a)` is an IPv4 address or prefix (`::ffff:0:0/96` and
+/// inside), as [`MapKey::is_ipv4`].
+fn v4_mapped(len: u8, a: u128) -> bool {
+    len >= 96 && a >> 32 == 0xffff
 }
 
 // Hashed as two words (the address, then the map and length) rather than
@@ -366,12 +383,9 @@ impl Entries {
         let mut p: Vec<(u128, u8, bool, u32)> = list
             .iter()
             .enumerate()
-            .filter_map(|(i, e)| match MapKey::from_net(e.net) {
-                MapKey::Host(_) => None,
-                k => {
-                    let (len, a) = k.lpm();
-                    Some((u128::from_be_bytes(a), len as u8, k.is_ipv4(), i as u32))
-                }
+            .filter_map(|(i, e)| match lpm_of(&e.net) {
+                (128, _) => None,
+                (len, a) => Some((a, len, v4_mapped(len, a), i as u32)),
             })
             .collect();
         p.sort_unstable();
@@ -388,9 +402,12 @@ impl Entries {
         }
         let mut out = Entries::with_capacity(list.len());
         for (e, fast) in list.iter().zip(in_fast) {
-            let key = match MapKey::from_net(e.net) {
-                MapKey::Net { prefix_len, addr } if fast => MapKey::Fast { prefix_len, addr },
-                k => k,
+            let (len, a) = lpm_of(&e.net);
+            let addr = a.to_be_bytes();
+            let key = match len {
+                128 => MapKey::Host(addr),
+                prefix_len if fast => MapKey::Fast { prefix_len, addr },
+                prefix_len => MapKey::Net { prefix_len, addr },
             };
             // A prefix listed twice keeps its first entry.
             if let hashbrown::hash_map::Entry::Vacant(slot) = out.map.entry(key) {
