@@ -415,10 +415,22 @@ impl LiveSource for NetlinkLive {
     /// qdisc dump (the leaves' counters, cake's per-tin and fq_codel's
     /// statistics), on the one socket,
     /// and, where asked, the eBPF data path's TCP statistics (its pinned
-    /// maps, read in batches).
+    /// maps, read in batches on a thread of their own while the dumps run:
+    /// both are the kernel's work, and neither waits for the other).
     fn poll(&self, req: &PollRequest) -> Polled {
-        Polled::collect(req, |t| self.poll_iface(&t.dev, &t.htbs, t.qdiscs))
-            .with_tcp(req, Polled::read_tcp)
+        std::thread::scope(|s| {
+            let tcp = req
+                .tcp
+                .as_deref()
+                .map(|dir| s.spawn(move || Polled::read_tcp(dir)));
+            let polled = Polled::collect(req, |t| self.poll_iface(&t.dev, &t.htbs, t.qdiscs));
+            match tcp {
+                Some(h) => polled.with_tcp(req, |_| {
+                    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+                }),
+                None => polled,
+            }
+        })
     }
 }
 

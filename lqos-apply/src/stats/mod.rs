@@ -436,6 +436,307 @@ pub struct DirStats {
     pub htb: Option<crate::netlink::HtbXstats>,
 }
 
+/// The class and leaf part of [`StatsTracker::observe`]: each circuit's,
+/// node's and default class's counters kept monotonic in `acc_*` and their
+/// rates over `dt` seconds.
+fn observe_classes(
+    index: &StatsIndex,
+    raw: &Samples,
+    dt: Option<f64>,
+    acc_circuits: &mut [[DirAcc; 2]],
+    acc_nodes: &mut [[DirAcc; 2]],
+    acc_defaults: &mut [[DirAcc; 2]],
+) -> (Vec<CircuitStats>, Vec<NodeStats>, Unclassified) {
+    let per_sec = |x: u64| dt.map_or(0.0, |d| x as f64 / d);
+    let mut circuits: Vec<CircuitStats> = index
+        .circuits
+        .iter()
+        .map(|c| {
+            let mk = |d: Dir| DirStats {
+                min_bps: c.min_bps[d.i()],
+                ceil_bps: c.ceil_bps[d.i()],
+                ..DirStats::default()
+            };
+            CircuitStats {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                parent: index.nodes[c.parent as usize].name.clone(),
+                download: mk(Dir::Download),
+                upload: mk(Dir::Upload),
+                tcp: None,
+            }
+        })
+        .collect();
+    let mut nodes: Vec<NodeStats> = index
+        .nodes
+        .iter()
+        .map(|n| {
+            let mk = |d: Dir| DirStats {
+                ceil_bps: n.ceil_bps[d.i()],
+                ..DirStats::default()
+            };
+            NodeStats {
+                name: n.name.clone(),
+                parent: n.parent.map(|p| index.nodes[p as usize].name.clone()),
+                download: mk(Dir::Download),
+                upload: mk(Dir::Upload),
+                tcp: None,
+            }
+        })
+        .collect();
+    // Which (circuit, dir) got a class / leaf sample this poll.
+    let mut class_seen = vec![[false; 2]; index.circuits.len()];
+    let mut node_seen = vec![[false; 2]; index.nodes.len()];
+    let mut leaf_seen = vec![[false; 2]; index.circuits.len()];
+    let mut default_seen = vec![[false; 2]; index.queues as usize];
+    let mut unclassified = Unclassified::default();
+    for d in Dir::BOTH {
+        unclassified.dir_mut(d).ceil_bps = index.default_ceil_bps[d.i()];
+    }
+    let mut drop_deltas = vec![[0u64; 2]; index.circuits.len()];
+    let mut ecn_deltas = vec![[0u64; 2]; index.circuits.len()];
+    // Directions whose interface was polled: only their objects can be
+    // missing (an interface that failed to answer keeps its counters,
+    // and its next answer continues them).
+    let mut polled = [false; 2];
+    for ii in &index.ifaces {
+        let Some(r) = raw.interface(&ii.dev) else {
+            continue;
+        };
+        for &(_, d) in dirs(ii.direction) {
+            polled[d.i()] = true;
+        }
+        for s in &r.classes {
+            let Some(&(owner, d)) = ii.classes.get(&s.classid.raw()) else {
+                continue;
+            };
+            if let Owner::Default(q) = owner {
+                let Some(acc) = acc_defaults.get_mut(q as usize) else {
+                    continue;
+                };
+                default_seen[q as usize][d.i()] = true;
+                let (acc, out) = (&mut acc[d.i()], unclassified.dir_mut(d));
+                let c = &s.counters;
+                out.rate_bps += per_sec(acc.bytes.update(c.bytes)) * 8.0;
+                out.packet_rate += per_sec(acc.packets.update(c.packets));
+                out.drop_rate += per_sec(acc.drops.update(c.drops.into()));
+                acc.overlimits.update(c.overlimits.into());
+                out.backlog_bytes += u64::from(c.backlog);
+                out.qlen += u64::from(c.qlen);
+                continue;
+            }
+            let (acc, out) = match owner {
+                Owner::Circuit(i) => {
+                    class_seen[i as usize][d.i()] = true;
+                    (
+                        &mut acc_circuits[i as usize][d.i()],
+                        circuits[i as usize].dir_mut(d),
+                    )
+                }
+                Owner::Node(i) => {
+                    node_seen[i as usize][d.i()] = true;
+                    (
+                        &mut acc_nodes[i as usize][d.i()],
+                        nodes[i as usize].dir_mut(d),
+                    )
+                }
+                // Taken above.
+                Owner::Default(_) => continue,
+            };
+            let c = &s.counters;
+            let db = acc.bytes.update(c.bytes);
+            let dp = acc.packets.update(c.packets);
+            let dd = acc.drops.update(c.drops.into());
+            acc.overlimits.update(c.overlimits.into());
+            out.rate_bps = per_sec(db) * 8.0;
+            out.packet_rate = per_sec(dp);
+            out.backlog_bytes = c.backlog.into();
+            out.qlen = c.qlen.into();
+            out.htb = s.htb;
+            if let Owner::Circuit(i) = owner {
+                drop_deltas[i as usize][d.i()] += dd;
+            }
+        }
+        if let (Some(fifo), true) = (&ii.fifo_leaves, r.qdiscs.is_empty()) {
+            // No dump taken (fifo leaves only): the kind is the plan's.
+            for (m, kind) in fifo {
+                if let Some(&(i, d)) = ii.leaves.get(m) {
+                    circuits[i as usize].dir_mut(d).leaf = Some((*kind).to_string());
+                }
+            }
+        }
+        for q in &r.qdiscs {
+            if q.handle.minor() != 0 {
+                continue;
+            }
+            let Some(&(i, d)) = ii.leaves.get(&q.handle.major()) else {
+                continue;
+            };
+            let (i, di) = (i as usize, d.i());
+            leaf_seen[i][di] = true;
+            let acc = &mut acc_circuits[i][di];
+            let out = circuits[i].dir_mut(d);
+            out.leaf = Some(q.kind.clone());
+            match &q.xstats {
+                LeafXstats::Cake(x) => {
+                    drop_deltas[i][di] += acc.leaf_drops.update(q.counters.drops.into());
+                    let ecn: u64 = x.tins.iter().map(|t| u64::from(t.ecn_marked_packets)).sum();
+                    ecn_deltas[i][di] += acc.ecn.update(ecn);
+                    out.tins = x.tins.clone();
+                }
+                LeafXstats::FqCodel(x) => {
+                    drop_deltas[i][di] += acc.leaf_drops.update(q.counters.drops.into());
+                    ecn_deltas[i][di] += acc.ecn.update(x.ecn_mark.into());
+                    out.fq_codel = Some(*x);
+                }
+                _ => {}
+            }
+        }
+    }
+    // Objects not seen this poll: their next sample is a new object's.
+    for (i, acc) in acc_circuits.iter_mut().enumerate() {
+        for d in Dir::BOTH {
+            let a = &mut acc[d.i()];
+            if polled[d.i()] && !class_seen[i][d.i()] {
+                a.class_missing();
+            }
+            if polled[d.i()] && !leaf_seen[i][d.i()] {
+                a.leaf_drops.missing();
+                a.ecn.missing();
+            }
+            let out = circuits[i].dir_mut(d);
+            out.bytes = a.bytes.total;
+            out.packets = a.packets.total;
+            out.overlimits = a.overlimits.total;
+            out.drops = a.drops.total + a.leaf_drops.total;
+            out.ecn_marks = a.ecn.total;
+            out.drop_rate = per_sec(drop_deltas[i][d.i()]);
+            out.ecn_rate = per_sec(ecn_deltas[i][d.i()]);
+        }
+    }
+    for (i, acc) in acc_nodes.iter_mut().enumerate() {
+        for d in Dir::BOTH {
+            let a = &mut acc[d.i()];
+            if polled[d.i()] && !node_seen[i][d.i()] {
+                a.class_missing();
+            }
+            let out = nodes[i].dir_mut(d);
+            out.bytes = a.bytes.total;
+            out.packets = a.packets.total;
+            out.overlimits = a.overlimits.total;
+        }
+    }
+    for (q, acc) in acc_defaults.iter_mut().enumerate() {
+        for d in Dir::BOTH {
+            let a = &mut acc[d.i()];
+            if polled[d.i()] && !default_seen[q][d.i()] {
+                a.class_missing();
+            }
+            let out = unclassified.dir_mut(d);
+            out.bytes += a.bytes.total;
+            out.packets += a.packets.total;
+            out.drops += a.drops.total;
+            out.overlimits += a.overlimits.total;
+        }
+    }
+    // Drops, ECN marks and backlog of the circuits, summed up their
+    // node chains.
+    for (i, c) in index.circuits.iter().enumerate() {
+        let mut n = Some(c.parent);
+        while let Some(p) = n {
+            let p = p as usize;
+            for d in Dir::BOTH {
+                let cs = circuits[i].dir(d).clone_counts();
+                let out = nodes[p].dir_mut(d);
+                out.drops += cs.0;
+                out.ecn_marks += cs.1;
+                out.backlog_bytes += cs.2;
+                out.qlen += cs.3;
+                out.drop_rate += cs.4;
+                out.ecn_rate += cs.5;
+            }
+            n = index.nodes[p].parent;
+        }
+    }
+    (circuits, nodes, unclassified)
+}
+
+/// Entries at which [`StatsTracker::observe`] maps circuits' TCP
+/// statistics on more than one thread.
+const PARALLEL_TCP_CIRCUITS: usize = 2048;
+/// Threads it maps them on at most.
+const MAX_TCP_THREADS: usize = 4;
+
+/// Takes the entries `order` (circuit index, key, values; in circuit
+/// order) into the accumulators `accs` and the outputs `circuits`, in up
+/// to `parts` runs of circuits side by side. Returns each run's interval
+/// per node (its circuits' growth, added to each one's parent only).
+fn map_tcp_parts(
+    index: &StatsIndex,
+    accs: &mut [Option<Box<tcp::TcpAcc>>],
+    circuits: &mut [Option<Arc<TcpStats>>],
+    order: &[(
+        usize,
+        &lqos_bpf::layout::TcpKey,
+        &lqos_bpf::layout::TcpCircuit,
+    )],
+    dt: Option<f64>,
+    parts: usize,
+) -> Vec<Vec<Option<Box<tcp::Totals>>>> {
+    let run = |accs: &mut [Option<Box<tcp::TcpAcc>>],
+               outs: &mut [Option<Arc<TcpStats>>],
+               first: usize,
+               entries: &[(
+        usize,
+        &lqos_bpf::layout::TcpKey,
+        &lqos_bpf::layout::TcpCircuit,
+    )]| {
+        let mut node_recent: Vec<Option<Box<tcp::Totals>>> = vec![None; index.nodes.len()];
+        let mut delta = tcp::Delta::default();
+        for &(i, key, c) in entries {
+            let acc = accs[i - first].get_or_insert_with(Default::default);
+            let any = acc.update(*key, c, &mut delta);
+            if any {
+                // Into its parent's interval; rolled up the tree later.
+                node_recent[index.circuits[i].parent as usize]
+                    .get_or_insert_with(Default::default)
+                    .add_delta(&delta);
+            }
+            let recent = dt.is_some().then_some(&delta);
+            outs[i - first] = Some(acc.output(any, recent, dt));
+        }
+        node_recent
+    };
+    if parts <= 1 || order.len() < 2 {
+        return vec![run(accs, circuits, 0, order)];
+    }
+    // Split at circuit indices so each run owns its circuits' slices.
+    let mut runs = Vec::with_capacity(parts);
+    let (mut accs, mut outs, mut entries, mut first) = (accs, circuits, order, 0);
+    for k in (1..parts).rev() {
+        let at = entries.len() - entries.len() * k / (k + 1);
+        let (head, tail) = entries.split_at(at.min(entries.len()));
+        let cut = tail.first().map_or(first + accs.len(), |e| e.0);
+        let (a, a_rest) = std::mem::take(&mut accs).split_at_mut(cut - first);
+        let (o, o_rest) = std::mem::take(&mut outs).split_at_mut(cut - first);
+        runs.push((a, o, first, head));
+        (accs, outs, entries, first) = (a_rest, o_rest, tail, cut);
+    }
+    runs.push((accs, outs, first, entries));
+    std::thread::scope(|s| {
+        let mut runs = runs.into_iter();
+        let mine = runs.next().expect("one run at least");
+        let handles: Vec<_> = runs
+            .map(|(a, o, f, e)| s.spawn(move || run(a, o, f, e)))
+            .collect();
+        let mut out = vec![run(mine.0, mine.1, mine.2, mine.3)];
+        for h in handles {
+            out.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        out
+    })
+}
+
 impl DirStats {
     /// The worst (highest) peak delay of cake's tins, µs.
     pub fn worst_delay_us(&self) -> Option<u32> {
@@ -561,13 +862,8 @@ pub struct StatsTracker {
     nodes: Vec<[DirAcc; 2]>,
     /// Per queue: its default class.
     defaults: Vec<[DirAcc; 2]>,
-    /// Per circuit: its TCP statistics' entry (`None`: never seen).
-    tcp: Vec<Option<Box<tcp::TcpAcc>>>,
-    /// Per node: its circuits' TCP totals, added up poll by poll (so they
-    /// stay monotonic when a circuit leaves).
-    tcp_nodes: Vec<Option<Box<tcp::Totals>>>,
-    /// The data path's RTT samples (for their rate).
-    tcp_samples: Mono,
+    /// The circuits' and nodes' TCP statistics.
+    tcp: TcpTracker,
     last: Option<Duration>,
 }
 
@@ -578,9 +874,12 @@ impl StatsTracker {
             circuits: vec![Default::default(); index.circuits.len()],
             nodes: vec![Default::default(); index.nodes.len()],
             defaults: vec![Default::default(); index.queues as usize],
-            tcp: vec![None; index.circuits.len()],
-            tcp_nodes: vec![None; index.nodes.len()],
-            tcp_samples: Mono::default(),
+            tcp: TcpTracker {
+                accs: vec![None; index.circuits.len()],
+                nodes: vec![None; index.nodes.len()],
+                samples: Mono::default(),
+                threads: 0,
+            },
             last: None,
         }
     }
@@ -614,17 +913,20 @@ impl StatsTracker {
                 .iter()
                 .map(|n| node(&n.name).map_or_else(Default::default, |i| self.nodes[i]))
                 .collect(),
-            tcp: new
-                .circuits
-                .iter()
-                .map(|c| circuit(&c.id).and_then(|i| self.tcp[i].clone()))
-                .collect(),
-            tcp_nodes: new
-                .nodes
-                .iter()
-                .map(|n| node(&n.name).and_then(|i| self.tcp_nodes[i].clone()))
-                .collect(),
-            tcp_samples: self.tcp_samples,
+            tcp: TcpTracker {
+                accs: new
+                    .circuits
+                    .iter()
+                    .map(|c| circuit(&c.id).and_then(|i| self.tcp.accs[i].clone()))
+                    .collect(),
+                nodes: new
+                    .nodes
+                    .iter()
+                    .map(|n| node(&n.name).and_then(|i| self.tcp.nodes[i].clone()))
+                    .collect(),
+                samples: self.tcp.samples,
+                threads: self.tcp.threads,
+            },
             // The queues' default classes stay when the queues do.
             defaults: if old.queues == new.queues {
                 self.defaults.clone()
@@ -643,296 +945,160 @@ impl StatsTracker {
             .map(|l| now.saturating_sub(l).as_secs_f64())
             .filter(|&d| d > 0.0);
         self.last = Some(now);
-        let per_sec = |x: u64| dt.map_or(0.0, |d| x as f64 / d);
-        let mut circuits: Vec<CircuitStats> = index
-            .circuits
-            .iter()
-            .map(|c| {
-                let mk = |d: Dir| DirStats {
-                    min_bps: c.min_bps[d.i()],
-                    ceil_bps: c.ceil_bps[d.i()],
-                    ..DirStats::default()
-                };
-                CircuitStats {
-                    id: c.id.clone(),
-                    name: c.name.clone(),
-                    parent: index.nodes[c.parent as usize].name.clone(),
-                    download: mk(Dir::Download),
-                    upload: mk(Dir::Upload),
-                    tcp: None,
-                }
-            })
-            .collect();
-        let mut nodes: Vec<NodeStats> = index
-            .nodes
-            .iter()
-            .map(|n| {
-                let mk = |d: Dir| DirStats {
-                    ceil_bps: n.ceil_bps[d.i()],
-                    ..DirStats::default()
-                };
-                NodeStats {
-                    name: n.name.clone(),
-                    parent: n.parent.map(|p| index.nodes[p as usize].name.clone()),
-                    download: mk(Dir::Download),
-                    upload: mk(Dir::Upload),
-                    tcp: None,
-                }
-            })
-            .collect();
-        // Which (circuit, dir) got a class / leaf sample this poll.
-        let mut class_seen = vec![[false; 2]; index.circuits.len()];
-        let mut node_seen = vec![[false; 2]; index.nodes.len()];
-        let mut leaf_seen = vec![[false; 2]; index.circuits.len()];
-        let mut default_seen = vec![[false; 2]; index.queues as usize];
-        let mut unclassified = Unclassified::default();
-        for d in Dir::BOTH {
-            unclassified.dir_mut(d).ceil_bps = index.default_ceil_bps[d.i()];
+        let (acc_c, acc_n, acc_d) = (&mut self.circuits, &mut self.nodes, &mut self.defaults);
+        let tcp = &mut self.tcp;
+        let read = raw.tcp.as_ref();
+        // Many circuits' TCP statistics are mapped on threads of their own
+        // while this one maps the classes: the two share nothing.
+        let ((mut circuits, mut nodes, unclassified), out) = match read {
+            Some(t) if t.circuits.len() >= PARALLEL_TCP_CIRCUITS => std::thread::scope(|s| {
+                let h = s.spawn(|| tcp.observe(index, read, dt));
+                let c = observe_classes(index, raw, dt, acc_c, acc_n, acc_d);
+                (c, h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            }),
+            _ => (
+                observe_classes(index, raw, dt, acc_c, acc_n, acc_d),
+                tcp.observe(index, read, dt),
+            ),
+        };
+        for (c, t) in circuits.iter_mut().zip(out.circuits) {
+            c.tcp = t;
         }
-        let mut drop_deltas = vec![[0u64; 2]; index.circuits.len()];
-        let mut ecn_deltas = vec![[0u64; 2]; index.circuits.len()];
-        // Directions whose interface was polled: only their objects can be
-        // missing (an interface that failed to answer keeps its counters,
-        // and its next answer continues them).
-        let mut polled = [false; 2];
-        for ii in &index.ifaces {
-            let Some(r) = raw.interface(&ii.dev) else {
-                continue;
-            };
-            for &(_, d) in dirs(ii.direction) {
-                polled[d.i()] = true;
-            }
-            for s in &r.classes {
-                let Some(&(owner, d)) = ii.classes.get(&s.classid.raw()) else {
-                    continue;
-                };
-                if let Owner::Default(q) = owner {
-                    let Some(acc) = self.defaults.get_mut(q as usize) else {
-                        continue;
-                    };
-                    default_seen[q as usize][d.i()] = true;
-                    let (acc, out) = (&mut acc[d.i()], unclassified.dir_mut(d));
-                    let c = &s.counters;
-                    out.rate_bps += per_sec(acc.bytes.update(c.bytes)) * 8.0;
-                    out.packet_rate += per_sec(acc.packets.update(c.packets));
-                    out.drop_rate += per_sec(acc.drops.update(c.drops.into()));
-                    acc.overlimits.update(c.overlimits.into());
-                    out.backlog_bytes += u64::from(c.backlog);
-                    out.qlen += u64::from(c.qlen);
-                    continue;
-                }
-                let (acc, out) = match owner {
-                    Owner::Circuit(i) => {
-                        class_seen[i as usize][d.i()] = true;
-                        (
-                            &mut self.circuits[i as usize][d.i()],
-                            circuits[i as usize].dir_mut(d),
-                        )
-                    }
-                    Owner::Node(i) => {
-                        node_seen[i as usize][d.i()] = true;
-                        (
-                            &mut self.nodes[i as usize][d.i()],
-                            nodes[i as usize].dir_mut(d),
-                        )
-                    }
-                    // Taken above.
-                    Owner::Default(_) => continue,
-                };
-                let c = &s.counters;
-                let db = acc.bytes.update(c.bytes);
-                let dp = acc.packets.update(c.packets);
-                let dd = acc.drops.update(c.drops.into());
-                acc.overlimits.update(c.overlimits.into());
-                out.rate_bps = per_sec(db) * 8.0;
-                out.packet_rate = per_sec(dp);
-                out.backlog_bytes = c.backlog.into();
-                out.qlen = c.qlen.into();
-                out.htb = s.htb;
-                if let Owner::Circuit(i) = owner {
-                    drop_deltas[i as usize][d.i()] += dd;
-                }
-            }
-            if let (Some(fifo), true) = (&ii.fifo_leaves, r.qdiscs.is_empty()) {
-                // No dump taken (fifo leaves only): the kind is the plan's.
-                for (m, kind) in fifo {
-                    if let Some(&(i, d)) = ii.leaves.get(m) {
-                        circuits[i as usize].dir_mut(d).leaf = Some((*kind).to_string());
-                    }
-                }
-            }
-            for q in &r.qdiscs {
-                if q.handle.minor() != 0 {
-                    continue;
-                }
-                let Some(&(i, d)) = ii.leaves.get(&q.handle.major()) else {
-                    continue;
-                };
-                let (i, di) = (i as usize, d.i());
-                leaf_seen[i][di] = true;
-                let acc = &mut self.circuits[i][di];
-                let out = circuits[i].dir_mut(d);
-                out.leaf = Some(q.kind.clone());
-                match &q.xstats {
-                    LeafXstats::Cake(x) => {
-                        drop_deltas[i][di] += acc.leaf_drops.update(q.counters.drops.into());
-                        let ecn: u64 = x.tins.iter().map(|t| u64::from(t.ecn_marked_packets)).sum();
-                        ecn_deltas[i][di] += acc.ecn.update(ecn);
-                        out.tins = x.tins.clone();
-                    }
-                    LeafXstats::FqCodel(x) => {
-                        drop_deltas[i][di] += acc.leaf_drops.update(q.counters.drops.into());
-                        ecn_deltas[i][di] += acc.ecn.update(x.ecn_mark.into());
-                        out.fq_codel = Some(*x);
-                    }
-                    _ => {}
-                }
-            }
+        for (n, t) in nodes.iter_mut().zip(out.nodes) {
+            n.tcp = t;
         }
-        // Objects not seen this poll: their next sample is a new object's.
-        for (i, acc) in self.circuits.iter_mut().enumerate() {
-            for d in Dir::BOTH {
-                let a = &mut acc[d.i()];
-                if polled[d.i()] && !class_seen[i][d.i()] {
-                    a.class_missing();
-                }
-                if polled[d.i()] && !leaf_seen[i][d.i()] {
-                    a.leaf_drops.missing();
-                    a.ecn.missing();
-                }
-                let out = circuits[i].dir_mut(d);
-                out.bytes = a.bytes.total;
-                out.packets = a.packets.total;
-                out.overlimits = a.overlimits.total;
-                out.drops = a.drops.total + a.leaf_drops.total;
-                out.ecn_marks = a.ecn.total;
-                out.drop_rate = per_sec(drop_deltas[i][d.i()]);
-                out.ecn_rate = per_sec(ecn_deltas[i][d.i()]);
-            }
-        }
-        for (i, acc) in self.nodes.iter_mut().enumerate() {
-            for d in Dir::BOTH {
-                let a = &mut acc[d.i()];
-                if polled[d.i()] && !node_seen[i][d.i()] {
-                    a.class_missing();
-                }
-                let out = nodes[i].dir_mut(d);
-                out.bytes = a.bytes.total;
-                out.packets = a.packets.total;
-                out.overlimits = a.overlimits.total;
-            }
-        }
-        for (q, acc) in self.defaults.iter_mut().enumerate() {
-            for d in Dir::BOTH {
-                let a = &mut acc[d.i()];
-                if polled[d.i()] && !default_seen[q][d.i()] {
-                    a.class_missing();
-                }
-                let out = unclassified.dir_mut(d);
-                out.bytes += a.bytes.total;
-                out.packets += a.packets.total;
-                out.drops += a.drops.total;
-                out.overlimits += a.overlimits.total;
-            }
-        }
-        // Drops, ECN marks and backlog of the circuits, summed up their
-        // node chains.
-        for (i, c) in index.circuits.iter().enumerate() {
-            let mut n = Some(c.parent);
-            while let Some(p) = n {
-                let p = p as usize;
-                for d in Dir::BOTH {
-                    let cs = circuits[i].dir(d).clone_counts();
-                    let out = nodes[p].dir_mut(d);
-                    out.drops += cs.0;
-                    out.ecn_marks += cs.1;
-                    out.backlog_bytes += cs.2;
-                    out.qlen += cs.3;
-                    out.drop_rate += cs.4;
-                    out.ecn_rate += cs.5;
-                }
-                n = index.nodes[p].parent;
-            }
-        }
-        let tcp = self.observe_tcp(index, raw.tcp.as_ref(), dt, &mut circuits, &mut nodes);
         Stats {
             interval_secs: dt,
             circuits,
             nodes,
             unclassified,
-            tcp,
+            tcp: out.health,
         }
     }
+}
 
+/// The TCP part of a [`StatsTracker`]: per circuit its entry's
+/// accumulator, per node its circuits' totals.
+#[derive(Debug, Clone)]
+struct TcpTracker {
+    /// Per circuit: its TCP statistics' entry (`None`: never seen).
+    accs: Vec<Option<Box<tcp::TcpAcc>>>,
+    /// Per node: its circuits' TCP totals, added up poll by poll (so they
+    /// stay monotonic when a circuit leaves).
+    nodes: Vec<Option<Box<tcp::Totals>>>,
+    /// The data path's RTT samples (for their rate).
+    samples: Mono,
+    /// Threads the circuits are mapped on at most (0: as many as the
+    /// machine has, up to [`MAX_TCP_THREADS`]).
+    threads: usize,
+}
+
+/// What [`TcpTracker::observe`] gives each circuit and node, and the data
+/// path's health.
+struct TcpObserved {
+    circuits: Vec<Option<Arc<TcpStats>>>,
+    nodes: Vec<Option<Arc<TcpStats>>>,
+    health: Option<TcpDataPath>,
+}
+
+impl TcpTracker {
     /// The TCP part of [`StatsTracker::observe`]: each circuit's entry
     /// (by key) taken, its interval's difference added to its nodes', the
-    /// outputs filled. Without a read (`tcp` `None`), the totals stand.
-    fn observe_tcp(
+    /// outputs made. Without a read (`tcp` `None`), the totals stand.
+    fn observe(
         &mut self,
         index: &StatsIndex,
         tcp: Option<&lqos_bpf::tcp::TcpRead>,
         dt: Option<f64>,
-        circuits: &mut [CircuitStats],
-        nodes: &mut [NodeStats],
-    ) -> Option<TcpDataPath> {
+    ) -> TcpObserved {
+        let mut circuits: Vec<Option<Arc<TcpStats>>> = vec![None; index.circuits.len()];
         // The first poll has no interval: no percentiles or rates of one.
         let mut node_recent: Vec<Option<Box<tcp::Totals>>> = vec![None; index.nodes.len()];
-        let mut delta = tcp::Delta::default();
         let health = tcp.map(|t| {
+            // The entries of planned circuits, in circuit order (each
+            // circuit has one key), so the work splits into runs of
+            // circuits mapped side by side.
+            let mut order: Vec<(
+                usize,
+                &lqos_bpf::layout::TcpKey,
+                &lqos_bpf::layout::TcpCircuit,
+            )> = t
+                .circuits
+                .iter()
+                .filter_map(|(k, c)| index.tcp_keys.get(k).map(|&i| (i as usize, k, c)))
+                .collect();
+            order.sort_unstable_by_key(|e| e.0);
             let mut seen = vec![false; index.circuits.len()];
-            for (key, c) in &t.circuits {
-                let Some(&i) = index.tcp_keys.get(key) else {
-                    continue;
-                };
-                let i = i as usize;
-                seen[i] = true;
-                let acc = self.tcp[i].get_or_insert_with(Default::default);
-                let any = acc.update(*key, c, &mut delta);
-                if any {
-                    let mut n = Some(index.circuits[i].parent);
-                    while let Some(p) = n {
-                        let p = p as usize;
-                        self.tcp_nodes[p]
-                            .get_or_insert_with(Default::default)
-                            .add_delta(&delta);
-                        node_recent[p]
-                            .get_or_insert_with(Default::default)
-                            .add_delta(&delta);
-                        n = index.nodes[p].parent;
+            for e in &order {
+                seen[e.0] = true;
+            }
+            let parts = match self.threads {
+                _ if order.len() < PARALLEL_TCP_CIRCUITS => 1,
+                0 => {
+                    std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_TCP_THREADS))
+                }
+                n => n,
+            };
+            for part in map_tcp_parts(index, &mut self.accs, &mut circuits, &order, dt, parts) {
+                for (n, r) in node_recent.iter_mut().zip(part) {
+                    match (n, r) {
+                        (Some(n), Some(r)) => n.add(&r),
+                        (n @ None, r) => *n = r,
+                        (Some(_), None) => {}
                     }
                 }
-                let recent = dt.is_some().then_some(&delta);
-                circuits[i].tcp = Some(acc.output(any, recent, dt));
             }
             // Entries gone (pruned, the map made anew): what they counted
             // stays; a next one is counted whole.
-            for (i, (acc, seen)) in self.tcp.iter_mut().zip(seen).enumerate() {
+            for (i, (acc, seen)) in self.accs.iter_mut().zip(seen).enumerate() {
                 if let (Some(a), false) = (acc, seen) {
                     let was = a.present();
                     a.retire();
                     if a.seen() {
-                        circuits[i].tcp = Some(a.output(was, None, dt));
+                        circuits[i] = Some(a.output(was, None, dt));
                     }
                 }
             }
-            let d_samples = self.tcp_samples.update(t.health.samples);
+            // Each node's interval to its parent (children come after
+            // their parents in the index) and to its own totals: once per
+            // node, not once per circuit and level.
+            for p in (0..index.nodes.len()).rev() {
+                let Some(r) = node_recent[p].take() else {
+                    continue;
+                };
+                if let Some(q) = index.nodes[p].parent {
+                    node_recent[q as usize]
+                        .get_or_insert_with(Default::default)
+                        .add(&r);
+                }
+                self.nodes[p].get_or_insert_with(Default::default).add(&r);
+                node_recent[p] = Some(r);
+            }
+            let d_samples = self.samples.update(t.health.samples);
             TcpDataPath::of(&t.health, dt.map_or(0.0, |d| d_samples as f64 / d))
         });
         if tcp.is_none() {
             // Not read: the totals stand.
-            for (i, acc) in self.tcp.iter_mut().enumerate() {
+            for (i, acc) in self.accs.iter_mut().enumerate() {
                 if let Some(a) = acc.as_deref_mut().filter(|a| a.seen()) {
-                    circuits[i].tcp = Some(a.output(false, None, dt));
+                    circuits[i] = Some(a.output(false, None, dt));
                 }
             }
         }
-        for (i, t) in self.tcp_nodes.iter().enumerate() {
-            if let Some(t) = t {
-                let r = node_recent[i].take().filter(|_| dt.is_some());
-                nodes[i].tcp = Some(Arc::new(t.stats(r.as_deref(), dt)));
-            }
+        let nodes = self
+            .nodes
+            .iter()
+            .zip(node_recent)
+            .map(|(t, r)| {
+                let r = r.filter(|_| dt.is_some());
+                t.as_ref().map(|t| Arc::new(t.stats(r.as_deref(), dt)))
+            })
+            .collect();
+        TcpObserved {
+            circuits,
+            nodes,
+            health,
         }
-        health
     }
 }
 
@@ -1188,6 +1354,62 @@ mod tests {
         );
         assert_eq!(s.circuits[0].download.bytes, 150);
         assert_eq!(s.circuits[0].download.rate_bps, 400.0);
+    }
+
+    /// The TCP statistics mapped on several threads (runs of circuits)
+    /// are those mapped on one: circuits, nodes' merged histograms, entries
+    /// that go, come back or restart.
+    #[test]
+    fn tcp_statistics_mapped_on_threads_equal_those_mapped_on_one() {
+        let n = PARALLEL_TCP_CIRCUITS + 700;
+        let (plan, index) = setup(n);
+        let entries = |round: u32| {
+            (0..n)
+                // Some circuits have no entry in some rounds (pruned).
+                .filter(|i| (i + round as usize) % 11 != 0)
+                .map(|i| {
+                    let mut c = lqos_bpf::layout::TcpCircuit::default();
+                    for (j, h) in c.rtt.iter_mut().flatten().enumerate() {
+                        // Round 2 restarts every 5th entry (counts go down).
+                        let r = if round == 2 && i % 5 == 0 { 0 } else { round };
+                        for b in (i + j) % 40..(i + j) % 40 + 1 + i % 9 {
+                            h.buckets[b] = (r + 1) * (b as u32 + 1);
+                            h.count += u64::from(h.buckets[b]);
+                        }
+                        h.sum_ns = h.count * 1_000_000 * (1 + (i as u64 % 30));
+                    }
+                    c.retransmits = [u64::from(round) * (i as u64 % 3), u64::from(round)];
+                    c.flows = u64::from(round) + 1;
+                    (tcp_key(&plan, i), c)
+                })
+                // Not in circuit order, as the kernel's hash gives them.
+                .rev()
+                .collect::<Vec<_>>()
+        };
+        let runs: Vec<Vec<Stats>> = [1, 2, 3, 4]
+            .iter()
+            .map(|&threads| {
+                let mut t = StatsTracker::new(&index);
+                t.tcp.threads = threads;
+                (0..4)
+                    .map(|round| {
+                        let raw = with_tcp(raw(&plan, &[], None), entries(round));
+                        t.observe(&index, &raw, Duration::from_secs(u64::from(round)))
+                    })
+                    .collect()
+            })
+            .collect();
+        let last = &runs[0][3];
+        assert!(last.circuits.iter().all(|c| c.tcp.is_some()));
+        assert!(last
+            .nodes
+            .iter()
+            .any(|n| n.tcp.as_ref().is_some_and(|t| t.flows > 0)));
+        for (threads, run) in runs.iter().enumerate().skip(1) {
+            for (round, (a, b)) in runs[0].iter().zip(run).enumerate() {
+                assert!(a == b, "{} threads, round {round}", threads + 1);
+            }
+        }
     }
 
     fn tcp_key(plan: &Plan, i: usize) -> lqos_bpf::layout::TcpKey {

@@ -306,36 +306,59 @@ impl Hist {
     }
 }
 
-/// The `q` quantile (0..1) of the samples counted per bucket (`(bucket,
-/// count)` in bucket order), seconds: geometric interpolation inside its
-/// bucket (linear in the first, the lower bound in the last). `None`: no
-/// samples.
-fn quantile(buckets: impl Iterator<Item = (usize, u64)> + Clone, q: f64) -> Option<f64> {
+/// The value at rank `rank` (of samples counted per bucket) that falls
+/// in bucket `k` holding `n` samples with `below` samples in lower
+/// buckets, seconds: geometric interpolation inside the bucket (linear in
+/// the first, the lower bound in the last).
+fn in_bucket(k: usize, n: u64, below: u64, rank: f64) -> f64 {
+    let f = ((rank - below as f64) / n as f64).clamp(0.0, 1.0);
+    let (lo, hi) = (rtt_bucket_lower(k), rtt_bucket_upper(k));
+    // Buckets are a factor 2^(1/4) wide: lo * 2^(f/4) inside one.
+    if k == 0 {
+        hi * f
+    } else if hi.is_infinite() {
+        lo
+    } else {
+        lo * (f / 4.0).exp2()
+    }
+}
+
+/// The quantiles `qs` (each 0..1, ascending) of the samples counted per
+/// bucket (`(bucket, count)` in bucket order), seconds, in one pass (see
+/// [`in_bucket`]). `None`: no samples.
+fn quantiles<const N: usize>(
+    buckets: impl Iterator<Item = (usize, u64)> + Clone,
+    qs: [f64; N],
+) -> Option<[f64; N]> {
     let total: u64 = buckets.clone().map(|(_, n)| n).sum();
     if total == 0 {
         return None;
     }
-    let rank = (q * total as f64).max(f64::MIN_POSITIVE);
+    let ranks = qs.map(|q| (q * total as f64).max(f64::MIN_POSITIVE));
+    let mut out = [rtt_bucket_lower(RTT_BUCKETS - 1); N];
+    let mut next = 0;
     let mut below = 0u64;
     for (k, n) in buckets {
         if n == 0 {
             continue;
         }
-        if (below + n) as f64 >= rank {
-            let f = ((rank - below as f64) / n as f64).clamp(0.0, 1.0);
-            let (lo, hi) = (rtt_bucket_lower(k), rtt_bucket_upper(k));
-            // Buckets are a factor 2^(1/4) wide: lo * 2^(f/4) inside one.
-            return Some(if k == 0 {
-                hi * f
-            } else if hi.is_infinite() {
-                lo
-            } else {
-                lo * (f / 4.0).exp2()
-            });
+        while next < N && (below + n) as f64 >= ranks[next] {
+            out[next] = in_bucket(k, n, below, ranks[next]);
+            next += 1;
+        }
+        if next == N {
+            break;
         }
         below += n;
     }
-    Some(rtt_bucket_lower(RTT_BUCKETS - 1))
+    Some(out)
+}
+
+/// The `q` quantile (0..1) of the samples counted per bucket, seconds
+/// (see [`quantiles`]).
+#[cfg(test)]
+fn quantile(buckets: impl Iterator<Item = (usize, u64)> + Clone, q: f64) -> Option<f64> {
+    quantiles(buckets, [q]).map(|[v]| v)
 }
 
 /// Percentiles and mean of `count` samples summing to `sum_ns`, counted
@@ -348,12 +371,12 @@ fn summary(
     if count == 0 {
         return None;
     }
-    let ms = |q: f64| quantile(buckets.clone(), q).unwrap_or(0.0) * 1e3;
+    let [p50, p95, p99] = quantiles(buckets, [0.5, 0.95, 0.99]).unwrap_or([0.0; 3]);
     Some(RttSummary {
         samples: count,
-        p50_ms: ms(0.5),
-        p95_ms: ms(0.95),
-        p99_ms: ms(0.99),
+        p50_ms: p50 * 1e3,
+        p95_ms: p95 * 1e3,
+        p99_ms: p99 * 1e3,
         mean_ms: sum_ns as f64 / count as f64 / 1e6,
     })
 }
@@ -558,25 +581,22 @@ impl TcpAcc {
             out.buckets.clear();
             out.count = b.count - a.count;
             out.sum_ns = b.sum_ns - a.sum_ns;
-            if a.buckets == b.buckets {
-                continue;
-            }
-            any = true;
-            for (k, (&x, &y)) in a.buckets.iter().zip(&b.buckets).enumerate() {
-                if x == y {
+            any |= out.count > 0;
+            // (Every bucket compared: the kernel adds to the count before
+            // the bucket, so a read between the two sees a bucket grow in
+            // the next poll with no change of count.)
+            for (k, (x, &y)) in a.buckets.iter_mut().zip(&b.buckets).enumerate() {
+                if *x == y {
                     continue;
                 }
-                out.buckets.push((k as u8, u64::from(y.wrapping_sub(x))));
-                if y < x {
+                out.buckets.push((k as u8, u64::from(y.wrapping_sub(*x))));
+                if y < *x {
                     // The 32-bit count wrapped.
                     self.base.get_or_insert_with(Default::default).rtt[d][s].buckets[k] += 1 << 32;
                 }
+                *x = y;
             }
-            a.buckets = b.buckets;
-        }
-        for (d, s) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
-            let (a, b) = (&mut last.rtt[d][s], &now.rtt[d][s]);
-            any |= b.count != a.count;
+            any |= !out.buckets.is_empty();
             a.count = b.count;
             a.sum_ns = b.sum_ns;
         }
