@@ -28,8 +28,9 @@ use crate::model::{Entries, MapDiff, MapKey};
 #[derive(Debug, Clone, Default)]
 pub struct Indexed {
     entries: Entries,
-    /// Every prefix (not hosts) as (address, length in IPv6 bits).
-    prefixes: BTreeSet<(u128, u8)>,
+    /// Every prefix (not hosts) as (address, length in IPv6 bits), built
+    /// on the first edit that needs it (a cold load never does).
+    prefixes: std::sync::OnceLock<BTreeSet<(u128, u8)>>,
     lens: FastLens,
 }
 
@@ -58,13 +59,25 @@ fn parts(k: &MapKey) -> Option<(u128, u8)> {
 impl Indexed {
     /// Indexes `entries` (placed as the maps hold them).
     pub fn new(entries: Entries) -> Indexed {
-        let prefixes = entries.iter().filter_map(|(k, _)| parts(k)).collect();
         let lens = entries.fast_lens();
+        Indexed::with_lens(entries, lens)
+    }
+
+    /// Indexes `entries` whose fast lengths are `lens` (as
+    /// [`Entries::fast_lens`] gives them: the diff that wrote them has
+    /// them in [`MapDiff::fast_after`]).
+    pub fn with_lens(entries: Entries, lens: FastLens) -> Indexed {
         Indexed {
             entries,
-            prefixes,
+            prefixes: std::sync::OnceLock::new(),
             lens,
         }
+    }
+
+    /// The prefix index (built on first use).
+    fn prefixes(&self) -> &BTreeSet<(u128, u8)> {
+        self.prefixes
+            .get_or_init(|| self.entries.iter().filter_map(|(k, _)| parts(k)).collect())
     }
 
     /// The entries.
@@ -76,8 +89,8 @@ impl Indexed {
     pub fn apply(&mut self, d: &MapDiff) {
         for (k, v) in &d.writes {
             self.entries.insert(*k, *v);
-            if let Some(p) = parts(k) {
-                self.prefixes.insert(p);
+            if let (Some(p), Some(set)) = (parts(k), self.prefixes.get_mut()) {
+                set.insert(p);
             }
         }
         for k in &d.removes {
@@ -95,7 +108,9 @@ impl Indexed {
                     },
                 };
                 if self.entries.get(&other).is_none() {
-                    self.prefixes.remove(&(a, len));
+                    if let Some(set) = self.prefixes.get_mut() {
+                        set.remove(&(a, len));
+                    }
                 }
             }
         }
@@ -204,7 +219,7 @@ impl Edit<'_> {
         let range = (p.0, p.1 + 1)..=(last(p.0, p.1), u8::MAX);
         let in_base = self
             .base
-            .prefixes
+            .prefixes()
             .range(range.clone())
             .any(|x| !self.removed.contains(x));
         in_base || self.added.range(range).next().is_some()

@@ -219,7 +219,7 @@ impl MapSync {
         let n = if d.len() > self.current.entries().len() / 2 {
             let n = self.apply_maps(&d)?;
             prune_tcp(self.maps.pin_dir(), &desired)?;
-            self.current = Indexed::new(desired.into_owned());
+            self.current = Indexed::with_lens(desired.into_owned(), d.fast_after);
             n
         } else {
             let n = self.apply(&d)?;

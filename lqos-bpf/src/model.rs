@@ -640,16 +640,17 @@ pub fn diff(current: &Entries, desired: &Entries) -> MapDiff {
         .filter(|k| !desired.map.contains_key(*k))
         .copied()
         .collect();
-    // The address as one integer: compares as the bytes do, in one step.
+    // The address as one integer: compares as the bytes do, in one step;
+    // each key computed once (a cold load sorts every entry).
     let order = |k: &MapKey| {
         let (len, a) = k.lpm();
         (len, u128::from_be_bytes(a))
     };
-    writes.sort_unstable_by_key(|(k, _)| {
+    writes.sort_by_cached_key(|(k, _)| {
         let (len, a) = order(k);
         (std::cmp::Reverse(len), a)
     });
-    removes.sort_unstable_by_key(order);
+    removes.sort_by_cached_key(order);
     let fast_after = desired.fast_lens();
     MapDiff {
         fast_before: fast_after.union(&current.fast_lens()),

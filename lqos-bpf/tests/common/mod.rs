@@ -136,6 +136,24 @@ pub fn class_packets(ns: &Ns, dev: &str) -> BTreeMap<String, u64> {
     out
 }
 
+/// [`class_packets`] of `dev` once `done` holds for them, or after 5 s
+/// (the last read then): packets redirected through XDP's cpumap, or
+/// waiting for a neighbour, reach the classes late on a loaded machine.
+pub fn class_packets_when(
+    ns: &Ns,
+    dev: &str,
+    done: impl Fn(&BTreeMap<String, u64>) -> bool,
+) -> BTreeMap<String, u64> {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let now = class_packets(ns, dev);
+        if done(&now) || std::time::Instant::now() > until {
+            return now;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 pub fn delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>, class: &str) -> u64 {
     after.get(class).copied().unwrap_or(0) - before.get(class).copied().unwrap_or(0)
 }
