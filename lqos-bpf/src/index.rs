@@ -66,7 +66,7 @@ impl Indexed {
     /// Indexes `entries` whose fast lengths are `lens` (as
     /// [`Entries::fast_lens`] gives them: the diff that wrote them has
     /// them in [`MapDiff::fast_after`]).
-    pub fn with_lens(entries: Entries, lens: FastLens) -> Indexed {
+    pub(crate) fn with_lens(entries: Entries, lens: FastLens) -> Indexed {
         Indexed {
             entries,
             prefixes: std::sync::OnceLock::new(),
