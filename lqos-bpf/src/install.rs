@@ -150,7 +150,7 @@ pub fn installed(pin_dir: &Path) -> bool {
 pub fn update(pin_dir: &Path, plan: &Plan, cpus: &CpuPolicy) -> Result<ApplyCounts> {
     let want = entries(plan, cpus)?;
     let n = Maps::open(pin_dir)?.sync(&want)?;
-    prune_tcp(pin_dir, &want)?;
+    crate::tcp::prune_for(pin_dir, &want)?;
     Ok(n)
 }
 
@@ -218,14 +218,13 @@ impl MapSync {
         // each change.
         let n = if d.len() > self.current.entries().len() / 2 {
             let n = self.apply_maps(&d)?;
-            prune_tcp(self.maps.pin_dir(), &desired)?;
             self.current = Indexed::with_lens(desired.into_owned(), d.fast_after);
             n
         } else {
-            let n = self.apply(&d)?;
-            prune_tcp(self.maps.pin_dir(), &desired)?;
-            n
+            self.apply(&d)?
         };
+        // The entries held are `desired` now, either way.
+        crate::tcp::prune_for(self.maps.pin_dir(), self.current.entries())?;
         Ok(n)
     }
 
@@ -296,25 +295,6 @@ impl MapSync {
     pub fn maps(&mut self) -> &mut Maps {
         &mut self.maps
     }
-}
-
-/// Forgets the TCP statistics of every circuit not in `entries`, as
-/// [`crate::tcp::prune_for`] does, building the set of circuits to keep
-/// only when the TCP map holds any (after a cold load it holds none).
-fn prune_tcp(pin_dir: &Path, entries: &Entries) -> Result<usize> {
-    if !pin_dir.join(crate::layout::names::TCP).exists() {
-        return Ok(0);
-    }
-    let keep = std::cell::OnceCell::new();
-    crate::tcp::TcpMaps::open(pin_dir)?.prune(|k| {
-        keep.get_or_init(|| {
-            entries
-                .iter()
-                .map(|(_, v)| v.tcp_key())
-                .collect::<hashbrown::HashSet<_>>()
-        })
-        .contains(k)
-    })
 }
 
 /// Each listed prefix with the value `ip_map` gives exactly that prefix

@@ -123,7 +123,7 @@ impl MapKey {
     /// True for an IPv4 address or prefix (`::ffff:0:0/96` and inside).
     pub fn is_ipv4(&self) -> bool {
         let (len, a) = self.lpm();
-        len >= 96 && a[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
+        v4_mapped(len as u8, u128::from_be_bytes(a))
     }
 
     /// Prefix length in IPv6 bits (128 for a host).
@@ -178,7 +178,7 @@ fn lpm_of(net: &IpNet) -> (u8, u128) {
 }
 
 /// Whether `(len, a)` is an IPv4 address or prefix (`::ffff:0:0/96` and
-/// inside), as [`MapKey::is_ipv4`].
+/// inside): [`MapKey::is_ipv4`]'s rule.
 fn v4_mapped(len: u8, a: u128) -> bool {
     len >= 96 && a >> 32 == 0xffff
 }

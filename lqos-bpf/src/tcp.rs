@@ -217,8 +217,18 @@ pub fn prune_for(pin_dir: &Path, entries: &Entries) -> Result<usize> {
     if !pin_dir.join(names::TCP).exists() {
         return Ok(0);
     }
-    let keep: HashSet<TcpKey> = entries.iter().map(|(_, v)| v.tcp_key()).collect();
-    TcpMaps::open(pin_dir)?.prune(|k| keep.contains(k))
+    // The set of circuits to keep is built only when the map holds an
+    // entry to check (after a cold load it holds none).
+    let keep = std::cell::OnceCell::new();
+    TcpMaps::open(pin_dir)?.prune(|k| {
+        keep.get_or_init(|| {
+            entries
+                .iter()
+                .map(|(_, v)| v.tcp_key())
+                .collect::<HashSet<TcpKey>>()
+        })
+        .contains(k)
+    })
 }
 
 /// An error of a raw `bpf()` call on `lqos1_tcp`.

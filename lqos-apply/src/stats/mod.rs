@@ -667,30 +667,29 @@ const PARALLEL_TCP_CIRCUITS: usize = 2048;
 /// Threads it maps them on at most.
 const MAX_TCP_THREADS: usize = 4;
 
-/// Takes the entries `order` (circuit index, key, values; in circuit
-/// order) into the accumulators `accs` and the outputs `circuits`, in up
+/// A circuit's TCP entry as read: the circuit's index, the entry's key
+/// and its values.
+type TcpEntry<'a> = (
+    usize,
+    &'a lqos_bpf::layout::TcpKey,
+    &'a lqos_bpf::layout::TcpCircuit,
+);
+
+/// Takes the entries `order` (in circuit order) into the accumulators `accs` and the outputs `circuits`, in up
 /// to `parts` runs of circuits side by side. Returns each run's interval
 /// per node (its circuits' growth, added to each one's parent only).
 fn map_tcp_parts(
     index: &StatsIndex,
     accs: &mut [Option<Box<tcp::TcpAcc>>],
     circuits: &mut [Option<Arc<TcpStats>>],
-    order: &[(
-        usize,
-        &lqos_bpf::layout::TcpKey,
-        &lqos_bpf::layout::TcpCircuit,
-    )],
+    order: &[TcpEntry<'_>],
     dt: Option<f64>,
     parts: usize,
 ) -> Vec<Vec<Option<Box<tcp::Totals>>>> {
     let run = |accs: &mut [Option<Box<tcp::TcpAcc>>],
                outs: &mut [Option<Arc<TcpStats>>],
                first: usize,
-               entries: &[(
-        usize,
-        &lqos_bpf::layout::TcpKey,
-        &lqos_bpf::layout::TcpCircuit,
-    )]| {
+               entries: &[TcpEntry<'_>]| {
         let mut node_recent: Vec<Option<Box<tcp::Totals>>> = vec![None; index.nodes.len()];
         let mut delta = tcp::Delta::default();
         for &(i, key, c) in entries {
@@ -1018,11 +1017,7 @@ impl TcpTracker {
             // The entries of planned circuits, in circuit order (each
             // circuit has one key), so the work splits into runs of
             // circuits mapped side by side.
-            let mut order: Vec<(
-                usize,
-                &lqos_bpf::layout::TcpKey,
-                &lqos_bpf::layout::TcpCircuit,
-            )> = t
+            let mut order: Vec<TcpEntry<'_>> = t
                 .circuits
                 .iter()
                 .filter_map(|(k, c)| index.tcp_keys.get(k).map(|&i| (i as usize, k, c)))
