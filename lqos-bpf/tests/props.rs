@@ -298,7 +298,15 @@ fn the_kernels_fast_path_agrees_with_ip_map_lookup() {
     let l = std::cell::RefCell::new(common::load("props-fast"));
     let cfg = IfaceConfig::bridge(Role::Subscriber, 4);
     l.borrow_mut().maps.set_iface(1, &cfg).unwrap();
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(40));
+    // A fixed seed: the count of cases that reach the fast map (checked
+    // below) is a property of the generator, and a random seed put it at
+    // 10 of 40 in one CI run.
+    let mut runner = proptest::test_runner::TestRunner::new_with_rng(
+        ProptestConfig::with_cases(40),
+        proptest::test_runner::TestRng::deterministic_rng(
+            proptest::test_runner::RngAlgorithm::ChaCha,
+        ),
+    );
     let fast_seen = std::cell::Cell::new(0);
     runner
         .run(
