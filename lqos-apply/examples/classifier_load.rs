@@ -8,7 +8,10 @@
 //!   empty maps), and the whole install `lqos apply` makes (preflight,
 //!   programs verified, maps, attach to both interfaces); the same plan's
 //!   clsact and flower filters (one per address per interface) through
-//!   lqos's netlink loader;
+//!   lqos's netlink loader. Flower's ops are built in `lqos_tc::plan`,
+//!   before its load is timed: that step (placing's counterpart) is timed
+//!   apart, as a plan with the tc classifier against one with bpf, and
+//!   the ratios are given with and without it;
 //! - one edit, `--edits` times: an address moved to another circuit and
 //!   back; the eBPF maps through the daemon's `MapSync::sync_prefixes` (the
 //!   moved prefix only), flower through one filter replaced per interface.
@@ -117,6 +120,7 @@ fn main() {
     let bpffs = lqos_bpf::sys::PrivateBpffs::new("clsload").expect("private bpffs");
     let cpus = CpuPolicy::online().unwrap();
     let cold;
+    let writes_only;
     {
         let pins = bpffs.path().join("maps-only");
         let t = Instant::now();
@@ -138,16 +142,28 @@ fn main() {
         let want = entries(&bpf_plan, &cpus).unwrap();
         let placed = t.elapsed();
         let mut sync = MapSync::open(&pins).unwrap();
+        // The diff alone, once more (not counted in the cold load): with
+        // the placing, what of the cold load is user space.
+        let t = Instant::now();
+        let d = sync.diff_to(&want);
+        let diffed = t.elapsed();
+        drop(d);
         let t = Instant::now();
         let n = sync.sync_owned(want).unwrap();
         let wrote = t.elapsed();
         cold = placed + wrote;
+        writes_only = wrote;
         println!(
             "bpf: {} entries placed in {:.0} ms, written to empty maps in {:.0} ms: {:.0} ms in all",
             n.written,
             placed.as_secs_f64() * 1e3,
             wrote.as_secs_f64() * 1e3,
             (placed + wrote).as_secs_f64() * 1e3
+        );
+        println!(
+            "bpf: of the writing, the diff alone takes {:.0} ms (timed apart), the rest {:.0} ms",
+            diffed.as_secs_f64() * 1e3,
+            wrote.saturating_sub(diffed).as_secs_f64() * 1e3
         );
         let mem = sync.maps().memlock().unwrap();
         let mib = |b: u64| b as f64 / (1 << 20) as f64;
@@ -213,6 +229,26 @@ fn main() {
     );
     dp.remove().unwrap();
 
+    // flower's counterpart of placing: its filter ops are built in
+    // lqos_tc::plan (the plans differ only in them), not in the load timed
+    // below. Median of 3 each, alternated.
+    let mut bpf_cfg = cfg.clone();
+    bpf_cfg.classifier = Classifier::Bpf;
+    let (mut with_filters, mut without) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        for (c, times) in [(&cfg, &mut with_filters), (&bpf_cfg, &mut without)] {
+            let t = Instant::now();
+            let p = lqos_tc::plan(&g.network, c, None).unwrap();
+            times.push(t.elapsed());
+            drop(p);
+        }
+    }
+    let filter_planning = median(with_filters).0.saturating_sub(median(without).0);
+    println!(
+        "flower: building its filter ops in the plan: {:.0} ms (plan with classifier tc minus bpf, medians of 3)",
+        filter_planning.as_secs_f64() * 1e3
+    );
+
     // flower.
     match KindProbe::new().probe_classifier() {
         Ok(Ok(())) => {}
@@ -268,8 +304,12 @@ fn main() {
         us(fl_p99)
     );
     println!(
-        "flower / bpf: cold load {:.0}x, one edit {:.0}x",
+        "flower / bpf: cold load {:.0}x (placing + writing against loading the planned filters), \
+         {:.0}x (each from the plan's IP map: placing + writing against building + loading the filters), \
+         {:.0}x (the map writes against the filters' load); one edit {:.0}x",
         flower_load.as_secs_f64() / cold.as_secs_f64(),
+        (flower_load + filter_planning).as_secs_f64() / cold.as_secs_f64(),
+        flower_load.as_secs_f64() / writes_only.as_secs_f64(),
         fl_med.as_secs_f64() / bpf_med.as_secs_f64()
     );
 }

@@ -91,8 +91,17 @@ pub fn install_checked(
         Some(c) => c.clone(),
         None => CpuPolicy::online()?,
     };
-    let want = entries(plan, &cpus)?;
-    let mut dp = DataPath::load_with(&opts.pin_dir, crate::loader::OBJECT, opts.flow_table_size)?;
+    // The addresses are placed on a thread while the programs load and
+    // the maps are created (preallocated: the longer of the two).
+    let (want, dp) = std::thread::scope(|s| {
+        let placing = s.spawn(|| entries(plan, &cpus));
+        let dp = DataPath::load_with(&opts.pin_dir, crate::loader::OBJECT, opts.flow_table_size);
+        let want = placing
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (want, dp)
+    });
+    let (want, mut dp) = (want?, dp?);
     // MapSync::sync also forgets the TCP statistics of circuits not in `want`.
     let mut sync = MapSync::open(&opts.pin_dir)?;
     let counts = sync.sync_owned(want)?;

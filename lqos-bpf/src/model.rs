@@ -112,6 +112,15 @@ impl MapKey {
         }
     }
 
+    /// The map's place among a diff's writes of one prefix length.
+    fn map_rank(&self) -> u8 {
+        match self {
+            MapKey::Host(_) => 0,
+            MapKey::Fast { .. } => 1,
+            MapKey::Net { .. } => 2,
+        }
+    }
+
     /// The same prefix as a [`MapKey::Net`] (a host stays a host).
     pub fn logical(&self) -> MapKey {
         match *self {
@@ -624,9 +633,10 @@ impl Ranges {
 /// The ordered changes from `current` to `desired`: the fast lengths of
 /// both, then writes (new keys and changed values, overwritten in place)
 /// longest prefix first, then the target's fast lengths, then removals
-/// shortest prefix first; ties by address, so the order is deterministic.
-/// A prefix moving between the LPM trie and the fast map is written in
-/// its new place before it leaves the old one.
+/// shortest prefix first. Entries of one map and prefix length are
+/// disjoint and come together, in no particular order. A prefix moving
+/// between the LPM trie and the fast map is written in its new place
+/// before it leaves the old one.
 pub fn diff(current: &Entries, desired: &Entries) -> MapDiff {
     let mut writes: Vec<(MapKey, CircuitValue)> = desired
         .map
@@ -640,17 +650,10 @@ pub fn diff(current: &Entries, desired: &Entries) -> MapDiff {
         .filter(|k| !desired.map.contains_key(*k))
         .copied()
         .collect();
-    // The address as one integer: compares as the bytes do, in one step;
-    // each key computed once (a cold load sorts every entry).
-    let order = |k: &MapKey| {
-        let (len, a) = k.lpm();
-        (len, u128::from_be_bytes(a))
-    };
-    writes.sort_by_cached_key(|(k, _)| {
-        let (len, a) = order(k);
-        (std::cmp::Reverse(len), a)
-    });
-    removes.sort_by_cached_key(order);
+    // A handful of distinct keys: the unstable sort partitions on them in
+    // a few linear passes (a cold load's writes are grouped, not sorted).
+    writes.sort_unstable_by_key(|(k, _)| (std::cmp::Reverse(k.prefix_len()), k.map_rank()));
+    removes.sort_unstable_by_key(|k| (k.prefix_len(), k.map_rank()));
     let fast_after = desired.fast_lens();
     MapDiff {
         fast_before: fast_after.union(&current.fast_lens()),
