@@ -1,7 +1,8 @@
 //! Classifier benches: what `--classifier tc` adds to planning, `tc -b`
 //! rendering and netlink encoding of a 10k-circuit plan (generated network:
 //! about 1.2 devices per circuit, half with an IPv6 prefix), and the no-op
-//! diff with filters in the tree (must stay at 0 ops).
+//! diff with filters in the tree (must stay at 0 ops); the user-space part
+//! of the eBPF classifier's cold load of 100,000 circuits.
 //!
 //! Times are the bench thread's CPU time ([`lqos_benches::CpuTime`]). The
 //! kernel's cost of loading the filters cannot be measured on a host
@@ -11,6 +12,8 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use lqos_apply::netlink::encode_op;
 use lqos_benches::CpuTime;
+use lqos_bpf::model::Entries;
+use lqos_bpf::plan::{entries, CpuPolicy};
 use lqos_model::config::Classifier;
 use lqos_model::{generate, GenParams, Rate};
 use lqos_tc::config::LeafSpec;
@@ -87,9 +90,33 @@ fn classifier_10k(c: &mut Criterion<CpuTime>) {
     g.finish();
 }
 
+/// The user-space part of the eBPF classifier's cold load of 100,000
+/// circuits (`classifier_load`'s network, 157,587 addresses): placing the
+/// plan's addresses, and the diff against empty maps (the writes grouped
+/// by prefix length and map). The kernel's writes are timed by
+/// `lqos-apply/examples/classifier_load.rs`.
+fn bpf_cold_100k(c: &mut Criterion<CpuTime>) {
+    let net = generate(&GenParams::with_circuits(100_000)).network;
+    let mut cfg = PlanConfig::bridge("ens19", "ens20", 16);
+    cfg.default_sqm = "none".parse::<LeafSpec>().unwrap();
+    cfg.classifier = Classifier::Bpf;
+    let p = plan(&net, &cfg, None).unwrap();
+    let cpus = CpuPolicy::new(vec![0, 1]);
+    let mut g = c.benchmark_group("bpf_cold_100k");
+    g.sample_size(20);
+    g.throughput(Throughput::Elements(p.ip_map.len() as u64));
+    g.bench_function("place", |b| b.iter(|| entries(&p, &cpus).unwrap()));
+    let want = entries(&p, &cpus).unwrap();
+    let empty = Entries::default();
+    g.bench_function("diff_from_empty", |b| {
+        b.iter(|| lqos_bpf::model::diff(&empty, &want).writes.len())
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().with_measurement(CpuTime);
-    targets = classifier_10k
+    targets = classifier_10k, bpf_cold_100k
 }
 criterion_main!(benches);
