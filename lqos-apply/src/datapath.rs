@@ -313,6 +313,10 @@ pub struct PinnedDataPath {
     netns: Option<String>,
     xdp: XdpChoice,
     cpus: Option<CpuPolicy>,
+    /// The online CPUs' policy (without `cpus`): read at the first use and
+    /// again at each install, so the values written agree with the cpumap
+    /// the install enabled, and an edit reads no file for it.
+    online: Mutex<Option<CpuPolicy>>,
     state: Mutex<Pinned>,
 }
 
@@ -338,6 +342,7 @@ impl PinnedDataPath {
             netns: netns.map(str::to_string),
             xdp: XdpChoice::Auto,
             cpus: None,
+            online: Mutex::new(None),
             state: Mutex::new(Pinned::default()),
         }
     }
@@ -356,9 +361,17 @@ impl PinnedDataPath {
     }
 
     fn cpus(&self) -> Result<CpuPolicy> {
-        match &self.cpus {
+        if let Some(c) = &self.cpus {
+            return Ok(c.clone());
+        }
+        let mut online = self.online.lock().unwrap_or_else(|p| p.into_inner());
+        match &*online {
             Some(c) => Ok(c.clone()),
-            None => CpuPolicy::online().map_err(bpf(BpfStep::OnlineCpus)),
+            None => {
+                let c = CpuPolicy::online().map_err(bpf(BpfStep::OnlineCpus))?;
+                *online = Some(c.clone());
+                Ok(c)
+            }
         }
     }
 
@@ -402,7 +415,8 @@ impl DataPath for PinnedDataPath {
     }
 
     fn before_load(&self, change: MapChange<'_>) -> Result<ApplyCounts> {
-        if !self.installed() {
+        // Maps this process opened are installed; otherwise look.
+        if self.lock().sync.is_none() && !self.installed() {
             return Ok(ApplyCounts::default());
         }
         let want = match change {
@@ -436,6 +450,8 @@ impl DataPath for PinnedDataPath {
         opts.pin_dir = self.pin_dir.clone();
         opts.netns = self.netns.clone();
         opts.xdp = self.xdp;
+        // The CPUs online now: the install enables them in the cpumap.
+        *self.online.lock().unwrap_or_else(|p| p.into_inner()) = None;
         opts.cpus = Some(self.cpus()?);
         // The maps may be created anew (first install, new layout): the
         // open handle is replaced by the one the install synced.
