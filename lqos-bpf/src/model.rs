@@ -68,15 +68,19 @@ pub enum MapKey {
 impl MapKey {
     /// The key of an address or prefix (host bits cleared).
     pub fn from_net(net: IpNet) -> MapKey {
-        let (len, a) = lpm_of(&net.trunc());
+        MapKey::placed(&net, false)
+    }
+
+    /// The key of `net` (host bits cleared) where placing puts it: a host
+    /// in the exact-match map, a prefix in the fast map when `fast`, else
+    /// in the LPM trie.
+    fn placed(net: &IpNet, fast: bool) -> MapKey {
+        let (len, a) = lpm_of(net);
         let addr = a.to_be_bytes();
-        if len == 128 {
-            MapKey::Host(addr)
-        } else {
-            MapKey::Net {
-                prefix_len: len,
-                addr,
-            }
+        match len {
+            128 => MapKey::Host(addr),
+            prefix_len if fast => MapKey::Fast { prefix_len, addr },
+            prefix_len => MapKey::Net { prefix_len, addr },
         }
     }
 
@@ -411,13 +415,7 @@ impl Entries {
         }
         let mut out = Entries::with_capacity(list.len());
         for (e, fast) in list.iter().zip(in_fast) {
-            let (len, a) = lpm_of(&e.net);
-            let addr = a.to_be_bytes();
-            let key = match len {
-                128 => MapKey::Host(addr),
-                prefix_len if fast => MapKey::Fast { prefix_len, addr },
-                prefix_len => MapKey::Net { prefix_len, addr },
-            };
+            let key = MapKey::placed(&e.net, fast);
             // A prefix listed twice keeps its first entry.
             if let hashbrown::hash_map::Entry::Vacant(slot) = out.map.entry(key) {
                 slot.insert(value_of(e, &cpu_of_queue)?);

@@ -675,9 +675,10 @@ type TcpEntry<'a> = (
     &'a lqos_bpf::layout::TcpCircuit,
 );
 
-/// Takes the entries `order` (in circuit order) into the accumulators `accs` and the outputs `circuits`, in up
-/// to `parts` runs of circuits side by side. Returns each run's interval
-/// per node (its circuits' growth, added to each one's parent only).
+/// Takes the entries `order` (in circuit order) into the accumulators
+/// `accs` and the outputs `circuits`, in up to `parts` runs of circuits
+/// side by side. Returns each run's interval per node (its circuits'
+/// growth, added to each one's parent only).
 fn map_tcp_parts(
     index: &StatsIndex,
     accs: &mut [Option<Box<tcp::TcpAcc>>],
